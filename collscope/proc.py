@@ -1,0 +1,137 @@
+"""The only place in collscope that starts subprocesses.
+
+Every call takes an argv list (never a shell string), an optional environment, and a mandatory
+timeout. The child runs in its own session/process group so that on timeout (or interruption) the
+whole group, grandchildren included, is killed. The outcome is returned as a :class:`ProcResult` value;
+a non-zero exit is not an exception, a missing executable is (:class:`ToolMissingError`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import LaunchError, ToolMissingError
+
+__all__ = ["ProcResult", "run", "which", "TAIL_CHARS"]
+
+TAIL_CHARS = 64_000
+"""How much of stdout/stderr a result keeps (the end of each stream)."""
+
+_KILL_GRACE_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProcResult:
+    """What happened to one child process."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    """Exit status; negative for a signal; ``None`` only if the process could not be reaped."""
+    stdout: str
+    """The last :data:`TAIL_CHARS` characters of standard output."""
+    stderr: str
+    """The last :data:`TAIL_CHARS` characters of standard error."""
+    duration_s: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+def which(tool: str) -> str | None:
+    """The full path of ``tool`` on PATH, or ``None``."""
+    return shutil.which(tool)
+
+
+def _kill_group(pgid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        if sig == signal.SIGTERM:
+            deadline = time.monotonic() + _KILL_GRACE_S
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(pgid, 0)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.05)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stdin_text: str | None = None,
+    install_hint: str = "install it or put it on PATH",
+) -> ProcResult:
+    """Run ``argv`` to completion or until ``timeout_s`` seconds have passed.
+
+    ``env`` replaces the environment when given; ``extra_env`` is added on top of it (or of
+    ``os.environ``). On timeout the process group is sent SIGTERM, then SIGKILL, and the result has
+    ``timed_out=True``. Output is decoded as UTF-8 with replacement, so binary noise never raises.
+    """
+    if isinstance(argv, (str, bytes)):
+        raise TypeError("proc.run takes an argv list, not a shell string")
+    argv = [os.fspath(a) for a in argv]
+    if not argv:
+        raise ValueError("proc.run needs a non-empty argv")
+    if timeout_s is None or timeout_s <= 0:
+        raise ValueError(f"proc.run needs a positive timeout_s, got {timeout_s!r}")
+    full_env = dict(os.environ if env is None else env)
+    if extra_env:
+        full_env.update(extra_env)
+    if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
+        raise ToolMissingError(argv[0], install_hint)
+
+    start = time.monotonic()
+    try:
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolMissingError(argv[0], install_hint) from exc
+    except OSError as exc:
+        raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
+
+    timed_out = False
+    try:
+        out_b, err_b = child.communicate(input=None if stdin_text is None else stdin_text.encode(),
+                                         timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(child.pid)
+        out_b, err_b = child.communicate()
+    except BaseException:
+        _kill_group(child.pid)
+        child.wait()
+        raise
+    else:
+        # The leader exited; children it left behind in its group are ours to clean up.
+        _kill_group(child.pid)
+    duration_s = time.monotonic() - start
+    return ProcResult(
+        argv=tuple(argv),
+        returncode=child.returncode,
+        stdout=out_b.decode("utf-8", "replace")[-TAIL_CHARS:],
+        stderr=err_b.decode("utf-8", "replace")[-TAIL_CHARS:],
+        duration_s=duration_s,
+        timed_out=timed_out,
+    )

@@ -1,0 +1,1 @@
+"""Topology discovery: parsers for captured tool outputs, the networkx model, clusters and drawings."""
