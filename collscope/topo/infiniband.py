@@ -1,0 +1,423 @@
+"""Parsers for the per-host InfiniBand / RDMA tools: ibstat, ibstatus, ibv_devinfo, ibv_devices, ibdev2netdev.
+
+Every ``parse_*`` is pure (text in, typed records out) and raises only :class:`ParseError`. The CA order
+is kept as printed (the tools print lexical order: mlx5_0, mlx5_1, mlx5_10, mlx5_2 ...); sort with
+:func:`collscope.topo.naming.natural_key` when a numeric order is wanted.
+
+Normalisation shared by all tools: port states are capitalised words ("Active", "Down", "Initializing",
+"Armed"), physical states CamelCase ("LinkUp", "Disabled", "Polling"), GUIDs ``0x`` + 16 lowercase hex
+digits (ibv_devinfo's ``043f:7203:00da:2130`` and ibv_devices' ``043f720300da2130`` become
+``0x043f720300da2130``), link rates in Gb/s (bits) as the tool prints them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from collscope.errors import ParseError
+
+__all__ = [
+    "IbPort", "Hca", "NetdevMap", "HcaListing",
+    "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices", "parse_ibdev2netdev",
+    "merge_netdevs", "normalize_guid",
+    "looks_like_ibstat", "looks_like_ibstatus", "looks_like_ibv_devinfo", "looks_like_ibv_devices",
+    "looks_like_ibdev2netdev",
+]  # fmt: skip
+
+_A = re.ASCII
+
+
+@dataclass(frozen=True, slots=True)
+class IbPort:
+    """One port of a CA (host channel adapter) as one of the per-host tools reports it."""
+
+    port: int
+    state: str
+    physical_state: str | None
+    rate_gbps: float | None
+    """Link rate in Gb/s (bits), as the tool prints it; down ports often report 10 or 40."""
+    link_layer: str | None
+    """``"InfiniBand"`` or ``"Ethernet"`` (RoCE)."""
+    lid: int | None
+    """Base LID; 0 (RoCE) or 65535 (down IB port) kept as printed."""
+    netdev: str | None = None
+    sm_lid: int | None = None
+    port_guid: str | None = None
+
+    @property
+    def is_roce(self) -> bool:
+        return self.link_layer == "Ethernet"
+
+    @property
+    def is_up(self) -> bool:
+        return self.state == "Active"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Hca:
+    """One CA: ``name`` is the verbs device name (``mlx5_0``); fields a tool does not print are None."""
+
+    name: str
+    ca_type: str | None
+    firmware: str | None
+    node_guid: str | None
+    ports: tuple[IbPort, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class NetdevMap:
+    """One ibdev2netdev line; the ``pci_bus_id`` .. ``firmware`` fields come only from ``ibdev2netdev -v``."""
+
+    ca: str
+    port: int
+    netdev: str
+    netdev_state: str | None
+    pci_bus_id: str | None = None
+    description: str | None = None
+    port_state: str | None = None
+    firmware: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class HcaListing:
+    """The CAs of an ibstat / ibstatus / ibv_devinfo output, plus the error line it ended with, if any.
+
+    A tool that aborts half way (``ibpanic: ... stat of IB device 'mlx5_8' failed``) still printed
+    complete records for the CAs before it; those are kept and ``error`` holds the error line.
+    """
+
+    hcas: tuple[Hca, ...]
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+_STATES = {"ACTIVE": "Active", "DOWN": "Down", "INIT": "Initializing", "INITIALIZE": "Initializing",
+           "INITIALIZING": "Initializing", "ARMED": "Armed", "ACTIVEDEFER": "Active/Defer"}  # fmt: skip
+_PHYS = {"LINKUP": "LinkUp", "DISABLED": "Disabled", "POLLING": "Polling", "SLEEP": "Sleep",
+         "PORTCONFIGURATIONTRAINING": "PortConfigurationTraining", "LINKERRORRECOVERY": "LinkErrorRecovery",
+         "PHYTEST": "PhyTest", "NOSTATECHANGE": "No state change", "NOP": "No state change"}  # fmt: skip
+_ERROR_LINE = re.compile(r"^(ibpanic:|ibwarn:|ibstat:|ibv_devinfo:|Fatal error|Failed to|No IB devices)")
+_KEYVAL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _]*?)\s*:\s*(.*?)\s*$")
+
+
+def _norm(raw: str, table: dict[str, str]) -> str:
+    """``4: ACTIVE`` / ``PORT_ACTIVE (4)`` / ``Active`` -> the table's spelling (else as printed)."""
+    text = re.sub(r"^\d+:\s*|\s*\(\d+\)$", "", raw.strip(), flags=_A).strip()
+    key = re.sub(r"^PORT_|[_ /]", "", text.upper())
+    return table.get(key, text.title() if text.isupper() else text)
+
+
+def normalize_guid(raw: str) -> str | None:
+    """``0x946DAE..``, ``043f:7203:00da:2130`` or bare hex -> ``0x`` + 16 lowercase digits, else None."""
+    text = raw.strip().lower().replace(":", "")
+    text = text[2:] if text.startswith("0x") else text
+    return "0x" + text.zfill(16) if re.fullmatch(r"[0-9a-f]{1,16}", text, _A) else None
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(text.splitlines(), 1):
+        yield number, line.rstrip()
+
+
+def _int(value: str, source: str, number: int) -> int:
+    text = value.split()[0] if value.split() else ""
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", text, _A):
+        return int(text, 16)
+    if re.fullmatch(r"\d+", text, _A):
+        return int(text)
+    raise ParseError(source, number, "a decimal or 0x-hex number", value)
+
+
+def _float(value: str, source: str, number: int) -> float:
+    """Leading number of ``400``, ``200 Gb/sec (4X HDR)``, ``4X (2)``, ``100.0 Gbps (128)``."""
+    match = re.match(r"\s*(\d+(?:\.\d+)?)", value, _A)
+    if not match:
+        raise ParseError(source, number, "a number (rate, width or lane speed)", value)
+    return float(match.group(1))
+
+
+_Convert = Callable[[str, str, int], Any]
+_STATE: _Convert = lambda v, s, n: _norm(v, _STATES)  # noqa: E731
+_PHYS_STATE: _Convert = lambda v, s, n: _norm(v, _PHYS)  # noqa: E731
+_TEXT: _Convert = lambda v, s, n: v or None  # noqa: E731
+_GUID: _Convert = lambda v, s, n: normalize_guid(v)  # noqa: E731
+
+
+def _maybe_float(value: str, source: str, number: int) -> float | None:
+    """``4X (2)`` -> 4.0, ``25.0 Gbps (32)`` -> 25.0, ``invalid width (0)`` -> None."""
+    match = re.match(r"(\d+(?:\.\d+)?)", value, _A)
+    return float(match.group(1)) if match else None
+
+
+
+class _Builder:
+    """Collects CA and port fields line by line into :class:`Hca` records."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.hcas: list[Hca] = []
+        self.ca: dict[str, Any] | None = None
+        self.port_fields: dict[str, Any] | None = None
+
+    def start_ca(self, name: str) -> None:
+        self.finish_ca()
+        self.ca = {"name": name, "ca_type": None, "firmware": None, "node_guid": None, "ports": []}
+
+    def start_port(self, port: int, number: int) -> None:
+        if self.ca is None:
+            raise ParseError(self.source, number, "a CA header before the first port")
+        self.finish_port()
+        self.port_fields = {"port": port, "line": number}
+
+    def set(self, table: dict[str, tuple[str, _Convert]], key: str, value: str, number: int) -> None:
+        """Store ``key`` if ``table`` knows it: port tables fill the open port, CA tables the open CA."""
+        target = self.port_fields if any(table is t for t in _PORT_TABLES) else self.ca
+        if key in table and target is not None:
+            name, convert = table[key]
+            target[name] = convert(value, self.source, number)
+
+    def finish_port(self) -> None:
+        if self.port_fields is None or self.ca is None:
+            return
+        fields, self.port_fields = self.port_fields, None
+        number = fields.pop("line")
+        width, lane = fields.pop("_width", None), fields.pop("_lane_gbps", None)
+        if width is not None and lane is not None:  # ibv_devinfo -v
+            fields["rate_gbps"] = width * lane
+        if "state" not in fields:
+            raise ParseError(self.source, number, f"a state line for port {fields['port']}")
+        defaults = {"physical_state": None, "rate_gbps": None, "link_layer": None, "lid": None}
+        self.ca["ports"].append(IbPort(**{**defaults, **fields}))
+
+    def finish_ca(self) -> None:
+        self.finish_port()
+        if self.ca is not None:
+            self.hcas.append(Hca(**{**self.ca, "ports": tuple(self.ca["ports"])}))
+            self.ca = None
+
+    def result(self, error: str | None, expected: str) -> HcaListing:
+        self.finish_ca()
+        if not self.hcas and error is None:
+            raise ParseError(self.source, None, expected)
+        return HcaListing(tuple(self.hcas), error)
+
+
+# ------------------------------------------------------------------------------------------ ibstat
+
+_IBSTAT_CA = re.compile(r"^CA '([^']+)'\s*$")
+_IBSTAT_PORT = re.compile(r"^\s*Port (\d+):\s*$", _A)
+_IBSTAT_CA_KEYS = {"CA type": ("ca_type", _TEXT), "Firmware version": ("firmware", _TEXT),
+                   "Node GUID": ("node_guid", _GUID)}  # fmt: skip
+_IBSTAT_PORT_KEYS = {"State": ("state", _STATE), "Physical state": ("physical_state", _PHYS_STATE),
+                     "Rate": ("rate_gbps", _float), "Base lid": ("lid", _int), "SM lid": ("sm_lid", _int),
+                     "Port GUID": ("port_guid", _GUID), "Link layer": ("link_layer", _TEXT)}  # fmt: skip
+
+
+def parse_ibstat(text: str, source: str = "<text>") -> HcaListing:
+    """Parse ``ibstat`` output (tab or space indented, trimmed headers, a trailing ``ibpanic:`` line)."""
+    b = _Builder(source)
+    for number, line in _lines(text):
+        if not line.strip() or line.strip().startswith("ibwarn:"):
+            continue
+        if _ERROR_LINE.match(line.strip()):
+            return b.result(line.strip(), "")
+        if match := _IBSTAT_CA.match(line):
+            b.start_ca(match.group(1))
+        elif match := _IBSTAT_PORT.match(line):
+            b.start_port(int(match.group(1)), number)
+        elif (match := _KEYVAL.match(line)) and b.ca is not None:
+            key = match.group(1)
+            table = _IBSTAT_CA_KEYS if key in _IBSTAT_CA_KEYS else _IBSTAT_PORT_KEYS
+            b.set(table, key, match.group(2), number)
+        else:
+            raise ParseError(source, number, "an ibstat line (CA 'name', Port N:, Key: value)", line)
+    return b.result(None, "at least one CA 'name' block")
+
+
+# ---------------------------------------------------------------------------------------- ibstatus
+
+_IBSTATUS_HEAD = re.compile(r"^Infiniband device '([^']+)' port (\d+) status:\s*$", _A)
+_IBSTATUS_KEYS = {"state": ("state", _STATE), "phys state": ("physical_state", _PHYS_STATE),
+                  "rate": ("rate_gbps", _float), "base lid": ("lid", _int), "sm lid": ("sm_lid", _int),
+                  "link_layer": ("link_layer", _TEXT)}  # fmt: skip
+
+
+def parse_ibstatus(text: str, source: str = "<text>") -> HcaListing:
+    """Parse ``ibstatus`` output: one block per (device, port), grouped into CAs in printed order."""
+    b = _Builder(source)
+    for number, line in _lines(text):
+        if not line.strip():
+            continue
+        if _ERROR_LINE.match(line.strip()):
+            return b.result(line.strip(), "")
+        if match := _IBSTATUS_HEAD.match(line):
+            if b.ca is None or b.ca["name"] != match.group(1):
+                b.start_ca(match.group(1))
+            b.start_port(int(match.group(2)), number)
+        elif (match := _KEYVAL.match(line)) and b.port_fields is not None:
+            b.set(_IBSTATUS_KEYS, match.group(1), match.group(2), number)
+        else:
+            raise ParseError(source, number, "an ibstatus line (Infiniband device 'x' port N status:)", line)
+    return b.result(None, "at least one \"Infiniband device 'name' port N status:\" block")
+
+
+# ------------------------------------------------------------------------------------- ibv_devinfo
+
+_DEVINFO_CA_KEYS = {"fw_ver": ("firmware", _TEXT), "node_guid": ("node_guid", _GUID),
+                    "vendor_part_id": ("ca_type", lambda v, s, n: f"MT{_int(v, s, n)}")}  # fmt: skip
+_DEVINFO_PORT_KEYS = {"state": ("state", _STATE), "phys_state": ("physical_state", _PHYS_STATE),
+                      "port_lid": ("lid", _int), "sm_lid": ("sm_lid", _int),
+                      "link_layer": ("link_layer", _TEXT), "active_width": ("_width", _maybe_float),
+                      "active_speed": ("_lane_gbps", _maybe_float)}  # fmt: skip
+_PORT_TABLES = (_IBSTAT_PORT_KEYS, _IBSTATUS_KEYS, _DEVINFO_PORT_KEYS)
+
+
+def parse_ibv_devinfo(text: str, source: str = "<text>") -> HcaListing:
+    """Parse ``ibv_devinfo`` (plain or ``-v``); the rate is width x lane speed, which only ``-v`` prints."""
+    b = _Builder(source)
+    for number, line in _lines(text):
+        if not line.strip():
+            continue
+        if not line[0].isspace() and _ERROR_LINE.match(line):
+            return b.result(line.strip(), "")
+        match = _KEYVAL.match(line)
+        if match is None:
+            if line[0].isspace():  # -v flag lists (device_cap_flags ...) are bare names
+                continue
+            raise ParseError(source, number, "an ibv_devinfo line (hca_id: name, key: value)", line)
+        key, value = match.group(1), match.group(2)
+        if key == "hca_id" and not line[0].isspace():
+            b.start_ca(value)
+        elif b.ca is None:
+            raise ParseError(source, number, "an 'hca_id:' line first", line)
+        elif key == "port":
+            b.start_port(_int(value, source, number), number)
+        else:
+            b.set(_DEVINFO_CA_KEYS if b.port_fields is None else _DEVINFO_PORT_KEYS, key, value, number)
+    return b.result(None, "at least one 'hca_id:' block")
+
+
+# ------------------------------------------------------------------------------------- ibv_devices
+
+_DEVICES_HEAD = re.compile(r"^\s*device\s+node GUID\s*$")
+_DEVICES_RULE = re.compile(r"^\s*-+\s+-+\s*$")
+
+
+def parse_ibv_devices(text: str, source: str = "<text>") -> list[tuple[str, str]]:
+    """Parse ``ibv_devices``: (device, node GUID) pairs in printed order, GUIDs as ``0x`` + 16 hex digits."""
+    rows: list[tuple[str, str]] = []
+    seen_head = False
+    for number, line in _lines(text):
+        if not line.strip() or _DEVICES_RULE.match(line):
+            continue
+        if _DEVICES_HEAD.match(line):
+            seen_head = True
+            continue
+        fields = line.split()
+        guid = normalize_guid(fields[-1]) if len(fields) == 2 and seen_head else None
+        if guid is None:
+            raise ParseError(source, number, "an ibv_devices row 'device  GUID' after the header", line)
+        rows.append((fields[0], guid))
+    if not seen_head:
+        raise ParseError(source, None, "the ibv_devices header 'device  node GUID'")
+    return rows
+
+
+# ------------------------------------------------------------------------------------ ibdev2netdev
+
+_NETDEV_PLAIN = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)(?:\s+\(\s*(\w+)\s*\))?$", _A)
+_NETDEV_VERBOSE = re.compile(
+    r"^([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S+)\s+(.*?)\s*\bport\s+(\d+)\s+"
+    r"\(\s*(\w+)\s*\)\s+==>\s+(\S+)(?:\s+\(\s*(\w+)\s*\))?$",
+    _A,
+)
+
+
+def parse_ibdev2netdev(text: str, source: str = "<text>") -> list[NetdevMap]:
+    """Parse ``ibdev2netdev`` and ``ibdev2netdev -v`` lines (also re-aligned by ``column -t``).
+
+    A trailing ``# comment`` (added by hand to a pasted copy) is ignored.
+    """
+    maps: list[NetdevMap] = []
+    for number, raw in _lines(text):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if match := _NETDEV_PLAIN.match(line):
+            ca, port, netdev, state = match.groups()
+            maps.append(NetdevMap(ca, int(port), netdev, state))
+        elif match := _NETDEV_VERBOSE.match(line):
+            bus, ca, middle, port, port_state, netdev, state = match.groups()
+            fw = re.search(r"(?:^|\s)fw\s+(\S+)$", middle, _A)
+            desc = " ".join(middle[: fw.start()].split()) if fw else " ".join(middle.split())
+            maps.append(
+                NetdevMap(ca, int(port), netdev, state, pci_bus_id=bus.lower(), description=desc or None,
+                          port_state=_norm(port_state, _STATES), firmware=fw.group(1) if fw else None)
+            )  # fmt: skip
+        else:
+            raise ParseError(source, number, "an ibdev2netdev line 'mlx5_0 port 1 ==> ib0 (Up)'", raw)
+    if not maps:
+        raise ParseError(source, None, "at least one ibdev2netdev line")
+    return maps
+
+
+def merge_netdevs(hcas: Iterable[Hca], maps: Iterable[NetdevMap]) -> tuple[Hca, ...]:
+    """The CAs with ``IbPort.netdev`` filled from ibdev2netdev lines matched by (CA name, port)."""
+    by_port = {(m.ca, m.port): m.netdev for m in maps}
+    return tuple(
+        dataclasses.replace(
+            hca,
+            ports=tuple(
+                dataclasses.replace(p, netdev=by_port.get((hca.name, p.port), p.netdev)) for p in hca.ports
+            ),
+        )
+        for hca in hcas
+    )
+
+
+# ---------------------------------------------------------------------------------------- sniffers
+
+_SNIFF_LIMIT = 65536
+
+
+def _has(pattern: str, text: str) -> bool:
+    return re.search(pattern, text[:_SNIFF_LIMIT], re.MULTILINE) is not None
+
+
+def looks_like_ibstat(text: str) -> bool:
+    return _has(r"^CA '[^'\n]+'[ \t]*$", text) and _has(r"^[ \t]+(CA type|Port \d+):", text)
+
+
+def looks_like_ibstatus(text: str) -> bool:
+    return _has(r"^Infiniband device '[^'\n]+' port \d+ status:", text)
+
+
+def looks_like_ibv_devinfo(text: str) -> bool:
+    return _has(r"^hca_id:[ \t]*\S+[ \t]*$", text)
+
+
+def looks_like_ibv_devices(text: str) -> bool:
+    return _has(r"^[ \t]*device[ \t]+node GUID[ \t]*$", text)
+
+
+def looks_like_ibdev2netdev(text: str) -> bool:
+    lines = (line.split("#", 1)[0].strip() for line in text[:_SNIFF_LIMIT].splitlines())
+    first = next((line for line in lines if line), "")
+    return bool(_NETDEV_PLAIN.match(first) or _NETDEV_VERBOSE.match(first))
