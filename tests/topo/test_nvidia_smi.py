@@ -119,7 +119,7 @@ def test_topo_empty_cpu_affinity_indented_and_spaces(name: str) -> None:
 
 @pytest.mark.parametrize(("name", "line", "found"), [
     ("topo-damaged-missing-tab-line3.txt", 3, "NV18NODE"),
-    ("topo-damaged-truncated-line4.txt", 5, None),
+    ("topo-damaged-truncated-at-line5.txt", 5, None),
     ("topo-damaged-shifted-row-line4.txt", 4, None),
 ])
 def test_topo_damaged_fixture_names_the_line(name: str, line: int, found: str | None) -> None:
