@@ -1,0 +1,3 @@
+from collscope.cli import main
+
+main()

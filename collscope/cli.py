@@ -1,0 +1,70 @@
+"""The collscope command line: a thin click layer over the library.
+
+Each command parses options, calls one library function and renders the result. Errors that are the
+user's (bad input, bad options) exit with code 2 and one line naming the file and line; no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__
+from .errors import CollscopeError, ParseError
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("collscope")
+
+
+def _user_errors(func: F) -> F:
+    """Map collscope's errors to exit code 2 with a one-line message."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ParseError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except CollscopeError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="collscope")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """collscope: what is my GPU topology, how fast are my collectives, which NCCL settings to use.
+
+    \b
+    Example:
+      collscope topo show --from captures/node01/
+    """
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+from .cli_topo import topo  # noqa: E402
+
+main.add_command(topo)
+
+
+def emit_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, default=str))
+
+
+def ensure_parent(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
+__all__ = ["main", "emit_json", "ensure_parent"]

@@ -1,0 +1,178 @@
+"""A cluster: several nodes' captures merged, with rails and cross-node consistency checks.
+
+Layout of a cluster directory (what ``slurm/collect-topo.sh`` writes)::
+
+    DIR/<host>/            one ``collscope topo collect`` directory per node (captures + meta.json)
+    DIR/ibnetdiscover.txt  optional fabric capture (any file at the top level whose content is
+                           ibnetdiscover output); when present, rails come from leaf switches.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParseError
+from .detect import detect_format, load_captures, read_capture_text
+from .ibnetdiscover import IbFabric, parse_ibnetdiscover
+from .model import NodeTopology
+from .naming import natural_key
+from .node import build_node
+
+__all__ = ["Rail", "Cluster", "load_cluster", "build_cluster"]
+
+
+@dataclass(frozen=True)
+class Rail:
+    index: int
+    members: tuple[tuple[str, str], ...]
+    """(host, NIC name) pairs on this rail."""
+    switch: str | None = None
+    """Leaf switch (name or GUID) when rails come from the fabric."""
+
+
+@dataclass
+class Cluster:
+    nodes: dict[str, NodeTopology]
+    rails: list[Rail]
+    rail_source: str
+    fabric: IbFabric | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        from .render import node_to_json
+
+        per_node = {}
+        for host, node in self.nodes.items():
+            doc = node_to_json(node)
+            doc.pop("graph", None)
+            per_node[host] = {k: doc[k] for k in ("gpus", "nics", "nvswitch", "nvlink_domains", "warnings")}
+        return {
+            "nodes": list(self.nodes),
+            "rail_source": self.rail_source,
+            "rails": [{"index": r.index, "switch": r.switch, "members": [list(m) for m in r.members]}
+                      for r in self.rails],
+            "nic_gpu_ratio": {h: _ratio(n) for h, n in self.nodes.items()},
+            "warnings": self.warnings,
+            "per_node": per_node,
+        }
+
+
+def _ratio(node: NodeTopology) -> float | None:
+    return round(len(node.nics) / len(node.gpus), 3) if node.gpus else None
+
+
+def _active_nics(node: NodeTopology) -> list[str]:
+    g = node.graph
+    out = []
+    for nic in node.nics:
+        ports = g.nodes[nic].get("ports") or []
+        if not ports or any(p.get("state") == "Active" for p in ports):
+            out.append(nic)
+    return out
+
+
+def _signature(node: NodeTopology) -> dict[str, Any]:
+    g = node.graph
+    s = node.summary()
+    rates = sorted({p.get("rate_gbps") for n in node.nics for p in g.nodes[n].get("ports") or []
+                    if p.get("state") == "Active"} - {None})
+    return {
+        "GPUs": s["gpus"],
+        "GPU models": tuple(s["gpu_models"]),
+        "NICs": s["nics"],
+        "active NICs": len(_active_nics(node)),
+        "NIC rates (Gb/s)": tuple(rates),
+        "NVLink counts": tuple(s["nvlink_counts"]),
+        "NVSwitch": s["nvswitch"],
+        "NUMA nodes": s["numa_nodes"],
+    }
+
+
+def build_cluster(nodes: dict[str, NodeTopology], fabric: IbFabric | None = None) -> Cluster:
+    warnings: list[str] = []
+    sigs = {host: _signature(n) for host, n in nodes.items()}
+    if len(nodes) > 1:
+        for key in next(iter(sigs.values())):
+            counts = Counter(sig[key] for sig in sigs.values())
+            majority, _ = counts.most_common(1)[0]
+            for host, sig in sigs.items():
+                if sig[key] != majority:
+                    warnings.append(f"{host} differs from the majority: {key} {_show(sig[key])} "
+                                    f"(majority {_show(majority)})")
+    rails, source = _rails_from_fabric(nodes, fabric) if fabric else ([], "")
+    if not rails:
+        rails, source = _rails_by_index(nodes), "NIC index (i-th active NIC of every node)"
+    for node in nodes.values():
+        ratio = _ratio(node)
+        if ratio is not None and len(nodes) > 1 and ratio < 1:
+            warnings.append(f"{node.host}: {len(node.nics)} NICs for {len(node.gpus)} GPUs (ratio {ratio:g})")
+    return Cluster(nodes=nodes, rails=rails, rail_source=source, fabric=fabric, warnings=warnings)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def _rails_by_index(nodes: dict[str, NodeTopology]) -> list[Rail]:
+    per_node = {host: _active_nics(n) for host, n in nodes.items()}
+    width = max((len(v) for v in per_node.values()), default=0)
+    return [Rail(i, tuple((h, nics[i]) for h, nics in per_node.items() if i < len(nics))) for i in range(width)]
+
+
+def _norm_guid(guid: str | None) -> str | None:
+    if not guid:
+        return None
+    return guid.lower().removeprefix("0x").lstrip("0") or "0"
+
+
+def _rails_from_fabric(nodes: dict[str, NodeTopology], fabric: IbFabric) -> tuple[list[Rail], str]:
+    """Group NICs by the leaf switch their CA is cabled to; match CAs by node GUID, else by name."""
+    by_guid = {_norm_guid(n.guid): n for n in fabric.cas()}
+    by_name = {n.name.lower(): n for n in fabric.cas()}
+    switch_names = {s.guid: s.name for s in fabric.switches()}
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for host, node in nodes.items():
+        for nic in _active_nics(node):
+            guid = _norm_guid(node.graph.nodes[nic].get("node_guid"))
+            ca = by_guid.get(guid) if guid else None
+            if ca is None:
+                ca = by_name.get(f"{host} {nic}".lower())
+            if ca is None:
+                continue
+            leaf = fabric.leaf_of(ca.guid)
+            if leaf is not None:
+                groups.setdefault(leaf, []).append((host, nic))
+    if not groups:
+        return [], ""
+    ordered = sorted(groups.items(), key=lambda kv: natural_key(switch_names.get(kv[0], kv[0])))
+    rails = [Rail(i, tuple(sorted(members)), switch_names.get(leaf, leaf)) for i, (leaf, members) in
+             enumerate(ordered)]
+    return rails, "ibnetdiscover leaf switches"
+
+
+def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
+    root = Path(directory)
+    if not root.is_dir():
+        raise ParseError(str(root), None, "a directory with one capture directory per node")
+    nodes: dict[str, NodeTopology] = {}
+    fabric: IbFabric | None = None
+    for path in sorted(root.iterdir(), key=lambda p: natural_key(p.name)):
+        if path.is_dir():
+            captures = load_captures([path])
+            host = captures.host if captures.host != "localhost" else path.name
+            captures.host = host
+            if host in nodes:
+                raise ParseError(str(path), None, f"one directory per host, but {host!r} appears twice")
+            nodes[host] = build_node(captures, gpu=gpu)
+        elif path.is_file() and not path.name.startswith("."):
+            text = read_capture_text(path)
+            if detect_format(text) == "ibnetdiscover":
+                fabric = parse_ibnetdiscover(text, str(path))
+    if not nodes:
+        raise ParseError(str(root), None, "at least one node directory (from collscope topo collect)")
+    return build_cluster(nodes, fabric)

@@ -1,0 +1,126 @@
+"""Assemble one NodeTopology from whatever captures a node has."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from .build_matrix import graph_from_matrix
+from .ibnetdiscover import IbFabric
+from .infiniband import Hca, NetdevMap, merge_netdevs
+from .model import NodeTopology
+from .nccl_xml import NcclGraphs, NcclTopoXml
+from .nvidia_smi import GpuInfo, NvLink, TopoMatrix
+from .rates import GpuGeneration, gpu_generation, nic_gbps, pcie_gbps
+from .schema import add_device
+from .xml_graph import add_xml_topology
+
+__all__ = ["NodeCaptures", "build_node"]
+
+
+@dataclass
+class NodeCaptures:
+    """Parsed captures of one node; any of them may be missing."""
+
+    host: str = "localhost"
+    matrix: TopoMatrix | None = None
+    gpu_info: list[GpuInfo] = field(default_factory=list)
+    nvlinks: list[NvLink] = field(default_factory=list)
+    hcas: tuple[Hca, ...] = ()
+    netdevs: list[NetdevMap] = field(default_factory=list)
+    xml: NcclTopoXml | None = None
+    graphs: NcclGraphs | None = None
+    fabric: IbFabric | None = None
+    sources: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Problems met while capturing (tool missing, tool failed); shown, never fatal on their own."""
+
+    @property
+    def empty(self) -> bool:
+        return self.matrix is None and self.xml is None and not self.hcas and not self.gpu_info
+
+
+def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | None = None) -> NodeTopology:
+    """The node model. ``gpu`` names the GPU model when the captures do not (``"H100"``)."""
+    generation: GpuGeneration | None = gpu_generation(gpu) if gpu else None
+    if gpu and generation is None:
+        from ..errors import ConfigError
+        from .rates import GENERATIONS
+
+        raise ConfigError(f"unknown GPU {gpu!r}; known: {', '.join(g.name for g in GENERATIONS)}")
+    models = {f"GPU{info.index}": info.name for info in captures.gpu_info}
+    paths: dict[str, dict[str, str]] = {}
+    if captures.matrix is not None:
+        src = _source_named(captures, "nvidia-smi topo -m")
+        graph, paths = graph_from_matrix(captures.matrix, source=src, models=models, generation=generation)
+    else:
+        graph = nx.Graph()
+        if captures.xml is not None:
+            add_xml_topology(graph, captures.xml, source=_source_named(captures, "NCCL topology XML"))
+    _add_gpu_info(graph, captures.gpu_info)
+    _add_measured_nvlink(graph, captures.nvlinks)
+    _add_hcas(graph, merge_netdevs(captures.hcas, captures.netdevs) if captures.netdevs else captures.hcas)
+    return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample)
+
+
+def _source_named(captures: NodeCaptures, what: str) -> str:
+    return f"captured: {what}" + (f" ({', '.join(captures.sources)})" if captures.sources else "")
+
+
+def _add_gpu_info(graph: nx.Graph, infos: list[GpuInfo]) -> None:
+    for info in infos:
+        name = f"GPU{info.index}"
+        add_device(graph, name, "gpu", index=info.index, model=info.name, pci_bus_id=info.pci_bus_id,
+                   pcie_gen_max=info.pcie_gen_max, pcie_width_max=info.pcie_width_max)
+        bw = pcie_gbps(info.pcie_gen_max, info.pcie_width_max)
+        if bw is None:
+            continue
+        for other in list(graph.neighbors(name)):
+            edge = graph.edges[name, other]
+            if edge["kind"] == "pcie":
+                edge["bw_gbps"] = bw
+                edge["bw_source"] = (f"captured: nvidia-smi --query-gpu pcie.link Gen{info.pcie_gen_max} "
+                                     f"x{info.pcie_width_max}")
+
+
+def _add_measured_nvlink(graph: nx.Graph, links: list[NvLink]) -> None:
+    """Replace assumed NVLink rates by the per-link speeds ``nvidia-smi nvlink -s`` reports."""
+    per_gpu: dict[str, list[float]] = {}
+    for link in links:
+        if link.active and link.speed_gbps is not None:
+            per_gpu.setdefault(f"GPU{link.gpu_index}", []).append(link.speed_gbps)
+    for gpu, speeds in per_gpu.items():
+        if gpu not in graph:
+            continue
+        per_link = min(speeds)
+        for other in list(graph.neighbors(gpu)):
+            edge = graph.edges[gpu, other]
+            if edge["kind"] == "nvlink" and edge.get("nlinks"):
+                edge["bw_gbps"] = round(per_link * edge["nlinks"], 3)
+                edge["bw_source"] = f"captured: nvidia-smi nvlink -s {per_link} GB/s per link x {edge['nlinks']}"
+
+
+def _add_hcas(graph: nx.Graph, hcas: tuple[Hca, ...]) -> None:
+    for hca in hcas:
+        ports = [
+            {"port": p.port, "state": p.state, "physical_state": p.physical_state, "rate_gbps": p.rate_gbps,
+             "link_layer": p.link_layer, "lid": p.lid, "netdev": p.netdev}
+            for p in hca.ports
+        ]
+        active = [p.rate_gbps for p in hca.ports if p.is_up and p.rate_gbps is not None]
+        speed = max(active) if active else None
+        netdevs = [p.netdev for p in hca.ports if p.netdev]
+        add_device(graph, hca.name, "nic", ports=ports, ca_type=hca.ca_type, firmware=hca.firmware, node_guid=hca.node_guid,
+                   speed_gbps=speed, netdev=netdevs[0] if netdevs else None)
+        bw = nic_gbps(speed)
+        if bw is None:
+            continue
+        for other in list(graph.neighbors(hca.name)):
+            edge = graph.edges[hca.name, other]
+            if edge["kind"] == "pcie" and edge["bw_gbps"] is None:
+                edge["bw_gbps"] = bw
+                edge["bw_source"] = f"captured: ibstat rate {speed:g} Gb/s (NIC line rate)"
+
+
+

@@ -1,0 +1,123 @@
+"""Node topology as the ``topo show`` JSON contract and as a readable text summary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import networkx as nx
+
+from .model import NodeTopology
+
+__all__ = ["node_to_json", "node_summary_text"]
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def node_to_json(node: NodeTopology) -> dict[str, Any]:
+    """The ``collscope topo show --json`` document (see DESIGN.md)."""
+    g = node.graph
+    gpus = []
+    for gpu in node.gpus:
+        d = g.nodes[gpu]
+        nearest, cls = node.nearest_nics(gpu)
+        gpus.append({
+            "name": gpu,
+            "index": d.get("index"),
+            "model": d.get("model"),
+            "pci_bus_id": d.get("pci_bus_id"),
+            "cpu_affinity": d.get("cpu_affinity"),
+            "numa_affinity": d.get("numa_affinity"),
+            "gpu_numa_id": d.get("gpu_numa_id"),
+            "numa": d.get("numa"),
+            "nearest_nics": nearest,
+            "nearest_nic_path": cls,
+        })
+    nics = []
+    for nic in node.nics:
+        d = g.nodes[nic]
+        ports = [{k: p.get(k) for k in ("port", "state", "physical_state", "rate_gbps", "link_layer", "lid",
+                                        "netdev")} for p in d.get("ports") or []]
+        speed = d.get("speed_gbps")
+        nics.append({
+            "name": nic,
+            "label": d.get("label"),
+            "ports": ports,
+            "netdev": d.get("netdev"),
+            "speed_gbps": speed,
+            "bw_gbytes_per_s": None if speed is None else speed / 8.0,
+            "numa": d.get("numa"),
+        })
+    matrix = node.bandwidth_matrix()
+    return _clean({
+        "host": node.host,
+        "sample": node.sample,
+        "sources": node.sources,
+        "gpus": gpus,
+        "nics": nics,
+        "links": node.links(),
+        "nvlink_domains": node.nvlink_domains(),
+        "nvswitch": node.has_nvswitch,
+        "gpu_bandwidth_gbps": {a: {b: matrix.loc[a, b] for b in matrix.columns} for a in matrix.index},
+        "warnings": node.warnings(),
+        "graph": nx.node_link_data(g, edges="links"),
+    })
+
+
+def _fmt_bw(value: float | None) -> str:
+    return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:g}"
+
+
+def node_summary_text(node: NodeTopology) -> str:
+    g = node.graph
+    s = node.summary()
+    lines = []
+    title = f"host {node.host}"
+    if node.sample:
+        title += f"  [SAMPLE {node.sample!r}: bundled example, not this machine]"
+    lines.append(title)
+    models = ", ".join(s["gpu_models"]) or "model not captured"
+    lines.append(f"  GPUs: {s['gpus']} ({models});  NICs: {s['nics']};  NUMA nodes: {s['numa_nodes']};  "
+                 f"PCIe switches (inferred): {s['pcie_switches']}")
+    if node.gpus:
+        kind = "NVSwitch" if s["nvswitch"] else "direct NVLink"
+        domains = node.nvlink_domains()
+        multi = [d for d in domains if len(d) > 1]
+        if multi:
+            lines.append(f"  NVLink: {kind}; domains: " + "  ".join("[" + " ".join(d) + "]" for d in multi))
+        else:
+            lines.append("  NVLink: none")
+        bws = [g.edges[e]["bw_gbps"] for e in g.edges if g.edges[e]["kind"] == "nvlink"]
+        if bws:
+            edge = next(e for e in g.edges if g.edges[e]["kind"] == "nvlink")
+            lines.append(f"  NVLink per GPU pair: {_fmt_bw(max(b for b in bws if b is not None) if any(bws) else None)}"
+                         f" GB/s per direction ({g.edges[edge]['bw_source'].split(';')[0]})")
+    if node.gpus:
+        lines.append("  GPU    NUMA   CPU affinity        nearest NIC(s)              path")
+        for gpu in node.gpus:
+            d = g.nodes[gpu]
+            nearest, cls = node.nearest_nics(gpu)
+            shown = ",".join(nearest[:3]) + ("..." if len(nearest) > 3 else "") if nearest else "-"
+            lines.append(f"  {gpu:<6} {str(d.get('numa_affinity') or d.get('numa') or ''):<6} "
+                         f"{str(d.get('cpu_affinity') or ''):<19} {shown:<27} {cls or '-'}")
+    if node.nics:
+        lines.append("  NIC          label  state        rate(Gb/s)  layer       netdev")
+        for nic in node.nics:
+            d = g.nodes[nic]
+            ports = d.get("ports") or [{}]
+            for p in ports:
+                lines.append(f"  {nic:<12} {str(d.get('label') or ''):<6} {str(p.get('state') or '?'):<12} "
+                             f"{_fmt_bw(p.get('rate_gbps')):<11} {str(p.get('link_layer') or '?'):<11} "
+                             f"{p.get('netdev') or d.get('netdev') or ''}")
+    warnings = s["warnings"]
+    lines.append(f"  warnings: {len(warnings)}")
+    lines.extend(f"   - {w}" for w in warnings)
+    return "\n".join(lines)
