@@ -163,7 +163,8 @@ class NodeTopology:
         """A per-node summary: counts, models, NVLink domains, NIC rates, warnings."""
         g = self.graph
         models = sorted({str(g.nodes[n].get("model")) for n in self.gpus if g.nodes[n].get("model")})
-        nv_counts = sorted({nvlink_count(c) for row in self.paths.values() for c in row.values()} - {None})
+        found = (nvlink_count(c) for row in self.paths.values() for c in row.values())
+        nv_counts = sorted({n for n in found if n is not None})
         return {
             "host": self.host,
             "sample": self.sample,

@@ -111,7 +111,8 @@ def _add_hcas(graph: nx.Graph, hcas: tuple[Hca, ...]) -> None:
         active = [p.rate_gbps for p in hca.ports if p.is_up and p.rate_gbps is not None]
         speed = max(active) if active else None
         netdevs = [p.netdev for p in hca.ports if p.netdev]
-        add_device(graph, hca.name, "nic", ports=ports, ca_type=hca.ca_type, firmware=hca.firmware, node_guid=hca.node_guid,
+        add_device(graph, hca.name, "nic", ports=ports, ca_type=hca.ca_type, firmware=hca.firmware,
+                   node_guid=hca.node_guid,
                    speed_gbps=speed, netdev=netdevs[0] if netdevs else None)
         bw = nic_gbps(speed)
         if bw is None:
