@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
+from tests.corpus import CORPUS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
-CORPUS_FABRIC = Path("/work/shared/corpus/ibnetdiscover")
+CORPUS_FABRIC = CORPUS / "ibnetdiscover"
 _CORPUS_HEADER = re.compile(r"^# (source|what|note):")
 
 SPINE, LEAF1, LEAF2 = "0x98039b0300a15000", "0x98039b0300a15100", "0x98039b0300a15200"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -22,12 +21,10 @@ from collscope.topo.nvidia_smi import (
     parse_nvlink_status,
     parse_topo_matrix,
 )
+from tests.corpus import CORPUS
 
 NVSMI_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
-NVSMI_CORPUS = (
-    Path(os.environ.get("COLLSCOPE_CORPUS_DIR", Path(__file__).resolve().parents[3] / "shared" / "corpus"))
-    / "nvidia-smi-topo"
-)
+NVSMI_CORPUS = CORPUS / "nvidia-smi-topo"
 _CORPUS_COMMENT = re.compile(r"# (?:source|what|note):")
 
 
