@@ -11,9 +11,9 @@ where the text ends and the closing tags that are missing. ``allow_truncated=Tru
 complete prefix: every element whose start tag was read, with its children so far, and sets
 ``NcclTopoXml.truncated``. The default stays strict so a cut file is never mistaken for a whole node.
 
-The NCCL bandwidth model for the XML links (``pci_link_gbps``, ``nvlink_gbps_per_link``, ...) lives
-here too, since it interprets the same attributes; :mod:`collscope.topo.xml_graph` turns the records
-into the topology graph.
+The records live in :mod:`collscope.topo.nccl_xml_records` and NCCL's bandwidth model for the XML
+links (``pci_link_gbps``, ``nvlink_gbps_per_link``, ...) in :mod:`collscope.topo.nccl_rates`; both are
+re-exported here. :mod:`collscope.topo.xml_graph` turns the records into the topology graph.
 """
 
 from __future__ import annotations
@@ -22,10 +22,24 @@ import logging
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Literal, cast
+from dataclasses import dataclass
+from typing import cast
 
 from ..errors import ParseError
+from .nccl_rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
+from .nccl_xml_records import (
+    GRAPH_KINDS,
+    NVSWITCH_FABRIC_TARGET,
+    NcclGraph,
+    NcclGraphs,
+    NcclTopoXml,
+    XmlC2c,
+    XmlCpu,
+    XmlGpu,
+    XmlNet,
+    XmlNvLink,
+    XmlPci,
+)
 
 __all__ = [
     "XmlNet",
@@ -50,239 +64,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-NVSWITCH_FABRIC_TARGET = "fffffff:ff:ff.0"
-"""The ``<nvlink target=...>`` NCCL writes when the NVSwitches are collapsed into one (VMs)."""
-
-GRAPH_KINDS: dict[int, str] = {0: "ring", 1: "tree", 2: "collnet", 3: "nvls", 4: "collnet_direct"}
-"""Graph id -> kind (comment in NCCL's ``src/include/graph.h``)."""
-
-_PATTERN_NAMES = {1: "balanced_tree", 2: "split_tree", 3: "tree", 4: "ring", 5: "nvls", 6: "collnet_direct"}
-
-
-# ---------------------------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, slots=True)
-class XmlNet:
-    """One ``<net>`` (a network device port) below a ``<nic>``."""
-
-    name: str
-    dev: int | None
-    speed_mbps: float | None
-    port: int | None
-    gdr: bool | None
-    guid: str | None
-    attrs: dict[str, str] = field(default_factory=dict)
-    """Every attribute as written (``latency``, ``maxconn``, ``coll``, ...)."""
-
-    @property
-    def rate_gbitps(self) -> float | None:
-        """Line rate in Gb/s (``speed`` is Mb/s)."""
-        return None if self.speed_mbps is None else self.speed_mbps / 1000.0
-
-    @property
-    def bw_gbps(self) -> float | None:
-        """Bandwidth NCCL gives the NET node, GB/s: ``speed / 8000`` (400000 -> 50)."""
-        return None if self.speed_mbps is None else self.speed_mbps / 8000.0
-
-
-@dataclass(frozen=True, slots=True)
-class XmlNvLink:
-    """One ``<nvlink>`` below a ``<gpu>`` (or, with ``kind="xgmi"``, an RCCL ``<xgmi>``)."""
-
-    target: str
-    """Bus id of the peer (lower case); ``fffffff:ff:ff.0`` is the collapsed NVSwitch fabric."""
-    count: int
-    """Number of links to that peer."""
-    tclass: str | None
-    """PCI class of the peer: ``0x0302..`` GPU, ``0x068000`` NVSwitch, a CPU class for NVLink-to-CPU."""
-    kind: str = "nvlink"
-
-    @property
-    def to_nvswitch(self) -> bool:
-        """The peer is an NVSwitch: ``tclass="0x068000"`` or the collapsed fabric target."""
-        return self.target == NVSWITCH_FABRIC_TARGET or (self.tclass or "").lower() == "0x068000"
-
-    @property
-    def to_cpu(self) -> bool:
-        """NVLink to the CPU (POWER9): ``tclass="0x068001"`` (kvDictPciClass in NCCL topo.cc)."""
-        return (self.tclass or "").lower() == "0x068001"
-
-
-@dataclass(frozen=True, slots=True)
-class XmlC2c:
-    """One Grace ``<c2c>`` below a ``<gpu>``: ``count`` links of ``bw`` MB/s each (NCCL topo.cc)."""
-
-    count: int
-    bw_mbps: float | None
-
-    @property
-    def total_gbps(self) -> float | None:
-        return None if self.bw_mbps is None else self.bw_mbps * self.count / 1000.0
-
-
-@dataclass(frozen=True, slots=True)
-class XmlGpu:
-    """The ``<gpu>`` below a GPU ``<pci>``."""
-
-    dev: int | None
-    sm: int | None
-    """Compute capability x 10 (90 for H100)."""
-    rank: int | None
-    gdr: bool | None
-    links: tuple[XmlNvLink, ...]
-    arch: str | None
-    """RCCL only: the gcn architecture name (``gfx942``); ``None`` for NCCL."""
-    c2c: tuple[XmlC2c, ...] = ()
-    attrs: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class XmlPci:
-    """One ``<pci>``: a bridge/switch, a GPU, a NIC or another device, with what sits below it."""
-
-    busid: str
-    """``dddd:bb:dd.f``, lower case."""
-    pci_class: str | None
-    vendor: str | None
-    device: str | None
-    link_speed: str | None
-    """As written: ``"32.0 GT/s PCIe"``, older kernels ``"16 GT/s"``, sometimes empty."""
-    link_width: int | None
-    children: tuple[XmlPci, ...]
-    gpu: XmlGpu | None
-    nets: tuple[XmlNet, ...]
-    """The ``<net>`` elements of a ``<nic>`` below this pci."""
-    pcilinks: tuple[str, ...] = ()
-    """Targets of ``<pcilink>`` elements (PCI switch to PCI switch links)."""
-    attrs: dict[str, str] = field(default_factory=dict)
-
-    def _class_starts(self, prefix: str) -> bool:
-        return (self.pci_class or "").lower().startswith(prefix)
-
-    @property
-    def is_bridge(self) -> bool:
-        return self._class_starts("0x0604")
-
-    @property
-    def is_gpu(self) -> bool:
-        return self._class_starts("0x03")
-
-    @property
-    def is_nic(self) -> bool:
-        return self._class_starts("0x02")
-
-    @property
-    def is_nvswitch(self) -> bool:
-        """Class ``0x068000`` (``0x068001`` is NCCL's CPU class, not a switch)."""
-        return self._class_starts("0x0680") and not self._class_starts("0x068001")
-
-    @property
-    def link_gbps(self) -> float | None:
-        """NCCL's bandwidth for this device's upstream link, GB/s (see :func:`pci_link_gbps`)."""
-        return pci_link_gbps(self.link_speed, self.link_width)
-
-    def walk(self) -> Iterator[XmlPci]:
-        """This pci and every pci below it, in document order."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
-
-
-@dataclass(frozen=True, slots=True)
-class XmlCpu:
-    """One ``<cpu>`` (a NUMA node)."""
-
-    numaid: int | None
-    affinity: str | None
-    arch: str | None
-    vendor: str | None
-    familyid: int | None
-    modelid: int | None
-    host_hash: str | None
-    pcis: tuple[XmlPci, ...]
-    nets: tuple[XmlNet, ...]
-    """NICs attached directly to the cpu (``<nic>`` under ``<cpu>``, e.g. a VM's eth0)."""
-
-    def walk(self) -> Iterator[XmlPci]:
-        for pci in self.pcis:
-            yield from pci.walk()
-
-
-@dataclass(frozen=True, slots=True)
-class NcclTopoXml:
-    """A parsed ``<system>``."""
-
-    version: str | None
-    cpus: tuple[XmlCpu, ...]
-    flavour: Literal["nccl", "rccl"]
-    """``rccl`` when a ``<gpu>`` carries ``gcn`` or an ``<xgmi>`` link appears."""
-    truncated: bool = False
-    """True when parsed with ``allow_truncated=True`` from a cut text (the complete prefix only)."""
-
-    def pcis(self) -> Iterator[tuple[XmlCpu, XmlPci]]:
-        """Every pci with its cpu, in document order."""
-        for cpu in self.cpus:
-            for pci in cpu.walk():
-                yield cpu, pci
-
-    @property
-    def gpu_count(self) -> int:
-        return sum(1 for _, pci in self.pcis() if pci.gpu is not None or pci.is_gpu)
-
-    @property
-    def nets(self) -> tuple[XmlNet, ...]:
-        """Every net, in document order (cpu-attached ones after that cpu's pci tree)."""
-        out: list[XmlNet] = []
-        for cpu in self.cpus:
-            for pci in cpu.walk():
-                out.extend(pci.nets)
-            out.extend(cpu.nets)
-        return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class NcclGraph:
-    """One ``<graph>`` of a graph dump: the channels NCCL's search chose for one algorithm."""
-
-    id: int
-    kind: str
-    """From the id: ring, tree, collnet, nvls, collnet_direct (``unknown`` for other ids)."""
-    pattern: int | None
-    crossnic: int | None
-    nchannels: int
-    speed_intra: float | None
-    """GB/s per channel inside the node (``speedintra``)."""
-    speed_inter: float | None
-    """GB/s per channel across nodes (``speedinter``)."""
-    type_intra: str | None
-    type_inter: str | None
-    same_channels: int | None
-    channels: tuple[tuple[tuple[str, int], ...], ...]
-    """Each channel in order, e.g. ``(("net", 0), ("gpu", 3), ..., ("net", 0))``; gpu entries by ``dev``."""
-    channel_ranks: tuple[tuple[int | None, ...], ...] = ()
-    """Parallel to ``channels``: the ``rank`` attribute of each entry when written, else ``None``."""
-    latency_inter: float | None = None
-
-    @property
-    def pattern_name(self) -> str | None:
-        """NCCL_TOPO_PATTERN_* name (graph.h), e.g. ``ring`` for 4."""
-        return None if self.pattern is None else _PATTERN_NAMES.get(self.pattern, "unknown")
-
-
-@dataclass(frozen=True, slots=True)
-class NcclGraphs:
-    """A parsed ``<graphs>``."""
-
-    version: str | None
-    graphs: tuple[NcclGraph, ...]
-
-    def by_kind(self, kind: str) -> tuple[NcclGraph, ...]:
-        return tuple(g for g in self.graphs if g.kind == kind)
-
-
-# ---------------------------------------------------------------------------------------------- reading
 
 
 _MAX_DEPTH = 200
@@ -630,79 +411,3 @@ def _first_float(doc: _XmlDoc, el: ET.Element, *names: str) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- NCCL's model
-
-# kvDictPciGen in NCCL src/graph/topo.cc: GT/s -> "x100 Mb/s per lane"; a link is width * value / 80 GB/s.
-_PCI_GEN_SPEED = {2.5: 15, 5.0: 30, 8.0: 60, 16.0: 120, 32.0: 240, 64.0: 480}
-_GT_S = re.compile(r"\s*(\d+(?:\.\d+)?)\s*GT/s", re.IGNORECASE)
-
-
-def pci_link_gbps(link_speed: str | None, link_width: int | None) -> float | None:
-    """NCCL's bandwidth for a PCIe link, GB/s: ``width * speed / 80`` (Gen3 x16 12, Gen4 x16 24,
-    Gen5 x16 48). ``None`` when the speed or width is missing, empty, zero or not a known generation
-    (NCCL then falls back to x16 and 60, i.e. Gen3 x16 = 12 GB/s; the graph builder says so)."""
-    if not link_speed or not link_width or link_width <= 0:
-        return None
-    m = _GT_S.match(link_speed)
-    if m is None:
-        return None
-    speed = _PCI_GEN_SPEED.get(float(m.group(1)))
-    return None if speed is None else link_width * speed / 80.0
-
-
-def nvlink_gbps_per_link(sm: int) -> float:
-    """GB/s per NVLink for a compute capability, as NCCL's ``ncclTopoNVLinkBw`` (src/graph/topo.h):
-    SM60_NVLINK_BW 18, SM70 20, SM80 20, SM86 12, SM90 20.6, SM100 40.1; SM80's value below 60."""
-    if sm >= 100:
-        return 40.1
-    if sm >= 90:
-        return 20.6
-    if sm == 86:
-        return 12.0
-    if sm >= 70:
-        return 20.0
-    if sm >= 60:
-        return 18.0
-    return 20.0
-
-
-def xgmi_gbps_per_link(arch: str | None) -> float | None:
-    """GB/s per xGMI link as RCCL's ``ncclTopoXGMISpeed`` (rccl src/graph/topo.h): gfx90a 36,
-    gfx94x and gfx95x 48; ``None`` for other or unknown architectures."""
-    if not arch:
-        return None
-    arch = arch.lower().split(":")[0]
-    if arch == "gfx90a":
-        return 36.0
-    if arch.startswith(("gfx94", "gfx95")):
-        return 48.0
-    return None
-
-
-def inter_cpu_gbps(cpu: XmlCpu) -> tuple[float | None, str]:
-    """NCCL's inter-socket bandwidth for a cpu (``ncclTopoGetInterCpuBw``, topo.cc/topo.h) and its name.
-
-    POWER 32 (P9_BW), ARM 6, Intel by model (NCCL 2.30: ERP >= 0xCF 40, SRP >= 0x8F 22, SKL >= 0x55
-    10, else BDW 6), AMD 16, Zhaoxin 6. ``(None, reason)`` when arch/vendor are missing or unknown.
-    """
-    arch = (cpu.arch or "").strip().lower()
-    vendor = (cpu.vendor or "").strip()
-    if arch == "ppc64":
-        return 32.0, "P9_BW"
-    if arch == "arm64":
-        return 6.0, "ARM_BW"
-    if arch != "x86_64":
-        return None, f"unknown cpu arch {cpu.arch!r}"
-    if vendor == "GenuineIntel":
-        model = cpu.modelid if cpu.familyid == 6 and cpu.modelid is not None else -1
-        if model >= 0xCF:
-            return 40.0, "ERP_QPI_BW"
-        if model >= 0x8F:
-            return 22.0, "SRP_QPI_BW"
-        if model >= 0x55:
-            return 10.0, "SKL_QPI_BW"
-        return 6.0, "BDW_QPI_BW"
-    if vendor == "AuthenticAMD":
-        return 16.0, "AMD_BW"
-    if vendor in ("CentaurHauls", "Shanghai"):
-        return 6.0, "ZPI_BW"
-    return None, f"unknown cpu vendor {cpu.vendor!r}"
