@@ -33,7 +33,8 @@ def topology_warnings(node: NodeTopology) -> list[str]:
         for p in ports:
             tag = f"{nic}/{p['port']}"
             if p.get("state") and p["state"] != "Active":
-                down.append(f"{tag} ({p['state']}, rate {p.get('rate_gbps')} Gb/s)")
+                rate = f", rate {p['rate_gbps']:g} Gb/s" if p.get("rate_gbps") is not None else ""
+                down.append(f"{tag} ({p['state']}{rate})")
             elif p.get("rate_gbps") is not None:
                 rates[tag] = p["rate_gbps"]
             if p.get("link_layer") == "Ethernet":
@@ -61,7 +62,9 @@ def topology_warnings(node: NodeTopology) -> list[str]:
             f"{len(active_nics)} usable NIC(s) for {len(gpus)} GPUs: GPUs share NICs, so inter-node bandwidth per "
             "GPU is at most a fraction of one NIC"
         )
-    if len(gpus) > 1:
+    # Hand-written NCCL_TOPO_FILEs describe PCIe placement only: no <gpu> elements, so no NVLink facts.
+    nvlink_known = bool(node.paths) or any(g.nodes[gpu].get("sm") is not None for gpu in gpus)
+    if len(gpus) > 1 and nvlink_known:
         alone = [gpu for gpu in gpus if not any(
             is_nvlink(node.path_class(gpu, other)) for other in gpus if other != gpu)]
         if alone and len(alone) == len(gpus):

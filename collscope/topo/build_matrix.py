@@ -172,9 +172,11 @@ def _add_pcie(g: nx.Graph, paths: dict[str, dict[str, str]], devices: list[str],
     used: set[str] = set()
     for i, members in enumerate(numa_groups):
         affinities = {matrix.numa_affinity.get(d, "") for d in members} - {"", "N/A"}
-        name = f"NUMA{affinities.pop()}" if len(affinities) == 1 else f"NUMA{i}"
-        if name in used:
-            name = f"NUMA{i}"
+        base = f"NUMA{affinities.pop()}" if len(affinities) == 1 else f"NUMA?{i}"
+        name, k = base, 0
+        while name in used:  # one printed NUMA affinity, but SYS between the groups: keep them apart
+            k += 1
+            name = f"{base}#{k}"
         used.add(name)
         cpus = {matrix.cpu_affinity.get(d, "") for d in members} - {""}
         add_device(g, name, "numa", cpu_affinity=",".join(sorted(cpus)) if cpus else None)

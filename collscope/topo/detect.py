@@ -57,8 +57,10 @@ def _set_netdevs(c: NodeCaptures, text: str, source: str) -> None:
     c.netdevs = ib.parse_ibdev2netdev(text, source)
 
 
-def _ignore_devices(c: NodeCaptures, text: str, source: str) -> None:
-    ib.parse_ibv_devices(text, source)  # validates; names only, ibstat/ibv_devinfo carry the ports
+def _set_nic_names(c: NodeCaptures, text: str, source: str) -> None:
+    for name, _guid in ib.parse_ibv_devices(text, source):  # names only; ibstat/ibv_devinfo carry the ports
+        if name not in c.nic_names:
+            c.nic_names.append(name)
 
 
 def _set_xml(c: NodeCaptures, text: str, source: str) -> None:
@@ -88,7 +90,7 @@ FORMATS: tuple[CaptureFormat, ...] = (
     CaptureFormat("ibstat", ib.looks_like_ibstat, _hcas(ib.parse_ibstat)),
     CaptureFormat("ibstatus", ib.looks_like_ibstatus, _hcas(ib.parse_ibstatus)),
     CaptureFormat("ibv_devinfo", ib.looks_like_ibv_devinfo, _hcas(ib.parse_ibv_devinfo)),
-    CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _ignore_devices),
+    CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _set_nic_names),
     CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs),
 )
 FORMAT_NAMES = tuple(f.name for f in FORMATS)
@@ -131,7 +133,7 @@ def _capture_files(directory: Path) -> list[Path]:
 
 def load_captures(paths: Iterable[Path | str]) -> NodeCaptures:
     """One node from files and/or capture directories (all merged into the same node)."""
-    captures = NodeCaptures()
+    captures = NodeCaptures(host="unknown")
     for raw in paths:
         path = Path(raw)
         if path.is_dir():

@@ -32,6 +32,8 @@ class NodeCaptures:
     xml: NcclTopoXml | None = None
     graphs: NcclGraphs | None = None
     fabric: IbFabric | None = None
+    nic_names: list[str] = field(default_factory=list)
+    """RDMA devices known only by name (``ibv_devices``)."""
     sources: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """Problems met while capturing (tool missing, tool failed); shown, never fatal on their own."""
@@ -58,10 +60,24 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
         graph = nx.Graph()
         if captures.xml is not None:
             add_xml_topology(graph, captures.xml, source=_source_named(captures, "NCCL topology XML"))
+    _fill_generation(graph)
     _add_gpu_info(graph, captures.gpu_info)
     _add_measured_nvlink(graph, captures.nvlinks)
     _add_hcas(graph, merge_netdevs(captures.hcas, captures.netdevs) if captures.netdevs else captures.hcas)
+    _add_netdev_only(graph, captures.netdevs)
+    for name in captures.nic_names:
+        if name not in graph:
+            add_device(graph, name, "nic")
     return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample)
+
+
+def _fill_generation(graph: nx.Graph) -> None:
+    """GPUs known only by their compute capability (NCCL XML) get the family that ``sm`` implies."""
+    for _, d in graph.nodes(data=True):
+        if d.get("kind") == "gpu" and not d.get("generation") and d.get("sm") is not None:
+            gen = gpu_generation(sm=int(d["sm"]))
+            if gen is not None:
+                d["generation"] = gen.name
 
 
 def _source_named(captures: NodeCaptures, what: str) -> str:
@@ -125,3 +141,18 @@ def _add_hcas(graph: nx.Graph, hcas: tuple[Hca, ...]) -> None:
 
 
 
+
+
+def _add_netdev_only(graph: nx.Graph, maps: list[NetdevMap]) -> None:
+    """NICs that only ``ibdev2netdev`` reported (no ibstat): ports with the state it prints."""
+    for m in maps:
+        if m.ca in graph and graph.nodes[m.ca].get("ports"):
+            continue
+        add_device(graph, m.ca, "nic")
+        ports = list(graph.nodes[m.ca].get("ports") or [])
+        ports.append({"port": m.port, "state": m.port_state, "physical_state": None, "rate_gbps": None,
+                      "link_layer": None, "lid": None, "netdev": m.netdev})
+        graph.nodes[m.ca]["ports"] = ports
+        graph.nodes[m.ca].setdefault("netdev", m.netdev)
+        if m.pci_bus_id:
+            graph.nodes[m.ca].setdefault("pci_bus_id", m.pci_bus_id)

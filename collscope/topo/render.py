@@ -84,7 +84,9 @@ def node_summary_text(node: NodeTopology) -> str:
     if node.sample:
         title += f"  [SAMPLE {node.sample!r}: bundled example, not this machine]"
     lines.append(title)
-    models = ", ".join(s["gpu_models"]) or "model not captured"
+    gens = sorted({str(g.nodes[n].get("generation") or "") for n in node.gpus} - {""})
+    models = ", ".join(s["gpu_models"]) or (f"model not captured; {'/'.join(gens)} class assumed" if gens
+                                            else "model not captured")
     lines.append(f"  GPUs: {s['gpus']} ({models});  NICs: {s['nics']};  NUMA nodes: {s['numa_nodes']};  "
                  f"PCIe switches (inferred): {s['pcie_switches']}")
     if node.gpus:
@@ -106,7 +108,8 @@ def node_summary_text(node: NodeTopology) -> str:
             d = g.nodes[gpu]
             nearest, cls = node.nearest_nics(gpu)
             shown = ",".join(nearest[:3]) + ("..." if len(nearest) > 3 else "") if nearest else "-"
-            lines.append(f"  {gpu:<6} {str(d.get('numa_affinity') or d.get('numa') or ''):<6} "
+            numa = d.get("numa")
+            lines.append(f"  {gpu:<6} {'' if numa is None else str(numa):<6} "
                          f"{str(d.get('cpu_affinity') or ''):<19} {shown:<27} {cls or '-'}")
     if node.nics:
         lines.append("  NIC          label  state        rate(Gb/s)  layer       netdev")

@@ -130,7 +130,8 @@ class _Builder:
                 pci_bus_id=pci.busid,
                 vendor=pci.vendor,
                 device=pci.device,
-                numa=self._numa_id(cpu),
+                numa=self.numa_of_cpu[id(cpu)],
+                numa_id=self._numa_id(cpu),
                 source=self.source,
             )
             self._link_up(name, pci, parent, parent_is_cpu)
@@ -159,7 +160,8 @@ class _Builder:
             rank=gpu.rank if gpu else None,
             gdr=gpu.gdr if gpu else None,
             pci_device=pci.device,
-            numa=self._numa_id(cpu),
+            numa=self.numa_of_cpu[id(cpu)],
+            numa_id=self._numa_id(cpu),
             source=self.source,
         )
         self._link_up(name, pci, parent, parent_is_cpu)
@@ -186,7 +188,8 @@ class _Builder:
             guid=net.guid if net else None,
             net_dev=net.dev if net else None,
             gdr=net.gdr if net else None,
-            numa=self._numa_id(cpu),
+            numa=self.numa_of_cpu[id(cpu)],
+            numa_id=self._numa_id(cpu),
             source=self.source,
         )
         pcie = pci_link_gbps(pci.link_speed, pci.link_width) if pci else None

@@ -15,9 +15,9 @@ from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
 from collscope.topo.naming import natural_key
+from tests.corpus import CORPUS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
-CORPUS = Path("/work/shared/corpus")
 CORPUS_IBSTAT = CORPUS / "ibstat"
 
 PARSERS: dict[str, Callable[..., Any]] = {

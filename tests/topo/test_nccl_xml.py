@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,9 @@ from collscope.topo.nccl_xml import (
     xgmi_gbps_per_link,
 )
 from collscope.topo.xml_graph import add_xml_topology
+from tests.corpus import CORPUS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-xml"
-CORPUS = Path(os.environ.get("COLLSCOPE_CORPUS", "/work/shared/corpus"))
 TOPO_FIXTURES = sorted(p.name for p in FIXTURES.glob("*topo*.xml"))
 GRAPH_FIXTURES = sorted(p.name for p in FIXTURES.glob("*graph*.xml"))
 
@@ -218,8 +217,9 @@ def test_h100_dump_graph() -> None:
     assert edge_kinds(graph) == {"host": 4, "pcie": 16, "nvlink": 8, "smp": 1}
     assert (graph.number_of_nodes(), graph.number_of_edges()) == (23, 29)
     gpu0 = graph.nodes["GPU0"]
-    assert (gpu0["index"], gpu0["pci_bus_id"], gpu0["sm"], gpu0["numa"]) == (0, "0000:18:00.0", 90, 0)
-    assert graph.nodes["GPU7"]["numa"] == 1
+    assert (gpu0["index"], gpu0["pci_bus_id"], gpu0["sm"]) == (0, "0000:18:00.0", 90)
+    assert (gpu0["numa"], gpu0["numa_id"]) == ("NUMA0", 0)
+    assert graph.nodes["GPU7"]["numa"] == "NUMA1"
     nvl = graph.edges["GPU0", "NVSwitch"]
     assert nvl["kind"] == "nvlink" and nvl["nlinks"] == 18
     assert nvl["bw_gbps"] == pytest.approx(370.8)
@@ -303,7 +303,7 @@ def test_numaid_minus_one_and_c2c() -> None:
     assert topo.cpus[0].numaid == -1 and topo.cpus[1].numaid is None
     graph = build(topo)
     assert sorted(n for n, k in graph.nodes(data="kind") if k == "numa") == ["NUMA?", "NUMA?#1"]
-    assert graph.nodes["GPU0"]["numa"] is None
+    assert graph.nodes["GPU0"]["numa"] == "NUMA?" and graph.nodes["GPU0"]["numa_id"] is None
     c2c = graph.edges["GPU0", "NUMA?"]
     assert (c2c["kind"], c2c["bw_gbps"], c2c["nlinks"]) == ("c2c", 450.0, 10)
     assert graph.edges["GPU0", "NVSwitch"]["bw_gbps"] == pytest.approx(370.8)
