@@ -101,7 +101,8 @@ def graph_from_matrix(
     if gen is None:
         found = {gpu_generation(m) for m in models.values()} - {None}
         gen = found.pop() if len(found) == 1 else guess_generation_from_links(paths, gpus)
-    gen_source = "captured GPU model" if models else "inferred from NVLink counts"
+    gen_source = ("given with --gpu" if generation is not None else
+                  "captured GPU model" if models else "inferred from NVLink counts")
 
     g = nx.Graph()
     for gpu in gpus:

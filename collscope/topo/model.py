@@ -32,6 +32,10 @@ class NodeTopology:
     """The captures this node was built from (file names or commands)."""
     sample: str | None = None
     """Name of the bundled sample when this is not a real capture of a machine."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Captures that describe more than the node's hardware: ``nccl_graphs`` (NCCL_GRAPH_DUMP_FILE,
+    :class:`~collscope.topo.nccl_xml.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
+    :class:`~collscope.topo.ibnetdiscover.IbFabric`)."""
 
     # ---- inventory -------------------------------------------------------------------------
     @property

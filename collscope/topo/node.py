@@ -68,7 +68,9 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     for name in captures.nic_names:
         if name not in graph:
             add_device(graph, name, "nic")
-    return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample)
+    extras = {k: v for k, v in (("nccl_graphs", captures.graphs), ("fabric", captures.fabric)) if v is not None}
+    return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample,
+                        extras=extras)
 
 
 def _fill_generation(graph: nx.Graph) -> None:

@@ -57,6 +57,11 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "numa": d.get("numa"),
         })
     matrix = node.bandwidth_matrix()
+    extras: dict[str, Any] = {}
+    if "nccl_graphs" in node.extras:
+        extras["nccl_graphs"] = [_graph_json(gr) for gr in node.extras["nccl_graphs"].graphs]
+    if "fabric" in node.extras:
+        extras["fabric"] = node.extras["fabric"].to_dict()
     return _clean({
         "host": node.host,
         "sample": node.sample,
@@ -69,7 +74,32 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
         "gpu_bandwidth_gbps": {a: {b: matrix.loc[a, b] for b in matrix.columns} for a in matrix.index},
         "warnings": node.warnings(),
         "graph": nx.node_link_data(g, edges="links"),
+        **extras,
     })
+
+
+def _graph_json(gr: Any) -> dict[str, Any]:
+    return {"id": gr.id, "kind": gr.kind, "pattern": gr.pattern, "crossnic": gr.crossnic, "nchannels": gr.nchannels,
+            "speed_intra": gr.speed_intra, "speed_inter": gr.speed_inter, "type_intra": gr.type_intra,
+            "type_inter": gr.type_inter, "channels": [[f"{k}{v}" for k, v in ch] for ch in gr.channels]}
+
+
+def _extras_text(node: NodeTopology) -> list[str]:
+    lines = []
+    graphs = node.extras.get("nccl_graphs")
+    if graphs is not None:
+        lines.append(f"  NCCL graphs ({len(graphs.graphs)}):")
+        for gr in graphs.graphs:
+            first = " ".join(f"{k}{v}" for k, v in gr.channels[0]) if gr.channels else "-"
+            lines.append(f"    {gr.kind:<14} {gr.nchannels} channel(s), intra {gr.type_intra or '?'} "
+                         f"{_fmt_bw(gr.speed_intra)} GB/s, inter {gr.type_inter or '?'} {_fmt_bw(gr.speed_inter)} GB/s;"
+                         f" channel 0: {first}")
+    fabric = node.extras.get("fabric")
+    if fabric is not None:
+        rates = sorted({lk.rate_gbps for lk in fabric.links if lk.rate_gbps is not None})
+        lines.append(f"  fabric: {len(fabric.switches())} switch(es), {len(fabric.cas())} CA(s), {len(fabric.links)} "
+                     f"link(s) at {', '.join(f'{r:g}' for r in rates) or '?'} Gb/s")
+    return lines
 
 
 def _fmt_bw(value: float | None) -> str:
@@ -97,11 +127,16 @@ def node_summary_text(node: NodeTopology) -> str:
             lines.append(f"  NVLink: {kind}; domains: " + "  ".join("[" + " ".join(d) + "]" for d in multi))
         else:
             lines.append("  NVLink: none")
-        bws = [g.edges[e]["bw_gbps"] for e in g.edges if g.edges[e]["kind"] == "nvlink"]
-        if bws:
-            edge = next(e for e in g.edges if g.edges[e]["kind"] == "nvlink")
-            lines.append(f"  NVLink per GPU pair: {_fmt_bw(max(b for b in bws if b is not None) if any(bws) else None)}"
-                         f" GB/s per direction ({g.edges[edge]['bw_source'].split(';')[0]})")
+        nv_edges = [g.edges[e] for e in g.edges if g.edges[e]["kind"] == "nvlink"]
+        if nv_edges:
+            bws = sorted({e["bw_gbps"] for e in nv_edges if e["bw_gbps"] is not None})
+            counts = sorted({int(e.get("nlinks") or 0) for e in nv_edges})
+            span = (f"{bws[0]:g}" if len(bws) == 1 else f"{bws[0]:g}-{bws[-1]:g}") if bws else "?"
+            links = "/".join(f"NV{c}" for c in counts)
+            what = "per GPU to the NVSwitch" if s["nvswitch"] else "per GPU pair"
+            origin = nv_edges[0]["bw_source"].split(";")[0]
+            origin = origin.split(" x ")[0] if len(counts) > 1 else origin
+            lines.append(f"  NVLink {what}: {links}, {span} GB/s per direction ({origin})")
     if node.gpus:
         lines.append("  GPU    NUMA   CPU affinity        nearest NIC(s)              path")
         for gpu in node.gpus:
@@ -120,6 +155,7 @@ def node_summary_text(node: NodeTopology) -> str:
                 lines.append(f"  {nic:<12} {str(d.get('label') or ''):<6} {str(p.get('state') or '?'):<12} "
                              f"{_fmt_bw(p.get('rate_gbps')):<11} {str(p.get('link_layer') or '?'):<11} "
                              f"{p.get('netdev') or d.get('netdev') or ''}")
+    lines.extend(_extras_text(node))
     warnings = s["warnings"]
     lines.append(f"  warnings: {len(warnings)}")
     lines.extend(f"   - {w}" for w in warnings)
