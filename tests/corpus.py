@@ -26,3 +26,12 @@ def strip_corpus_header(text: str) -> str:
     while start < len(lines) and _HEADER.match(lines[start]):
         start += 1
     return "".join(lines[start:])
+
+
+def corpus_params(paths: list[Path]) -> list:
+    """Parametrize values for corpus files; one skipped placeholder (with the reason) when there are none."""
+    import pytest
+
+    if paths:
+        return [pytest.param(p, id=p.name) for p in paths]
+    return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=skip_reason()))]

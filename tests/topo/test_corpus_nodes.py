@@ -15,7 +15,7 @@ from collscope.cli import main
 from collscope.errors import ParseError
 from collscope.topo.detect import add_capture
 from collscope.topo.node import NodeCaptures, build_node
-from tests.corpus import CORPUS, skip_reason, strip_corpus_header
+from tests.corpus import CORPUS, corpus_params, skip_reason, strip_corpus_header
 
 DIRS = ("nvidia-smi-topo", "ibstat", "nccl-topo-xml", "ibnetdiscover")
 FILES = sorted(p for d in DIRS for p in (CORPUS / d).glob("*.txt")) if CORPUS.is_dir() else []
@@ -80,7 +80,7 @@ FAILS = {
 }
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(FILES))
 def test_corpus_capture_builds_a_node_or_fails_cleanly(path: Path) -> None:
     captures = NodeCaptures(host="corpus")
     try:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
-from tests.corpus import CORPUS
+from tests.corpus import CORPUS, corpus_params
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
 CORPUS_FABRIC = CORPUS / "ibnetdiscover"
@@ -169,7 +169,7 @@ def test_corpus_present_or_skip() -> None:
     assert {p.name for p in corpus_files()} >= set(FABRICS)
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files()))
 def test_corpus_fabric(path: Path) -> None:
     text = strip_corpus_header(path.read_text())
     is_linkinfo = path.name.startswith("iblinkinfo")

@@ -15,7 +15,7 @@ from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
 from collscope.topo.naming import natural_key
-from tests.corpus import CORPUS
+from tests.corpus import CORPUS, corpus_params
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
 CORPUS_IBSTAT = CORPUS / "ibstat"
@@ -344,7 +344,7 @@ def test_corpus_present_or_skip() -> None:
     assert {p.name for p in corpus_files()} >= set(IBSTAT_FAMILY) | set(NETDEV_FAMILY)
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files()))
 def test_corpus_file_parses_and_is_sniffed(path: Path) -> None:
     text = corpus_text(path)
     assert {name for name, sniff in SNIFFERS.items() if sniff(text)} == {tool_of(path)}
