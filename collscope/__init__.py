@@ -1,3 +1,32 @@
-"""collscope: what is my GPU topology, how fast are my collectives, which NCCL settings should I use."""
+"""collscope: what is my GPU topology, how fast are my collectives, which NCCL settings should I use.
+
+The names a notebook needs::
+
+    from collscope import load_captures, build_node, load_cluster, sample_path
+    node = build_node(load_captures([sample_path()]))
+    node.bandwidth_matrix()
+"""
 
 __version__ = "0.1.0"
+
+from .errors import CollscopeError, ConfigError, LaunchError, ParseError
+from .topo.cluster import Cluster, load_cluster
+from .topo.detect import load_captures
+from .topo.model import NodeTopology
+from .topo.node import NodeCaptures, build_node
+from .topo.samples import sample_path
+
+__all__ = [
+    "Cluster",
+    "CollscopeError",
+    "ConfigError",
+    "LaunchError",
+    "NodeCaptures",
+    "NodeTopology",
+    "ParseError",
+    "build_node",
+    "load_captures",
+    "load_cluster",
+    "sample_path",
+    "__version__",
+]
