@@ -58,6 +58,10 @@ from .cli_topo import topo  # noqa: E402
 
 main.add_command(topo)
 
+from .cli_nccl_log import nccl_log  # noqa: E402
+
+main.add_command(nccl_log)
+
 
 def emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, default=str))

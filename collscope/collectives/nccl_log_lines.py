@@ -1,0 +1,87 @@
+"""Split NCCL debug output into lines: the ``host:pid:tid [dev] NCCL INFO`` prefix and the message.
+
+NCCL prints ``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO <message>`` (``debug.cc``); warnings carry the
+source location (``[0] file.cc:123 NCCL WARN ...``) and traces a timestamp and function. Real logs add
+their own wrapping: a timestamp in front (``NCCL_DEBUG_TIMESTAMP_FORMAT``, log collectors), Open MPI's
+``[1,0]<stdout>:``, srun's ``0: ``, an MPI rank tag ``[0] ``, or they lose the prefix entirely when pasted.
+CloudWatch puts each timestamp on a line of its own. Everything before the host part is ignored here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["LogLine", "split_line", "iter_log_lines", "is_timestamp_line"]
+
+_MARKER = re.compile(r"\bNCCL (INFO|WARN|TRACE|CALL|ABORT|ERROR)\b ?")
+# Anchored at the end of the text before the marker: host:pid:tid, then [cudaDev], then at most two
+# tokens (WARN: ``file.cc:123``; TRACE: ``12.345 func:67``).
+_PREFIX = re.compile(
+    r"(?P<host>[^\s:]+):(?P<pid>\d{1,10}):(?P<tid>\d{1,10})(?:\s+\[(?P<dev>-?\d{1,5})\])?(?:\s+\S+){0,2}\s*$"
+)
+_ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+_TIMESTAMP_LINE = re.compile(rf"^\s*\[?{_ISO_TIME}\]?\s*$")
+_LEADING_TIMESTAMP = re.compile(rf"^\s*\[?{_ISO_TIME}\]?\s+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogLine:
+    """One line of a log, with NCCL's prefix taken apart where it had one."""
+
+    lineno: int
+    """1-based line number in the input."""
+    message: str
+    """The text after ``NCCL INFO `` (or the whole line, stripped, when it had no NCCL marker)."""
+    level: str | None = None
+    """``INFO``, ``WARN``, ``TRACE``, ... from the marker; ``None`` for a line without one."""
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    dev: int | None = None
+    """The CUDA device in brackets after ``host:pid:tid``."""
+
+    @property
+    def stream(self) -> tuple[str, int, int] | None:
+        """The thread that printed the line (lines of one thread stay in order even when ranks interleave)."""
+        if self.host is None or self.pid is None or self.tid is None:
+            return None
+        return (self.host, self.pid, self.tid)
+
+
+def is_timestamp_line(raw: str) -> bool:
+    """A line holding only a timestamp (CloudWatch prints one before every message)."""
+    return _TIMESTAMP_LINE.match(raw) is not None
+
+
+def split_line(raw: str, lineno: int) -> LogLine | None:
+    """Take one raw line apart; ``None`` for blank and timestamp-only lines."""
+    if not raw.strip() or is_timestamp_line(raw):
+        return None
+    marker = _MARKER.search(raw)
+    if marker is None:
+        message = _LEADING_TIMESTAMP.sub("", raw).strip()
+        return LogLine(lineno=lineno, message=message) if message else None
+    message = raw[marker.end():].rstrip()
+    prefix = _PREFIX.search(raw[: marker.start()])
+    if prefix is None:
+        return LogLine(lineno=lineno, message=message, level=marker.group(1))
+    dev = prefix.group("dev")
+    return LogLine(
+        lineno=lineno,
+        message=message,
+        level=marker.group(1),
+        host=prefix.group("host"),
+        pid=int(prefix.group("pid")),
+        tid=int(prefix.group("tid")),
+        dev=int(dev) if dev is not None else None,
+    )
+
+
+def iter_log_lines(text: str) -> Iterator[LogLine]:
+    """Every non-blank, non-timestamp line of ``text``, split."""
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = split_line(raw, lineno)
+        if line is not None:
+            yield line
