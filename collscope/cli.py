@@ -62,6 +62,10 @@ from .cli_nccl_log import nccl_log  # noqa: E402
 
 main.add_command(nccl_log)
 
+from .cli_ingest import ingest  # noqa: E402
+
+main.add_command(ingest)
+
 
 def emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, default=str))
