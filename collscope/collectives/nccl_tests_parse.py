@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable
-from typing import Any, NamedTuple
 
 from ..errors import ParseError
 from .nccl_tests_records import (
@@ -25,6 +23,7 @@ from .nccl_tests_records import (
     nccl_version_from_code,
     op_from_binary,
 )
+from .nccl_tests_rows import Layout, RepeatKey, convert_rows, layout_from_header, layout_from_row
 from .record import OPS
 
 __all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code"]
@@ -45,7 +44,7 @@ _ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|truncated\b.*|\(?(?:\.\.\.|…
 _PARAM_KEYS = {"nThread": "nthreads", "nGpus": "ngpus", "minBytes": "min_bytes", "maxBytes": "max_bytes",
                "warmup iters:": "warmup_iters", "iters:": "iters", "agg iters:": "agg_iters",
                "validation:": "validation", "graph:": "graph", "unalign:": "unalign"}
-_CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
+
 _ROW_SHAPE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+(?:" + "|".join(DTYPE_BYTES) + r")(?:[ \t]+\S+){7,}[ \t]*$", re.M)
 _SNIFF = ("Avg bus bandwidth", "Out of bounds values", "nThread ", "Collective test starting", "algbw")
 
@@ -58,152 +57,6 @@ def looks_like_nccl_tests(text: str) -> bool:
     if "algbw" in head and "busbw" in head and re.search(r"\bsize\s+count\s+type\b", head):
         return True
     return sum(1 for key in _SNIFF if key in text) >= 2 or _ROW_SHAPE.search(head) is not None
-
-
-class _Layout(NamedTuple):
-    ntokens: int
-    i_count: int
-    i_type: int
-    i_redop: int
-    i_root: int
-    groups: tuple[tuple[int, int, int, int, str], ...]
-    """Per placement: indexes of time, algbw, busbw, check (-1: none) and the check kind (wrong|error)."""
-    timestamp: bool
-    cputime: bool
-    described: str
-
-
-def _layout_from_header(names: list[str], source: str, lineno: int) -> _Layout:
-    index = {"count": -1, "type": -1, "redop": -1, "root": -1}
-    groups: list[tuple[int, int, int, int, str]] = []
-    cputime = False
-    for i, name in enumerate(names):
-        if name in index and index[name] < 0 and not groups:
-            index[name] = i
-        elif name in ("time", "cputime"):
-            cputime = cputime or name == "cputime"
-            if names[i + 1: i + 3] != ["algbw", "busbw"]:
-                raise ParseError(source, lineno, "'algbw busbw' after 'time' in the column header",
-                                 found=" ".join(names))
-            kind = _CHECK_NAMES.get(names[i + 3], "") if i + 3 < len(names) else ""
-            groups.append((i, i + 1, i + 2, i + 3 if kind else -1, kind))
-    if not groups or index["type"] < 0 or len(groups) > 2:
-        raise ParseError(source, lineno, "a column header 'size count type ... time algbw busbw ...'",
-                         found=" ".join(names))
-    timestamp = names[-1] == "timestamp"
-    return _Layout(len(names) + (1 if timestamp else 0), index["count"], index["type"], index["redop"],
-                   index["root"], tuple(groups), timestamp, cputime, " ".join(names))
-
-
-def _layout_from_row(parts: list[str]) -> _Layout | None:
-    """Columns of a table pasted without its header, from the shape of one row (8 timing columns)."""
-    lead = len(parts) - 8
-    if lead not in (3, 4, 5) or not (parts[0].isdigit() and parts[1].isdigit()) or parts[2] not in DTYPE_BYTES:
-        return None
-    names = ["size", "count", "type"]
-    if lead == 4:
-        names.append("root" if parts[3].lstrip("-").isdigit() else "redop")
-    elif lead == 5:
-        names += ["redop", "root"]
-    check = "error" if any(c in parts[lead + 3] for c in ".e") else "#wrong"
-    names += ["time", "algbw", "busbw", check] * 2
-    return _layout_from_header(names, "<row>", 0)
-
-
-def _check(tok: str, kind: str) -> tuple[int | None, float | None]:
-    if kind == "wrong":
-        if tok.isdigit():
-            return int(tok), None
-        return (None if tok == "N/A" else int(float(tok))), None  # %6g prints large counts as 1.2e+06
-    return None, (None if tok == "N/A" else float(tok))
-
-
-RowParser = Callable[[list[str], list[Draft]], None]
-
-
-def _row_parser(lay: _Layout, seen: dict[tuple[int, str, str | None, int | None], int]) -> RowParser:
-    """A function that appends one Draft per placement of a data row (all or nothing) to a list.
-
-    ``seen`` counts rows per (size, type, redop, root) across the whole run, for ``repeat`` (``-N`` cycles).
-    Drafts are filled inline (not through new_draft): this is the ingest hot path.
-    """
-    i_count, i_type, i_redop, i_root, stamped = lay.i_count, lay.i_type, lay.i_redop, lay.i_root, lay.timestamp
-    (t0, a0, b0, c0, k0) = lay.groups[0]
-    (t1, a1, b1, c1, k1) = lay.groups[1] if len(lay.groups) > 1 else (-1, -1, -1, -1, "")
-    single = len(lay.groups) == 1  # trace replays print the in-place group only
-    wrong0, wrong1 = k0 == "wrong", k1 == "wrong"
-
-    def parse(parts: list[str], out: list[Draft]) -> None:
-        size = int(parts[0])
-        count = int(parts[i_count]) if i_count >= 0 else None
-        redop = parts[i_redop] if i_redop >= 0 else None
-        if redop == "none":
-            redop = None
-        root = None
-        if i_root >= 0:
-            tok = parts[i_root]
-            if tok != "-1":
-                root = int(tok)
-                if root < 0:
-                    root = None
-        stamp = " ".join(parts[-2:]) if stamped else None
-        dtype = parts[i_type]
-        w0: int | None = None
-        e0: float | None = None
-        if c0 >= 0:
-            tok = parts[c0]
-            if wrong0 and tok == "0":
-                w0 = 0
-            else:
-                w0, e0 = _check(tok, k0)
-        time0, alg0, bus0 = float(parts[t0]), float(parts[a0]), float(parts[b0])
-        if not single:
-            w1: int | None = None
-            e1: float | None = None
-            if c1 >= 0:
-                tok = parts[c1]
-                if wrong1 and tok == "0":
-                    w1 = 0
-                else:
-                    w1, e1 = _check(tok, k1)
-            time1, alg1, bus1 = float(parts[t1]), float(parts[a1]), float(parts[b1])
-        key = (size, dtype, redop, root)
-        repeat = seen.get(key, 0)
-        seen[key] = repeat + 1
-        d: Any = Draft()
-        d.size_bytes = size
-        d.count = count
-        d.dtype = dtype
-        d.redop = redop
-        d.root = root
-        d.in_place = single
-        d.time_us = time0
-        d.algbw_gbps = alg0
-        d.busbw_gbps = bus0
-        d.wrong = w0
-        d.error = e0
-        d.timestamp = stamp
-        d.repeat = repeat
-        out.append(d)
-        if single:
-            return
-        d = Draft()
-        d.size_bytes = size
-        d.count = count
-        d.dtype = dtype
-        d.redop = redop
-        d.root = root
-        d.in_place = True
-        d.time_us = time1
-        d.algbw_gbps = alg1
-        d.busbw_gbps = bus1
-        d.wrong = w1
-        d.error = e1
-        d.timestamp = stamp
-        d.repeat = repeat
-        out.append(d)
-
-    return parse
 
 
 class _State:
@@ -224,9 +77,8 @@ class _State:
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.drafts: list[Draft] = []
-        self.layout: _Layout | None = None
-        self.row_parser: RowParser | None = None
-        self.seen: dict[tuple[int, str, str | None, int | None], int] = {}
+        self.layout: Layout | None = None
+        self.seen: dict[RepeatKey, int] = {}
 
 
 def _other_line(st: _State, line: str, lineno: int) -> None:
@@ -237,12 +89,11 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
     if body.startswith("size ") or body.startswith("size\t"):
         names = body.split()
         if "algbw" in names:
-            lay = _layout_from_header(names, st.source, lineno)
+            lay = layout_from_header(names, st.source, lineno)
             if st.layout is not None and st.drafts and lay != st.layout:
                 raise ParseError(st.source, lineno, "one results table per run (a second, different header "
                                  "follows rows); split the file per run", found=body)
             st.layout = lay
-            st.row_parser = _row_parser(lay, st.seen)
         return
     if body.startswith("(B)") or body.startswith("out-of-place"):
         return
@@ -322,24 +173,22 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
 
 
 def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
-    """A line starting with digits that the fast path did not take: a first headerless row, or an odd row."""
+    """One line starting with digits, on its own: a first headerless row, an odd row, or noise."""
     lay = st.layout
     if lay is None:
-        lay = _layout_from_row(parts)
+        lay = layout_from_row(parts)
         if lay is None:
             return  # digits at the start of a noise line, no table yet
-        st.layout, st.row_parser = lay, _row_parser(lay, st.seen)
+        st.layout = lay
         st.warnings.append(f"line {lineno}: no column header; columns inferred from the row shape: {lay.described}")
-    parse = st.row_parser
-    assert parse is not None
     n = len(parts)
     try:
         if n == lay.ntokens:
-            parse(parts, st.drafts)
+            convert_rows(lay, parts, 1, st.seen, st.drafts)
             return
         if n == lay.ntokens - 1 and lay.i_redop >= 0 and not parts[lay.i_redop].isalpha():
             # Old alltoall: the redop field is printed empty.
-            parse(parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], st.drafts)
+            convert_rows(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.drafts)
             return
     except (ValueError, IndexError, OverflowError):
         pass
@@ -348,6 +197,16 @@ def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
         return
     raise ParseError(st.source, lineno, f"a data row with the {lay.ntokens} columns '{lay.described}'",
                      found=" ".join(parts))
+
+
+def _line(st: _State, line: str, lineno: int, last: bool) -> None:
+    parts = line.split()
+    if not parts:
+        return
+    if parts[0].isdigit():
+        _table_row(st, parts, lineno, last)
+    else:
+        _other_line(st, line, lineno)
 
 
 def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
@@ -361,31 +220,36 @@ def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
     return op
 
 
+def _block(st: _State, lines: list[str], start: int, stop: int, last_index: int) -> None:
+    lay = st.layout
+    assert lay is not None
+    try:
+        convert_rows(lay, " ".join(lines[start:stop]).split(), stop - start, st.seen, st.drafts)
+    except (ValueError, IndexError, OverflowError):
+        for i in range(start, stop):
+            _line(st, lines[i], i + 1, i == last_index)
+
+
 def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
     st = _State(source)
     lines = text.splitlines()
     last_index = len(lines) - 1
     while last_index >= 0 and not lines[last_index].strip():
         last_index -= 1
-    drafts = st.drafts
-    ntokens, parse_row = -1, st.row_parser
+    # Consecutive lines that start with a digit are converted as one block once a header is known; a block
+    # that does not line up (noise, a damaged row) is retried line by line.
+    start = -1
     for i, line in enumerate(lines):
-        parts = line.split()
-        if not parts:
+        if line.lstrip()[:1].isdigit() and st.layout is not None:
+            if start < 0:
+                start = i
             continue
-        if parts[0].isdigit():
-            if len(parts) == ntokens:
-                try:
-                    parse_row(parts, drafts)  # type: ignore[misc]
-                    continue
-                except (ValueError, IndexError, OverflowError):
-                    pass
-            _table_row(st, parts, i + 1, i == last_index)
-        else:
-            _other_line(st, line, i + 1)
-        if st.row_parser is not parse_row:
-            parse_row = st.row_parser
-            ntokens = st.layout.ntokens if st.layout is not None else -1
+        if start >= 0:
+            _block(st, lines, start, i, last_index)
+            start = -1
+        _line(st, line, i + 1, i == last_index)
+    if start >= 0:
+        _block(st, lines, start, len(lines), last_index)
 
     if not st.drafts and st.layout is None and not st.params and not st.devices and not st.complete:
         raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
@@ -428,7 +292,7 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *
         return _parse_text(text, source, op, nranks)
     except ParseError:
         raise
-    except (ValueError, TypeError, IndexError, KeyError, OverflowError, RecursionError) as exc:  # pragma: no cover
+    except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net
         raise ParseError(source, None, "nccl-tests output", found=f"{type(exc).__name__}: {exc}") from exc
     finally:
         if gc_was_enabled:

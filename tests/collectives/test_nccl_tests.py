@@ -289,6 +289,19 @@ def test_damaged_row_in_the_middle_raises_with_its_line_and_a_cut_last_row_is_dr
     assert len(run.records) == 22 and not run.complete and any("cut off" in w for w in run.warnings)
 
 
+def test_block_and_line_by_line_conversion_agree():
+    """Rows are converted a block at a time; noise that starts with a digit sends a block line by line."""
+    text = MODERN.read_text()
+    lines = text.splitlines()
+    noisy = []
+    for line in lines:
+        noisy.append(line)
+        if line.strip()[:1].isdigit():
+            noisy.append("2e3f9af7241040:195:195 [0] NCCL INFO Launch mode Parallel")
+    whole, split = parse_nccl_tests(text), parse_nccl_tests("\n".join(noisy))
+    assert len(whole.records) == 24 and whole.records == split.records
+
+
 def test_second_run_in_one_input_is_refused():
     text = MODERN.read_text()
     with pytest.raises(ParseError, match="second run"):
