@@ -66,6 +66,10 @@ from .cli_ingest import ingest  # noqa: E402
 
 main.add_command(ingest)
 
+from .cli_bench import bench  # noqa: E402
+
+main.add_command(bench)
+
 
 def emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, default=str))
