@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,14 @@ class ProcResult:
         return self.returncode == 0 and not self.timed_out
 
 
+def _tail_bytes(path: str | os.PathLike[str], limit: int = 4 * TAIL_CHARS) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - limit))
+        return fh.read()
+
+
 def which(tool: str) -> str | None:
     """The full path of ``tool`` on PATH, or ``None``."""
     return shutil.which(tool)
@@ -75,12 +84,19 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     stdin_text: str | None = None,
     install_hint: str = "install it or put it on PATH",
+    output_path: str | os.PathLike[str] | None = None,
+    kill_on_parent_death: bool = False,
 ) -> ProcResult:
     """Run ``argv`` to completion or until ``timeout_s`` seconds have passed.
 
     ``env`` replaces the environment when given; ``extra_env`` is added on top of it (or of
     ``os.environ``). On timeout the process group is sent SIGTERM, then SIGKILL, and the result has
     ``timed_out=True``. Output is decoded as UTF-8 with replacement, so binary noise never raises.
+
+    ``output_path``: stdout and stderr both go to this file as they are produced (appended, so a log survives
+    a crash of ours), and the result's ``stdout`` is the file's tail. ``kill_on_parent_death``: the command
+    runs under :mod:`collscope.reaper`, which kills its whole process group if this process dies, even by
+    SIGKILL.
     """
     if isinstance(argv, (str, bytes)):
         raise TypeError("proc.run takes an argv list, not a shell string")
@@ -95,13 +111,15 @@ def run(
     if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
         raise ToolMissingError(argv[0], install_hint)
 
+    launched = [sys.executable, "-m", "collscope.reaper", "--", *argv] if kill_on_parent_death else argv
+    log = open(output_path, "ab", buffering=0) if output_path is not None else None  # noqa: SIM115
     start = time.monotonic()
     try:
         child = subprocess.Popen(
-            argv,
+            launched,
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=log if log is not None else subprocess.PIPE,
+            stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
             env=full_env,
             cwd=cwd,
             start_new_session=True,
@@ -110,6 +128,9 @@ def run(
         raise ToolMissingError(argv[0], install_hint) from exc
     except OSError as exc:
         raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
+    finally:
+        if log is not None:
+            log.close()
 
     timed_out = False
     try:
@@ -127,11 +148,13 @@ def run(
         # The leader exited; children it left behind in its group are ours to clean up.
         _kill_group(child.pid)
     duration_s = time.monotonic() - start
+    if output_path is not None:
+        out_b, err_b = _tail_bytes(output_path), b""
     return ProcResult(
         argv=tuple(argv),
         returncode=child.returncode,
-        stdout=out_b.decode("utf-8", "replace")[-TAIL_CHARS:],
-        stderr=err_b.decode("utf-8", "replace")[-TAIL_CHARS:],
+        stdout=(out_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
+        stderr=(err_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
         duration_s=duration_s,
         timed_out=timed_out,
     )

@@ -112,3 +112,54 @@ def test_env_and_extra_env_reach_the_child():
 def test_binary_noise_is_decoded_not_raised():
     result = proc.run([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'\\xff\\xfeok')"], timeout_s=30)
     assert result.stdout.endswith("ok")
+
+
+def test_output_path_receives_both_streams_and_result_has_tail(tmp_path):
+    log = tmp_path / "point.log"
+    log.write_text("earlier\n")
+    code = "import sys; print('to-out'); print('to-err', file=sys.stderr)"
+    result = proc.run([sys.executable, "-c", code], timeout_s=30, output_path=log)
+    assert result.returncode == 0
+    text = log.read_text()
+    assert text.startswith("earlier\n") and "to-out" in text and "to-err" in text
+    assert "to-out" in result.stdout and result.stderr == ""
+
+
+def test_kill_minus_9_of_the_caller_kills_the_command_group(tmp_path):
+    """The caller of proc.run dies by SIGKILL: the reaper kills the command and its children."""
+    pidfile = tmp_path / "sleeper"
+    grandchild = "import time; time.sleep(120)"
+    command = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {grandchild!r}])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(120)\n"
+    )
+    caller = (
+        "import sys\n"
+        "from collscope import proc\n"
+        f"proc.run([sys.executable, '-c', {command!r}], timeout_s=300, kill_on_parent_death=True)\n"
+    )
+    import subprocess
+
+    parent = subprocess.Popen([sys.executable, "-c", caller])
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pidfile.exists()
+    os.kill(parent.pid, 9)
+    parent.wait()
+    assert _wait_gone(int(pidfile.read_text()), within_s=10), "the command's child outlived kill -9 of the caller"
+
+
+def test_reaper_passes_the_exit_code_through():
+    result = proc.run([sys.executable, "-c", "import sys; sys.exit(7)"], timeout_s=30, kill_on_parent_death=True)
+    assert result.returncode == 7
+
+
+def test_timeout_under_the_reaper_kills_the_command(tmp_path):
+    pidfile = tmp_path / "pid"
+    code = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    result = proc.run([sys.executable, "-c", code], timeout_s=2.0, kill_on_parent_death=True)
+    assert result.timed_out
+    assert _wait_gone(int(pidfile.read_text()))
