@@ -6,12 +6,10 @@ user's (bad input, bad options) exit with code 2 and one line naming the file an
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Callable
 from functools import wraps
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -54,29 +52,14 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
+# Commands live in their own modules; registered here, after main exists.
+from .cli_bench import bench  # noqa: E402
+from .cli_ingest import ingest  # noqa: E402
+from .cli_nccl_log import nccl_log  # noqa: E402
+from .cli_sweep import sweep  # noqa: E402
 from .cli_topo import topo  # noqa: E402
 
-main.add_command(topo)
+for _command in (topo, ingest, nccl_log, bench, sweep):
+    main.add_command(_command)
 
-from .cli_nccl_log import nccl_log  # noqa: E402
-
-main.add_command(nccl_log)
-
-from .cli_ingest import ingest  # noqa: E402
-
-main.add_command(ingest)
-
-from .cli_bench import bench  # noqa: E402
-
-main.add_command(bench)
-
-
-def emit_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2, default=str))
-
-
-def ensure_parent(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-
-__all__ = ["main", "emit_json", "ensure_parent"]
+__all__ = ["main"]

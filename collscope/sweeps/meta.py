@@ -1,0 +1,78 @@
+"""What sweep.json records about the machine: versions, hosts, a topology hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, proc
+from ..errors import CollscopeError
+
+__all__ = ["sweep_meta", "topology_hash"]
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _first_line(argv: list[str]) -> str | None:
+    if proc.which(argv[0]) is None:
+        return None
+    try:
+        result = proc.run(argv, timeout_s=30)
+    except CollscopeError:
+        return None
+    text = (result.stdout or result.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+def topology_hash(topo_paths: list[str] | None) -> str | None:
+    """sha256 of the node model built from the captures (or of this node's live capture), else None."""
+    from ..topo.capture import NoGpuToolsError, capture_live
+    from ..topo.detect import load_captures
+    from ..topo.node import build_node
+    from ..topo.render import node_to_json
+
+    try:
+        captures = load_captures([Path(p) for p in topo_paths]) if topo_paths else capture_live()
+    except NoGpuToolsError:
+        return None
+    doc = node_to_json(build_node(captures))
+    for volatile in ("graph", "sources", "host", "sample"):
+        doc.pop(volatile, None)
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> dict[str, Any]:
+    from ..collectives.ranks import expand_nodelist
+
+    hosts = [socket.gethostname()]
+    nodelist = os.environ.get("SLURM_JOB_NODELIST")
+    if nodelist:
+        try:
+            hosts = expand_nodelist(nodelist)
+        except ValueError:
+            hosts = [nodelist]
+    versions: dict[str, str | None] = {
+        "collscope": __version__,
+        "python": platform.python_version(),
+        "mpi4py": _package_version("mpi4py"),
+        "torch": _package_version("torch"),
+    }
+    if engine == "mpi":
+        versions["mpirun"] = _first_line(["mpirun", "--version"])
+    return {
+        "versions": versions,
+        "hosts": hosts,
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "topology_hash": topology_hash(topo_paths),
+    }

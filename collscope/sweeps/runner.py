@@ -1,0 +1,256 @@
+"""Run a planned sweep: one launch per point, a timeout per point, failures recorded, resumable.
+
+Every launch goes through :func:`collscope.proc.run` with ``kill_on_parent_death`` (a killed sweep leaves no
+process behind) and its output appended to the point's log. A point is done only when its records are
+written (temp file + rename); rerunning the same command skips done points and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import proc
+from ..collectives.nccl_log import parse_nccl_log
+from ..collectives.nccl_log_effects import forced_setting_effects
+from ..collectives.nccl_tests import find_nccl_tests_binary
+from ..collectives.nccl_tests_parse import parse_nccl_tests
+from ..collectives.record import Measurement, read_jsonl, write_jsonl
+from ..errors import CollscopeError, ConfigError, ParseError
+from .launchers import LaunchOptions, build_launch
+from .spec import Plan, Point, SweepSpec
+from .store import ResultsDir
+
+__all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "run_sweep", "select_shard"]
+
+log = logging.getLogger(__name__)
+LauncherKind = Literal["local", "mpirun", "srun"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    launcher: LauncherKind
+    """How each point is launched: ``local`` (this host), ``mpirun`` or ``srun`` (inside an allocation)."""
+    launch: LaunchOptions
+    """Launcher details (python, hostfile, MPI flavour, root flags, ...)."""
+    dry_run: bool = False
+    """Print every command and environment; run nothing, write nothing."""
+    retry_failed: bool = False
+    """Run points whose last attempt failed again (by default they are left as failed)."""
+    shard: tuple[int, int] | None = None
+    """``(i, n)``: run only points i, i+n, i+2n, ... (Slurm job arrays)."""
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class PointOutcome:
+    point_id: str
+    status: Literal["done", "failed", "skipped"]
+    reason: str | None = None
+    detail: str = ""
+    records: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class SweepOutcome:
+    sweep_id: str
+    out_dir: Path
+    outcomes: list[PointOutcome] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    """Dry run: the exact commands that would run."""
+
+    @property
+    def failed(self) -> list[PointOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def select_shard(points: tuple[Point, ...], shard: tuple[int, int] | None) -> tuple[Point, ...]:
+    if shard is None:
+        return points
+    index, count = shard
+    if count < 1 or not 0 <= index < count:
+        raise ConfigError(f"--shard {index}/{count}: expected I/N with 0 <= I < N")
+    return points[index::count]
+
+
+def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str, Any] | None = None,
+              echo: Callable[[str], None] = print) -> SweepOutcome:
+    """Run (or with ``dry_run`` print) every pending point of ``plan`` into ``out_dir``."""
+    results = ResultsDir(Path(out_dir))
+    outcome = SweepOutcome(plan.sweep_id, results.root)
+    points = select_shard(plan.points, options.shard)
+    if options.dry_run:
+        for point in points:
+            cmd = build_launch(options.launcher, plan.spec, point, results.partial_path(point.point_id),
+                               _launch_options_for(plan.spec, point, options))
+            outcome.commands.append(f"# point {point.point_id}\n{cmd.display()}")
+        for skipped in plan.skipped:
+            outcome.commands.append(f"# skipped {skipped.op} {skipped.settings}: {skipped.reason}")
+        return outcome
+
+    results.prepare(plan, meta or {})
+    failures = results.failures()
+    todo = [p for p in points if not results.is_done(p.point_id)
+            and (options.retry_failed or p.point_id not in failures)]
+    for p in points:
+        if p not in todo:
+            outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if results.is_done(p.point_id)
+                                                 else "failed before (use --retry-failed)"))
+    bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
+    try:
+        for point in todo:
+            result = run_point(results, plan, point, options)
+            outcome.outcomes.append(result)
+            if bar is not None:
+                bar.set_postfix_str(f"{point.point_id[:32]} {result.status}", refresh=False)
+                bar.update(1)
+            elif result.status == "failed":
+                echo(f"point {point.point_id}: {result.reason} ({result.detail})")
+    finally:
+        if bar is not None:
+            bar.close()
+    return outcome
+
+
+def _progress(total: int, initial: int, desc: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc[:24], unit="point", file=sys.stderr, dynamic_ncols=True)
+
+
+def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) -> PointOutcome:
+    """One attempt at one point; every ending is written down (records, or a failure with the log tail)."""
+    spec = plan.spec
+    pid = point.point_id
+    partial = results.partial_path(pid)
+    partial.unlink(missing_ok=True)
+    log_path = results.log_path(pid)
+    try:
+        cmd = build_launch(options.launcher, spec, point, partial, _launch_options_for(spec, point, options))
+    except CollscopeError as exc:
+        results.record_failure(pid, "launch error", str(exc))
+        return PointOutcome(pid, "failed", "launch error", str(exc))
+    with log_path.open("a") as fh:
+        fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n===\n")
+    offset_after_header = log_path.stat().st_size
+    start = time.monotonic()
+    try:
+        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env=cmd.env, output_path=log_path,
+                          kill_on_parent_death=True)
+    except CollscopeError as exc:
+        results.record_failure(pid, "launch error", str(exc), attempt_s=time.monotonic() - start)
+        return PointOutcome(pid, "failed", "launch error", str(exc))
+    duration = time.monotonic() - start
+    attempt_text = _read_from(log_path, offset_after_header)
+
+    records, parse_problem = _collect_records(spec, point, partial, attempt_text, log_path)
+    records = [_stamp(r, plan, point, spec) for r in records]
+
+    if result.timed_out or result.returncode not in (0, 1) or (result.returncode == 1 and not _any_wrong(records)):
+        reason = "timeout" if result.timed_out else "exit code"
+        detail = (f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}")
+        _keep_partial(results, pid, records)
+        results.record_failure(pid, reason, detail + (f"; {len(records)} record(s) kept in "
+                                                      f"{results.partial_path(pid).name}" if records else ""),
+                               attempt_s=duration)
+        return PointOutcome(pid, "failed", reason, detail, len(records), duration)
+    if parse_problem is not None or not records:
+        detail = parse_problem or "the engine wrote no records"
+        _keep_partial(results, pid, records)
+        results.record_failure(pid, "parse error", detail, attempt_s=duration)
+        return PointOutcome(pid, "failed", "parse error", detail, len(records), duration)
+
+    check = verify_settings(spec, point, attempt_text)
+    results.finish_point(pid, records)
+    if check is not None:
+        results.write_check(pid, check)
+    if _any_wrong(records):
+        sizes = sorted({r.size_bytes for r in records if not r.ok})
+        detail = f"wrong values at {len(sizes)} size(s): {', '.join(str(s) for s in sizes[:8])}"
+        results.record_failure(pid, "wrong values", detail, attempt_s=duration)
+        return PointOutcome(pid, "failed", "wrong values", detail, len(records), duration)
+    if check is not None and check.get("applied") is False:
+        detail = "; ".join(f"{k}: forced {v.get('forced')!r}, NCCL used {v.get('used')!r}"
+                           for k, v in check["effects"].items() if v.get("applied") is False)
+        results.record_failure(pid, "setting not applied", detail, attempt_s=duration)
+        return PointOutcome(pid, "failed", "setting not applied", detail, len(records), duration)
+    return PointOutcome(pid, "done", None, "", len(records), duration)
+
+
+def _launch_options_for(spec: SweepSpec, point: Point, options: RunOptions) -> LaunchOptions:
+    """nccl-tests points need the binary of their op, looked up here (the builder stays pure)."""
+    if spec.engine != "nccl-tests" or options.launch.nccl_tests_binary is not None:
+        return options.launch
+    binary = find_nccl_tests_binary(point.op, spec.nccl_tests_dir, mpi=options.launcher != "local")
+    return dataclasses.replace(options.launch, nccl_tests_binary=str(binary))
+
+
+def _read_from(path: Path, offset: int) -> str:
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        return fh.read().decode("utf-8", "replace")
+
+
+def _collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: str,
+                     log_path: Path) -> tuple[list[Measurement], str | None]:
+    """The attempt's records: the engine's JSONL (mpi, torch) or the nccl-tests output in the log."""
+    if spec.engine == "nccl-tests":
+        try:
+            run = parse_nccl_tests(attempt_text, str(log_path), op=point.op, nranks=spec.nranks)
+        except ParseError as exc:
+            return [], str(exc)
+        return list(run.records), None
+    if not partial.exists():
+        return [], None
+    try:
+        return list(read_jsonl(partial)), None
+    except ParseError as exc:
+        return [], str(exc)
+
+
+def _stamp(record: Measurement, plan: Plan, point: Point, spec: SweepSpec) -> Measurement:
+    settings = dict(record.settings) or {**spec.fixed_env, **point.settings}
+    return dataclasses.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
+                               settings=settings)
+
+
+def _any_wrong(records: list[Measurement]) -> bool:
+    return any(not r.ok for r in records)
+
+
+def _keep_partial(results: ResultsDir, point_id: str, records: list[Measurement]) -> None:
+    """Records measured before a failure are kept next to the point (never counted as done)."""
+    if records:
+        write_jsonl(results.partial_path(point_id), records)
+
+
+def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> dict[str, Any] | None:
+    """What NCCL's debug output says about the point's forced NCCL settings (None: nothing to verify).
+
+    ``applied`` is False when any forced setting demonstrably did not take effect, True when all that could be
+    checked did, None when the log holds no evidence (e.g. NCCL_DEBUG_SUBSYS without TUNING).
+    """
+    forced = {k: v for k, v in point.settings.items() if k.startswith("NCCL_") and not k.startswith("NCCL_TESTS")}
+    if not forced:
+        return None
+    if spec.engine == "mpi":
+        return {"applied": None, "effects": {}, "note": "NCCL settings have no effect on the mpi engine"}
+    try:
+        nccl = parse_nccl_log(attempt_text, "point log")
+    except ParseError:
+        return {"applied": None, "effects": {}, "note": "no NCCL debug output in the point log (NCCL_DEBUG=INFO?)"}
+    effects = forced_setting_effects(nccl)
+    verdicts = [e.get("applied") for k, e in effects.items() if k in forced]
+    applied = False if False in verdicts else (True if verdicts and all(v is True for v in verdicts) else None)
+    unchecked = sorted(set(forced) - set(effects))
+    return {"applied": applied, "effects": effects, "unchecked": unchecked}
+
