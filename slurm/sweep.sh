@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Run a collscope sweep inside a Slurm allocation: the sbatch entry point.
+#
+#   sbatch slurm/sweep.sh SPEC.yaml [collscope sweep run options]
+#   sbatch slurm/sweep.sh --preset mpi-algos --max-bytes 64M
+#   sbatch -N 2 --ntasks-per-node=8 --gpus-per-node=8 slurm/sweep.sh --preset nccl-algos --out results/h100
+#   sbatch --array=0-3 slurm/sweep.sh --preset nccl-algos      # 4 shards of one sweep, one results directory
+#
+# It runs, with every argument passed through unchanged:
+#   collscope sweep run --launcher srun --nranks $SLURM_NTASKS --out DIR [--shard I/N] ARGS...
+# adding each of those options only when ARGS do not already give it (what the user passes always wins).
+#
+# Results directory: --out from ARGS, else $COLLSCOPE_OUT, else results/sweep-<job id> (relative to the
+# directory sbatch was run from). The job id is SLURM_ARRAY_JOB_ID for array jobs (all shards share one
+# directory) and SLURM_JOB_ID otherwise. Requeue-safe: a requeued job keeps its SLURM_JOB_ID, so it reruns the
+# same command on the same directory and `collscope sweep run` resumes, skipping finished points; this script
+# runs with --requeue and --open-mode=append so the log of every attempt stays in one file.
+#
+# Job arrays: with SLURM_ARRAY_TASK_ID set, the sweep's points are split into SLURM_ARRAY_TASK_COUNT shards
+# and this task runs shard (TASK_ID - TASK_MIN) / TASK_STEP, passed as `--shard I/N` (the sweep CLI's
+# option; `I/N` runs the points whose index modulo N is I). Use a contiguous range: --array=0-(N-1).
+#
+# The collscope executable is $COLLSCOPE if set, else `collscope` on PATH (activate the environment before
+# sbatch: Slurm exports the submitting shell's environment by default). Ranks are started with srun, so MPI
+# programs need a PMI that the MPI library speaks: Open MPI 5 only speaks PMIx (`srun --mpi=pmix`).
+#SBATCH --job-name=collscope-sweep
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=2
+#SBATCH --time=01:00:00
+#SBATCH --output=collscope-sweep-%j.out
+#SBATCH --requeue
+#SBATCH --open-mode=append
+set -euo pipefail
+
+die() {
+  printf 'collscope-sweep: error: %s\n' "$*" >&2
+  exit 2
+}
+
+# True when ARGS (after the first argument, the option name) contain that option, as `--opt V` or `--opt=V`.
+has_option() {
+  local name=$1 arg
+  shift
+  for arg in "$@"; do
+    [ "$arg" = "--" ] && return 1
+    case "$arg" in "$name" | "$name="*) return 0 ;; esac
+  done
+  return 1
+}
+
+collscope=${COLLSCOPE:-}
+if [ -z "$collscope" ]; then
+  collscope=$(command -v collscope || true)
+  [ -n "$collscope" ] || die "collscope not found on PATH: activate its environment before sbatch, or set COLLSCOPE=/path/to/collscope (pip install collscope)"
+elif [ ! -x "$collscope" ] && ! command -v "$collscope" >/dev/null 2>&1; then
+  die "COLLSCOPE=$collscope is not an executable"
+fi
+
+[ -n "${SLURM_JOB_ID:-}" ] \
+  || die "not inside a Slurm allocation: submit with 'sbatch slurm/sweep.sh ...', or run 'collscope sweep run ... --launcher local' directly"
+[ "$#" -gt 0 ] || die "no sweep given: sbatch slurm/sweep.sh SPEC.yaml | --preset NAME [options] (see 'collscope sweep run --help')"
+
+added=()
+has_option --launcher "$@" || added+=(--launcher srun)
+if ! has_option --nranks "$@" && [ -n "${SLURM_NTASKS:-}" ]; then
+  added+=(--nranks "$SLURM_NTASKS")
+fi
+if ! has_option --out "$@"; then
+  added+=(--out "${COLLSCOPE_OUT:-results/sweep-${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}")
+fi
+if [ -n "${SLURM_ARRAY_TASK_ID:-}" ] && ! has_option --shard "$@"; then
+  count=${SLURM_ARRAY_TASK_COUNT:?SLURM_ARRAY_TASK_COUNT is not set}
+  offset=$((SLURM_ARRAY_TASK_ID - ${SLURM_ARRAY_TASK_MIN:-0}))
+  step=${SLURM_ARRAY_TASK_STEP:-1}
+  if [ "$offset" -lt 0 ] || [ $((offset % step)) -ne 0 ] || [ $((offset / step)) -ge "$count" ]; then
+    die "array task $SLURM_ARRAY_TASK_ID does not map to a shard of $count: submit a contiguous --array=0-$((count - 1))"
+  fi
+  added+=(--shard "$((offset / step))/$count")
+fi
+
+printf 'collscope-sweep: job %s (restart %s) on %s at %s\n' "$SLURM_JOB_ID" "${SLURM_RESTART_COUNT:-0}" \
+  "${SLURM_JOB_NODELIST:-?}" "$(date -Is)" >&2
+cmd=("$collscope" sweep run "${added[@]}" "$@")
+printf 'collscope-sweep: +%s\n' "$(printf ' %q' "${cmd[@]}")" >&2
+exec "${cmd[@]}"
