@@ -53,6 +53,11 @@ class SweepSpec:
     timeout_s: float = 600.0
     """Wall-clock limit of one point's launch; the whole process group is killed past it."""
     nccl_tests_dir: str | None = None
+    variants: tuple[dict[str, str], ...] = ()
+    """Bundles of settings that go together (e.g. ``NCCL_MIN_CTAS=NCCL_MAX_CTAS=8``), each crossed with the grid;
+    an empty bundle stands for "no bundle". Empty tuple: the grid alone."""
+    collnet_plugin: bool = False
+    """A CollNet (SHARP) plugin is installed where the sweep runs; without it CollNet points are skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,7 +67,8 @@ class SweepSpec:
             "nnodes": self.nnodes, "grid": {k: list(v) for k, v in self.grid.items()},
             "per_op_grid": {op: {k: list(v) for k, v in g.items()} for op, g in self.per_op_grid.items()},
             "fixed_env": dict(self.fixed_env), "repeats": self.repeats, "timeout_s": self.timeout_s,
-            "nccl_tests_dir": self.nccl_tests_dir,
+            "nccl_tests_dir": self.nccl_tests_dir, "variants": [dict(v) for v in self.variants],
+            "collnet_plugin": self.collnet_plugin,
         }
 
 

@@ -1,0 +1,121 @@
+"""Named sweeps, as code: each preset is a function returning a checked SweepSpec.
+
+Keyword overrides replace SweepSpec fields (``preset("demo", nranks=4)``); an unknown override is a ConfigError
+listing the fields. Every NCCL preset logs at INFO with the INIT, ENV and TUNING subsystems so that each forced
+setting can be verified from NCCL's log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..topo.model import NodeTopology
+from .check import check_spec
+from .knobs import ompi_algorithm_knob
+from .spec import DEFAULT, SweepSpec
+
+__all__ = ["PRESETS", "preset", "NCCL_DEBUG_ENV"]
+
+NCCL_DEBUG_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"}
+"""Fixed environment of every NCCL preset: what NCCL's log needs to show which algorithm, protocol and settings
+really ran."""
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(SweepSpec))
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+
+def _make(defaults: dict[str, Any], overrides: dict[str, Any]) -> SweepSpec:
+    unknown = sorted(set(overrides) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown spec field {unknown[0]!r}; valid: {', '.join(_FIELDS)}")
+    fields = {**defaults, **overrides}
+    if "fixed_env" in defaults and "fixed_env" in overrides:
+        fields["fixed_env"] = {**defaults["fixed_env"], **overrides["fixed_env"]}
+    return check_spec(SweepSpec(**fields))
+
+
+def mpi_algos(**overrides: Any) -> SweepSpec:
+    """Open MPI's allreduce (1 linear, 3 recursive doubling, 4 ring, 6 Rabenseifner) and allgather (2 Bruck,
+    3 recursive doubling, 4 ring) algorithms against Open MPI's default choice, 8 B..1 MiB."""
+    return _make({
+        "name": "mpi-algos", "engine": "mpi", "ops": ("all_reduce", "all_gather"), "min_bytes": 8,
+        "max_bytes": MIB,
+        "per_op_grid": {
+            "all_reduce": {ompi_algorithm_knob("allreduce"): ("1", "3", "4", "6")},
+            "all_gather": {ompi_algorithm_knob("allgather"): ("2", "3", "4")},
+        },
+    }, overrides)
+
+
+def nccl_algo_proto(**overrides: Any) -> SweepSpec:
+    """NCCL_ALGO x NCCL_PROTO (each also left unset) for all_reduce, all_gather and reduce_scatter with nccl-tests;
+    pairs NCCL never runs, and hardware the topology lacks, are skipped by the planner."""
+    return _make({
+        "name": "nccl-algo-proto", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather", "reduce_scatter"),
+        "min_bytes": 8, "max_bytes": GIB, "nranks": 8,
+        "grid": {
+            "NCCL_ALGO": (DEFAULT, "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+            "NCCL_PROTO": (DEFAULT, "LL", "LL128", "Simple"),
+        },
+        "fixed_env": dict(NCCL_DEBUG_ENV),
+    }, overrides)
+
+
+def nccl_pxn_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overrides: Any) -> SweepSpec:
+    """PXN on/off x NCCL_CROSS_NIC 0/1 x one rail at a time (``NCCL_IB_HCA==<nic>``, when ``rails`` or a
+    topology's NICs are given) x rail-isolated communicators (``NCCL_TESTS_SPLIT_MASK`` = ranks per node - 1,
+    when that is a power of two), on 2 nodes of 8 GPUs unless overridden."""
+    nics = rails.nics if isinstance(rails, NodeTopology) else list(rails or ())
+    nnodes = int(overrides.get("nnodes", 2))
+    nranks = int(overrides.get("nranks", 8 * nnodes))
+    ppn = nranks // max(1, nnodes)
+    grid: dict[str, tuple[str, ...]] = {"NCCL_PXN_DISABLE": ("0", "1"), "NCCL_CROSS_NIC": ("0", "1")}
+    if nics:
+        grid["NCCL_IB_HCA"] = (DEFAULT, *(f"={nic}" for nic in nics))
+    if ppn > 1 and ppn & (ppn - 1) == 0:
+        grid["NCCL_TESTS_SPLIT_MASK"] = (DEFAULT, f"0x{ppn - 1:x}")
+    return _make({
+        "name": "nccl-pxn-rails", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather"), "min_bytes": 8,
+        "max_bytes": GIB, "nnodes": nnodes, "nranks": nranks, "grid": grid, "fixed_env": dict(NCCL_DEBUG_ENV),
+    }, overrides)
+
+
+def nccl_channels(**overrides: Any) -> SweepSpec:
+    """A forced channel count: NCCL_MIN_CTAS = NCCL_MAX_CTAS in 4, 8, 16, 32, and the same with the older
+    NCCL_MIN/MAX_NCHANNELS (for NCCL before 2.17)."""
+    counts = ("4", "8", "16", "32")
+    variants = tuple({"NCCL_MIN_CTAS": n, "NCCL_MAX_CTAS": n} for n in counts) + tuple(
+        {"NCCL_MIN_NCHANNELS": n, "NCCL_MAX_NCHANNELS": n} for n in counts)
+    return _make({
+        "name": "nccl-channels", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather"), "min_bytes": 8,
+        "max_bytes": GIB, "nranks": 8, "variants": variants, "fixed_env": dict(NCCL_DEBUG_ENV),
+    }, overrides)
+
+
+def demo(**overrides: Any) -> SweepSpec:
+    """A tiny, fast Open MPI sweep: all_reduce on 2 ranks, default vs recursive doubling vs ring, 8 B..64 KiB."""
+    return _make({
+        "name": "demo", "engine": "mpi", "ops": ("all_reduce",), "min_bytes": 8, "max_bytes": 64 * KIB,
+        "nranks": 2, "iters": 20, "warmup": 5, "timeout_s": 120.0,
+        "grid": {ompi_algorithm_knob("allreduce"): ("3", "4")},
+    }, overrides)
+
+
+PRESETS: dict[str, Callable[..., SweepSpec]] = {
+    "mpi-algos": mpi_algos,
+    "nccl-algo-proto": nccl_algo_proto,
+    "nccl-pxn-rails": nccl_pxn_rails,
+    "nccl-channels": nccl_channels,
+    "demo": demo,
+}
+"""Preset name -> function returning its SweepSpec (keyword overrides replace fields)."""
+
+
+def preset(name: str, **overrides: Any) -> SweepSpec:
+    """The SweepSpec of preset ``name`` with ``overrides`` applied; ConfigError lists the presets if unknown."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
+    return PRESETS[name](**overrides)
