@@ -14,6 +14,7 @@ import click
 
 from .cli import _user_errors
 from .errors import ConfigError
+from .sweeps.launchers import LaunchOptions
 from .units import parse_size
 
 
@@ -68,6 +69,8 @@ def _overrides(**values: Any) -> dict[str, Any]:
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per point (kills the point).")
 @click.option("--hostfile", default=None, help="mpirun hostfile.")
 @click.option("--mpi-flavour", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
+@click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default=None,
+              help="srun --mpi=... (default pmix for the mpi engine: Open MPI 5 speaks only PMIx).")
 @click.option("--topo", "topo_paths", multiple=True, help="Topology captures for constraints and sweep.json.")
 @click.option("--shard", default=None, metavar="I/N", help="Run only every N-th point starting at I (job arrays).")
 @click.option("--retry-failed", is_flag=True, help="Run points whose last attempt failed again.")
@@ -77,7 +80,8 @@ def _overrides(**values: Any) -> dict[str, Any]:
 def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path, nranks: int | None,
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: str | None,
         min_bytes: str | None, max_bytes: str | None, iters: int | None, warmup: int | None, repeats: int | None,
-        timeout_s: float | None, hostfile: str | None, mpi_flavour: str, topo_paths: tuple[str, ...],
+        timeout_s: float | None, hostfile: str | None, mpi_flavour: str, srun_mpi: str | None,
+        topo_paths: tuple[str, ...],
         shard: str | None, retry_failed: bool, dry_run: bool, progress: bool | None) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
 
@@ -90,7 +94,6 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
       collscope sweep run --preset mpi-algos --launcher mpirun --nranks 2 --out results/mpi
       collscope sweep run my-sweep.yaml --launcher srun --out results/$SLURM_JOB_ID --dry-run
     """
-    from .sweeps.launchers import LaunchOptions
     from .sweeps.meta import sweep_meta
     from .sweeps.plan import load_spec, plan_sweep
     from .sweeps.plan import preset as make_preset
@@ -112,9 +115,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
     plan = plan_sweep(spec, topology=topology)
     if launcher == "srun" and not os.environ.get("SLURM_JOB_ID") and not dry_run:
         raise ConfigError("--launcher srun runs inside a Slurm allocation (sbatch slurm/sweep.sh, or salloc)")
-    launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, flavour=mpi_flavour,  # type: ignore[arg-type]
-                           hostfile=hostfile, local_cores=len(os.sched_getaffinity(0)) if launcher == "local" else None,
-                           mpirun=_beside_python("mpirun"))
+    launch = _launch_options(launcher, spec.engine, mpi_flavour, hostfile, srun_mpi)
     options = RunOptions(launcher=launcher, launch=launch, dry_run=dry_run,  # type: ignore[arg-type]
                          retry_failed=retry_failed, shard=_parse_shard(shard),
                          progress=sys.stderr.isatty() if progress is None else progress)
@@ -136,6 +137,20 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         click.echo(f"  {failed.point_id}: {failed.reason}: {failed.detail}")
     if outcome.failed:
         sys.exit(1)
+
+
+def _launch_options(launcher: str, engine: str, flavour: str, hostfile: str | None,
+                    srun_mpi: str | None) -> LaunchOptions:
+    """Launcher details that come from this machine: the interpreter, root, cores, where mpirun is."""
+    return LaunchOptions(
+        python=sys.executable,
+        as_root=os.geteuid() == 0,
+        flavour=flavour,  # type: ignore[arg-type]
+        hostfile=hostfile,
+        local_cores=len(os.sched_getaffinity(0)) if launcher == "local" else None,
+        mpirun=_beside_python("mpirun"),
+        srun_mpi=(srun_mpi or ("pmix" if engine == "mpi" else None)) if launcher == "srun" else None,  # type: ignore[arg-type]
+    )
 
 
 def _beside_python(tool: str) -> str:

