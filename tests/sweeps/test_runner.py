@@ -166,3 +166,32 @@ def test_mpi_algos_preset_under_mpirun_every_point_done(tmp_path):
     assert len(forced[ALGO]) >= 3
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["versions"]["mpirun"].startswith("mpirun (Open MPI)")
+
+
+def test_hostile_paths_and_values_are_data(tmp_path, monkeypatch):
+    """Spaces, quotes, ;, $() and newlines in the output path and env values never reach a shell."""
+    monkeypatch.chdir(tmp_path)
+    weird = "=eth0 ;$(touch PWNED-env) 'q\" `touch PWNED-tick`"
+    out = tmp_path / "out dir 'q\" ;$(touch PWNED-path)\nline2"
+    spec = SweepSpec(name="hostile", engine="mpi", min_bytes=8, max_bytes=8, iters=2, warmup=1, nranks=2,
+                     timeout_s=120, fixed_env={"NCCL_SOCKET_IFNAME": weird})
+    plan = _plan(spec, [{}])
+    outcome = run_sweep(plan, out, _options(), meta={})
+    assert [o.status for o in outcome.outcomes] == ["done"]
+    records = ResultsDir(out).read_point(plan.points[0].point_id)
+    assert records[0].settings["NCCL_SOCKET_IFNAME"] == weird
+    assert not list(tmp_path.rglob("PWNED*")) and not list(Path.cwd().glob("PWNED*"))
+
+
+def test_unknown_knob_fails_before_anything_runs(tmp_path):
+    spec_path = tmp_path / "bad.yaml"
+    spec_path.write_text("name: bad\nengine: mpi\ngrid:\n  NCCL_ALGOO: [Ring]\n")
+    out = tmp_path / "never"
+    result = CliRunner().invoke(main, ["sweep", "run", str(spec_path), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "NCCL_ALGOO" in result.stderr and "NCCL_ALGO" in result.stderr
+    assert "Traceback" not in result.output and not out.exists()
+    bad_value = tmp_path / "bad2.yaml"
+    bad_value.write_text("name: bad\nengine: nccl-tests\ngrid:\n  NCCL_PROTO: [LL, LL256]\n")
+    result = CliRunner().invoke(main, ["sweep", "run", str(bad_value), "--out", str(out)])
+    assert result.exit_code == 2 and "LL256" in result.stderr and "Simple" in result.stderr and not out.exists()
