@@ -195,3 +195,65 @@ def test_unknown_knob_fails_before_anything_runs(tmp_path):
     bad_value.write_text("name: bad\nengine: nccl-tests\ngrid:\n  NCCL_PROTO: [LL, LL256]\n")
     result = CliRunner().invoke(main, ["sweep", "run", str(bad_value), "--out", str(out)])
     assert result.exit_code == 2 and "LL256" in result.stderr and "Simple" in result.stderr and not out.exists()
+
+
+_FAKE_NCCL_TESTS = r"""#!/bin/bash
+# Stand-in for all_reduce_perf on a machine without GPUs: real nccl-tests output format, plus the NCCL INFO
+# lines NCCL prints with NCCL_DEBUG=INFO / NCCL_DEBUG_SUBSYS=...,TUNING. NCCL always runs Ring here.
+cat <<'HEAD'
+# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_reduce_perf
+HEAD
+printf '%s%s\n' "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 8(factor) warmup iters: 1 iters: 20 " \
+  "agg iters: 1 validation: 1 graph: 0 unalign: 0"
+cat <<'HEAD'
+#
+# Using devices
+#  Rank  0 Group  0 Pid  31000 on    gpu-a01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  31000 on    gpu-a01 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3
+HEAD
+echo "gpu-a01:31000:31000 [0] NCCL INFO NCCL_DEBUG_SUBSYS set by environment to INIT,ENV,TUNING"
+if [ -n "${NCCL_ALGO:-}" ]; then
+  echo "gpu-a01:31000:31000 [0] NCCL INFO NCCL_ALGO set by environment to ${NCCL_ALGO}"
+fi
+echo "NCCL version 2.28.3+cuda12.4"
+echo "gpu-a01:31000:31000 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"
+cat <<'TABLE'
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    12.00    0.00    0.00       0    11.67    0.00    0.00       0
+          64            16     float     sum      -1    12.10    0.01    0.01       0    11.70    0.01    0.01       0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.005
+#
+# Collective test concluded: all_reduce_perf
+#
+TABLE
+"""
+
+
+def test_forced_nccl_setting_that_did_not_apply_is_marked(tmp_path):
+    bin_dir = tmp_path / "nccl-tests"
+    bin_dir.mkdir()
+    fake = bin_dir / "all_reduce_perf"
+    fake.write_text(_FAKE_NCCL_TESTS)
+    fake.chmod(0o755)
+    spec = SweepSpec(name="verify", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
+                     timeout_s=60, nccl_tests_dir=str(bin_dir),
+                     fixed_env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"})
+    plan = _plan(spec, [{}, {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}])
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    by_algo = {p.settings.get("NCCL_ALGO"): o for p, o in zip(plan.points, outcome.outcomes, strict=True)}
+    assert by_algo[None].status == "done" and by_algo["Ring"].status == "done"
+    assert (by_algo["Tree"].status, by_algo["Tree"].reason) == ("failed", "setting not applied")
+    assert "NCCL_ALGO" in by_algo["Tree"].detail and "Tree" in by_algo["Tree"].detail
+    results = ResultsDir(tmp_path / "res")
+    tree = next(p for p in plan.points if p.settings.get("NCCL_ALGO") == "Tree")
+    ring = next(p for p in plan.points if p.settings.get("NCCL_ALGO") == "Ring")
+    assert json.loads(results.check_path(ring.point_id).read_text())["applied"] is True
+    assert json.loads(results.check_path(tree.point_id).read_text())["applied"] is False
+    records = results.read_point(tree.point_id)  # measured data is kept, and the point is marked
+    assert [r.size_bytes for r in records] == [8, 8, 64, 64] and records[0].settings["NCCL_ALGO"] == "Tree"
+    assert results.status()["failure_reasons"] == {"setting not applied": 1}
