@@ -1,0 +1,49 @@
+"""Synthetic results in the shape of ``collscope.analysis.load.load_results``'s DataFrame."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+KNOB_COLUMNS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE",
+                "OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_allreduce_algorithm",
+                "OMPI_MCA_coll_tuned_allgather_algorithm")
+
+
+def config_of(knobs: Mapping[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in sorted(knobs.items())) or "default"
+
+
+def cell_rows(*, op: str = "all_reduce", knobs: Mapping[str, str] | None = None, sizes: Iterable[int],
+              busbw: Callable[[int], float] | float, repeats: Iterable[float] = (0.99, 1.0, 1.01),
+              nranks: int = 8, nnodes: int | None = 1, backend: str = "nccl", engine: str = "nccl-tests",
+              ok: bool = True, applied: bool | None = None, failure: str | None = None, in_place: bool = False,
+              sweep_id: str = "sw-test", nccl_version: str = "2.27.5") -> list[dict[str, Any]]:
+    """One row per (size, repeat): busbw(size) x each factor of ``repeats``."""
+    knobs = dict(knobs or {})
+    out = []
+    for size in sizes:
+        base = busbw(size) if callable(busbw) else busbw
+        for i, factor in enumerate(repeats):
+            bw = base * factor
+            row: dict[str, Any] = dict(
+                engine=engine, backend=backend, op=op, size_bytes=size, count=size // 4, dtype="float",
+                redop="sum", root=None, in_place=in_place, nranks=nranks, nnodes=nnodes, time_us=1.0,
+                algbw_gbps=bw, busbw_gbps=bw, wrong=0, error=None, ok=ok, iters=20, warmup=5, repeat=i,
+                point_id=f"p-{config_of(knobs)}", sweep_id=sweep_id, nccl_version=nccl_version,
+                engine_version="2.13.4", source="synthetic", timestamp="2025-01-01T00:00:00", hosts="node01",
+                config=config_of(knobs), applied=(pd.NA if applied is None else applied),
+                failure=(pd.NA if failure is None else failure))
+            for k in KNOB_COLUMNS:
+                row[k] = knobs.get(k, pd.NA)
+            out.append(row)
+    return out
+
+
+def frame(*parts: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = [r for p in parts for r in p]
+    df = pd.DataFrame(rows)
+    df["applied"] = df["applied"].astype("boolean")
+    return df
