@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from .analysis.recommend import RecommendOptions, recommend, render_json
+from .analysis.load import load_results
+from .analysis.recommend import Recommendation, RecommendOptions, recommend, render_json
 from .analysis.recommend_env import render_env
 from .analysis.recommend_tuner import render_tuner
 from .cli import _user_errors
-from .errors import ConfigError
 
-_RENDER = {"env": render_env, "json": render_json, "tuner": render_tuner}
+_RENDER: dict[str, Callable[[Recommendation], str]] = {"env": render_env, "json": render_json, "tuner": render_tuner}
 
 
 @click.command("recommend")
@@ -39,12 +40,6 @@ def recommend_command(directories: tuple[str, ...], fmt: str, min_gain: float, o
       collscope recommend results/ --format tuner > nccl_tuner.conf
       collscope recommend run1/ run2/ --op all_reduce --format json
     """
-    from .analysis.load import load_results
-
-    paths = [Path(d) for d in directories]
-    for path in paths:
-        if not path.exists():
-            raise ConfigError(f"{path}: no such results directory or file")
     options = RecommendOptions(min_gain=min_gain, op=op, in_place=in_place)
-    result = recommend(load_results(paths), options)
+    result = recommend(load_results([Path(d) for d in directories]), options)
     click.echo(_RENDER[fmt](result), nl=False)

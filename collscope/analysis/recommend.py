@@ -94,7 +94,14 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None) -> R
     return Recommendation(
         options=opts, groups=groups, env=env, env_candidates=env_candidates, excluded=tuple(excluded),
         settings=settings, notes=tuple(notes), sweep_ids=_distinct(work, "sweep_id"),
-        nccl_versions=_distinct(work, "nccl_version"), ops=tuple(sorted({k.op for k in cells})))
+        nccl_versions=_distinct(work, "nccl_version"), ops=tuple(sorted({k.op for k in cells})),
+        failed_points=_failed_points(frame, opts))
+
+
+def _failed_points(frame: pd.DataFrame, opts: RecommendOptions) -> tuple[dict[str, Any], ...]:
+    lost = frame.attrs.get("failures") or []
+    return tuple({k: (None if v is None else str(v)) for k, v in entry.items()} for entry in lost
+                 if isinstance(entry, dict) and (opts.op is None or entry.get("op") in (None, opts.op)))
 
 
 def render_json(rec: Recommendation) -> str:
@@ -168,7 +175,7 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
     """Aggregate rows into cells; cells with a bad row are reported and left out."""
     busbw = pd.to_numeric(frame["busbw_gbps"], errors="coerce")
     bad_applied = _false(frame["applied"]) if "applied" in frame.columns else pd.Series(False, index=frame.index)
-    failure = frame["failure"] if "failure" in frame.columns else pd.Series(pd.NA, index=frame.index)
+    failure = (frame["failure"] if "failure" in frame.columns else pd.Series(pd.NA, index=frame.index)).astype(object)
     applied_reason = failure.where(failure.notna(), "setting not applied").astype(str)
     reason = pd.Series(np.select(
         [bad_applied.to_numpy(), _false(frame["ok"]).to_numpy(), busbw.isna().to_numpy()],

@@ -71,6 +71,12 @@ def excluded_lines(rec: Recommendation) -> list[str]:
     if len(rec.excluded) > _MAX_EXCLUDED_LINES:
         lines.append(comment(f"... and {len(rec.excluded) - _MAX_EXCLUDED_LINES} more excluded cells "
                              "(see --format json)"))
+    for p in rec.failed_points[:_MAX_EXCLUDED_LINES]:
+        lines.append(comment(f"failed, no records: point {p.get('point_id')} ({p.get('op')}, {p.get('config')}): "
+                             f"{p.get('reason')}"))
+    if len(rec.failed_points) > _MAX_EXCLUDED_LINES:
+        lines.append(comment(f"... and {len(rec.failed_points) - _MAX_EXCLUDED_LINES} more failed points "
+                             "(see --format json)"))
     return lines
 
 

@@ -201,6 +201,8 @@ class Recommendation:
     nccl_versions: tuple[str, ...] = ()
     ops: tuple[str, ...] = field(default=())
     """Every op in the data after filtering (used to decide NCCL's per-collective syntax)."""
+    failed_points: tuple[dict[str, Any], ...] = ()
+    """Points that failed without records (``frame.attrs["failures"]`` of load_results): never candidates."""
 
     @property
     def any_winner(self) -> bool:
@@ -215,7 +217,8 @@ class Recommendation:
                 "notes": list(self.notes), "groups": [g.to_dict() for g in self.groups],
                 "env": [e.to_dict() for e in self.env],
                 "env_candidates": [c.to_dict() for c in self.env_candidates],
-                "excluded": [x.to_dict() for x in self.excluded], "settings": self.settings}
+                "excluded": [x.to_dict() for x in self.excluded], "failed_points": list(self.failed_points),
+                "settings": self.settings}
 
 
 def _finite(x: float) -> float | None:

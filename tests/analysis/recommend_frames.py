@@ -46,4 +46,9 @@ def frame(*parts: list[dict[str, Any]]) -> pd.DataFrame:
     rows = [r for p in parts for r in p]
     df = pd.DataFrame(rows)
     df["applied"] = df["applied"].astype("boolean")
+    df["nnodes"] = df["nnodes"].astype("Int64")
+    # string columns are categoricals in load_results' frame
+    for name in ("engine", "backend", "op", "dtype", "config", "failure", "sweep_id", "nccl_version", "hosts",
+                 "point_id", "source", *KNOB_COLUMNS):
+        df[name] = df[name].astype("category")
     return df

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -18,10 +16,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from collscope.analysis.load import load_results
 from collscope.analysis.recommend import RecommendOptions, recommend, render_json
 from collscope.analysis.recommend_env import human_size, percent, render_env
 from collscope.analysis.recommend_tuner import TUNER_COLUMNS, render_tuner, tuner_rules
 from collscope.cli import main
+from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError
 from tests.analysis.recommend_frames import cell_rows, frame
 
@@ -313,7 +313,7 @@ def fake_loader(monkeypatch):
     def load_results(paths):
         return pd.concat([frames[Path(p).name] for p in paths], ignore_index=True)
 
-    monkeypatch.setitem(sys.modules, "collscope.analysis.load", types.SimpleNamespace(load_results=load_results))
+    monkeypatch.setattr("collscope.cli_recommend.load_results", load_results)
     return frames
 
 
@@ -358,7 +358,65 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, fake_loader, args, messag
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
 
 
-def test_cli_missing_directory(tmp_path, fake_loader):
+# ---- through the real loader -------------------------------------------------------------------------
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "results" / "mpi-algos-2rank"
+
+
+def test_cli_missing_directory(tmp_path):
     result = CliRunner().invoke(main, ["recommend", str(tmp_path / "nope")])
-    assert result.exit_code == 2 and result.stderr.splitlines() == [f"error: {tmp_path / 'nope'}: no such results "
-                                                                    "directory or file"]
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"error: {tmp_path / 'nope'}: expected an existing results directory or file"]
+
+
+def test_cli_on_the_example_results_directory():
+    """A real mpi-algos sweep on a 2-core VM: no Open MPI algorithm beats the default beyond noise."""
+    result = CliRunner().invoke(main, ["recommend", str(EXAMPLE), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert {(g["op"], g["backend"], g["nranks"]) for g in doc["groups"]} == {("all_gather", "mpi", 2),
+                                                                            ("all_reduce", "mpi", 2)}
+    assert all(g["default_measured"] and len(g["sizes"]) == 20 for g in doc["groups"])
+    assert {c["config"] for c in doc["env_candidates"]} >= {"OMPI_MCA_coll_tuned_allreduce_algorithm=4"}
+    assert all(s["baseline"]["repeats"] == 3 for g in doc["groups"] for s in g["sizes"])
+    env = CliRunner().invoke(main, ["recommend", str(EXAMPLE)])
+    assert env.exit_code == 0 and exports(env.stdout) == []
+    assert "# nothing beats the default beyond noise (min gain 3%)" in env.stdout.splitlines()
+
+
+def _write_point(root: Path, point_id: str, settings: dict[str, str], busbw: float, *, applied: bool | None = None,
+                 ok: bool = True) -> None:
+    records = [Measurement(engine="nccl-tests", backend="nccl", op="all_reduce", size_bytes=size, count=size // 4,
+                           dtype="float", redop="sum", root=None, in_place=False, nranks=8, nnodes=1, time_us=10.0,
+                           algbw_gbps=busbw, busbw_gbps=busbw * factor, ok=ok, iters=20, warmup=5, repeat=i,
+                           settings=settings, point_id=f"{point_id}-r{i}", sweep_id="sw-real", nccl_version="2.27.5")
+               for size in (1 << 20, 1 << 24) for i, factor in enumerate((0.99, 1.0, 1.01))]
+    for i in range(3):
+        write_jsonl(root / "points" / f"{point_id}-r{i}.jsonl", [r for r in records if r.repeat == i])
+        if applied is not None:
+            (root / "points" / f"{point_id}-r{i}.check.json").write_text(json.dumps({"applied": applied}))
+
+
+def test_load_results_directory_with_unapplied_and_failed_points(tmp_path):
+    root = tmp_path / "sweep dir; with spaces"
+    (root / "points").mkdir(parents=True)
+    (root / "sweep.json").write_text(json.dumps({"sweep_id": "sw-real", "plan": {"points": [
+        {"point_id": "lost", "op": "all_reduce", "settings": {"NCCL_ALGO": "NVLS"}}]}}))
+    failure = {"point_id": "lost", "reason": "timeout", "detail": "600 s"}
+    (root / "failures.jsonl").write_text(json.dumps(failure) + "\n")
+    _write_point(root, "default", {}, 100.0)
+    _write_point(root, "ring", {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}, 130.0, applied=True)
+    _write_point(root, "tree", {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL128"}, 200.0, applied=False)
+    rec = recommend(load_results([root]))
+    assert [(r.config, r.min_bytes, r.max_bytes) for r in rec.groups[0].ranges] == [
+        ("NCCL_ALGO=Ring;NCCL_PROTO=Simple", 1 << 20, 1 << 24)]
+    assert {(x.config, x.rows, x.reason) for x in rec.excluded} == {("NCCL_ALGO=Tree;NCCL_PROTO=LL128", 3,
+                                                                     "setting not applied")}
+    assert rec.failed_points[0]["point_id"] == "lost" and rec.failed_points[0]["reason"] == "timeout"
+    result = CliRunner().invoke(main, ["recommend", str(root), "--format", "tuner"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    rules = [line for line in lines if not line.startswith("#")]
+    assert rules == ["allreduce,1048576,16777216,ring,simple,-1,1,8,-1,-1"]
+    assert "# failed, no records: point lost (all_reduce, NCCL_ALGO=NVLS): timeout" in lines
+    assert any(line.startswith("# excluded, may not win: all_reduce (8 ranks, 1 node) NCCL_ALGO=Tree;NCCL_PROTO=LL128")
+               for line in lines)
