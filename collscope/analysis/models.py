@@ -1,0 +1,389 @@
+"""Alpha-beta (Hockney) models of collective algorithms, with the reduction term gamma.
+
+Notation (``../shared/reference/nccl-facts.md`` section 7): p ranks, n bytes (all_reduce, reduce_scatter,
+reduce, broadcast: the full vector; all_gather: the total gathered size, as nccl-tests' "size"), alpha the
+latency of one message, beta = 1 / bandwidth, gamma = 1 / reduction throughput. Formulas, for links that are
+all the same (one node, or explicit ``alpha``/``bw``):
+
+=========================  ===========================================================  ===========================
+op / algorithm             time                                                         source (nccl-facts 7)
+=========================  ===========================================================  ===========================
+all_reduce ring            2(p-1)a + 2(p-1)/p n b + (p-1)/p n g                          Patarasuk & Yuan 2009
+all_reduce recursive dbl.  lg p (a + n b + n g)                                         MPICH allreduce comment
+all_reduce Rabenseifner    2 lg p a + 2(p-1)/p n b + (p-1)/p n g  (p = 2^k)               MPICH allreduce comment
+all_reduce binomial        2 ceil(lg p)(a + n b) + ceil(lg p) n g  (reduce + bcast)       MPICH reduce/bcast
+all_reduce linear          2(p-1)(a + n b) + (p-1) n g  (linear reduce + linear bcast)    [derived]
+all_reduce double bin. tree 2((ppn-1) a + floor(lg N) a_net) + 2 n b + n g              NCCL trees, section 7
+all_gather ring            (p-1) a + (p-1)/p n b                                        MPICH allgather_intra_ring.c
+all_gather recursive dbl.  lg p a + (p-1)/p n b                                         MPICH allgather comment
+all_gather Bruck           ceil(lg p) a + (p-1)/p n b                                   MPICH allgather_intra_brucks.c
+reduce_scatter ring        (p-1) a + (p-1)/p n (b + g)                                  Thakur et al. 2005
+reduce_scatter rec. halv.  lg p a + (p-1)/p n (b + g)                                   MPICH reduce comment
+broadcast binomial         ceil(lg p)(a + n b)                                          MPICH bcast comment
+broadcast scatter+allgath. (lg p + p - 1) a + 2(p-1)/p n b                              MPICH bcast comment
+reduce binomial            ceil(lg p)(a + n b + n g)                                    MPICH reduce comment
+reduce Rabenseifner        2 lg p a + 2(p-1)/p n b + (p-1)/p n g                        MPICH reduce comment
+=========================  ===========================================================  ===========================
+
+Across nodes (ranks placed in blocks of ``ppn`` per node) the step-by-step algorithms charge each step at the
+link it uses: a partner at distance d < ppn is on the same node (alpha, intra bandwidth); otherwise the step
+crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth).
+Ring and tree are pipelined through every node once, so they see the **multi-node ring bound**:
+
+    busbw <= min(intra-node ring busbw, NICs per node x NIC bandwidth)            (nccl-facts 7)
+
+because every node's NICs together carry f x n (f the busbw factor) per collective. ``LinkParams.bw_gbps`` is
+that bound; ring steps take alpha_inter when the ring crosses nodes. Non-power-of-two rank counts: recursive
+doubling/halving and Rabenseifner fold the r = p - 2^floor(lg p) extra ranks in with one step of n bytes before
+and one after (MPICH), all_gather recursive doubling is charged like Bruck [approximation].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..collectives.record import busbw_factor
+from ..errors import ConfigError
+from ..sweeps.ompi_algos import OMPI_ALGORITHMS, ompi_algorithm_id, ompi_algorithm_name
+from ..units import algbw_gbps
+
+__all__ = [
+    "LinkParams",
+    "Prediction",
+    "ALPHA_BETA_MODELS",
+    "alpha_beta_time_us",
+    "alpha_beta_predictions",
+    "lower_bound_us",
+    "ring_bound_busbw_gbps",
+    "model_for_setting",
+    "make_prediction",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkParams:
+    """What the models need to know about the links; build it with :func:`collscope.analysis.params.link_params`."""
+
+    nranks: int
+    """Ranks in the collective (>= 2)."""
+    nnodes: int = 1
+    """Nodes the ranks are spread over, ``nranks / nnodes`` per node, placed in blocks."""
+    alpha_us: float
+    """Latency of one message between two ranks of a node, microseconds."""
+    alpha_inter_us: float | None = None
+    """Latency of one message between nodes; None = ``alpha_us``."""
+    bw_gbps: float
+    """Per-rank, per-direction bandwidth of a pipelined ring or tree, decimal GB/s: the intra-node bandwidth on
+    one node, else the multi-node ring bound min(intra, NICs per node x NIC bandwidth)."""
+    gamma_gbps: float | None = None
+    """Local reduction throughput, GB/s of input reduced; None = reductions cost nothing."""
+    intra_bw_gbps: float | None = None
+    """Per-GPU (per-rank) bandwidth inside a node, per direction; None = ``bw_gbps``."""
+    inter_bw_gbps: float | None = None
+    """A node's total NIC bandwidth per direction (NICs x NIC rate); None = steps across nodes use ``bw_gbps``."""
+    nics_per_node: int = 0
+    nic_gbps: float | None = None
+    """One NIC's data rate, GB/s per direction (400 Gb/s -> 50)."""
+    gpu: str | None = None
+    """GPU generation name (``"H100"``), None when unknown (CPU ranks, explicit parameters)."""
+    sm: int | None = None
+    intra_link: str = "unknown"
+    """``"nvlink"``, ``"pcie"`` or ``"unknown"``."""
+    nvlinks_per_gpu: int = 0
+    nvswitch: bool = False
+    pcie_gen: int | None = None
+    source: str = ""
+    """Where each number came from, ``" | "``-separated."""
+
+    def __post_init__(self) -> None:
+        if self.nranks < 2:
+            raise ConfigError(f"a collective model needs at least 2 ranks, got nranks={self.nranks}")
+        if self.nnodes < 1 or self.nranks % self.nnodes:
+            raise ConfigError(f"nranks ({self.nranks}) must be a multiple of nnodes ({self.nnodes}), nnodes >= 1")
+        for name in ("alpha_us", "bw_gbps", "gamma_gbps", "intra_bw_gbps", "inter_bw_gbps", "alpha_inter_us"):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value < 0 or (name.endswith("gbps") and
+                                                                                  value == 0)):
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+
+    @property
+    def ppn(self) -> int:
+        return self.nranks // self.nnodes
+
+    @property
+    def alpha_net_us(self) -> float:
+        return self.alpha_us if self.alpha_inter_us is None else self.alpha_inter_us
+
+    @property
+    def intra_gbps(self) -> float:
+        return self.bw_gbps if self.intra_bw_gbps is None else self.intra_bw_gbps
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ppn": self.ppn}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prediction:
+    """One predicted size of one algorithm (and protocol, for NCCL's model)."""
+
+    model: str
+    """``"alpha-beta"`` or ``"nccl"``."""
+    algo: str
+    proto: str | None
+    op: str
+    size_bytes: int
+    time_us: float
+    busbw_gbps: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def make_prediction(model: str, algo: str, proto: str | None, op: str, size_bytes: int, time_us: float,
+                    nranks: int) -> Prediction:
+    """A Prediction with busbw = size / time x busbw_factor (nccl-tests' factors)."""
+    busbw = algbw_gbps(size_bytes, time_us) * busbw_factor(op, nranks) if time_us > 0 else 0.0
+    return Prediction(model=model, algo=algo, proto=proto, op=op, size_bytes=int(size_bytes), time_us=time_us,
+                      busbw_gbps=busbw)
+
+
+# ---- step costs ---------------------------------------------------------------------------------------------
+def _us(nbytes: float, gbps: float) -> float:
+    """Transfer time in us of ``nbytes`` at ``gbps`` decimal GB/s: n / (gbps * 1e9) s = n / (gbps * 1e3) us."""
+    return nbytes / (gbps * 1e3)
+
+
+def _reduce_us(p: LinkParams, nbytes: float) -> float:
+    return 0.0 if p.gamma_gbps is None else _us(nbytes, p.gamma_gbps)
+
+
+def _step_link(p: LinkParams, distance: int) -> tuple[float, float]:
+    """(alpha us, GB/s) of one step between partners ``distance`` ranks apart (block placement)."""
+    if p.nnodes == 1 or distance < p.ppn:
+        return p.alpha_us, p.intra_gbps
+    if p.inter_bw_gbps is None:
+        return p.alpha_net_us, p.bw_gbps
+    return p.alpha_net_us, min(p.intra_gbps, p.inter_bw_gbps / p.ppn)
+
+
+def _step(p: LinkParams, distance: int, nbytes: float, reduce_bytes: float = 0.0) -> float:
+    alpha, gbps = _step_link(p, distance)
+    return alpha + _us(nbytes, gbps) + _reduce_us(p, reduce_bytes)
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (x.bit_length() - 1)
+
+
+def _ceil_lg(x: int) -> int:
+    return (x - 1).bit_length()
+
+
+def _ring_alpha(p: LinkParams) -> float:
+    return p.alpha_net_us if p.nnodes > 1 else p.alpha_us
+
+
+# ---- all_reduce ---------------------------------------------------------------------------------------------
+def _ar_ring(p: LinkParams, n: float) -> float:
+    r = p.nranks
+    return 2 * (r - 1) * _ring_alpha(p) + _us(2 * (r - 1) / r * n, p.bw_gbps) + _reduce_us(p, (r - 1) / r * n)
+
+
+def _ar_double_binary_tree(p: LinkParams, n: float) -> float:
+    # Chains inside nodes, binary trees over nodes, two trees with half the data each, pipelined:
+    # 2 ((ppn-1) a + floor(lg N) a_net) + 2 n / B + n g (nccl-facts 7 and NCCL's Tree latency line, 1.5).
+    depth = (p.ppn - 1) * p.alpha_us + (p.nnodes.bit_length() - 1) * p.alpha_net_us
+    return 2 * depth + _us(2 * n, p.bw_gbps) + _reduce_us(p, n)
+
+
+def _fold_extra(p: LinkParams, n: float, core: Callable[[int], float], *, back_bytes: float) -> float:
+    """Non-power-of-two ranks: one step of n (with its reduction) in, the core on 2^k ranks, one step back."""
+    core_ranks = _pow2_floor(p.nranks)
+    extra = 0.0 if core_ranks == p.nranks else _step(p, 1, n, n) + _step(p, 1, back_bytes)
+    return extra + core(core_ranks)
+
+
+def _ar_recursive_doubling(p: LinkParams, n: float) -> float:
+    def core(q: int) -> float:
+        return sum(_step(p, 1 << i, n, n) for i in range(q.bit_length() - 1))
+
+    return _fold_extra(p, n, core, back_bytes=n)
+
+
+def _rs_halving_core(p: LinkParams, n: float, q: int) -> float:
+    # step i: partner q / 2^(i+1) away, send and reduce n / 2^(i+1); total (q-1)/q n.
+    k = q.bit_length() - 1
+    return sum(_step(p, q >> (i + 1), n / (1 << (i + 1)), n / (1 << (i + 1))) for i in range(k))
+
+
+def _ag_doubling_core(p: LinkParams, n: float, q: int) -> float:
+    # step i: partner 2^i away, send 2^i blocks of n / q; total (q-1)/q n.
+    k = q.bit_length() - 1
+    return sum(_step(p, 1 << i, n * (1 << i) / q) for i in range(k))
+
+
+def _ar_rabenseifner(p: LinkParams, n: float) -> float:
+    return _fold_extra(p, n, lambda q: _rs_halving_core(p, n, q) + _ag_doubling_core(p, n, q), back_bytes=n)
+
+
+def _binomial(p: LinkParams, n: float, reduce_bytes: float) -> float:
+    return sum(_step(p, 1 << i, n, reduce_bytes) for i in range(_ceil_lg(p.nranks)))
+
+
+def _ar_binomial(p: LinkParams, n: float) -> float:
+    return _binomial(p, n, n) + _binomial(p, n, 0.0)
+
+
+def _ar_linear(p: LinkParams, n: float) -> float:
+    # The root receives p-1 vectors and reduces each, then sends p-1 copies, one message at a time.
+    far = p.nranks - 1
+    return sum(_step(p, d, n, n) + _step(p, d, n) for d in range(1, far + 1))
+
+
+# ---- all_gather, reduce_scatter ----------------------------------------------------------------------------
+def _ag_ring(p: LinkParams, n: float) -> float:
+    r = p.nranks
+    return (r - 1) * _ring_alpha(p) + _us((r - 1) / r * n, p.bw_gbps)
+
+
+def _ag_bruck(p: LinkParams, n: float) -> float:
+    # ceil(lg p) steps; step i sends min(2^i, p - 2^i) blocks of n / p to the rank 2^i away.
+    r = p.nranks
+    return sum(_step(p, 1 << i, min(1 << i, r - (1 << i)) * n / r) for i in range(_ceil_lg(r)))
+
+
+def _ag_recursive_doubling(p: LinkParams, n: float) -> float:
+    if _pow2_floor(p.nranks) == p.nranks:
+        return _ag_doubling_core(p, n, p.nranks)
+    return _ag_bruck(p, n)
+
+
+def _rs_ring(p: LinkParams, n: float) -> float:
+    r = p.nranks
+    return (r - 1) * _ring_alpha(p) + _us((r - 1) / r * n, p.bw_gbps) + _reduce_us(p, (r - 1) / r * n)
+
+
+def _rs_recursive_halving(p: LinkParams, n: float) -> float:
+    return _fold_extra(p, n, lambda q: _rs_halving_core(p, n, q), back_bytes=n / p.nranks)
+
+
+# ---- broadcast, reduce -------------------------------------------------------------------------------------
+def _bc_binomial(p: LinkParams, n: float) -> float:
+    return _binomial(p, n, 0.0)
+
+
+def _scatter_binomial(p: LinkParams, n: float, reduce: bool) -> float:
+    # step i: partner p / 2^(i+1) away gets n / 2^(i+1); total (p-1)/p n for p = 2^k.
+    k = _ceil_lg(p.nranks)
+    return sum(_step(p, max(1, p.nranks >> (i + 1)), n / (1 << (i + 1)), n / (1 << (i + 1)) if reduce else 0.0)
+               for i in range(k))
+
+
+def _bc_scatter_allgather(p: LinkParams, n: float) -> float:
+    return _scatter_binomial(p, n, False) + _ag_ring(p, n)
+
+
+def _reduce_binomial(p: LinkParams, n: float) -> float:
+    return _binomial(p, n, n)
+
+
+def _reduce_rabenseifner(p: LinkParams, n: float) -> float:
+    # reduce-scatter by recursive halving, then a binomial gather to the root (the scatter reversed).
+    return _rs_recursive_halving(p, n) + _scatter_binomial(p, n, False)
+
+
+ALPHA_BETA_MODELS: dict[str, dict[str, Callable[[LinkParams, float], float]]] = {
+    "all_reduce": {"ring": _ar_ring, "double_binary_tree": _ar_double_binary_tree,
+                   "recursive_doubling": _ar_recursive_doubling, "rabenseifner": _ar_rabenseifner,
+                   "binomial": _ar_binomial, "linear": _ar_linear},
+    "all_gather": {"ring": _ag_ring, "recursive_doubling": _ag_recursive_doubling, "bruck": _ag_bruck},
+    "reduce_scatter": {"ring": _rs_ring, "recursive_halving": _rs_recursive_halving},
+    "broadcast": {"binomial": _bc_binomial, "scatter_allgather": _bc_scatter_allgather},
+    "reduce": {"binomial": _reduce_binomial, "rabenseifner": _reduce_rabenseifner},
+}
+"""op -> algorithm -> time_us(params, size_bytes)."""
+
+
+def _check_op(op: str) -> dict[str, Callable[[LinkParams, float], float]]:
+    if op not in ALPHA_BETA_MODELS:
+        raise ConfigError(f"no model for collective {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
+    return ALPHA_BETA_MODELS[op]
+
+
+def alpha_beta_time_us(op: str, algo: str, params: LinkParams, size_bytes: float) -> float:
+    """Time in microseconds of one collective of ``size_bytes`` with one algorithm."""
+    models = _check_op(op)
+    if algo not in models:
+        raise ConfigError(f"no {op} model {algo!r}; valid: {', '.join(models)}")
+    if size_bytes < 0:
+        raise ConfigError(f"size must be >= 0 bytes, got {size_bytes}")
+    return models[algo](params, float(size_bytes))
+
+
+def alpha_beta_predictions(op: str, params: LinkParams, sizes: Iterable[int],
+                           algos: Iterable[str] | None = None) -> list[Prediction]:
+    """Every (algorithm, size) of ``op``, size-major, algorithms in :data:`ALPHA_BETA_MODELS` order."""
+    names = list(_check_op(op)) if algos is None else list(algos)
+    return [make_prediction("alpha-beta", a, None, op, s, alpha_beta_time_us(op, a, params, s), params.nranks)
+            for s in sizes for a in names]
+
+
+def lower_bound_us(op: str, params: LinkParams, size_bytes: float) -> float:
+    """ceil(lg p) alpha_min + f n / B_max: the latency bound plus the bandwidth bound (Chan et al. 2007;
+    nccl-facts 7), with f = busbw_factor(op, p) (1 for broadcast/reduce) and the fastest link of the params."""
+    _check_op(op)
+    alpha = min(params.alpha_us, params.alpha_net_us)
+    fastest = max(params.bw_gbps, params.intra_gbps)
+    return _ceil_lg(params.nranks) * alpha + _us(busbw_factor(op, params.nranks) * size_bytes, fastest)
+
+
+def ring_bound_busbw_gbps(params: LinkParams) -> float:
+    """The multi-node ring bound: min(intra-node ring busbw, NICs per node x NIC bandwidth) (nccl-facts 7)."""
+    if params.nnodes == 1:
+        return params.intra_gbps
+    if params.inter_bw_gbps is None:
+        return params.bw_gbps
+    return min(params.intra_gbps, params.inter_bw_gbps)
+
+
+# ---- Open MPI coll tuned algorithm ids -> model names (nccl-facts 8, sweeps/ompi_algos.py) ------------------
+_OMPI_MODEL: dict[str, dict[str, str]] = {
+    # 1 basic_linear: linear reduce + linear bcast; 2 nonoverlapping: tuned reduce + tuned bcast ~ binomial;
+    # 5 segmented_ring: the ring with segments.
+    "allreduce": {"basic_linear": "linear", "nonoverlapping": "binomial", "recursive_doubling": "recursive_doubling",
+                  "ring": "ring", "segmented_ring": "ring", "rabenseifner": "rabenseifner"},
+    # 5 neighbor exchange moves the ring's volume in p/2 steps of 2 blocks ~ ring; two_proc is p = 2 (any model);
+    # 7 sparbit is logarithmic with the (p-1)/p volume ~ Bruck.
+    "allgather": {"bruck": "bruck", "recursive_doubling": "recursive_doubling", "ring": "ring",
+                  "neighbor": "ring", "two_proc": "ring", "sparbit": "bruck"},
+    # 4 butterfly has recursive halving's cost for p = 2^k.
+    "reduce_scatter": {"recursive_halving": "recursive_halving", "ring": "ring", "butterfly": "recursive_halving"},
+    "bcast": {"binomial": "binomial", "scatter_allgather": "scatter_allgather",
+              "scatter_allgather_ring": "scatter_allgather"},
+    "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
+}
+_OP_TO_OMPI = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
+               "broadcast": "bcast", "reduce": "reduce"}
+
+
+def model_for_setting(op: str, settings: Mapping[str, str]) -> str | None:
+    """The alpha-beta model of the Open MPI algorithm a point forced, e.g. ``"ring"`` for
+    ``OMPI_MCA_coll_tuned_allreduce_algorithm=4``; None when nothing is forced, the id is 0 (fixed rules) or the
+    algorithm has no model here (linear allgather, chain/pipeline bcast, ...)."""
+    coll = _OP_TO_OMPI.get(op)
+    if coll is None or coll not in OMPI_ALGORITHMS:
+        return None
+    value = None
+    for key in (f"OMPI_MCA_coll_tuned_{coll}_algorithm", f"coll_tuned_{coll}_algorithm"):
+        if key in settings:
+            value = str(settings[key])
+            break
+    if value is None:
+        return None
+    algo_id = ompi_algorithm_id(coll, value)
+    if not algo_id:
+        return None
+    return _OMPI_MODEL[coll].get(ompi_algorithm_name(coll, algo_id))

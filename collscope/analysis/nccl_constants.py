@@ -1,0 +1,172 @@
+"""The constant tables of NCCL's tuning model, per NCCL version.
+
+Values are NCCL's ``ncclTunerConstantsDefaults`` and friends (``src/graph/tuning.cc``), the search speed lists
+(``src/graph/search.cc``) and the link constants (``src/graph/topo.h``) as recorded, with their sources, in
+``../shared/reference/nccl-facts.md``: section 1.2 (tables, NCCL 2.30.7), 1.3 (speeds, link bandwidths),
+1.6 (tree correction) and 1.7 (what NCCL 2.19.4 had instead). Units: microseconds and decimal GB/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ALGOS",
+    "PROTOS",
+    "HW",
+    "PATH_TYPES",
+    "NcclVersion",
+    "VERSIONS",
+    "NcclConstants",
+    "nccl_constants",
+    "compcap_index",
+    "speed_list",
+    "TREE_CORRECTION",
+    "NCCL_PCI_X16_GBPS",
+]
+
+NcclVersion = Literal["2.30", "2.19"]
+VERSIONS: tuple[str, ...] = ("2.30", "2.19")
+
+# nccl-facts 1.1: algorithm and protocol indices (ties in the choice go to the lower index).
+ALGOS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+PROTOS: tuple[str, ...] = ("LL", "LL128", "Simple")
+HW: tuple[str, ...] = ("NVLINK", "PCI", "NET")
+
+# NCCL path types in order (src/graph/topo.h: LOC 0, NVL 1, NVB 2, C2C 3, PIX 4, PXB 5, PXN 6, P2C 7, PHB 8,
+# SYS 9, NET 10, DIS 11); the protocol enable rules compare them with <=.
+PATH_TYPES: tuple[str, ...] = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "P2C", "PHB", "SYS", "NET", "DIS")
+
+Row = tuple[float, float, float]
+"""LL / LL128 / Simple."""
+ScaleRow = tuple[float, float, float]
+"""N1 / N2 / N4+ (nNodes 1, 2, more: ``index2 = nNodes <= 2 ? nNodes - 1 : 2``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclConstants:
+    """One version's tables (nccl-facts 1.2); rows are indexed like :data:`ALGOS`, :data:`HW`, compCap index."""
+
+    version: str
+    algos: tuple[str, ...]
+    """Algorithms this version has (2.19 has no PAT)."""
+    base_latency_us: dict[str, Row]
+    """``baseLatencies[algo]``."""
+    hw_latency_us: dict[str, dict[str, Row]]
+    """``hwLatencies[hw][algo]``."""
+    ll_max_bw: tuple[ScaleRow, ...]
+    """``llMaxBws[index1]``: single node index1 = compCap index; multi-node 0 (Intel) or 1 (AMD)."""
+    per_ch_max_ring_ll128_bw: tuple[ScaleRow, ...]
+    per_ch_max_tree_ll128_bw: tuple[ScaleRow, ...]
+    per_ch_max_tree_bw: tuple[ScaleRow, ...]
+    per_ch_max_nvls_tree_bw: tuple[ScaleRow, ...]
+    nvls_efficiency: tuple[float, ...]
+    """Per compCap index: Volta, Ampere, Hopper, Blackwell."""
+
+
+# nccl-facts 1.2, baseLatencies (us), LL / LL128 / Simple.
+_BASE_230: dict[str, Row] = {
+    "Tree": (6.8, 14.0, 8.4), "Ring": (6.6, 14.0, 8.4), "CollNetDirect": (0.0, 0.0, 0.0),
+    "CollNetChain": (0.0, 0.0, 0.0), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0), "PAT": (8.0, 8.0, 8.0),
+}
+# nccl-facts 1.2, hwLatencies[hw][algo] (us per step/hop).
+_HW_230: dict[str, dict[str, Row]] = {
+    "NVLINK": {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4), "CollNetDirect": (0.0, 0.0, 3.7),
+               "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 25.0), "NVLSTree": (0.0, 0.0, 25.0),
+               "PAT": (0.0, 0.0, 4.0)},
+    "PCI": {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7), "CollNetDirect": (0.0, 0.0, 3.7),
+            "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0),
+            "PAT": (0.0, 0.0, 4.0)},
+    "NET": {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0), "CollNetDirect": (0.0, 0.0, 31.0),
+            "CollNetChain": (0.0, 0.0, 30.0), "NVLS": (0.0, 0.0, 18.0), "NVLSTree": (0.0, 0.0, 20.9),
+            "PAT": (0.0, 0.0, 14.0)},
+}
+# nccl-facts 1.2, llMaxBws rows 0 Volta/Intel, 1 Ampere/AMD, 2 Hopper, 3 Blackwell (2 x Hopper).
+_LL_MAX_230: tuple[ScaleRow, ...] = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0),
+                                     (282.0, 90.0, 70.0))
+_RING_LL128_230: tuple[ScaleRow, ...] = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7),
+                                         (40.0, 40.0, 40.0))
+_TREE_LL128_230: tuple[ScaleRow, ...] = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0),
+                                         (55.6, 31.67, 20.0))
+_TREE_230: tuple[ScaleRow, ...] = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+_NVLS_TREE_230: tuple[ScaleRow, ...] = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5),
+                                        (0.0, 96.0, 80.0))
+_NVLS_EFF_230 = (0.0, 0.0, 0.85, 0.74)
+
+_V230 = NcclConstants(
+    version="2.30", algos=ALGOS, base_latency_us=_BASE_230, hw_latency_us=_HW_230, ll_max_bw=_LL_MAX_230,
+    per_ch_max_ring_ll128_bw=_RING_LL128_230, per_ch_max_tree_ll128_bw=_TREE_LL128_230,
+    per_ch_max_tree_bw=_TREE_230, per_ch_max_nvls_tree_bw=_NVLS_TREE_230, nvls_efficiency=_NVLS_EFF_230,
+)
+
+
+def _v219() -> NcclConstants:
+    """nccl-facts 1.7: Tree Simple base latency 0 (now 8.4); Tree Simple hw latency 28 on NVLINK, PCI and NET;
+    NVLS NVLINK 23 (now 25); NVLSTree NET 14 (now 20.9); Hopper llMaxBws 87.7/22.5/19.0; no PAT, no Blackwell
+    rows (Blackwell GPUs fall back to the Hopper row here). The other tables are kept as in 2.30 [uncertain]."""
+    base = dict(_BASE_230)
+    base["Tree"] = (6.8, 14.0, 0.0)
+    hw = {k: dict(v) for k, v in _HW_230.items()}
+    for name in HW:
+        tree_ll, tree_ll128, _ = hw[name]["Tree"]
+        hw[name]["Tree"] = (tree_ll, tree_ll128, 28.0)
+    hw["NVLINK"]["NVLS"] = (0.0, 0.0, 23.0)
+    hw["NET"]["NVLSTree"] = (0.0, 0.0, 14.0)
+    hopper_ll = (87.7, 22.5, 19.0)
+    ll = (_LL_MAX_230[0], _LL_MAX_230[1], hopper_ll, hopper_ll)
+    return NcclConstants(
+        version="2.19", algos=ALGOS[:-1], base_latency_us=base, hw_latency_us=hw, ll_max_bw=ll,
+        per_ch_max_ring_ll128_bw=_RING_LL128_230[:3] + _RING_LL128_230[2:3],
+        per_ch_max_tree_ll128_bw=_TREE_LL128_230[:3] + _TREE_LL128_230[2:3],
+        per_ch_max_tree_bw=_TREE_230[:3] + _TREE_230[2:3],
+        per_ch_max_nvls_tree_bw=_NVLS_TREE_230[:3] + _NVLS_TREE_230[2:3],
+        nvls_efficiency=_NVLS_EFF_230[:3] + _NVLS_EFF_230[2:3],
+    )
+
+
+_BY_VERSION = {"2.30": _V230, "2.19": _v219()}
+
+
+def nccl_constants(version: str = "2.30") -> NcclConstants:
+    """The tables of one NCCL version (``"2.30"``: 2.30.7, ``"2.19"``: 2.19.4); ValueError for others."""
+    if version not in _BY_VERSION:
+        raise ValueError(f"unknown NCCL model version {version!r}; valid: {', '.join(VERSIONS)}")
+    return _BY_VERSION[version]
+
+
+def compcap_index(sm: int) -> int:
+    """nccl-facts 1.1: 0 Volta (< sm80), 1 Ampere (sm80-89), 2 Hopper (sm90-99), 3 Blackwell (>= sm100)."""
+    return 3 if sm >= 100 else 2 if sm >= 90 else 1 if sm >= 80 else 0
+
+
+# nccl-facts 1.6: treeCorrectionFactor[proto][logSize], logSize = floor(log2(nBytes / 64)), 0..23.
+TREE_CORRECTION: dict[str, tuple[float, ...]] = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0,
+              1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+}
+
+# nccl-facts 1.3: per-channel speeds the topology search tries, first that fits wins.
+_SPEEDS = {
+    ("intra", 0): (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+    ("inter", 0): (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
+                   0.24, 0.12),
+    ("intra", 90): (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    ("inter", 90): (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
+                    0.12),
+    ("intra", 100): (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+    ("inter", 100): (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                     2.4, 1.2, 0.24, 0.12),
+}
+
+
+def speed_list(sm: int, *, multi_node: bool) -> tuple[float, ...]:
+    """The search's speed array: intra-node lists on one node, inter-node lists otherwise (nccl-facts 1.3)."""
+    family = 100 if sm >= 100 else 90 if sm >= 90 else 0
+    return _SPEEDS[("inter" if multi_node else "intra", family)]
+
+
+# nccl-facts 1.3: NCCL's PCIe link model, width * speed / 80: Gen3 x16 12, Gen4 24, Gen5 48, Gen6 96 GB/s.
+NCCL_PCI_X16_GBPS: dict[int, float] = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}

@@ -1,0 +1,204 @@
+"""Link parameters for the models, from a topology, a GPU name, or explicit alpha and bandwidth.
+
+Precedence, per number: an explicit value (``alpha_us``, ``bw_gbps``) wins; else the topology graph (NVLink per
+GPU from its edges, else the PCIe bottleneck between GPUs; NICs x NIC rate per node across nodes); else the GPU
+generation's table rates (:mod:`collscope.topo.rates`). Every number says where it came from in
+``LinkParams.source``.
+
+Default latencies are NCCL's per-hop hardware latencies of the Ring algorithm with the Simple protocol, the
+protocol that reaches the bandwidth term (``hwLatencies``, nccl-facts 1.2): NVLink 3.4 us, PCIe 5.7 us, network
+14.0 us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ConfigError
+from ..topo.cluster import Cluster
+from ..topo.model import NodeTopology
+from ..topo.naming import natural_key
+from ..topo.rates import GENERATIONS, GpuGeneration, gpu_generation, pcie_gbps
+from .models import LinkParams
+
+__all__ = ["link_params", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
+
+DEFAULT_ALPHA_US = {"nvlink": 3.4, "pcie": 5.7, "net": 14.0}
+"""NCCL hwLatencies[NVLINK|PCI|NET][Ring][Simple] (nccl-facts 1.2)."""
+_ALPHA_SOURCE = "NCCL hwLatencies[{hw}][Ring][Simple] (nccl-facts 1.2)"
+
+NO_PARAMS_HINT = ("pass --topo PATH (captures or `topo show --json` output), --gpu NAME (e.g. H100), "
+                  "or --alpha-us A --bw-gbps B")
+
+
+def _generation(topology: NodeTopology | None, gpu: str | None) -> GpuGeneration | None:
+    if gpu:
+        gen = gpu_generation(gpu)
+        if gen is None:
+            raise ConfigError(f"unknown GPU {gpu!r}; known: {', '.join(g.name for g in GENERATIONS)}")
+        return gen
+    if topology is None:
+        return None
+    for name in topology.gpus:
+        attrs = topology.graph.nodes[name]
+        for key in ("generation", "model"):
+            if attrs.get(key):
+                found = gpu_generation(str(attrs[key]))
+                if found is not None:
+                    return found
+        if attrs.get("sm"):
+            found = gpu_generation(sm=int(attrs["sm"]))
+            if found is not None:
+                return found
+    return None
+
+
+def _nvlink_total(node: NodeTopology, gpu: str, peers: Sequence[str]) -> tuple[float | None, int, str]:
+    """Per-direction NVLink bandwidth of ``gpu`` towards the NVSwitch and the peers, links, and the edge source."""
+    g = node.graph
+    total, links, source = 0.0, 0, ""
+    for other in g.neighbors(gpu):
+        d = g.edges[gpu, other]
+        if d.get("kind") != "nvlink":
+            continue
+        if g.nodes[other].get("kind") != "nvswitch" and other not in peers:
+            continue
+        if d.get("bw_gbps") is None:
+            return None, 0, ""
+        total += float(d["bw_gbps"])
+        links += int(d.get("nlinks") or 1)
+        source = source or str(d.get("bw_source", ""))
+    return (total or None), links, source
+
+
+def _intra_from_topology(node: NodeTopology, ppn: int, gen: GpuGeneration | None
+                         ) -> tuple[float | None, str, int, str]:
+    """(GB/s per GPU, link kind, NVLinks per GPU, source) for the first ``ppn`` GPUs of the node."""
+    gpus = node.gpus
+    if ppn > len(gpus):
+        raise ConfigError(f"{node.host} has {len(gpus)} GPU(s) but {ppn} ranks per node were asked; "
+                          "pass --nnodes so that nranks / nnodes fits the node")
+    used = gpus[:ppn]
+    in_one_domain = any(set(used) <= set(d) for d in node.nvlink_domains())
+    if in_one_domain:
+        totals = [_nvlink_total(node, gpu, [p for p in used if p != gpu]) for gpu in used]
+        if all(t[0] is not None for t in totals):
+            bw, links, source = min(totals, key=lambda t: t[0] or 0.0)
+            return bw, "nvlink", links, f"NVLink per GPU from the topology ({source})"
+    pairs = [node.gpu_bandwidth_gbps(a, b) for a in used for b in used if a != b]
+    known = [bw for bw in pairs if bw is not None]
+    if known and len(known) == len(pairs):
+        return min(known), "pcie", 0, "PCIe bottleneck between the node's GPUs from the topology"
+    if gen is not None and pcie_gbps(gen.pcie_gen) is not None:
+        return pcie_gbps(gen.pcie_gen), "pcie", 0, f"PCIe Gen{gen.pcie_gen} x16 of {gen.name} (table rate)"
+    return None, "unknown", 0, ""
+
+
+def _intra_from_generation(gen: GpuGeneration) -> tuple[float | None, str, int, str]:
+    if gen.nvlink_links:
+        bw = gen.nvlink_links * gen.nvlink_link_gbps
+        return bw, "nvlink", gen.nvlink_links, (f"{gen.name}: {gen.nvlink_links} NVLinks x {gen.nvlink_link_gbps:g} "
+                                                "GB/s (table rate, all GPUs of a node assumed on one NVSwitch)")
+    return pcie_gbps(gen.pcie_gen), "pcie", 0, f"{gen.name}: PCIe Gen{gen.pcie_gen} x16 (table rate)"
+
+
+def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
+    """(NICs, GB/s per NIC, source): the active NICs of the fastest rate (the ones NCCL would use)."""
+    g = node.graph
+    rates: dict[str, float] = {}
+    for nic in node.nics:
+        ports = g.nodes[nic].get("ports") or []
+        active = [p.get("rate_gbps") for p in ports if p.get("state") == "Active" and p.get("rate_gbps")]
+        if active:
+            rates[nic] = float(max(active))
+        elif not ports and g.nodes[nic].get("speed_gbps"):
+            rates[nic] = float(g.nodes[nic]["speed_gbps"])
+    if not rates:
+        return 0, None, ""
+    fastest = max(rates.values())
+    names = sorted((n for n, r in rates.items() if r == fastest), key=natural_key)
+    return len(names), fastest / 8.0, (f"{len(names)} active NIC(s) at {fastest:g} Gb/s = {fastest / 8:g} GB/s each "
+                                       f"({', '.join(names)}; slower NICs ignored)")
+
+
+def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int = 1,
+                alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
+                alpha_inter_us: float | None = None) -> LinkParams:
+    """The :class:`LinkParams` of ``nranks`` ranks on ``nnodes`` nodes like ``topology`` (one node of a Cluster).
+
+    Raises ConfigError when the bandwidth cannot be known, saying what to pass.
+    """
+    if nnodes < 1 or nranks < 1 or nranks % nnodes:
+        raise ConfigError(f"nranks ({nranks}) must be a positive multiple of nnodes ({nnodes})")
+    ppn = nranks // nnodes
+    node = None
+    if isinstance(topology, Cluster):
+        if not topology.nodes:
+            raise ConfigError("the cluster has no nodes")
+        node = topology.nodes[sorted(topology.nodes, key=natural_key)[0]]
+    elif topology is not None:
+        node = topology
+    if node is not None and not node.gpus:
+        node_for_gpus = None
+    else:
+        node_for_gpus = node
+    gen = _generation(node_for_gpus, gpu)
+    sources: list[str] = []
+
+    intra, kind, nvlinks, intra_src = None, "unknown", 0, ""
+    if node_for_gpus is not None:
+        intra, kind, nvlinks, intra_src = _intra_from_topology(node_for_gpus, ppn, gen)
+    elif gen is not None:
+        intra, kind, nvlinks, intra_src = _intra_from_generation(gen)
+    if bw_gbps is not None:
+        intra, intra_src = float(bw_gbps), "given (--bw-gbps)"
+    if intra is None:
+        if node_for_gpus is not None:
+            raise ConfigError(f"the topology of {node_for_gpus.host} does not give its GPU link bandwidths (no GPU "
+                              "model in the capture): pass --gpu NAME (e.g. A100) or --bw-gbps B")
+        raise ConfigError(f"no link parameters: {NO_PARAMS_HINT}")
+    sources.append(f"intra-node bandwidth {intra:g} GB/s: {intra_src}")
+
+    nics, nic_gbps, nic_src = _nics(node) if node is not None else (0, None, "")
+    inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
+    if nnodes > 1:
+        if bw_gbps is not None:
+            ring = float(bw_gbps)
+            sources.append("ring bandwidth: given (--bw-gbps), the same on every link")
+        elif inter is None:
+            raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --topo with ibstat/ibv_devinfo captures "
+                              "(collscope topo collect) or --bw-gbps B")
+        else:
+            ring = min(intra, inter)
+            sources.append(f"inter-node {inter:g} GB/s per node: {nic_src}; ring bound min(intra, NICs x NIC) = "
+                           f"{ring:g} GB/s")
+    else:
+        ring = intra
+
+    if alpha_us is None:
+        if kind == "unknown":
+            raise ConfigError(f"no latency for these links: pass --alpha-us A (and --bw-gbps B), or {NO_PARAMS_HINT}")
+        hw = "NVLINK" if kind == "nvlink" else "PCI"
+        alpha = DEFAULT_ALPHA_US["nvlink" if kind == "nvlink" else "pcie"]
+        sources.append(f"alpha {alpha:g} us: " + _ALPHA_SOURCE.format(hw=hw))
+    else:
+        alpha = float(alpha_us)
+        sources.append(f"alpha {alpha:g} us: given (--alpha-us)")
+    alpha_net = alpha_inter_us
+    if alpha_net is None and nnodes > 1 and not (alpha_us is not None and bw_gbps is not None):
+        alpha_net = DEFAULT_ALPHA_US["net"]
+        sources.append(f"alpha between nodes {alpha_net:g} us: " + _ALPHA_SOURCE.format(hw="NET"))
+    if gamma_gbps is not None:
+        sources.append(f"gamma {gamma_gbps:g} GB/s: given")
+
+    pcie_gen = gen.pcie_gen if gen is not None else None
+    if node_for_gpus is not None and node_for_gpus.gpus:
+        pcie_gen = node_for_gpus.graph.nodes[node_for_gpus.gpus[0]].get("pcie_gen_max") or pcie_gen
+    return LinkParams(
+        nranks=nranks, nnodes=nnodes, alpha_us=alpha, alpha_inter_us=alpha_net, bw_gbps=ring,
+        gamma_gbps=gamma_gbps, intra_bw_gbps=intra, inter_bw_gbps=inter, nics_per_node=nics, nic_gbps=nic_gbps,
+        gpu=gen.name if gen is not None else None, sm=gen.sm if gen is not None else None, intra_link=kind,
+        nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,
+        nvswitch=node_for_gpus.has_nvswitch if node_for_gpus is not None else bool(gen and gen.nvlink_links >= 12),
+        pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources),
+    )

@@ -1,0 +1,145 @@
+"""``predict``: expected time and busbw per algorithm (alpha-beta) and per algorithm x protocol (NCCL's model).
+
+The result is one plain dict, the same that ``collscope predict --json`` prints::
+
+    {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
+     "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps"}, ...],
+     "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
+
+``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. NCCL's model needs a GPU generation; without one
+(explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from ..errors import ConfigError, ParseError
+from ..topo.cluster import Cluster, load_cluster
+from ..topo.detect import load_captures
+from ..topo.model import NodeTopology
+from ..topo.node import build_node
+from ..units import format_size
+from .models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
+from .nccl_constants import VERSIONS
+from .nccl_model import nccl_choice, nccl_predictions
+from .nccl_search import graph_inputs_from_topology
+from .params import link_params
+
+__all__ = ["predict", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
+
+DEFAULT_SIZES: tuple[int, ...] = tuple(1024 * 4**i for i in range(11))
+"""1K, 4K, ..., 1G."""
+
+
+def _node_from_json(path: Path, doc: dict[str, Any]) -> NodeTopology:
+    try:
+        graph = nx.node_link_graph(doc["graph"], edges="links")
+    except (KeyError, TypeError, nx.NetworkXError) as exc:
+        raise ParseError(str(path), None, "the \"graph\" of `collscope topo show --json` (networkx node-link data)",
+                         found=str(exc)) from exc
+    raw = doc.get("links")
+    paths: dict[str, dict[str, str]] = {}
+    if isinstance(raw, dict):
+        paths = {str(a): {str(b): str(c) for b, c in row.items()} for a, row in raw.items() if isinstance(row, dict)}
+    return NodeTopology(host=str(doc.get("host") or path.stem), graph=graph, paths=paths, sources=[str(path)],
+                        sample=doc.get("sample"))
+
+
+def load_topology(sources: Sequence[str | Path], *, gpu: str | None = None) -> NodeTopology | Cluster:
+    """What ``--topo`` names: captured files and capture directories (as ``topo show --from``, merged into one
+    node), a cluster directory (one capture directory per node), or the JSON ``topo show --json`` wrote."""
+    paths = [Path(s) for s in sources]
+    if not paths:
+        raise ConfigError("no topology given")
+    if len(paths) == 1 and paths[0].is_file():
+        text = paths[0].read_text(encoding="utf-8", errors="replace")
+        if text.lstrip().startswith("{"):
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ParseError(str(paths[0]), exc.lineno, "JSON written by `collscope topo show --json`") from exc
+            if not isinstance(doc, dict) or "graph" not in doc:
+                raise ParseError(str(paths[0]), 1, "a `topo show --json` object with a \"graph\" key")
+            return _node_from_json(paths[0], doc)
+    if len(paths) == 1 and paths[0].is_dir() and any(p.is_dir() for p in paths[0].iterdir()):
+        return load_cluster(paths[0], gpu=gpu)
+    return build_node(load_captures(paths), gpu=gpu)
+
+
+def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,
+            nnodes: int = 1, sizes: Iterable[int] | None = None, alpha_us: float | None = None,
+            bw_gbps: float | None = None, gamma_gbps: float | None = None, version: str = "2.30") -> dict[str, Any]:
+    """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc)."""
+    if op not in ALPHA_BETA_MODELS:
+        raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
+    if version not in VERSIONS:
+        raise ConfigError(f"unknown NCCL model version {version!r}; valid: {', '.join(VERSIONS)}")
+    size_list = sorted(set(DEFAULT_SIZES if sizes is None else (int(s) for s in sizes)))
+    if not size_list or size_list[0] < 0:
+        raise ConfigError(f"sizes must be >= 0 bytes, got {size_list or 'none'}")
+    params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, alpha_us=alpha_us, bw_gbps=bw_gbps,
+                         gamma_gbps=gamma_gbps)
+    preds = alpha_beta_predictions(op, params, size_list)
+    notes: list[str] = []
+    choices = []
+    graphs: dict[str, Any] | None = None
+    if params.gpu is None:
+        notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
+    else:
+        inputs = graph_inputs_from_topology(params)
+        graphs = {"source": inputs.source, "ring": _graph_dict(inputs.ring), "tree": _graph_dict(inputs.tree),
+                  "nvls": _graph_dict(inputs.nvls) if inputs.nvls else None}
+        notes.extend(inputs.notes)
+        if alpha_us is not None or bw_gbps is not None:
+            notes.append("NCCL's model uses its own constants for the topology; --alpha-us/--bw-gbps only change "
+                         "the alpha-beta models")
+        nccl = nccl_predictions(inputs, op, size_list, version=version)
+        preds = sorted(preds + nccl, key=lambda pred: pred.size_bytes)  # stable: alpha-beta first
+        choices = [nccl_choice(inputs, op, s, version=version).to_dict() for s in size_list]
+    return {
+        "predictions": [p.to_dict() for p in preds],
+        "nccl_choice": choices,
+        "params": {**params.to_dict(), "ring_bound_busbw_gbps": ring_bound_busbw_gbps(params),
+                   "nccl_version": version, "nccl_graphs": graphs, "notes": notes},
+    }
+
+
+def _graph_dict(g: Any) -> dict[str, Any]:
+    return {"n_channels": g.n_channels, "bw_intra": g.bw_intra, "bw_inter": g.bw_inter, "type_intra": g.type_intra,
+            "type_inter": g.type_inter, "pattern": g.pattern}
+
+
+def render_predict_text(result: dict[str, Any]) -> str:
+    """The readable form: the link parameters with their sources, then one table per size."""
+    p = result["params"]
+    lines = [f"{p['nranks']} ranks on {p['nnodes']} node(s) ({p['ppn']} per node), GPU {p['gpu'] or 'unknown'}",
+             f"  alpha {p['alpha_us']:g} us"
+             + (f", between nodes {p['alpha_inter_us']:g} us" if p.get("alpha_inter_us") is not None else "")
+             + f"; ring/tree bandwidth {p['bw_gbps']:g} GB/s per rank"
+             + (f"; gamma {p['gamma_gbps']:g} GB/s" if p.get("gamma_gbps") else ""),
+             "  sources:"]
+    lines += [f"    - {s}" for s in p["source"].split(" | ") if s]
+    if p.get("nccl_graphs"):
+        lines.append(f"  NCCL {p['nccl_version']} graphs: {p['nccl_graphs']['source']}")
+    lines += [f"  note: {n}" for n in p["notes"]]
+    choice = {c["size_bytes"]: c for c in result["nccl_choice"]}
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for pred in result["predictions"]:
+        by_size.setdefault(pred["size_bytes"], []).append(pred)
+    for size, rows in by_size.items():
+        lines.append("")
+        lines.append(f"size {format_size(size)} ({size} B)")
+        lines.append(f"  {'model':<11} {'algorithm':<22} {'time (us)':>12} {'busbw (GB/s)':>13}")
+        for r in rows:
+            name = r["algo"] if r["proto"] is None else f"{r['algo']}/{r['proto']}"
+            lines.append(f"  {r['model']:<11} {name:<22} {r['time_us']:>12.2f} {r['busbw_gbps']:>13.2f}")
+        if size in choice:
+            c = choice[size]
+            lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s")
+    return "\n".join(lines)

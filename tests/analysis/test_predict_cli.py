@@ -1,0 +1,142 @@
+"""``collscope predict`` and the ``predict`` library function."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.analysis.predict import load_topology, predict
+from collscope.cli import main
+from collscope.errors import ConfigError, ParseError
+from collscope.topo.detect import load_captures
+from collscope.topo.node import build_node
+from collscope.topo.render import node_to_json
+from collscope.topo.samples import sample_path
+
+PRED_KEYS = {"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}
+CHOICE_KEYS = {"size_bytes", "algo", "proto", "time_us", "busbw_gbps"}
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, ["predict", *args])
+
+
+def test_json_keys_exactly():
+    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1K,1M,1G", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert set(doc) == {"predictions", "nccl_choice", "params"}
+    assert all(set(p) == PRED_KEYS for p in doc["predictions"])
+    assert {p["model"] for p in doc["predictions"]} == {"alpha-beta", "nccl"}
+    assert [c["size_bytes"] for c in doc["nccl_choice"]] == [1024, 1 << 20, 1 << 30]
+    assert all(set(c) == CHOICE_KEYS for c in doc["nccl_choice"])
+    assert doc["nccl_choice"][0]["algo"] == "Ring" and doc["nccl_choice"][-1]["algo"] == "NVLS"
+    assert doc["params"]["gpu"] == "H100" and doc["params"]["source"]
+
+
+def test_library_function_returns_the_cli_document():
+    doc = json.loads(_run("--gpu", "A100", "--op", "all_gather", "--nranks", "8", "--sizes", "1M", "--json").output)
+    assert predict("all_gather", gpu="A100", nranks=8, sizes=[1 << 20]) == doc
+
+
+@pytest.mark.parametrize("how", ["sample dir", "topo show json", "matrix file"])
+def test_topo_inputs(tmp_path, how):
+    if how == "sample dir":
+        args = ["--topo", str(sample_path())]
+    elif how == "topo show json":
+        node = build_node(load_captures([sample_path()]))
+        path = tmp_path / "node 01; 'json'.json"
+        path.write_text(json.dumps(node_to_json(node), default=str))
+        args = ["--topo", str(path)]
+    else:
+        path = tmp_path / "topo.txt"
+        path.write_text((sample_path() / "nvidia-smi-topo.txt").read_text())
+        args = ["--topo", str(path), "--gpu", "H100"]
+    if how == "matrix file":  # no NICs without ibstat: one node
+        result = _run(*args, "--op", "all_reduce", "--nranks", "8", "--sizes", "64G", "--json")
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.output)
+        assert doc["params"]["bw_gbps"] == pytest.approx(18 * 25.0)  # NV18 x the NVLink4 table rate
+        missing = _run(*args, "--op", "all_reduce", "--nranks", "16", "--nnodes", "2")
+        assert missing.exit_code == 2 and "NIC rates" in missing.output
+        return
+    result = _run(*args, "--op", "all_reduce", "--nranks", "16", "--nnodes", "2", "--sizes", "64G", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["params"]["nvswitch"] is True
+    # the ring bound min(18 x 26.562, 8 x 50) = 400 GB/s; at 64 GiB the 30 x 14 us of latency is < 0.2%
+    assert doc["params"]["bw_gbps"] == pytest.approx(400.0)
+    ring = next(p for p in doc["predictions"] if p["model"] == "alpha-beta" and p["algo"] == "ring")
+    assert ring["busbw_gbps"] == pytest.approx(400.0, rel=0.002)
+    assert doc["nccl_choice"][0]["algo"] == "NVLSTree"
+
+
+def test_topo_json_round_trip_keeps_bandwidths(tmp_path):
+    node = build_node(load_captures([sample_path()]))
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node_to_json(node), default=str))
+    loaded = load_topology([path])
+    assert loaded.gpus == node.gpus and loaded.has_nvswitch
+    assert loaded.bandwidth_matrix().equals(node.bandwidth_matrix())
+
+
+def test_damaged_json_topology(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"graph": ')
+    with pytest.raises(ParseError, match="bad.json:1"):
+        load_topology([path])
+    path.write_text('{"host": "x"}')
+    with pytest.raises(ParseError, match="\"graph\" key"):
+        load_topology([path])
+    result = _run("--topo", str(path), "--op", "all_reduce", "--nranks", "8")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_bad_op_is_one_line_exit_2():
+    result = _run("--gpu", "H100", "--op", "allreduce", "--nranks", "8")
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "unknown collective 'allreduce'" in lines[0] and "all_reduce" in lines[0]
+
+
+def test_missing_params_exit_2_with_the_hint():
+    result = _run("--op", "all_reduce", "--nranks", "8")
+    assert result.exit_code == 2
+    assert "--topo PATH" in result.output and "--gpu NAME" in result.output and "--bw-gbps" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_explicit_alpha_beta_without_gpu_has_no_nccl_choice():
+    result = _run("--op", "all_reduce", "--nranks", "4", "--alpha-us", "2", "--bw-gbps", "10", "--min-bytes", "1K",
+                  "--max-bytes", "4K", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["nccl_choice"] == [] and {p["model"] for p in doc["predictions"]} == {"alpha-beta"}
+    assert sorted({p["size_bytes"] for p in doc["predictions"]}) == [1024, 2048, 4096]
+    assert any("NCCL's model skipped" in n for n in doc["params"]["notes"])
+
+
+def test_text_output_has_tables_choice_and_sources():
+    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1M,1G")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "size 1M (1048576 B)" in out and "size 1G" in out
+    assert "NCCL choice: NVLS/Simple" in out and "Ring/LL" in out and "rabenseifner" in out
+    assert "sources:" in out and "hwLatencies" in out
+
+
+def test_bad_sizes_and_version():
+    assert _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1Q").exit_code == 2
+    both = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1K", "--min-bytes", "1K")
+    assert both.exit_code == 2 and "either --sizes" in both.output
+    old = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nccl-version", "2.19", "--json")
+    assert old.exit_code == 0 and json.loads(old.output)["params"]["nccl_version"] == "2.19"
+    with pytest.raises(ConfigError, match="valid: 2.30, 2.19"):
+        predict("all_reduce", gpu="H100", nranks=8, version="2.20")
+
+
+def test_help_has_an_example():
+    result = _run("--help")
+    assert result.exit_code == 0 and "Example" in result.output and "collscope predict --gpu H100" in result.output
