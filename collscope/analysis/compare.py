@@ -1,0 +1,401 @@
+"""``analyze``: measured curves next to the models, half-peak sizes, crossovers between configurations, anomalies.
+
+Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggregate`:
+
+* **efficiency** = measured median busbw / model busbw. The model is the alpha-beta model
+  (:mod:`.models`) of the algorithm the configuration runs: the forced Open MPI algorithm
+  (:func:`~.models.model_for_setting`); for NCCL the ring (the double binary tree for ``NCCL_ALGO=Tree``
+  all_reduce); for an Open MPI default, the fastest model at that size (Open MPI picks per size). The model
+  needs :class:`~.models.LinkParams` (``params``); without them efficiency is NA and a note says so.
+* **n_1/2**: the size where the busbw curve first reaches half of its peak, interpolated linearly in busbw
+  against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the
+  model's alpha / beta.
+* **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the configuration with the
+  highest median busbw changes (only sizes measured by at least two configurations).
+* **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
+  ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
+  ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), ``spread``
+  (run-to-run spread above ``spread_threshold``: max/min - 1 below 5 repeats, IQR/median from 5 on),
+  ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
+  ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the ring bound of
+  the params by more than ``link_tolerance``; NVLS/CollNet busbw is not a wire rate).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, cast
+
+import numpy as np
+import pandas as pd
+
+from ..collectives.record import busbw_factor
+from ..errors import ConfigError
+from ..units import algbw_gbps
+from .fit import CONFIG_KEYS, aggregate, fit_alpha_beta
+from .load import RECORD_COLUMNS
+from .models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us, model_for_setting, ring_bound_busbw_gbps
+
+__all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource"]
+
+AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
+ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
+GROUP_KEYS = ("backend", "op", "nranks", "nnodes", "in_place")
+_NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalyzeOptions:
+    """Thresholds of the anomaly checks (fractions, 0.1 = 10%)."""
+
+    dip_threshold: float = 0.2
+    """A size whose busbw is below both neighbours by more than this is a dip."""
+    drop_threshold: float = 0.2
+    """A curve that falls more than this below the best busbw of smaller sizes is non-monotone."""
+    spread_threshold: float = 0.10
+    """Run-to-run spread above this is reported."""
+    link_tolerance: float = 0.05
+    """busbw above the link limit by more than this is reported."""
+
+    def __post_init__(self) -> None:
+        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 <= value < 10:
+                raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Anomaly:
+    kind: AnomalyKind
+    op: str
+    config: str
+    size_bytes: int | None
+    detail: str
+    backend: str | None = None
+    nranks: int | None = None
+    nnodes: int | None = None
+    in_place: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Crossover:
+    backend: str
+    op: str
+    nranks: int
+    nnodes: int | None
+    in_place: bool
+    size_bytes: int
+    """The first size at which ``to_config`` is the best."""
+    from_config: str
+    to_config: str
+    from_busbw_gbps: float
+    to_busbw_gbps: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis:
+    """What :func:`analyze` found; ``sizes`` and ``configs`` are DataFrames, the rest plain values."""
+
+    sizes: pd.DataFrame
+    """Per configuration and size: aggregate columns + model, model_busbw_gbps, efficiency, fit_time_us,
+    residual."""
+    configs: pd.DataFrame
+    """Per configuration: the fit (fit_alpha_beta columns) + peak_busbw_gbps, peak_size_bytes, n_half_measured_bytes,
+    model."""
+    crossovers: tuple[Crossover, ...]
+    anomalies: tuple[Anomaly, ...]
+    notes: tuple[str, ...]
+    n_records: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+    """``"<nranks>x<nnodes>"`` -> LinkParams as a dict, for the groups that had parameters."""
+    options: AnalyzeOptions = field(default_factory=AnalyzeOptions)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per configuration x size rows (with efficiency): what ``analyze --csv`` writes."""
+        return self.sizes.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_records": self.n_records, "configs": _records(self.configs), "sizes": _records(self.sizes),
+                "crossovers": [c.to_dict() for c in self.crossovers],
+                "anomalies": [a.to_dict() for a in self.anomalies], "notes": list(self.notes),
+                "params": self.params, "options": asdict(self.options)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], frame.to_dict(orient="records"))
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in _rows(frame)]
+
+
+# ---- models ------------------------------------------------------------------------------------------------
+def _settings_by_config(df: pd.DataFrame) -> dict[str, dict[str, str]]:
+    knobs = [c for c in df.columns if c not in _NOT_KNOBS]
+    if not knobs or df.empty:
+        return {}
+    firsts = df[["config", *knobs]].astype({k: object for k in knobs}).groupby("config", observed=True).first()
+    return {str(cfg): {k: str(v) for k, v in row.items() if v is not None and not pd.isna(v)}
+            for cfg, row in firsts.iterrows()}
+
+
+def model_name(op: str, backend: str, settings: Mapping[str, str]) -> str | None:
+    """The alpha-beta model a configuration is compared with (module docstring); ``"best"`` = the fastest."""
+    models = ALPHA_BETA_MODELS.get(op)
+    if models is None:
+        return None
+    forced = model_for_setting(op, settings)
+    if forced is not None:
+        return forced
+    algo = settings.get("NCCL_ALGO", "").strip().lower()
+    if algo == "tree" and "double_binary_tree" in models:
+        return "double_binary_tree"
+    if backend == "mpi":
+        return "best"
+    return "ring" if "ring" in models else "best"
+
+
+def _model_time(op: str, model: str, params: LinkParams, size: int) -> float:
+    if model == "best":
+        return min(alpha_beta_time_us(op, a, params, size) for a in ALPHA_BETA_MODELS[op])
+    return alpha_beta_time_us(op, model, params, size)
+
+
+def _params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str]) -> LinkParams | None:
+    if source is None:
+        return None
+    nodes = 1 if nnodes is None or pd.isna(nnodes) else int(nnodes)
+    if isinstance(source, LinkParams):
+        if source.nranks == nranks and source.nnodes == nodes:
+            return source
+        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): the link parameters are for "
+                     f"{source.nranks} ranks on {source.nnodes} node(s)")
+        return None
+    try:
+        return source(nranks, nodes)
+    except ConfigError as exc:
+        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): {exc}")
+        return None
+
+
+def _add_models(sizes: pd.DataFrame, configs: pd.DataFrame, settings: dict[str, dict[str, str]],
+                source: ParamsSource, notes: list[str], used: dict[str, Any]) -> list[float]:
+    """Fill model columns in place; return the link limit (ring bound busbw) per sizes row (NaN if none)."""
+    model_col: list[str | None] = []
+    model_bw = np.full(len(sizes), np.nan)
+    limits = [math.nan] * len(sizes)
+    cache: dict[tuple[int, Any], LinkParams | None] = {}
+    for i, row in enumerate(_rows(sizes)):
+        op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
+        name = model_name(op, str(row["backend"]), settings.get(str(row["config"]), {}))
+        model_col.append(name)
+        key = (nranks, row["nnodes"])
+        if key not in cache:
+            cache[key] = _params_for(source, nranks, row["nnodes"], notes) if nranks >= 2 else None
+            if cache[key] is not None:
+                used[f"{nranks}x{cache[key].nnodes}"] = cache[key].to_dict()  # type: ignore[union-attr]
+        params = cache[key]
+        if params is None:
+            continue
+        limits[i] = ring_bound_busbw_gbps(params)
+        if name is None or size <= 0:
+            continue
+        model_bw[i] = algbw_gbps(size, _model_time(op, name, params, size)) * busbw_factor(op, nranks)
+    sizes["model"] = model_col
+    sizes["model_busbw_gbps"] = model_bw
+    sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
+    if source is None:
+        notes.append("efficiency not computed: no link parameters (pass --topo PATH or --gpu NAME, or "
+                     "analyze(df, params=LinkParams(...)))")
+    first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
+    configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None
+    return limits
+
+
+# ---- per configuration measures ---------------------------------------------------------------------------------
+def _half_peak(sizes: np.ndarray, bw: np.ndarray) -> tuple[float, float, float | None]:
+    """(peak busbw, its size, the interpolated size of half the peak or None when below the range)."""
+    good = np.isfinite(bw)
+    s, b = sizes[good].astype(float), bw[good]
+    if not len(b):
+        return math.nan, math.nan, None
+    peak_i = int(np.argmax(b))
+    half = b[peak_i] / 2
+    i = int(np.argmax(b >= half))
+    if i == 0:
+        return float(b[peak_i]), float(s[peak_i]), None
+    x0, x1 = math.log2(s[i - 1]), math.log2(s[i])
+    frac = (half - b[i - 1]) / (b[i] - b[i - 1]) if b[i] != b[i - 1] else 1.0
+    return float(b[peak_i]), float(s[peak_i]), float(2 ** (x0 + frac * (x1 - x0)))
+
+
+def _curve_anomalies(key: dict[str, Any], s: np.ndarray, b: np.ndarray, opts: AnalyzeOptions) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    good = np.isfinite(b)
+    s, b = s[good], b[good]
+    dips = set()
+    for i in range(1, len(b) - 1):
+        lower = min(b[i - 1], b[i + 1])
+        if b[i] < (1 - opts.dip_threshold) * lower:
+            dips.add(i)
+            out.append(_anomaly("dip", key, int(s[i]), f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
+                                f"{b[i + 1]:.4g} GB/s ({b[i] / lower - 1:+.0%})"))
+    best = -math.inf
+    best_i = -1
+    for i in range(len(b)):
+        if i in dips:
+            continue
+        if best > 0 and b[i] < (1 - opts.drop_threshold) * best:
+            below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
+            out.append(_anomaly("non_monotone", key, int(s[i]),
+                                f"busbw falls from {best:.4g} GB/s at {int(s[best_i])} B to {b[i]:.4g} GB/s "
+                                f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
+            break
+        if b[i] > best:
+            best, best_i = b[i], i
+    return out
+
+
+def _anomaly(kind: AnomalyKind, key: Mapping[str, Any], size: int | None, detail: str) -> Anomaly:
+    nnodes = key.get("nnodes")
+    return Anomaly(kind=kind, op=str(key["op"]), config=str(key["config"]), size_bytes=size, detail=detail,
+                   backend=None if key.get("backend") is None else str(key["backend"]),
+                   nranks=None if key.get("nranks") is None else int(key["nranks"]),
+                   nnodes=None if nnodes is None or pd.isna(nnodes) else int(nnodes),
+                   in_place=None if key.get("in_place") is None else bool(key["in_place"]))
+
+
+def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptions) -> list[Anomaly]:
+    out: list[Anomaly] = []
+    not_applied: dict[tuple[Any, ...], int] = {}
+    failures: dict[tuple[Any, ...], set[str]] = {}
+    for i, row in enumerate(_rows(sizes)):
+        size = int(row["size_bytes"])
+        n = int(row["n"])
+        spread = row["spread_iqr"] if n >= 5 else row["spread_range"]
+        if n >= 2 and spread > opts.spread_threshold:
+            measure = "IQR/median" if n >= 5 else "max/min - 1"
+            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ({measure}) over {n} repeats, "
+                                f"time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
+        if row["n_not_ok"]:
+            out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
+                                "ok=false (wrong values or out-of-bounds)"))
+        limit = limits[i]
+        if math.isfinite(limit) and row["busbw_gbps"] > limit * (1 + opts.link_tolerance):
+            out.append(_anomaly("above_link_limit", row, size, f"busbw {row['busbw_gbps']:.4g} GB/s above the link "
+                                f"limit {limit:.4g} GB/s (ring bound of the params; NVLS/CollNet are not wire rates)"))
+        key = tuple(row[k] for k in CONFIG_KEYS)
+        if row["n_not_applied"]:
+            not_applied[key] = not_applied.get(key, 0) + int(row["n_not_applied"])
+        failure = row.get("failure")
+        if failure is not None and not pd.isna(failure) and failure not in ("wrong values", "setting not applied"):
+            failures.setdefault(key, set()).add(str(failure))
+    for key, count in not_applied.items():
+        out.append(_anomaly("not_applied", dict(zip(CONFIG_KEYS, key, strict=True)), None,
+                            f"a forced setting did not take effect in {count} record(s) "
+                            "(points/<id>.check.json); they are left out of fits and comparisons"))
+    for key, reasons in failures.items():
+        out.append(_anomaly("failure", dict(zip(CONFIG_KEYS, key, strict=True)), None,
+                            f"point(s) of this configuration failed: {', '.join(sorted(reasons))}"))
+    return out
+
+
+def _crossovers(sizes: pd.DataFrame) -> list[Crossover]:
+    out: list[Crossover] = []
+    usable = sizes[(sizes["n"] > 0) & np.isfinite(sizes["busbw_gbps"])]
+    for key, group in usable.groupby(list(GROUP_KEYS), observed=True, dropna=False, sort=True):
+        table = group.pivot_table(index="size_bytes", columns="config", values="busbw_gbps", aggfunc="first")
+        previous: tuple[str, float] | None = None
+        for size, row in table.iterrows():
+            row = row.dropna()
+            if len(row) < 2:
+                continue
+            best = str(row.idxmax())
+            if previous is not None and best != previous[0]:
+                k = dict(zip(GROUP_KEYS, key, strict=True))
+                nnodes = k["nnodes"]
+                out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
+                                     nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
+                                     size_bytes=int(size), from_config=previous[0], to_config=best,
+                                     from_busbw_gbps=float(row.get(previous[0], math.nan)),
+                                     to_busbw_gbps=float(row[best])))
+            previous = (best, float(row[best]))
+    return out
+
+
+def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
+    out = []
+    for entry in df.attrs.get("failures", []) or []:
+        key = {"op": entry.get("op") or "?", "config": entry.get("config") or "?"}
+        out.append(_anomaly("failure", key, None, f"point {entry.get('point_id')} failed without records: "
+                            f"{entry.get('reason')}: {entry.get('detail')}"))
+    return out
+
+
+def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None) -> Analysis:
+    """Fits, efficiency against the models, half-peak sizes, crossovers and anomalies of ``df``
+    (:func:`~.load.load_results`). ``params`` is one LinkParams (used for the ranks and nodes it describes) or
+    a function (nranks, nnodes) -> LinkParams | None; None leaves efficiency NA."""
+    opts = options or AnalyzeOptions()
+    if df.empty and not df.attrs.get("failures"):
+        raise ConfigError("no records to analyze")
+    notes: list[str] = []
+    sizes = aggregate(df)
+    configs = fit_alpha_beta(sizes)
+    used: dict[str, Any] = {}
+    limits = _add_models(sizes, configs, _settings_by_config(df), params, notes, used)
+    fit_time = np.full(len(sizes), np.nan)
+    peaks: list[tuple[float, float, float | None]] = []
+    peak_eff: list[float] = []
+    anomalies: list[Anomaly] = []
+    groups = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)
+    for (key, cell), alpha, beta in zip(groups, configs["alpha_us"], configs["beta_us_per_byte"], strict=True):
+        s = cell["size_bytes"].to_numpy()
+        b = cell["busbw_gbps"].to_numpy(dtype=float)
+        peaks.append(_half_peak(s, b))
+        eff = cell["efficiency"].to_numpy(dtype=float)
+        peak_eff.append(float(eff[np.nanargmax(b)]) if np.isfinite(b).any() else math.nan)
+        fit_time[cell.index.to_numpy()] = alpha + beta * s
+        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), s, b, opts))
+    sizes["fit_time_us"] = fit_time
+    sizes["residual"] = sizes["time_us"] / sizes["fit_time_us"] - 1.0
+    configs["peak_busbw_gbps"] = [p[0] for p in peaks]
+    configs["peak_size_bytes"] = [p[1] for p in peaks]
+    configs["n_half_measured_bytes"] = [math.nan if p[2] is None else p[2] for p in peaks]
+    configs["peak_efficiency"] = peak_eff
+    anomalies.extend(_cell_anomalies(sizes, limits, opts))
+    anomalies.extend(_lost_points(df))
+    if any(p[2] is None and math.isfinite(p[0]) for p in peaks):
+        notes.append("n_half_measured_bytes is NaN where the smallest size measured already reaches half the peak")
+    order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
+    anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
+    return Analysis(sizes=sizes, configs=configs, crossovers=tuple(_crossovers(sizes)), anomalies=tuple(anomalies),
+                    notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts)

@@ -1,0 +1,92 @@
+"""Text and CSV renderings of an :class:`~.compare.Analysis` (what ``collscope analyze`` prints)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from ..units import format_size
+from .compare import Analysis
+
+__all__ = ["render_text", "render_csv"]
+
+
+def _size(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    rounded = int(round(float(value)))
+    text = format_size(rounded)
+    return text if text.endswith(("K", "M", "G", "T")) or rounded < 1024 else f"{rounded / 1024:.3g}K"
+
+
+def _num(value: Any, fmt: str = ".3g") -> str:
+    if value is None or pd.isna(value) or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return format(float(value), fmt)
+
+
+def _interval(mid: Any, lo: Any, hi: Any) -> str:
+    if _num(lo) == "-" or _num(hi) == "-":
+        return _num(mid)
+    return f"{_num(mid)} [{_num(lo)}, {_num(hi)}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+    return [line(header), *(line(r) for r in rows)]
+
+
+def _group(row: Any) -> str:
+    nodes = "" if row.get("nnodes") is None or pd.isna(row.get("nnodes")) else f"/{int(row['nnodes'])}n"
+    place = " in-place" if row.get("in_place") else ""
+    return f"{int(row['nranks'])}r{nodes}{place}"
+
+
+def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
+    """A readable summary: fits per configuration, half-peak sizes, crossovers, anomalies (the first
+    ``max_per_kind`` of each kind), notes."""
+    configs = analysis.configs
+    out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"]
+    out += ["", "Fits: time = alpha + size x beta (95% intervals); bw = 1/beta (algbw), busbw = bw x factor"]
+    rows = []
+    for row in configs.to_dict(orient="records"):
+        rows.append([str(row["op"]), str(row["config"]), _group(row), _interval(row["alpha_us"], row["alpha_lo_us"],
+                     row["alpha_hi_us"]), _interval(row["bw_gbps"], row["bw_lo_gbps"], row["bw_hi_gbps"]),
+                     _num(row["busbw_gbps"]), _num(row["r2"], ".2f"), _num(row["peak_busbw_gbps"]),
+                     _size(row["peak_size_bytes"]), _size(row["n_half_measured_bytes"]), _size(row["n_half_bytes"]),
+                     _num(row["peak_efficiency"], ".0%") if row["peak_efficiency"] == row["peak_efficiency"] else "-"])
+    out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
+                   "n1/2", "n1/2 fit", "eff@peak"], rows)
+    out += ["", "Crossovers (the best median busbw changes)" if analysis.crossovers else "Crossovers: none"]
+    for c in analysis.crossovers:
+        nodes = "" if c.nnodes is None else f"/{c.nnodes}n"
+        out.append(f"  {c.op} {c.nranks}r{nodes}{' in-place' if c.in_place else ''}: from {_size(c.size_bytes)} "
+                   f"{c.to_config} ({_num(c.to_busbw_gbps)} GB/s) beats {c.from_config} "
+                   f"({_num(c.from_busbw_gbps)} GB/s)")
+    counts = Counter(a.kind for a in analysis.anomalies)
+    out.append("")
+    if not analysis.anomalies:
+        out.append("Anomalies: none")
+    else:
+        out.append("Anomalies: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+        shown: Counter[str] = Counter()
+        for a in analysis.anomalies:
+            shown[a.kind] += 1
+            if shown[a.kind] > max_per_kind:
+                if shown[a.kind] == max_per_kind + 1:
+                    out.append(f"  {a.kind}: {counts[a.kind] - max_per_kind} more (--json lists all)")
+                continue
+            where = "" if a.size_bytes is None else f" at {_size(a.size_bytes)}"
+            out.append(f"  {a.kind}: {a.op} {a.config}{where}: {a.detail}")
+    if analysis.notes:
+        out += ["", "Notes", *(f"  {n}" for n in analysis.notes)]
+    return "\n".join(out) + "\n"
+
+
+def render_csv(analysis: Analysis) -> str:
+    """Per configuration x size rows with efficiency (``Analysis.to_frame``) as CSV."""
+    return str(analysis.to_frame().to_csv(index=False))

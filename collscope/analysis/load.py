@@ -1,0 +1,360 @@
+"""Load measurements into one pandas DataFrame: results directories, JSONL files and nccl-tests outputs.
+
+One row per Measurement record. Columns, in this order:
+
+* every Measurement field except ``settings`` and ``hosts`` (see ``collectives/record.py``), then
+  ``hosts`` joined with ``","``;
+* ``config``: the canonical name of the configuration, the tuning settings as sorted ``K=V`` joined by ``;``
+  (``"default"`` when none); see :func:`is_tuning_variable` for which variables count;
+* ``applied``: ``points/<id>.check.json``'s verdict on the forced settings (True / False / NA), NA outside
+  results directories;
+* ``failure``: the latest unresolved failure reason of the record's point (``failures.jsonl``), else NA;
+* one column per tuning variable present in any record (``NCCL_ALGO``, ``OMPI_MCA_coll_tuned_allreduce_algorithm``,
+  ...), NA where the record did not set it.
+
+String columns are pandas categoricals (few distinct values, fast grouping); ``count``, ``root``, ``nnodes``,
+``wrong``, ``iters`` and ``warmup`` are nullable ``Int64``; ``applied`` is nullable ``boolean``. Failed points
+without records (a timeout, say) have no rows: they are listed in ``frame.attrs["failures"]`` as dicts
+``{point_id, op, config, reason, detail, source}``, the analysis reports them.
+
+Speed: JSONL is decoded by msgspec straight into typed structs (``Decoder.decode_lines``; unknown fields and
+wrong types rejected as :meth:`Measurement.from_dict` rejects them), columns are built with C-level iteration,
+and the settings of a point are turned into ``config`` and knob columns once per distinct value (run-length
+encoding: records of one point are adjacent), never per row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ..collectives.nccl_tests_parse import looks_like_nccl_tests, parse_nccl_tests
+from ..collectives.record import Measurement, read_jsonl
+from ..errors import ParseError
+from ..sweeps.knobs import DYNAMIC_RULES
+from ..sweeps.store import ResultsDir
+
+__all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
+           "RECORD_COLUMNS", "DEFAULT_CONFIG"]
+
+DEFAULT_CONFIG = "default"
+
+NON_TUNING_VARIABLES = frozenset({
+    # logging and dumps: what NCCL prints, not what it does
+    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_FORMAT",
+    "NCCL_DEBUG_TIMESTAMP_LEVELS", "NCCL_WARN_ENABLE_DEBUG_INFO", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
+    "NCCL_PROFILER_PLUGIN", "NCCL_RAS_ENABLE",
+    # plumbing: which interface / address bootstrap uses, not a tuning choice
+    "NCCL_SOCKET_IFNAME", "NCCL_COMM_ID", "NCCL_HOSTID", "OMPI_MCA_btl_tcp_if_include",
+    "OMPI_MCA_btl_tcp_if_exclude", "OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_oob_tcp_if_exclude",
+    "OMPI_MCA_rmaps_base_oversubscribe",
+    # implied by an Open MPI algorithm setting (sweeps.knobs.requires adds it)
+    DYNAMIC_RULES,
+})
+"""Variables that never define a configuration: the deny list (exact names)."""
+
+NON_TUNING_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "PMIX_", "PRTE_", "SLURM_")
+"""Name prefixes that never define a configuration (permission to run as root, launcher internals)."""
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(Measurement))
+RECORD_COLUMNS = tuple(f for f in _FIELDS if f != "settings")
+"""Measurement fields that become columns (``hosts`` joined by ``","``)."""
+_FLOAT = ("time_us", "algbw_gbps", "busbw_gbps", "error")
+_INT = ("size_bytes", "nranks", "repeat")
+_NULLABLE_INT = ("count", "root", "nnodes", "wrong", "iters", "warmup")
+_BOOL = ("in_place", "ok")
+_TYPED: dict[str, Any] = {"size_bytes": np.int64, "nranks": np.int64, "repeat": np.int64, "time_us": np.float64,
+                          "algbw_gbps": np.float64, "busbw_gbps": np.float64, "in_place": np.bool_, "ok": np.bool_}
+
+
+def is_tuning_variable(name: str) -> bool:
+    """Whether setting ``name`` defines a configuration: everything except :data:`NON_TUNING_VARIABLES` and
+    names starting with :data:`NON_TUNING_PREFIXES` (the allow list is "all other variables", so a knob the
+    registry does not know yet still separates configurations)."""
+    return name not in NON_TUNING_VARIABLES and not name.startswith(NON_TUNING_PREFIXES)
+
+
+def config_of(settings: Mapping[str, object]) -> str:
+    """The canonical configuration name: tuning settings as sorted ``K=V`` joined by ``;``, or ``"default"``."""
+    items = sorted((str(k), str(v)) for k, v in settings.items() if is_tuning_variable(str(k)))
+    return ";".join(f"{k}={v}" for k, v in items) or DEFAULT_CONFIG
+
+
+# ---- msgspec record type, derived from Measurement so that the two never drift apart ----------------------
+def _record_struct() -> type[msgspec.Struct]:
+    hints = typing.get_type_hints(Measurement)
+    fields: list[Any] = []
+    for f in dataclasses.fields(Measurement):
+        kind: Any = msgspec.Raw if f.name in ("settings", "hosts") else hints[f.name]
+        if f.name == "settings":
+            fields.append((f.name, kind, msgspec.Raw(b"{}")))
+        elif f.name == "hosts":
+            fields.append((f.name, kind, msgspec.Raw(b"[]")))
+        elif f.default is not dataclasses.MISSING:
+            fields.append((f.name, kind, f.default))
+        else:
+            fields.append((f.name, kind))
+    return msgspec.defstruct("RecordRow", fields, forbid_unknown_fields=True, gc=False)
+
+
+_ROW = _record_struct()
+_DECODER = msgspec.json.Decoder(_ROW)
+
+
+# ---- reading sources into row lists ------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Part:
+    """Rows of one file, and what the results directory says about their point."""
+
+    rows: Sequence[Any]
+    point_id: str | None = None
+    applied: bool | None = None
+    failure: str | None = None
+
+
+def _decode_jsonl(path: Path, data: bytes) -> Sequence[Any]:
+    tail = data.rstrip(b" \t\r")
+    if tail and not tail.endswith(b"\n"):
+        raise ParseError(str(path), data.count(b"\n") + 1, "a complete JSON line (the file ends mid-line)")
+    try:
+        rows: Sequence[Any] = _DECODER.decode_lines(data)
+        return rows
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        # The record-by-record reader names the bad line (or accepts what msgspec's stricter types refused,
+        # e.g. 8.0 for an int).
+        return list(read_jsonl(path))
+
+
+def _read_bytes(path: Path | str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ParseError(str(path), None, "a readable file", found=exc.strerror or str(exc)) from exc
+
+
+def _load_file(path: Path) -> list[_Part]:
+    data = _read_bytes(path)
+    if path.suffix == ".jsonl":
+        return [_Part(_decode_jsonl(path, data))]
+    text = data.decode("utf-8", errors="replace")
+    if looks_like_nccl_tests(text):
+        run = parse_nccl_tests(text, source=str(path))
+        return [_Part(run.records, failure=run.errors[0] if run.errors else None)]
+    if text.lstrip().startswith("{"):
+        return [_Part(_decode_jsonl(path, data))]
+    raise ParseError(str(path), None, "a sweep results directory, Measurement JSONL or nccl-tests output")
+
+
+def _check_verdict(path: str) -> bool | None:
+    try:
+        doc = msgspec.json.decode(_read_bytes(path))
+    except msgspec.DecodeError as exc:
+        raise ParseError(path, None, "the JSON check file written by collscope sweep run", found=str(exc)) from exc
+    value = doc.get("applied") if isinstance(doc, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
+    results = ResultsDir(root)
+    meta = results.read_sweep_json()
+    failures = results.failures()
+    parts: list[_Part] = []
+    points_dir = str(results.points_dir)
+    try:
+        names = os.listdir(points_dir)
+    except FileNotFoundError:
+        names = []
+    checks = {n for n in names if n.endswith(".check.json")}
+    files = sorted(n for n in names if n.endswith(".jsonl") and not n.endswith(".partial.jsonl")
+                   and not n.startswith("."))
+    for name in files:
+        point_id = name[: -len(".jsonl")]
+        path = os.path.join(points_dir, name)
+        check = f"{point_id}.check.json"
+        applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
+        failure = failures.get(point_id, {}).get("reason")
+        parts.append(_Part(_decode_jsonl(Path(path), _read_bytes(path)), point_id, applied,
+                           None if failure is None else str(failure)))
+    seen = {name[: -len(".jsonl")] for name in files}
+    planned = {str(p.get("point_id")): p for p in meta.get("plan", {}).get("points", []) if isinstance(p, dict)}
+    lost = []
+    for point_id, entry in sorted(failures.items()):
+        if point_id in seen:
+            continue
+        plan = planned.get(point_id, {})
+        lost.append({"point_id": point_id, "op": plan.get("op"), "config": config_of(plan.get("settings") or {}),
+                     "reason": entry.get("reason"), "detail": entry.get("detail"), "source": str(root)})
+    return parts, lost
+
+
+# ---- columns -------------------------------------------------------------------------------------------------
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each run of equal adjacent values."""
+    n = len(values)
+    change = np.empty(n, dtype=bool)
+    if n:
+        change[0] = True
+        np.not_equal(values[1:], values[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    return starts, np.diff(np.append(starts, n))
+
+
+def _encode(values: np.ndarray, canon: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, list[Any]]:
+    """Codes (-1 for None) and distinct values, in order of appearance; ``canon`` maps a run's value to a
+    hashable key first (Python work per run, not per row)."""
+    starts, lengths = _runs(values)
+    heads = values[starts]
+    if canon is not None:
+        keyed = np.empty(len(heads), dtype=object)
+        keyed[:] = [None if v is None else canon(v) for v in heads]
+        heads = keyed
+    codes, uniques = pd.factorize(heads, use_na_sentinel=True)
+    return np.repeat(codes.astype(np.int32), lengths), list(uniques)
+
+
+def _from_codes(codes: Any, categories: Sequence[Any]) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes, categories=pd.Index(list(categories)), validate=False)
+
+
+def _categorical(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Categorical:
+    cats = [str(u) for u in uniques]
+    if len(set(cats)) != len(cats):  # distinct objects with the same text (e.g. 1 and "1")
+        merged, cat_index = pd.factorize(np.asarray(cats, dtype=object))
+        lookup = np.append(merged, -1).astype(np.int32)
+        return _from_codes(lookup[codes], list(cat_index))
+    return _from_codes(codes, cats)
+
+
+def _settings_dict(value: Any) -> tuple[tuple[str, str], ...]:
+    data = json.loads(bytes(value)) if isinstance(value, msgspec.Raw) else value
+    if not isinstance(data, Mapping):
+        raise ValueError(f"settings must be an object, got {data!r}")
+    return tuple(sorted((str(k), str(v)) for k, v in data.items()))
+
+
+def _hosts_text(value: Any) -> str:
+    data = json.loads(bytes(value)) if isinstance(value, msgspec.Raw) else value
+    if isinstance(data, str):
+        return data
+    return ",".join(str(h) for h in (data or ()))
+
+
+def _column(name: str, values: np.ndarray) -> Any:
+    if name in _FLOAT or name in _INT or name in _NULLABLE_INT:
+        missing = pd.isna(values)
+        has_missing = bool(missing.any())
+        if name in _FLOAT:
+            return (np.where(missing, np.nan, values) if has_missing else values).astype(np.float64)
+        ints = (np.where(missing, 0, values) if has_missing else values).astype(np.int64)
+        if name in _INT:
+            if has_missing:
+                raise ValueError(f"{name} is null")
+            return ints
+        return pd.arrays.IntegerArray(ints, missing.astype(bool))
+    if name in _BOOL:
+        return values.astype(bool)
+    codes, uniques = _encode(values, _hosts_text if name == "hosts" else None)
+    return _categorical(codes, uniques)
+
+
+def _frame(parts: list[_Part]) -> pd.DataFrame:
+    counts = np.array([len(p.rows) for p in parts], dtype=np.int64)
+    rows: list[Any] = []
+    for part in parts:
+        rows.extend(part.rows)
+    n = len(rows)
+    columns: dict[str, Any] = {}
+    settings = np.empty(0, dtype=object)
+    for name in _FIELDS:
+        if name in _TYPED:
+            try:
+                columns[name] = np.fromiter(map(attrgetter(name), rows), dtype=_TYPED[name], count=n)
+                continue
+            except (TypeError, ValueError):  # a None, or a value of another type: the general path says which
+                pass
+        values = np.fromiter(map(attrgetter(name), rows), dtype=object, count=n)
+        if name == "settings":
+            settings = values
+            continue
+        if name == "point_id":
+            fill = np.repeat(np.array([p.point_id for p in parts], dtype=object), counts)
+            values = np.where(pd.isna(values), fill, values)
+        columns[name] = _column(name, values)
+
+    codes, distinct = _encode(settings, _settings_dict)
+    configs = [config_of(dict(s)) for s in distinct]
+    config_codes, config_names = pd.factorize(np.asarray([*configs, DEFAULT_CONFIG], dtype=object))
+    lookup = config_codes.astype(np.int32)  # code -1 (no settings object) picks the last entry: default
+    columns["config"] = _from_codes(lookup[codes], list(config_names))
+
+    verdicts = [p.applied for p in parts]
+    columns["applied"] = pd.arrays.BooleanArray(np.repeat(np.array([v is True for v in verdicts]), counts),
+                                                np.repeat(np.array([v is None for v in verdicts]), counts))
+    fcodes, funiq = _encode(np.repeat(np.array([p.failure for p in parts], dtype=object), counts))
+    columns["failure"] = _categorical(fcodes, funiq)
+
+    knobs = sorted({k for s in distinct for k, _ in s if is_tuning_variable(k)})
+    for knob in knobs:
+        per_settings = [dict(s).get(knob) for s in distinct] + [None]
+        kcodes, kuniq = pd.factorize(np.asarray(per_settings, dtype=object), use_na_sentinel=True)
+        columns[knob] = _categorical(kcodes.astype(np.int32)[codes], list(kuniq))
+    return pd.DataFrame(columns)
+
+
+def _as_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def load_results(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
+    """One DataFrame of every record in ``paths``: results directories (``sweep.json`` + ``points/*.jsonl``;
+    ``*.partial.jsonl`` never counts), Measurement JSONL files, nccl-tests outputs (text or ``-J`` JSON).
+
+    Raises ParseError naming the file (and line) that is none of these, or that is damaged.
+    """
+    sources = _as_paths(paths)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # a million fresh records hold no reference cycles; collections would only cost time
+    try:
+        return _load(sources)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _load(sources: list[Path]) -> pd.DataFrame:
+    parts: list[_Part] = []
+    lost: list[dict[str, Any]] = []
+    if not sources:
+        raise ParseError("<no paths>", None, "at least one results directory or file")
+    for path in sources:
+        if path.is_dir():
+            if not (path / "sweep.json").exists():
+                raise ParseError(str(path), None, "a sweep results directory (sweep.json missing)")
+            dir_parts, dir_lost = _load_results_dir(path)
+            parts.extend(dir_parts)
+            lost.extend(dir_lost)
+        elif path.exists():
+            parts.extend(_load_file(path))
+        else:
+            raise ParseError(str(path), None, "an existing results directory or file")
+    try:
+        frame = _frame(parts)
+    except (ValueError, TypeError) as exc:
+        raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
+                         found=str(exc)) from exc
+    frame.attrs["failures"] = lost
+    return frame

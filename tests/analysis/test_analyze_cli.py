@@ -1,0 +1,76 @@
+"""``collscope analyze`` in process: text, --json, --csv, link parameters, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+from click.testing import CliRunner
+from conftest import FIXTURES, SIZES, Planted
+
+from collscope.cli import main
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, ["analyze", *args])
+
+
+def test_text_summary_of_a_real_sweep(mpi_results: Path) -> None:
+    result = _run(str(mpi_results))
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for heading in ("records, 9 configuration(s)", "Fits:", "alpha us", "n1/2", "Crossovers", "Anomalies",
+                    "efficiency not computed"):
+        assert heading in out
+    assert "OMPI_MCA_coll_tuned_allreduce_algorithm=4" in out and "Traceback" not in out
+
+
+def test_json_of_planted_results_exits_1_on_failures(planted: Planted) -> None:
+    result = _run(str(planted.root), "--json")
+    assert result.exit_code == 1  # wrong values, a setting not applied, a failed point
+    doc = json.loads(result.stdout)
+    kinds = {a["kind"] for a in doc["anomalies"]}
+    assert kinds == {"dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure"}
+    assert len(doc["sizes"]) == 4 * len(SIZES) and len(doc["configs"]) == 4
+
+
+def test_csv_rows_with_efficiency(planted: Planted) -> None:
+    result = _run(str(planted.root), "--csv", "--alpha-us", "2", "--bw-gbps", "150")
+    frame = pd.read_csv(io.StringIO(result.stdout))
+    assert len(frame) == 4 * len(SIZES)
+    assert {"config", "size_bytes", "busbw_gbps", "efficiency", "model_busbw_gbps", "spread_range"} <= set(frame)
+    assert frame.loc[frame["n"] > 0, "efficiency"].notna().all()
+    assert set(frame["config"]) >= {planted.ll}  # ';' inside a value survives the CSV
+
+
+def test_gpu_gives_link_parameters() -> None:
+    one_node = FIXTURES / "nccl-tests" / "all_reduce_perf-pre2.13-error-column-no-root.txt"
+    result = _run(str(one_node), "--gpu", "H100", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["params"]["4x1"]["gpu"] == "H100"
+    assert all(r["efficiency"] is not None and r["efficiency"] > 0 for r in doc["sizes"])
+    # two nodes without NIC captures: no efficiency, a note saying what to pass; out-of-bounds values exit 1
+    two_nodes = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-oob-failed.txt"
+    result = _run(str(two_nodes), "--gpu", "H100", "--json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1 and not doc["params"] and any("NIC" in n for n in doc["notes"])
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, planted: Planted) -> None:
+    for args in ([str(tmp_path / "missing")], [str(tmp_path)], [str(planted.root), "--json", "--csv"],
+                 [str(planted.root), "--alpha-us", "3"]):
+        result = _run(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"engine": "mpi"}\n')
+    result = _run(str(bad))
+    assert result.exit_code == 2 and f"{bad}:1" in result.stderr
+
+
+def test_help_has_an_example() -> None:
+    result = _run("--help")
+    assert result.exit_code == 0 and "Example" in result.output and "collscope analyze" in result.output
