@@ -59,10 +59,12 @@ from .cli_ingest import ingest  # noqa: E402
 from .cli_nccl_log import nccl_log  # noqa: E402
 from .cli_predict import predict_cmd  # noqa: E402
 from .cli_recommend import recommend_command  # noqa: E402
+from .cli_report import report  # noqa: E402
 from .cli_sweep import sweep  # noqa: E402
 from .cli_topo import topo  # noqa: E402
 
-for _command in (topo, ingest, nccl_log, bench, sweep, recommend_command, predict_cmd, analyze_command):
+for _command in (topo, ingest, nccl_log, bench, sweep, recommend_command, predict_cmd, analyze_command,
+                 report):
     main.add_command(_command)
 
 __all__ = ["main"]

@@ -1,0 +1,92 @@
+"""Figures of a sweep: busbw vs size per configuration (with spread, model curves and the link limit),
+and a heatmap of each configuration against the measured default by size.
+
+Pure functions from DataFrames to matplotlib Figures; :mod:`collscope.analysis.report` saves them.
+Bandwidths are decimal GB/s (nccl-tests' busbw); sizes are bytes on a log2 axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from ..units import format_size  # noqa: E402
+
+__all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
+
+
+def size_ticks(ax: Any, sizes: np.ndarray) -> None:
+    ax.set_xscale("log", base=2)
+    lo, hi = float(np.min(sizes)), float(np.max(sizes))
+    ticks = [2.0**k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, 2)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([format_size(int(t)) for t in ticks], rotation=45, fontsize=7)
+
+
+def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFrame] | None = None,
+                  link_limit_gbps: float | None = None, title: str | None = None) -> Figure:
+    """Median busbw per configuration of ``op`` (``agg`` from fit.aggregate), min-max band over repeats.
+
+    ``models``: label -> DataFrame(size_bytes, busbw_gbps) drawn dashed; ``link_limit_gbps``: a horizontal line.
+    """
+    part = agg[(agg["op"] == op) & (agg["n"] > 0)]
+    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
+    for config, cell in part.groupby("config", observed=True, sort=True):
+        cell = cell.sort_values("size_bytes")
+        x = cell["size_bytes"].to_numpy(dtype=float)
+        label = "default (nothing forced)" if config == "default" else str(config)
+        (line,) = ax.plot(x, cell["busbw_gbps"], marker="o", ms=3, lw=2.2 if config == "default" else 1.4,
+                          label=_short(label), color="black" if config == "default" else None)
+        ax.fill_between(x, cell["busbw_min_gbps"], cell["busbw_max_gbps"], color=line.get_color(), alpha=0.15)
+    for label, curve in (models or {}).items():
+        ax.plot(curve["size_bytes"], curve["busbw_gbps"], ls="--", lw=1, label=f"model: {label}")
+    if link_limit_gbps:
+        ax.axhline(link_limit_gbps, color="#b03030", ls=":", lw=1.2, label=f"link limit {link_limit_gbps:g} GB/s")
+    if len(part):
+        size_ticks(ax, part["size_bytes"].to_numpy(dtype=float))
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes, nccl-tests 'size')")
+    ax.set_ylabel("bus bandwidth (GB/s, decimal)")
+    ax.set_title(title or f"{op}: busbw by size")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def gain_heatmap(agg: pd.DataFrame, op: str) -> Figure:
+    """Configurations x sizes: median busbw relative to the default (1.0 = same); the best per size boxed."""
+    part = agg[(agg["op"] == op) & (agg["n"] > 0)]
+    table = part.pivot_table(index="config", columns="size_bytes", values="busbw_gbps", aggfunc="median",
+                             observed=True)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * table.shape[1] + 3), 0.5 * max(len(table), 2) + 1.8), dpi=110)
+    if "default" not in table.index or table.empty:
+        ax.text(0.5, 0.5, "the default was not measured: no baseline", ha="center", va="center")
+        ax.axis("off")
+        return fig
+    ratio = table / table.loc["default"]
+    image = ax.imshow(ratio.to_numpy(dtype=float), cmap="RdYlGn", vmin=0.5, vmax=1.5, aspect="auto")
+    ax.set_yticks(range(len(ratio.index)))
+    ax.set_yticklabels([_short(str(c)) for c in ratio.index], fontsize=7)
+    ax.set_xticks(range(len(ratio.columns)))
+    ax.set_xticklabels([format_size(int(s)) for s in ratio.columns], rotation=90, fontsize=6)
+    best = np.nanargmax(np.nan_to_num(ratio.to_numpy(dtype=float), nan=-1.0), axis=0)
+    for col, row in enumerate(best):
+        ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=1.5, ec="black"))
+    fig.colorbar(image, ax=ax, label="busbw / default busbw (median)")
+    ax.set_title(f"{op}: each configuration against the default (box: best per size)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _short(config: str) -> str:
+    return (config.replace("OMPI_MCA_coll_tuned_", "ompi:").replace("_algorithm", "_alg")
+            .replace("NCCL_", ""))[:60]

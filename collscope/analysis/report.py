@@ -1,0 +1,162 @@
+"""A sweep report: PNG figures plus a self-contained HTML page (images inlined) and a Markdown twin.
+
+The page holds, per collective: busbw vs size per configuration with the min-max band over repeats and the
+alpha-beta model curves, the heatmap of every configuration against the default, the fitted alpha/beta per
+configuration, the anomalies, the recommendation, the topology drawing when captures are given, and the
+caveats needed to read busbw correctly.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .compare import analyze
+from .fit import aggregate, fit_alpha_beta
+from .load import load_results
+from .models import ALPHA_BETA_MODELS, alpha_beta_predictions
+from .params import link_params
+from .plots import busbw_vs_size, gain_heatmap
+from .recommend import recommend
+from .recommend_env import render_env
+
+__all__ = ["write_report", "CAVEATS"]
+
+CAVEATS = (
+    "busbw = algbw x factor (all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n; broadcast 1), "
+    "as nccl-tests computes it. The factor assumes point-to-point algorithms: with NVLS or CollNet (in-switch "
+    "reduction) neither algbw nor busbw is the bandwidth on the wire.",
+    "Bandwidths are decimal GB/s (1e9 bytes/s); sizes are bytes with binary suffixes (1M = 1048576 B). "
+    "Comparing with GiB/s understates by 7%.",
+    "Times are per call from a batch of iterations between barriers (nccl-tests' default), the maximum over ranks; "
+    "blocking per-call timings (nccl-tests -z 1) are higher for small messages.",
+    "Forcing NCCL_ALGO or NCCL_PROTO disables NCCL tuner plugins; the tuner CSV (collscope recommend --format tuner) "
+    "applies per size range instead.",
+    "Model curves use alpha and beta fitted to the default configuration of each collective when no topology is "
+    "given: they show the shape each algorithm should have on this machine, not an independent prediction.",
+)
+
+
+def _png(fig: Any, path: Path) -> str:
+    fig.savefig(path, format="png")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path.name
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _model_curves(agg: pd.DataFrame, fits: pd.DataFrame, op: str) -> tuple[dict[str, pd.DataFrame], str | None]:
+    default = fits[(fits["op"] == op) & (fits["config"] == "default")]
+    if default.empty or op not in ALPHA_BETA_MODELS:
+        return {}, None
+    row = default.iloc[0]
+    if not (math.isfinite(row["alpha_us"]) and math.isfinite(row["bw_gbps"]) and row["bw_gbps"] > 0):
+        return {}, None
+    nranks = int(row["nranks"])
+    nnodes = int(row["nnodes"]) if pd.notna(row["nnodes"]) else 1
+    try:
+        params = link_params(None, nranks=nranks, nnodes=nnodes, alpha_us=max(float(row["alpha_us"]), 0.01),
+                             bw_gbps=float(row["bw_gbps"]))
+    except ConfigError:
+        return {}, None
+    sizes = sorted(int(s) for s in agg[agg["op"] == op]["size_bytes"].unique())
+    curves = {}
+    for algo in ALPHA_BETA_MODELS[op]:
+        preds = alpha_beta_predictions(op, params, sizes, algos=[algo])
+        curves[algo] = pd.DataFrame({"size_bytes": [p.size_bytes for p in preds],
+                                     "busbw_gbps": [p.busbw_gbps for p in preds]})
+    note = (f"alpha {params.alpha_us:.2f} us, bandwidth {float(row['bw_gbps']):.2f} GB/s (fitted to the default of "
+            f"{op})")
+    return curves, note
+
+
+def _table_html(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
+
+
+def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: list[str] | None = None,
+                 min_gain: float = 0.03) -> Path:
+    """Write ``out_dir/index.html`` (self-contained), ``report.md`` and the PNGs; returns the HTML path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_results(paths)
+    if df.empty:
+        raise ConfigError(f"no records in {', '.join(str(p) for p in paths)}")
+    agg = aggregate(df)
+    fits = fit_alpha_beta(agg)
+    analysis = analyze(df)
+    from .recommend import RecommendOptions
+
+    env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
+    sections: list[str] = []
+    md: list[str] = ["# collscope report", "", f"Sources: {', '.join(str(p) for p in paths)}", ""]
+    for op in sorted(str(o) for o in agg["op"].unique()):
+        curves, note = _model_curves(agg, fits, op)
+        curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
+        heat_png = _png(gain_heatmap(agg, op), out / f"heatmap-{op}.png")
+        op_fits = fits[fits["op"] == op][["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us", "bw_gbps",
+                                          "busbw_gbps", "n_half_bytes", "r2"]]
+        sections.append(
+            f"<h2>{html.escape(op)}</h2>"
+            f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
+            + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else "")
+            + f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
+            f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(op_fits)}")
+        md += [f"## {op}", "", f"![busbw]({curve_png})", "", f"![heatmap]({heat_png})", "",
+               op_fits.to_markdown(index=False) if _has_tabulate() else op_fits.to_string(index=False), ""]
+    topo_html = ""
+    if topo_paths:
+        from ..topo.detect import load_captures
+        from ..topo.draw import draw_png
+        from ..topo.node import build_node
+
+        node = build_node(load_captures([Path(p) for p in topo_paths]))
+        draw_png(node, out / "topology.png")
+        topo_html = f"<h2>Topology</h2><img src='{_data_uri(out / 'topology.png')}' alt='topology'>"
+        md += ["## Topology", "", "![topology](topology.png)", ""]
+    anomalies = pd.DataFrame([a.to_dict() for a in analysis.anomalies])
+    anomalies_html = _table_html(anomalies) if len(anomalies) else "<p>none</p>"
+    caveats = "".join(f"<li>{html.escape(c)}</li>" for c in CAVEATS)
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>collscope report</title>
+<style>
+body {{ font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
+img {{ max-width: 100%; display: block; margin: 1em 0; }}
+pre {{ background: #f4f4f4; padding: 1em; overflow-x: auto; }}
+table.t {{ border-collapse: collapse; font-size: 12px; }} table.t td, table.t th {{ padding: 2px 8px; }}
+table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font-size: 13px; }}
+</style></head><body>
+<h1>collscope report</h1>
+<p class="note">Sources: {html.escape(', '.join(str(p) for p in paths))}; {len(df)} records,
+{df['config'].nunique()} configurations, {df['op'].nunique()} collective(s).</p>
+<h2>Recommendation</h2><pre>{html.escape(env_text)}</pre>
+{''.join(sections)}
+{topo_html}
+<h2>Anomalies</h2>{anomalies_html}
+<h2>How to read this</h2><ul>{caveats}</ul>
+</body></html>
+"""
+    index = out / "index.html"
+    index.write_text(page)
+    md += ["## Recommendation", "", "```", env_text.rstrip(), "```", "", "## How to read this", ""]
+    md += [f"- {c}" for c in CAVEATS]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    return index
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
