@@ -55,6 +55,7 @@ def main(verbose: int) -> None:
 # Commands live in their own modules; registered here, after main exists.
 from .cli_analyze import analyze_command  # noqa: E402
 from .cli_bench import bench  # noqa: E402
+from .cli_demo import demo  # noqa: E402
 from .cli_ingest import ingest  # noqa: E402
 from .cli_nccl_log import nccl_log  # noqa: E402
 from .cli_predict import predict_cmd  # noqa: E402
@@ -64,7 +65,7 @@ from .cli_sweep import sweep  # noqa: E402
 from .cli_topo import topo  # noqa: E402
 
 for _command in (topo, ingest, nccl_log, bench, sweep, recommend_command, predict_cmd, analyze_command,
-                 report):
+                 report, demo):
     main.add_command(_command)
 
 __all__ = ["main"]
