@@ -3,8 +3,8 @@
 #
 #   sbatch slurm/sweep.sh SPEC.yaml [collscope sweep run options]
 #   sbatch slurm/sweep.sh --preset mpi-algos --max-bytes 64M
-#   sbatch -N 2 --ntasks-per-node=8 --gpus-per-node=8 slurm/sweep.sh --preset nccl-algos --out results/h100
-#   sbatch --array=0-3 slurm/sweep.sh --preset nccl-algos      # 4 shards of one sweep, one results directory
+#   sbatch -N 2 --ntasks-per-node=8 --gpus-per-node=8 slurm/sweep.sh --preset nccl-algo-proto --out results/h100
+#   sbatch --array=0-3 slurm/sweep.sh --preset nccl-algo-proto  # 4 shards of one sweep, one results directory
 #
 # It runs, with every argument passed through unchanged:
 #   collscope sweep run --launcher srun --nranks $SLURM_NTASKS --out DIR [--shard I/N] ARGS...

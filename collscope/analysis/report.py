@@ -113,7 +113,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
             + f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
             f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(op_fits)}")
         md += [f"## {op}", "", f"![busbw]({curve_png})", "", f"![heatmap]({heat_png})", "",
-               op_fits.to_markdown(index=False) if _has_tabulate() else op_fits.to_string(index=False), ""]
+               "```", op_fits.to_string(index=False), "```", ""]
     topo_html = ""
     if topo_paths:
         from ..topo.detect import load_captures
@@ -153,10 +153,3 @@ table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font
     (out / "report.md").write_text("\n".join(md) + "\n")
     return index
 
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -104,7 +104,11 @@ def build_cluster(nodes: dict[str, NodeTopology], fabric: IbFabric | None = None
                                     f"(majority {_show(majority)})")
     rails, source = _rails_from_fabric(nodes, fabric) if fabric else ([], "")
     if not rails:
-        rails, source = _rails_by_index(nodes), "NIC index (i-th active NIC of every node)"
+        rails, source = _rails_by_index(nodes), "NIC index (i-th InfiniBand NIC, else i-th NIC, of every node)"
+        for rail in rails:
+            missing = sorted(set(nodes) - {h for h, _ in rail.members})
+            if missing and len(nodes) > 1:
+                warnings.append(f"rail {rail.index}: no active NIC on {', '.join(missing)}")
     for node in nodes.values():
         ratio = _ratio(node)
         if ratio is not None and len(nodes) > 1 and ratio < 1:
@@ -118,10 +122,26 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _rail_nics(node: NodeTopology) -> list[str]:
+    """The NICs that carry collective traffic: InfiniBand ones when the node has any (Ethernet ports next to
+    them are front-end or storage NICs), else all; in natural name order."""
+    g = node.graph
+    layers = {n: {p.get("link_layer") for p in g.nodes[n].get("ports") or []} for n in node.nics}
+    ib = [n for n in node.nics if "InfiniBand" in layers[n]]
+    return ib or list(node.nics)
+
+
 def _rails_by_index(nodes: dict[str, NodeTopology]) -> list[Rail]:
-    per_node = {host: _active_nics(n) for host, n in nodes.items()}
+    """Rail i = the i-th rail NIC by name on every node (``mlx5_3`` with ``mlx5_3``). A NIC that is down stays
+    in its rail's position, so one bad port never shifts the other rails; it is left out of the rail."""
+    per_node = {host: _rail_nics(n) for host, n in nodes.items()}
+    active = {host: set(_active_nics(n)) for host, n in nodes.items()}
     width = max((len(v) for v in per_node.values()), default=0)
-    return [Rail(i, tuple((h, nics[i]) for h, nics in per_node.items() if i < len(nics))) for i in range(width)]
+    rails = []
+    for i in range(width):
+        members = tuple((h, nics[i]) for h, nics in per_node.items() if i < len(nics) and nics[i] in active[h])
+        rails.append(Rail(i, members))
+    return rails
 
 
 def _norm_guid(guid: str | None) -> str | None:

@@ -102,6 +102,13 @@ def _extras_text(node: NodeTopology) -> list[str]:
     return lines
 
 
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns as wide as their widest cell, indented by two spaces."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in [header, *rows]]
+
+
 def _fmt_bw(value: float | None) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:g}"
 
@@ -138,23 +145,22 @@ def node_summary_text(node: NodeTopology) -> str:
             origin = origin.split(" x ")[0] if len(counts) > 1 else origin
             lines.append(f"  NVLink {what}: {links}, {span} GB/s per direction ({origin})")
     if node.gpus:
-        lines.append("  GPU    NUMA   CPU affinity        nearest NIC(s)              path")
+        rows = []
         for gpu in node.gpus:
             d = g.nodes[gpu]
             nearest, cls = node.nearest_nics(gpu)
             shown = ",".join(nearest[:3]) + ("..." if len(nearest) > 3 else "") if nearest else "-"
             numa = d.get("numa")
-            lines.append(f"  {gpu:<6} {'' if numa is None else str(numa):<6} "
-                         f"{str(d.get('cpu_affinity') or ''):<19} {shown:<27} {cls or '-'}")
+            rows.append([gpu, "" if numa is None else str(numa), str(d.get("cpu_affinity") or ""), shown, cls or "-"])
+        lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path"], rows))
     if node.nics:
-        lines.append("  NIC          label  state        rate(Gb/s)  layer       netdev")
+        rows = []
         for nic in node.nics:
             d = g.nodes[nic]
-            ports = d.get("ports") or [{}]
-            for p in ports:
-                lines.append(f"  {nic:<12} {str(d.get('label') or ''):<6} {str(p.get('state') or '?'):<12} "
-                             f"{_fmt_bw(p.get('rate_gbps')):<11} {str(p.get('link_layer') or '?'):<11} "
-                             f"{p.get('netdev') or d.get('netdev') or ''}")
+            for p in d.get("ports") or [{}]:
+                rows.append([nic, str(d.get("label") or ""), str(p.get("state") or "?"), _fmt_bw(p.get("rate_gbps")),
+                             str(p.get("link_layer") or "?"), str(p.get("netdev") or d.get("netdev") or "")])
+        lines.extend(_table(["NIC", "label", "state", "rate(Gb/s)", "layer", "netdev"], rows))
     lines.extend(_extras_text(node))
     warnings = s["warnings"]
     lines.append(f"  warnings: {len(warnings)}")

@@ -152,8 +152,12 @@ def test_collect_then_show_and_cluster(tmp_path):
     assert doc["rail_source"].startswith("NIC index")
     rail0 = doc["rails"][0]["members"]
     assert [m[1] for m in rail0] == ["mlx5_0", "mlx5_0", "mlx5_0"]
-    # node03 lost mlx5_3: its 4th rail is mlx5_4, and it is flagged.
+    # node03 lost mlx5_3: it is flagged, rail 3 lacks it, and the other rails do not shift.
     assert any(w.startswith("node03 differs from the majority: active NICs 10") for w in doc["warnings"])
+    assert len(doc["rails"]) == 8  # the InfiniBand NICs; the Ethernet front-end ports are not rails
+    assert [m for m in doc["rails"][3]["members"]] == [[meta["host"], "mlx5_3"], ["node02", "mlx5_3"]]
+    assert [m[1] for m in doc["rails"][4]["members"]] == ["mlx5_4"] * 3
+    assert "rail 3: no active NIC on node03" in doc["warnings"]
 
 
 def test_cluster_rails_from_ibnetdiscover(tmp_path):
