@@ -160,6 +160,19 @@ def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: flo
         sys.exit(1)
 
 
+def _parse_sizes(text: str | None) -> tuple[int, ...] | None:
+    """``--sizes 8,1K,64K`` -> (8, 1024, 65536); UsageError naming the bad item."""
+    if text is None:
+        return None
+    out = []
+    for item in text.split(","):
+        try:
+            out.append(parse_size(item.strip()))
+        except ValueError as exc:
+            raise click.UsageError(f"--sizes {text!r}: {exc}") from None
+    return tuple(out)
+
+
 def _quiet_unless_root(rank: int) -> None:
     if rank != 0:
         logging.getLogger("collscope").setLevel(logging.ERROR)
@@ -171,9 +184,11 @@ def _quiet_unless_root(rank: int) -> None:
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None,
               help="torch process-group backend [default: gloo; nccl for GPUs].")
 @click.option("--op", type=click.Choice(BENCH_OPS), required=True, help="Collective to measure.")
-@click.option("--min-bytes", "-b", type=SIZE, required=True, metavar="B", help="Smallest size (8, 1K, 4M).")
-@click.option("--max-bytes", "-e", type=SIZE, required=True, metavar="B", help="Largest size.")
+@click.option("--min-bytes", "-b", type=SIZE, default=None, metavar="B", help="Smallest size (8, 1K, 4M).")
+@click.option("--max-bytes", "-e", type=SIZE, default=None, metavar="B", help="Largest size.")
 @click.option("--factor", "-f", type=float, default=2.0, show_default=True, help="Size multiplier per step.")
+@click.option("--sizes", "sizes_text", default=None, metavar="B,B,...",
+              help="Explicit sizes instead of -b/-e/-f (8,1K,64K); engines mpi and torch.")
 @click.option("--iters", "-n", type=int, default=20, show_default=True, help="Timed iterations per size.")
 @click.option("--warmup", "-w", type=int, default=5, show_default=True, help="Warm-up iterations per size.")
 @click.option("--check", is_flag=True, help="Verify results on rank-dependent values; exit 1 if any are wrong.")
@@ -191,9 +206,10 @@ def _quiet_unless_root(rank: int) -> None:
 @click.option("--nccl-tests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="nccl-tests build directory (else NCCL_TESTS_HOME or PATH).")
 @_user_errors
-def bench(engine: str, backend: str | None, op: str, min_bytes: int, max_bytes: int, factor: float, iters: int,
-          warmup: int, check: bool, dtype: str, redop: str, root: int, in_place: bool, device: str | None,
-          cuda_graph: bool, out: Path | None, timeout_s: float, nccl_tests_dir: Path | None) -> None:
+def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_bytes: int | None, factor: float,
+          sizes_text: str | None, iters: int, warmup: int, check: bool, dtype: str, redop: str, root: int,
+          in_place: bool, device: str | None, cuda_graph: bool, out: Path | None, timeout_s: float,
+          nccl_tests_dir: Path | None) -> None:
     """Measure one collective configuration over a ladder of sizes (nccl-tests semantics).
 
     For --engine mpi and torch, every rank of a job runs this command; rank 0 writes the records.
@@ -205,13 +221,22 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int, max_bytes: 
       torchrun --nproc-per-node 8 -m collscope bench --engine torch --backend nccl --op all_gather -b 1K -e 1G
       OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 \\
         mpirun -np 4 collscope bench --engine mpi --op all_reduce -b 1M -e 16M
+      mpirun -np 2 collscope bench --engine mpi --op all_reduce --sizes 8,4K,1M
     """
     if backend is not None and engine != "torch":
         raise click.UsageError("--backend applies to --engine torch only")
+    sizes = _parse_sizes(sizes_text)
+    if sizes is None and (min_bytes is None or max_bytes is None):
+        raise click.UsageError("give --min-bytes and --max-bytes, or --sizes")
+    if sizes is not None:
+        if engine == "nccl-tests":
+            raise click.UsageError("--sizes applies to engines mpi and torch (nccl-tests takes -b/-e/-f)")
+        min_bytes, max_bytes = min(sizes), max(sizes)
+    assert min_bytes is not None and max_bytes is not None  # checked just above
     backend = backend or "gloo"
     device = device or ("cuda" if engine == "torch" and backend == "nccl" else "cpu")
-    spec = BenchSpec(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,  # type: ignore[arg-type]
-                     warmup=warmup, dtype=dtype, redop=redop, root=root, in_place=in_place,  # type: ignore[arg-type]
+    spec = BenchSpec(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, sizes=sizes,  # type: ignore[arg-type]
+                     iters=iters, warmup=warmup, dtype=dtype, redop=redop, root=root, in_place=in_place,  # type: ignore[arg-type]
                      check=check, device=device, cuda_graph=cuda_graph, timeout_s=timeout_s)  # type: ignore[arg-type]
     sink = _Sink(out)
     if engine == "mpi":

@@ -75,6 +75,12 @@ def _overrides(**values: Any) -> dict[str, Any]:
 @click.option("--shard", default=None, metavar="I/N", help="Run only every N-th point starting at I (job arrays).")
 @click.option("--retry-failed", is_flag=True, help="Run points whose last attempt failed again.")
 @click.option("--dry-run", is_flag=True, help="Print every command and environment; run nothing.")
+@click.option("--strategy", type=click.Choice(["grid", "adaptive"]), default="grid", show_default=True,
+              help="grid: every point; adaptive: a few sizes per configuration first, then only contenders near "
+                   "crossovers (engines mpi and torch).")
+@click.option("--min-gain", type=float, default=0.02, show_default=True,
+              help="adaptive: drop configurations that cannot beat the default by more than this fraction.")
+@click.option("--max-rounds", type=int, default=8, show_default=True, help="adaptive: most rounds.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @_user_errors
 def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path, nranks: int | None,
@@ -82,17 +88,23 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         min_bytes: str | None, max_bytes: str | None, iters: int | None, warmup: int | None, repeats: int | None,
         timeout_s: float | None, hostfile: str | None, mpi_flavour: str, srun_mpi: str | None,
         topo_paths: tuple[str, ...],
-        shard: str | None, retry_failed: bool, dry_run: bool, progress: bool | None) -> None:
+        shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
+        progress: bool | None) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
 
     Each point is one launch with its own timeout; failures (timeout, exit code, parse error, wrong values,
     a forced NCCL setting that did not apply) go to DIR/failures.jsonl and the sweep goes on. Exit 1 when
     any point failed.
 
+    With --strategy adaptive, round 1 measures every configuration at a few sizes; alpha-beta fits then drop
+    the configurations that cannot win by more than --min-gain, and later rounds add repeats and bisect sizes
+    only where the best configuration is not settled. sweep.json records the rounds and decisions.
+
     \b
     Examples:
       collscope sweep run --preset mpi-algos --launcher mpirun --nranks 2 --out results/mpi
       collscope sweep run my-sweep.yaml --launcher srun --out results/$SLURM_JOB_ID --dry-run
+      collscope sweep run --preset mpi-algos --launcher mpirun --repeats 3 --strategy adaptive --out results/ad
     """
     from .sweeps.meta import sweep_meta
     from .sweeps.plan import load_spec, plan_sweep
@@ -120,6 +132,10 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
                          retry_failed=retry_failed, shard=_parse_shard(shard),
                          progress=sys.stderr.isatty() if progress is None else progress)
     meta = {} if dry_run else sweep_meta(engine=spec.engine, topo_paths=list(topo_paths) or None)
+    if strategy == "adaptive":
+        _run_adaptive(spec, out_dir, options, meta, min_gain, max_rounds, topology)
+        return
+    meta["strategy"] = "grid"
     click.echo(f"sweep {plan.sweep_id}: {len(plan.points)} point(s), {len(plan.skipped)} skipped by constraints",
                err=True)
     for skipped in plan.skipped:
@@ -133,6 +149,33 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
     done_before = len(outcome.outcomes) - len(ran)
     click.echo(f"{out_dir}: ran {len(ran)} point(s) ({done_before} already done or failed before), "
                f"{len(outcome.failed)} failed")
+    for failed in outcome.failed:
+        click.echo(f"  {failed.point_id}: {failed.reason}: {failed.detail}")
+    if outcome.failed:
+        sys.exit(1)
+
+
+def _run_adaptive(spec: Any, out_dir: Path, options: Any, meta: dict[str, Any], min_gain: float,
+                  max_rounds: int, topology: Any) -> None:
+    from .sweeps.adaptive import size_ranges
+    from .sweeps.adaptive_run import AdaptiveOptions, run_adaptive
+    from .units import format_size
+
+    adaptive = AdaptiveOptions(min_gain=min_gain, max_rounds=max_rounds)
+    outcome = run_adaptive(spec, out_dir, options, adaptive, meta=meta, topology=topology,
+                           echo=lambda m: click.echo(m, err=True))
+    if options.dry_run:
+        for text in outcome.commands:
+            click.echo(text)
+        return
+    ran = sum(1 for out in outcome.outcomes for o in out.outcomes if o.status != "skipped")
+    click.echo(f"{out_dir}: adaptive, {len(outcome.rounds)} round(s), ran {ran} point(s), "
+               f"{len(outcome.failed)} failed")
+    for op, decision in outcome.decisions.items():
+        gone = [c for r in outcome.rounds for c in r["decisions"].get(op, {}).get("dropped", {})]
+        click.echo(f"  {op}: kept {', '.join(decision.alive)}; dropped {len(gone)}")
+        for r in size_ranges(decision.leaders):
+            click.echo(f"    {format_size(r['min_bytes'])}..{format_size(r['max_bytes'])}: {r['config']}")
     for failed in outcome.failed:
         click.echo(f"  {failed.point_id}: {failed.reason}: {failed.detail}")
     if outcome.failed:

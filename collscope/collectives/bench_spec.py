@@ -41,6 +41,8 @@ class BenchSpec:
     """Largest size (nccl-tests ``-e``)."""
     factor: float = 2.0
     """Multiply the size by this between steps (nccl-tests ``-f``); > 1."""
+    sizes: tuple[int, ...] | None = None
+    """Explicit sizes measured instead of the ladder (adaptive sweeps); rounded like the ladder's sizes."""
     iters: int = 20
     """Iterations timed as one batch per size (nccl-tests ``-n``)."""
     warmup: int = 5
@@ -84,6 +86,8 @@ class BenchSpec:
             raise ConfigError("cuda_graph needs device 'cuda' (torch with the nccl backend)")
         if not self.factor > 1:
             raise ConfigError(f"size factor must be > 1, got {self.factor}")
+        if self.sizes is not None and (not self.sizes or any(s < 0 for s in self.sizes)):
+            raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(self.sizes)}")
         if self.min_bytes < 0 or self.max_bytes < self.min_bytes:
             raise ConfigError(f"need 0 <= min_bytes <= max_bytes, got {self.min_bytes} and {self.max_bytes}")
 

@@ -31,7 +31,7 @@ from ..errors import ConfigError, ToolMissingError
 from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern
 from .ranks import rank_info
 from .record import Measurement
-from .sizes import call_count, size_ladder
+from .sizes import call_count, size_ladder, size_list
 
 if TYPE_CHECKING:
     from mpi4py import MPI as _MPI
@@ -209,8 +209,9 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         import torch
 
         torch.cuda.set_device(rank_info(env).local_rank % max(torch.cuda.device_count(), 1))
-    sizes = size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
-                        nranks=nranks)
+    sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=nranks) if spec.sizes is not None
+             else size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
+                              nranks=nranks))
     hosts = _unique(comm.gather(mpi.Get_processor_name(), root=0) or [])
     version = mpi_engine_version(mpi)
     settings = captured_settings(env)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 
-__all__ = ["size_ladder", "call_count", "SPLIT_OPS"]
+__all__ = ["size_ladder", "size_list", "call_count", "SPLIT_OPS"]
 
 SPLIT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 """Collectives whose total size is split evenly across ranks."""
@@ -52,6 +52,21 @@ def size_ladder(min_bytes: int, max_bytes: int, factor: float, *, elem_size: int
         raise ConfigError(f"no size in {min_bytes}..{max_bytes} bytes holds a whole element per rank for {op} "
                           f"({nranks} ranks x {elem_size} bytes); use --max-bytes {quantum} or more")
     return sizes
+
+
+def size_list(sizes: tuple[int, ...] | list[int], *, elem_size: int, op: str, nranks: int) -> list[int]:
+    """Explicit sizes (``collscope bench --sizes``, adaptive sweeps) rounded as the ladder rounds them, sorted,
+    without repeats; ConfigError for a negative size or when none is left."""
+    if not sizes or any(s < 0 for s in sizes):
+        raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(sizes)}")
+    if elem_size < 1 or nranks < 1:
+        raise ConfigError(f"element size and rank count must be >= 1, got {elem_size}, {nranks}")
+    quantum = elem_size * (nranks if op in SPLIT_OPS else 1)
+    out = sorted({s // quantum * quantum for s in sizes} - {0})
+    if not out:
+        raise ConfigError(f"no size in {list(sizes)} holds a whole element per rank for {op} "
+                          f"({nranks} ranks x {elem_size} bytes); use sizes of {quantum} bytes or more")
+    return out
 
 
 def call_count(op: str, size_bytes: int, *, elem_size: int, nranks: int) -> int:

@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern
 from .ranks import RankInfo, rank_info
 from .record import Measurement
-from .sizes import call_count, size_ladder
+from .sizes import call_count, size_ladder, size_list
 
 __all__ = ["run_torch_bench", "TorchBackend", "TORCH_HINT", "torch_dtype", "import_torch"]
 
@@ -201,8 +201,10 @@ def run_torch_bench(spec: BenchSpec, backend: TorchBackend = "gloo", *, env: Map
     _check_spec(spec, backend, torch, dist)
     if spec.op == "broadcast" and spec.root >= info.world_size:
         raise ConfigError(f"root {spec.root} is not a rank of this {info.world_size}-rank job")
-    sizes = size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
-                        nranks=info.world_size)
+    world = info.world_size
+    sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=world) if spec.sizes is not None
+             else size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
+                              nranks=world))
     device = torch.device("cpu")
     if backend == "nccl":
         device = torch.device("cuda", info.local_rank % torch.cuda.device_count())

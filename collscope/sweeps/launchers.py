@@ -188,9 +188,13 @@ def bench_argv(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, *, pyth
         raise ConfigError(f"collscope bench is the per-rank program of engines mpi and torch, not {spec.engine!r}")
     _choice(f"op (engine {spec.engine})", point.op, BENCH_OPS)
     _choice(f"dtype (engine {spec.engine})", spec.dtype, BENCH_DTYPES)
-    argv = [python, "-m", "collscope", "bench", "--engine", spec.engine, "--op", point.op,
-            "--min-bytes", str(spec.min_bytes), "--max-bytes", str(spec.max_bytes), "--factor", _num(spec.factor),
-            "--iters", str(spec.iters), "--warmup", str(spec.warmup)]
+    argv = [python, "-m", "collscope", "bench", "--engine", spec.engine, "--op", point.op]
+    if point.sizes is not None:
+        argv += ["--sizes", ",".join(str(int(s)) for s in point.sizes)]
+    else:
+        argv += ["--min-bytes", str(spec.min_bytes), "--max-bytes", str(spec.max_bytes), "--factor",
+                 _num(spec.factor)]
+    argv += ["--iters", str(spec.iters), "--warmup", str(spec.warmup)]
     if spec.check:
         argv.append("--check")
     argv += ["--dtype", spec.dtype, "--out", str(out_jsonl), "--timeout", _num(timeout_s)]
@@ -203,6 +207,9 @@ def nccl_tests_spec_for(spec: SweepSpec, point: Point, *, ngpus: int, timeout_s:
     """The nccl-tests invocation of one point: the spec's sizes, iterations and check, ``-g ngpus``, ``-T``."""
     if spec.factor != int(spec.factor):
         raise ConfigError(f"factor={spec.factor:g} is invalid for engine nccl-tests; valid: a whole number >= 2")
+    if point.sizes is not None:
+        raise ConfigError(f"point {point.point_id} lists sizes {list(point.sizes)}; engine nccl-tests measures a "
+                          "ladder (-b/-e/-f) only: use the grid strategy, or engine mpi or torch")
     dtype = _NCCL_TESTS_DTYPE.get(spec.dtype, spec.dtype)
     if dtype not in NCCL_TESTS_DTYPES:
         raise ConfigError(f"dtype={spec.dtype!r} is invalid for engine nccl-tests; valid: "

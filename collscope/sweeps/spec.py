@@ -81,13 +81,19 @@ class Point:
     settings: dict[str, str]
     """Forced knobs only (env var -> value); empty for the default point."""
     repeat: int = 0
+    sizes: tuple[int, ...] | None = None
+    """Explicit sizes of this launch (adaptive sweeps); None: the spec's ladder (min..max by factor)."""
 
     @property
     def is_default(self) -> bool:
         return not self.settings
 
     def to_dict(self) -> dict[str, Any]:
-        return {"point_id": self.point_id, "op": self.op, "settings": dict(self.settings), "repeat": self.repeat}
+        out: dict[str, Any] = {"point_id": self.point_id, "op": self.op, "settings": dict(self.settings),
+                               "repeat": self.repeat}
+        if self.sizes is not None:
+            out["sizes"] = list(self.sizes)
+        return out
 
 
 @dataclass(frozen=True)
@@ -107,34 +113,51 @@ class Plan:
     spec: SweepSpec
     points: tuple[Point, ...]
     skipped: tuple[SkippedPoint, ...] = ()
+    strategy: dict[str, Any] | None = None
+    """How the points were chosen beyond the grid (``{"strategy": "adaptive", "min_gain": ...}``); None: the grid.
+    Part of the sweep id, so that a grid and an adaptive sweep never share a results directory."""
 
     @property
     def sweep_id(self) -> str:
-        """Stable id of the whole plan: the same spec gives the same id."""
-        blob = json.dumps(self.spec.to_dict(), sort_keys=True)
+        """Stable id of the whole plan: the same spec (and strategy) gives the same id."""
+        doc = self.spec.to_dict() if self.strategy is None else {**self.spec.to_dict(), "strategy": self.strategy}
+        blob = json.dumps(doc, sort_keys=True)
         return f"{_slug(self.spec.name)}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sweep_id": self.sweep_id, "points": [p.to_dict() for p in self.points],
-                "skipped": [s.to_dict() for s in self.skipped]}
+        out: dict[str, Any] = {"sweep_id": self.sweep_id, "points": [p.to_dict() for p in self.points],
+                               "skipped": [s.to_dict() for s in self.skipped]}
+        if self.strategy is not None:
+            out["strategy"] = dict(self.strategy)
+        return out
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40] or "x"
 
 
-def point_id_for(spec: SweepSpec, op: str, settings: dict[str, str], repeat: int) -> str:
-    """A stable, file-name-safe id: readable prefix + hash of everything that defines the measurement."""
-    what = {
+def point_id_for(spec: SweepSpec, op: str, settings: dict[str, str], repeat: int, *,
+                 sizes: tuple[int, ...] | None = None, round_index: int | None = None) -> str:
+    """A stable, file-name-safe id: readable prefix + hash of everything that defines the measurement.
+
+    ``sizes`` and ``round_index`` (adaptive sweeps) enter the hash and the name (``-k<round>``) only when given,
+    so grid ids never change.
+    """
+    what: dict[str, Any] = {
         "engine": spec.engine, "backend": spec.backend, "op": op, "settings": dict(sorted(settings.items())),
         "repeat": repeat, "sizes": [spec.min_bytes, spec.max_bytes, spec.factor], "dtype": spec.dtype,
         "iters": spec.iters, "warmup": spec.warmup, "nranks": spec.nranks, "nnodes": spec.nnodes,
         "fixed_env": dict(sorted(spec.fixed_env.items())),
     }
+    if sizes is not None:
+        what["point_sizes"] = list(sizes)
+    if round_index is not None:
+        what["round"] = round_index
     digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
     label = "default" if not settings else "-".join(
         f"{_short(k)}{_slug(v)}" for k, v in sorted(settings.items()))[:48]
-    return f"{_slug(op)}-{label}-r{repeat}-{digest}"
+    stage = "" if round_index is None else f"-k{round_index}"
+    return f"{_slug(op)}-{label}-r{repeat}{stage}-{digest}"
 
 
 def _short(name: str) -> str:
