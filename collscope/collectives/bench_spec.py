@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -101,6 +103,17 @@ _LAUNCHER_KEYS = frozenset({"OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_
                             "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_ess", "OMPI_MCA_pmix",
                             "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_yield_when_idle"})
 _LAUNCHER_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_prte_", "OMPI_MCA_ras_", "OMPI_MCA_rmaps_")
+
+
+def time_batch_ns(call: Callable[[], Any], barrier: Callable[[], Any], iters: int) -> int:
+    """Host nanoseconds for ``iters`` back-to-back calls, started right after a barrier. Nothing else runs in
+    the loop (the harness-overhead target depends on it): ``call`` is bound once by the caller."""
+    clock = time.perf_counter_ns
+    barrier()
+    t0 = clock()
+    for _ in repeat(None, iters):
+        call()
+    return clock() - t0
 
 
 def captured_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -18,17 +18,15 @@ from __future__ import annotations
 import logging
 import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import proc
 from ..errors import ConfigError, ToolMissingError
-from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern
+from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern, time_batch_ns
 from .ranks import rank_info
 from .record import Measurement
 from .sizes import call_count, size_ladder, size_list
@@ -173,16 +171,6 @@ class _Buffers:
         return count_wrong(self._get(self.recv, expected.size), expected)
 
 
-def _time_batch(call: Callable[[], Any], barrier: Callable[[], Any], iters: int) -> int:
-    """Nanoseconds for ``iters`` back-to-back calls, started right after a barrier. Nothing else in the loop."""
-    clock = time.perf_counter_ns
-    barrier()
-    t0 = clock()
-    for _ in repeat(None, iters):
-        call()
-    return clock() - t0
-
-
 def _unique(hosts: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(hosts))
 
@@ -225,7 +213,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         call = bufs.call
         for _ in range(spec.warmup):
             call()
-        elapsed_ns = _time_batch(call, comm.Barrier, spec.iters)
+        elapsed_ns = time_batch_ns(call, comm.Barrier, spec.iters)
         wrong: int | None = None
         if spec.check:
             bufs.fill_for_check()

@@ -25,7 +25,6 @@ import datetime as _dt
 import logging
 import os
 import socket
-import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from itertools import repeat
@@ -34,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ConfigError
-from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern
+from .bench_spec import BenchSpec, captured_settings, count_wrong, expected_result, make_record, pattern, time_batch_ns
 from .ranks import RankInfo, rank_info
 from .record import Measurement
 from .sizes import call_count, size_ladder, size_list
@@ -144,16 +143,6 @@ class _Tensors:
         return count_wrong(got, expected)
 
 
-def _time_batch(call: Callable[[], Any], barrier: Callable[[], Any], iters: int) -> int:
-    """Host nanoseconds for ``iters`` back-to-back calls, started right after a barrier (gloo/CPU)."""
-    clock = time.perf_counter_ns
-    barrier()
-    t0 = clock()
-    for _ in repeat(None, iters):
-        call()
-    return clock() - t0
-
-
 def _time_batch_cuda(torch: Any, call: Callable[[], Any], barrier: Callable[[], Any], iters: int,
                      graph: bool) -> int:
     """Nanoseconds between two CUDA events around the batch (or around one replay of a captured graph)."""
@@ -234,7 +223,7 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, device: Any, 
         if backend == "nccl":
             elapsed_ns = _time_batch_cuda(torch, call, dist.barrier, spec.iters, spec.cuda_graph)
         else:
-            elapsed_ns = _time_batch(call, dist.barrier, spec.iters)
+            elapsed_ns = time_batch_ns(call, dist.barrier, spec.iters)
         wrong: int | None = None
         if spec.check:
             bufs.fill_for_check()
