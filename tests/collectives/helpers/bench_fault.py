@@ -51,8 +51,8 @@ def _install() -> None:
         mpi_bench._Buffers.wrong = _corrupting(mpi_bench._Buffers.wrong)  # type: ignore[method-assign]
         torch_bench._Tensors.wrong = _corrupting(torch_bench._Tensors.wrong)  # type: ignore[method-assign]
         return
-    mpi_bench._time_batch = _faulty(mpi_bench._time_batch, mode)
-    torch_bench._time_batch = _faulty(torch_bench._time_batch, mode)
+    mpi_bench.time_batch_ns = _faulty(mpi_bench.time_batch_ns, mode)
+    torch_bench.time_batch_ns = _faulty(torch_bench.time_batch_ns, mode)
     torch_bench._time_batch_cuda = _faulty(torch_bench._time_batch_cuda, mode)
 
 
