@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,23 +13,14 @@ from hypothesis import strategies as st
 from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
-from tests.corpus import CORPUS, corpus_params
+from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
 CORPUS_FABRIC = CORPUS / "ibnetdiscover"
-_CORPUS_HEADER = re.compile(r"^# (source|what|note):")
 
 SPINE, LEAF1, LEAF2 = "0x98039b0300a15000", "0x98039b0300a15100", "0x98039b0300a15200"
 NODE01, NODE02, NODE03 = "0x1070fd0300a1c000", "0x1070fd0300a1d000", "0x1070fd0300a1e000"
 
-
-def strip_corpus_header(text: str) -> str:
-    """Drop only the corpus's leading ``# source:``/``# what:``/``# note:`` lines (dumps have ``#`` too)."""
-    lines = text.splitlines(keepends=True)
-    start = 0
-    while start < len(lines) and _CORPUS_HEADER.match(lines[start]):
-        start += 1
-    return "".join(lines[start:])
 
 
 def fixture(name: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from collscope.errors import ParseError
 from collscope.topo import ibnetdiscover as nd
 from collscope.topo import infiniband as ib
 from collscope.topo.naming import natural_key
-from tests.corpus import CORPUS, corpus_params
+from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
 CORPUS_IBSTAT = CORPUS / "ibstat"
@@ -38,16 +37,7 @@ SNIFFERS: dict[str, Callable[[str], bool]] = {
     "ibnetdiscover": nd.looks_like_ibnetdiscover,
     "iblinkinfo": nd.looks_like_iblinkinfo,
 }
-_CORPUS_HEADER = re.compile(r"^# (source|what|note):")
 
-
-def strip_corpus_header(text: str) -> str:
-    """Drop the leading ``# source:`` / ``# what:`` / ``# note:`` lines the corpus adds (only those)."""
-    lines = text.splitlines(keepends=True)
-    start = 0
-    while start < len(lines) and _CORPUS_HEADER.match(lines[start]):
-        start += 1
-    return "".join(lines[start:])
 
 
 def tool_of(path: Path) -> str:
