@@ -69,6 +69,8 @@ def _overrides(**values: Any) -> dict[str, Any]:
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per point (kills the point).")
 @click.option("--hostfile", default=None, help="mpirun hostfile.")
 @click.option("--mpi-flavour", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)
+@click.option("--oversubscribe", is_flag=True,
+              help="mpirun: allow more ranks than cores (Open MPI --oversubscribe; it turns binding off).")
 @click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default=None,
               help="srun --mpi=... (default pmix for the mpi engine: Open MPI 5 speaks only PMIx).")
 @click.option("--topo", "topo_paths", multiple=True, help="Topology captures for constraints and sweep.json.")
@@ -86,7 +88,7 @@ def _overrides(**values: Any) -> dict[str, Any]:
 def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path, nranks: int | None,
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: str | None,
         min_bytes: str | None, max_bytes: str | None, iters: int | None, warmup: int | None, repeats: int | None,
-        timeout_s: float | None, hostfile: str | None, mpi_flavour: str, srun_mpi: str | None,
+        timeout_s: float | None, hostfile: str | None, mpi_flavour: str, oversubscribe: bool, srun_mpi: str | None,
         topo_paths: tuple[str, ...],
         shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
         progress: bool | None) -> None:
@@ -127,7 +129,9 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
     plan = plan_sweep(spec, topology=topology)
     if launcher == "srun" and not os.environ.get("SLURM_JOB_ID") and not dry_run:
         raise ConfigError("--launcher srun runs inside a Slurm allocation (sbatch slurm/sweep.sh, or salloc)")
-    launch = _launch_options(launcher, spec.engine, mpi_flavour, hostfile, srun_mpi)
+    if oversubscribe and launcher != "mpirun":
+        raise ConfigError("--oversubscribe applies to --launcher mpirun (local adds it by itself when needed)")
+    launch = _launch_options(launcher, spec.engine, mpi_flavour, hostfile, srun_mpi, oversubscribe)
     options = RunOptions(launcher=launcher, launch=launch, dry_run=dry_run,  # type: ignore[arg-type]
                          retry_failed=retry_failed, shard=_parse_shard(shard),
                          progress=sys.stderr.isatty() if progress is None else progress)
@@ -183,7 +187,7 @@ def _run_adaptive(spec: Any, out_dir: Path, options: Any, meta: dict[str, Any], 
 
 
 def _launch_options(launcher: str, engine: str, flavour: str, hostfile: str | None,
-                    srun_mpi: str | None) -> LaunchOptions:
+                    srun_mpi: str | None, oversubscribe: bool = False) -> LaunchOptions:
     """Launcher details that come from this machine: the interpreter, root, cores, where mpirun is."""
     return LaunchOptions(
         python=sys.executable,
@@ -192,6 +196,7 @@ def _launch_options(launcher: str, engine: str, flavour: str, hostfile: str | No
         hostfile=hostfile,
         local_cores=len(os.sched_getaffinity(0)) if launcher == "local" else None,
         mpirun=_beside_python("mpirun"),
+        oversubscribe=True if oversubscribe else None,
         srun_mpi=(srun_mpi or ("pmix" if engine == "mpi" else None)) if launcher == "srun" else None,  # type: ignore[arg-type]
     )
 

@@ -257,3 +257,12 @@ def test_forced_nccl_setting_that_did_not_apply_is_marked(tmp_path):
     records = results.read_point(tree.point_id)  # measured data is kept, and the point is marked
     assert [r.size_bytes for r in records] == [8, 8, 64, 64] and records[0].settings["NCCL_ALGO"] == "Tree"
     assert results.status()["failure_reasons"] == {"setting not applied": 1}
+
+
+def test_oversubscribe_option_reaches_mpirun_and_only_mpirun(tmp_path):
+    args = ["sweep", "run", "--preset", "demo", "--nranks", "4", "--out", str(tmp_path / "o"), "--dry-run"]
+    result = CliRunner().invoke(main, [*args, "--launcher", "mpirun", "--oversubscribe"])
+    assert result.exit_code == 0, result.output
+    assert all(" -np 4 --oversubscribe " in line for line in result.stdout.splitlines() if "mpirun" in line)
+    local = CliRunner().invoke(main, [*args, "--launcher", "local", "--oversubscribe"])
+    assert local.exit_code == 2 and "--oversubscribe applies to --launcher mpirun" in local.stderr
