@@ -175,6 +175,23 @@ def _unique(hosts: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(hosts))
 
 
+def check_launch_matches_world(env: Mapping[str, str], world_size: int) -> None:
+    """srun started N tasks but MPI sees another world size: the MPI library did not get a PMI it speaks.
+
+    Open MPI 5 speaks only PMIx, so ``srun --mpi=pmi2`` or ``--mpi=none`` starts N one-rank worlds that would
+    each measure nothing and report busbw 0. Raised (ConfigError) on every rank before anything is measured.
+    """
+    if "OMPI_COMM_WORLD_SIZE" in env:  # started by mpirun: Slurm's variables describe mpirun's daemons, not ranks
+        return
+    tasks = env.get("SLURM_STEP_NUM_TASKS")
+    if not tasks or not tasks.isdigit():
+        return
+    if int(tasks) != world_size:
+        raise ConfigError(
+            f"srun started {tasks} tasks but MPI sees a world of {world_size}: the MPI library did not get a "
+            "process-management interface it speaks; Open MPI 5 needs `srun --mpi=pmix` (check `srun --mpi=list`)")
+
+
 def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: OnRecord | None = None,
                   env: Mapping[str, str] | None = None) -> list[Measurement]:
     """Measure ``spec`` on every rank of ``comm`` (default ``COMM_WORLD``); rank 0 returns the records.
@@ -187,6 +204,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     comm = mpi.COMM_WORLD if comm is None else comm
     env = os.environ if env is None else env
     rank, nranks = comm.Get_rank(), comm.Get_size()
+    check_launch_matches_world(env, nranks)
     check_mpi_spec(spec)
     if spec.op == "broadcast" and spec.root >= nranks:
         raise ConfigError(f"root {spec.root} is not a rank of this {nranks}-rank job")

@@ -132,3 +132,17 @@ def test_nodelist_never_raises_anything_but_parse_error(text):
         expand_nodelist(text)
     except ParseError:
         pass
+
+
+def test_launch_world_mismatch_is_refused_only_for_direct_srun_launches():
+    import pytest as _pytest
+
+    from collscope.collectives.mpi_bench import check_launch_matches_world
+    from collscope.errors import ConfigError
+
+    check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2"}, 2)
+    check_launch_matches_world({}, 1)
+    # mpirun inside an allocation: Slurm's step describes mpirun's daemons, not the ranks
+    check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2", "OMPI_COMM_WORLD_SIZE": "16"}, 16)
+    with _pytest.raises(ConfigError, match="srun --mpi=pmix"):
+        check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2"}, 1)

@@ -30,3 +30,17 @@ def test_sbatch_sweep_sh_mpi_algos_runs_to_completion(slurm: None, tmp_path: Pat
     assert len(algos - {None}) >= 3 and None in algos
     log = next((out / "points").glob("*.log")).read_text()
     assert "srun" in log and "--mpi=pmix" in log
+
+
+def test_srun_with_a_pmi_open_mpi_does_not_speak_fails_instead_of_measuring_nothing(slurm: None,  # noqa: F811
+                                                                                     tmp_path: Path) -> None:
+    """Open MPI 5 under `srun --mpi=pmi2` starts one-rank worlds; bench must refuse, not report busbw 0."""
+    from collscope import proc
+
+    env = slurm_env(PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    argv = ["srun", "-n", "2", "--mpi=pmi2", sys.executable, "-m", "collscope", "bench", "--engine", "mpi", "--op",
+            "all_reduce", "-b", "8", "-e", "64", "--out", str(tmp_path / "r.jsonl")]
+    res = proc.run(argv, timeout_s=120, env=env, cwd=tmp_path)
+    assert res.returncode != 0
+    assert "srun started 2 tasks but MPI sees a world of 1" in res.stdout + res.stderr
+    assert not (tmp_path / "r.jsonl").exists()
