@@ -142,6 +142,9 @@ def render_env(rec: Recommendation) -> str:
         lines.append(comment(f"{choice.op}: {choice.config}, mean gain +{percent(choice.total_gain / choice.sizes)} "
                              f"over {_count(choice.sizes, 'measured size')}"))
         lines += _cost_lines(choice)
+        if any(r.repeats_min < 2 for _, r in choice.wins):
+            lines.append(comment(f"WARNING: {choice.op}: some wins rest on a single repeat, so their noise is "
+                                 "unknown (counted as 0); measure again with --repeats 3 before applying"))
     body, notes = _exports(rec)
     lines += [comment(n) for n in notes]
     lines += body

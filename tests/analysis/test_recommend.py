@@ -420,3 +420,23 @@ def test_load_results_directory_with_unapplied_and_failed_points(tmp_path):
     assert "# failed, no records: point lost (all_reduce, NCCL_ALGO=NVLS): timeout" in lines
     assert any(line.startswith("# excluded, may not win: all_reduce (8 ranks, 1 node) NCCL_ALGO=Tree;NCCL_PROTO=LL128")
                for line in lines)
+
+
+def test_single_repeat_wins_carry_a_warning():
+    import pandas as pd
+
+    from collscope.analysis.recommend import recommend
+    from collscope.analysis.recommend_env import render_env
+
+    rows = []
+    for config, bw in (("default", 10.0), ("NCCL_ALGO=Tree", 20.0)):
+        for size in (1024, 2048, 4096):
+            rows.append({"engine": "nccl-tests", "backend": "nccl", "op": "all_reduce", "size_bytes": size,
+                         "in_place": False, "nranks": 8, "nnodes": 1, "busbw_gbps": bw, "time_us": 1.0,
+                         "repeat": 0, "ok": True, "applied": pd.NA, "failure": pd.NA, "config": config,
+                         "NCCL_ALGO": "Tree" if config != "default" else pd.NA, "sweep_id": "s",
+                         "nccl_version": "2.24.3", "point_id": f"{config}-p"})
+    frame = pd.DataFrame(rows)
+    text = render_env(recommend(frame))
+    assert "export NCCL_ALGO=Tree" in text
+    assert "WARNING: all_reduce: some wins rest on a single repeat" in text
