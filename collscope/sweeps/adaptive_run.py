@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ import pandas as pd
 
 from ..analysis.fit import aggregate, fit_alpha_beta
 from ..analysis.load import config_of
+from ..atomic import write_text_atomic
 from ..collectives.bench_spec import ELEM_SIZE
 from ..collectives.record import busbw_factor
 from ..collectives.sizes import size_ladder
@@ -251,6 +251,4 @@ def _write_rounds(results: ResultsDir, plan: Plan, rounds: list[dict[str, Any]])
     """sweep.json with the cumulative plan, the strategy and the rounds so far (temp file + rename)."""
     doc = results.read_sweep_json()
     doc.update(plan=plan.to_dict(), strategy="adaptive", adaptive=plan.strategy, rounds=rounds)
-    tmp = results.sweep_json.with_name(f".{results.sweep_json.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, results.sweep_json)
+    write_text_atomic(results.sweep_json, json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..atomic import write_text_atomic
 from ..collectives.record import Measurement, read_jsonl, write_jsonl
 from ..errors import ConfigError, ParseError
 from .spec import Plan
@@ -72,7 +73,7 @@ class ResultsDir:
             return
         doc = {"sweep_id": plan.sweep_id, "created_at": _now(), "spec": plan.spec.to_dict(), "plan": plan.to_dict(),
                **meta}
-        _write_text_atomic(self.sweep_json, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(self.sweep_json, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     def read_sweep_json(self) -> dict[str, Any]:
         try:
@@ -101,7 +102,7 @@ class ResultsDir:
         return list(read_jsonl(self.records_path(point_id)))
 
     def write_check(self, point_id: str, check: dict[str, Any]) -> None:
-        _write_text_atomic(self.check_path(point_id), json.dumps(check, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(self.check_path(point_id), json.dumps(check, indent=2, sort_keys=True) + "\n")
 
     def record_failure(self, point_id: str, reason: str, detail: str, *, attempt_s: float | None = None) -> None:
         tail = ""
@@ -165,8 +166,3 @@ class ResultsDir:
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

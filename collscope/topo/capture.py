@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, proc
+from ..atomic import write_text_atomic
 from ..errors import CollscopeError, ParseError, ToolMissingError
 from .detect import add_capture
 from .node import NodeCaptures
@@ -106,13 +107,8 @@ def collect_to_dir(out_dir: Path, timeout_s: float = 60.0) -> dict[str, Any]:
     outputs, meta = capture_raw(timeout_s)
     out_dir.mkdir(parents=True, exist_ok=True)
     for filename, text in outputs.items():
-        _write_atomic(out_dir / filename, text)
+        write_text_atomic(out_dir / filename, text)
     meta["files"] = sorted(outputs)
-    _write_atomic(out_dir / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out_dir / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
