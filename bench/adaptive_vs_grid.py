@@ -36,14 +36,14 @@ import pandas as pd
 
 from collscope.analysis.fit import aggregate
 from collscope.analysis.load import load_results
-from collscope.sweeps.adaptive import size_ranges
-from collscope.sweeps.adaptive_run import AdaptiveOptions, run_adaptive
-from collscope.sweeps.knobs import ompi_algorithm_knob
+from collscope.sweeps.adaptive.planner import size_ranges
+from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
 from collscope.sweeps.launchers import LaunchOptions
 from collscope.sweeps.plan import plan_sweep
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import SweepSpec
 from collscope.units import format_size
+from collscope.vocab.knobs import ompi_algorithm_knob
 
 TARGET_GAP = 0.02
 TARGET_TIME = 0.30

@@ -120,9 +120,9 @@ def main() -> None:
           f"{len(result.anomalies)} anomalies ({', '.join(sorted({a.kind for a in result.anomalies}))})")
     total = times["load_results"] + times["analyze (aggregate+fit+...)"]
     try:
-        from collscope.analysis.recommend import recommend
+        from collscope.analysis.recommend.core import recommend
     except ImportError:
-        print("collscope.analysis.recommend not present: recommend not timed")
+        print("collscope.analysis.recommend.core not present: recommend not timed")
     else:
         _timed("recommend", lambda: recommend(df), n, times)
         total += times["recommend"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collscope.collectives.nccl_tests_parse import parse_nccl_tests  # noqa: E402
+from collscope.collectives.nccl_tests.parse import parse_nccl_tests  # noqa: E402
 
 TYPES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
          "double": 8, "bfloat16": 2}

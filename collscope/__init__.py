@@ -9,12 +9,12 @@ The names a notebook needs::
 
 __version__ = "0.1.0"
 
-from .errors import CollscopeError, ConfigError, LaunchError, ParseError
-from .topo.cluster import Cluster, load_cluster
-from .topo.detect import load_captures
-from .topo.model import NodeTopology
-from .topo.node import NodeCaptures, build_node
-from .topo.samples import sample_path
+from collscope.errors import CollscopeError, ConfigError, LaunchError, ParseError
+from collscope.topo.cluster import Cluster, load_cluster
+from collscope.topo.detect import load_captures
+from collscope.topo.model import NodeTopology
+from collscope.topo.node import NodeCaptures, build_node
+from collscope.topo.samples import sample_path
 
 __all__ = [
     "Cluster",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import CollscopeError, ConfigError
+from collscope.errors import CollscopeError, ConfigError
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -47,12 +47,12 @@ def _mpirun() -> str:
 
 
 def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
-    from .topo.capture import collect_to_dir
-    from .topo.detect import load_captures
-    from .topo.draw import draw_png
-    from .topo.node import build_node
-    from .topo.render import node_summary_text, node_to_json
-    from .topo.samples import DEFAULT_SAMPLE, sample_path
+    from collscope.topo.capture import collect_to_dir
+    from collscope.topo.detect import load_captures
+    from collscope.topo.draw import draw_png
+    from collscope.topo.node import build_node
+    from collscope.topo.render import node_summary_text, node_to_json
+    from collscope.topo.samples import DEFAULT_SAMPLE, sample_path
 
     capture_dir = out / "topology" / "captures"
     sample: str | None = None
@@ -73,11 +73,11 @@ def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
 
 
 def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
-    from .sweeps.launchers import LaunchOptions
-    from .sweeps.meta import sweep_meta
-    from .sweeps.plan import plan_sweep, preset
-    from .sweeps.runner import RunOptions, run_sweep
-    from .sweeps.spec import SweepSpec
+    from collscope.sweeps.launchers import LaunchOptions
+    from collscope.sweeps.meta import sweep_meta
+    from collscope.sweeps.plan import plan_sweep, preset
+    from collscope.sweeps.runner import RunOptions, run_sweep
+    from collscope.sweeps.spec import SweepSpec
 
     cores = len(os.sched_getaffinity(0))
     launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, local_cores=cores, mpirun=_mpirun())
@@ -107,12 +107,12 @@ def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
 
 def run_demo(out_dir: Path | str, *, echo: Callable[[str], None] = print) -> DemoResult:
     """Run the whole demo into ``out_dir``; returns where everything is."""
-    from .analysis.compare import analyze
-    from .analysis.compare_render import render_text
-    from .analysis.load import load_results
-    from .analysis.recommend import recommend
-    from .analysis.recommend_env import render_env
-    from .analysis.report import write_report
+    from collscope.analysis.compare import analyze
+    from collscope.analysis.compare_render import render_text
+    from collscope.analysis.load import load_results
+    from collscope.analysis.recommend.core import recommend
+    from collscope.analysis.recommend.env import render_env
+    from collscope.analysis.report import write_report
 
     start = time.monotonic()
     out = Path(out_dir)

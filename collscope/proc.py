@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import LaunchError, ToolMissingError
+from collscope.errors import LaunchError, ToolMissingError
 
 __all__ = ["ProcResult", "run", "which", "TAIL_CHARS"]
 
@@ -95,7 +95,7 @@ def run(
 
     ``output_path``: stdout and stderr both go to this file as they are produced (appended, so a log survives
     a crash of ours), and the result's ``stdout`` is the file's tail. ``kill_on_parent_death``: the command
-    runs under :mod:`collscope.reaper`, which kills its whole process group if this process dies, even by
+    runs under :mod:`collscope._reaper`, which kills its whole process group if this process dies, even by
     SIGKILL.
     """
     if isinstance(argv, (str, bytes)):
@@ -111,7 +111,7 @@ def run(
     if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
         raise ToolMissingError(argv[0], install_hint)
 
-    launched = [sys.executable, "-m", "collscope.reaper", "--", *argv] if kill_on_parent_death else argv
+    launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
     log = open(output_path, "ab", buffering=0) if output_path is not None else None  # noqa: SIM115
     start = time.monotonic()
     try:

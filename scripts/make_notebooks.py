@@ -100,8 +100,8 @@ SWEEP = [
     new_markdown_cell("## Recommendation\n\nOnly where a configuration beats the measured default by more than "
                       "the minimum gain and more than the spread of the repeats."),
     new_code_cell(
-        "from collscope.analysis.recommend import recommend\n"
-        "from collscope.analysis.recommend_env import render_env\n\n"
+        "from collscope.analysis.recommend.core import recommend\n"
+        "from collscope.analysis.recommend.env import render_env\n\n"
         "print(render_env(recommend(df)))"),
 ]
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collscope.sweeps.store import ResultsDir
+from collscope.results.store import ResultsDir
 
 
 def test_demo_end_to_end(tmp_path: Path) -> None:

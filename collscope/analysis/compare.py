@@ -32,12 +32,18 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
-from ..collectives.record import busbw_factor
-from ..errors import ConfigError
-from ..units import algbw_gbps
-from .fit import CONFIG_KEYS, aggregate, fit_alpha_beta
-from .load import RECORD_COLUMNS
-from .models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us, model_for_setting, ring_bound_busbw_gbps
+from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
+from collscope.analysis.load import RECORD_COLUMNS
+from collscope.analysis.models import (
+    ALPHA_BETA_MODELS,
+    LinkParams,
+    alpha_beta_time_us,
+    model_for_setting,
+    ring_bound_busbw_gbps,
+)
+from collscope.collectives.record import busbw_factor
+from collscope.errors import ConfigError
+from collscope.units import algbw_gbps
 
 __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..units import format_size
-from .compare import Analysis
+from collscope.analysis.compare import Analysis
+from collscope.units import format_size
 
 __all__ = ["render_text", "render_csv"]
 

@@ -34,7 +34,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ..collectives.record import busbw_factor
+from collscope.collectives.record import busbw_factor
 
 __all__ = ["CONFIG_KEYS", "aggregate", "fit_alpha_beta", "fit_line", "LineFit"]
 

@@ -39,11 +39,11 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from ..collectives.nccl_tests_parse import looks_like_nccl_tests, parse_nccl_tests
-from ..collectives.record import Measurement, read_jsonl
-from ..errors import ParseError
-from ..sweeps.knobs import DYNAMIC_RULES
-from ..sweeps.store import ResultsDir
+from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
+from collscope.collectives.record import Measurement, read_jsonl
+from collscope.errors import ParseError
+from collscope.results.store import ResultsDir
+from collscope.vocab.knobs import DYNAMIC_RULES
 
 __all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
            "RECORD_COLUMNS", "DEFAULT_CONFIG"]

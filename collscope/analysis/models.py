@@ -45,10 +45,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..collectives.record import busbw_factor
-from ..errors import ConfigError
-from ..sweeps.ompi_algos import OMPI_ALGORITHMS, ompi_algorithm_id, ompi_algorithm_name
-from ..units import algbw_gbps
+from collscope.collectives.record import busbw_factor
+from collscope.errors import ConfigError
+from collscope.units import algbw_gbps
+from collscope.vocab.ompi import OMPI_ALGORITHMS, ompi_algorithm_id, ompi_algorithm_name
 
 __all__ = [
     "LinkParams",

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ConfigError
-from ..topo.cluster import Cluster
-from ..topo.model import NodeTopology
-from ..topo.naming import natural_key
-from ..topo.rates import GENERATIONS, GpuGeneration, gpu_generation, pcie_gbps
-from .models import LinkParams
+from collscope.analysis.models import LinkParams
+from collscope.errors import ConfigError
+from collscope.topo.cluster import Cluster
+from collscope.topo.model import NodeTopology
+from collscope.topo.naming import natural_key
+from collscope.topo.rates import GENERATIONS, GpuGeneration, gpu_generation, pcie_gbps
 
 __all__ = ["link_params", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 

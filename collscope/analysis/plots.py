@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ..units import format_size  # noqa: E402
+from collscope.units import format_size  # noqa: E402
 
 __all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
 

@@ -19,17 +19,17 @@ from typing import Any
 
 import networkx as nx
 
-from ..errors import ConfigError, ParseError
-from ..topo.cluster import Cluster, load_cluster
-from ..topo.detect import load_captures
-from ..topo.model import NodeTopology
-from ..topo.node import build_node
-from ..units import format_size
-from .models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
-from .nccl_constants import VERSIONS
-from .nccl_model import nccl_choice, nccl_predictions
-from .nccl_search import graph_inputs_from_topology
-from .params import link_params
+from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
+from collscope.analysis.nccl_model.constants import VERSIONS
+from collscope.analysis.nccl_model.model import nccl_choice, nccl_predictions
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.params import link_params
+from collscope.errors import ConfigError, ParseError
+from collscope.topo.cluster import Cluster, load_cluster
+from collscope.topo.detect import load_captures
+from collscope.topo.model import NodeTopology
+from collscope.topo.node import build_node
+from collscope.units import format_size
 
 __all__ = ["predict", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import ConfigError
-from .compare import analyze
-from .fit import aggregate, fit_alpha_beta
-from .load import load_results
-from .models import ALPHA_BETA_MODELS, alpha_beta_predictions
-from .params import link_params
-from .plots import busbw_vs_size, gain_heatmap
-from .recommend import recommend
-from .recommend_env import render_env
+from collscope.analysis.compare import analyze
+from collscope.analysis.fit import aggregate, fit_alpha_beta
+from collscope.analysis.load import load_results
+from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
+from collscope.analysis.params import link_params
+from collscope.analysis.plots import busbw_vs_size, gain_heatmap
+from collscope.analysis.recommend.core import recommend
+from collscope.analysis.recommend.env import render_env
+from collscope.errors import ConfigError
 
 __all__ = ["write_report", "CAVEATS"]
 
@@ -95,7 +95,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     agg = aggregate(df)
     fits = fit_alpha_beta(agg)
     analysis = analyze(df)
-    from .recommend import RecommendOptions
+    from collscope.analysis.recommend.core import RecommendOptions
 
     env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
     sections: list[str] = []
@@ -116,9 +116,9 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
                "```", op_fits.to_string(index=False), "```", ""]
     topo_html = ""
     if topo_paths:
-        from ..topo.detect import load_captures
-        from ..topo.draw import draw_png
-        from ..topo.node import build_node
+        from collscope.topo.detect import load_captures
+        from collscope.topo.draw import draw_png
+        from collscope.topo.node import build_node
 
         node = build_node(load_captures([Path(p) for p in topo_paths]))
         draw_png(node, out / "topology.png")

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import ConfigError, ParseError
+from collscope.errors import ConfigError, ParseError
 
 __all__ = ["RankInfo", "RankSource", "rank_info", "expand_nodelist"]
 

@@ -15,39 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ParseError
-from ..units import algbw_gbps
+from collscope.errors import ParseError
+from collscope.units import algbw_gbps
+from collscope.vocab.ops import OPS, busbw_factor
 
 __all__ = ["Measurement", "OPS", "busbw_factor", "write_jsonl", "append_jsonl", "read_jsonl", "Engine"]
 
 Engine = Literal["nccl-tests", "torch", "mpi"]
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
-       "scatter", "hypercube")
-
-# nccl-tests doc/PERFORMANCE.md and the *GetBw functions (nccl-facts.md section 4.1).
-_FACTORS = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "gather": lambda n: (n - 1) / n,
-    "scatter": lambda n: (n - 1) / n,
-    "hypercube": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
-
-
-def busbw_factor(op: str, nranks: int) -> float:
-    """busbw = algbw x factor; the factor assumes point-to-point algorithms (not NVLS/CollNet wire rates)."""
-    if op not in _FACTORS:
-        raise ValueError(f"unknown collective {op!r}; known: {', '.join(_FACTORS)}")
-    if nranks < 1:
-        raise ValueError(f"nranks must be >= 1, got {nranks}")
-    return float(_FACTORS[op](nranks))
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Measurement:
     """One measured size of one configuration (DESIGN.md, "Measurement record")."""

@@ -17,11 +17,11 @@ all_gather/reduce_scatter and per peer for alltoall.
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from collscope.errors import ConfigError
+from collscope.vocab.ops import SPLIT_OPS
 
 __all__ = ["size_ladder", "size_list", "call_count", "SPLIT_OPS"]
 
-SPLIT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
 """Collectives whose total size is split evenly across ranks."""
 
 

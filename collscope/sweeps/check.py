@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, get_args
 
-from ..errors import ConfigError
-from .knobs import validate_env, validate_setting
-from .spec import DEFAULT, EngineName, SweepSpec
+from collscope.errors import ConfigError
+from collscope.sweeps.spec import DEFAULT, EngineName, SweepSpec
+from collscope.vocab.knobs import validate_env, validate_setting
 
 __all__ = ["check_spec", "grid_values", "grid_from", "KNOWN_OPS"]
 

@@ -14,11 +14,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import ConfigError
-from ..topo.model import NodeTopology
-from ..topo.rates import gpu_generation
-from .knobs import DYNAMIC_RULES, KNOBS
-from .nccl_select import (
+from collscope.errors import ConfigError
+from collscope.sweeps.spec import SweepSpec
+from collscope.topo.model import NodeTopology
+from collscope.topo.rates import gpu_generation
+from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS
+from collscope.vocab.nccl import (
     ALGORITHMS,
     ALGOS_FOR_FUNC,
     OP_FUNC,
@@ -29,8 +30,7 @@ from .nccl_select import (
     parse_selection,
     per_function_syntax,
 )
-from .ompi_algos import OMPI_ALGORITHMS
-from .spec import SweepSpec
+from collscope.vocab.ompi import OMPI_ALGORITHMS
 
 __all__ = ["PlanContext", "skip_reason", "parse_nccl_version", "collnet_plugin_hint", "nvls_capable"]
 

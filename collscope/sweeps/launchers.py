@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal, get_args
 
-from ..collectives.bench_spec import BENCH_DTYPES, BENCH_OPS
-from ..collectives.nccl_tests import NCCL_TESTS_DTYPES, NcclTestsSpec, binary_name, nccl_tests_argv
-from ..errors import ConfigError, ParseError
-from .spec import Point, SweepSpec
+from collscope.collectives.nccl_tests.run import NCCL_TESTS_DTYPES, NcclTestsSpec, binary_name, nccl_tests_argv
+from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
+from collscope.errors import ConfigError, ParseError
+from collscope.sweeps.spec import Point, SweepSpec
 
 __all__ = ["LaunchCommand", "LaunchOptions", "LauncherKind", "MpiFlavour", "SrunMpi", "build_launch", "bench_argv",
            "nccl_tests_spec_for", "rank_timeout_s", "detect_mpi_flavour", "ROOT_ENV"]
@@ -127,7 +127,7 @@ class LaunchOptions:
     """Engine torch under mpirun or srun: ``MASTER_PORT``; otherwise derived from the job id (see ranks.py)."""
     nccl_tests_binary: str | None = None
     """Engine nccl-tests: the point's ``<op>_perf`` (or ``_mpi``) binary, resolved by the caller with
-    :func:`~collscope.collectives.nccl_tests.find_nccl_tests_binary` so this module stays pure."""
+    :func:`~collscope.collectives.nccl_tests.run.find_nccl_tests_binary` so this module stays pure."""
     rank_timeout_s: float | None = None
     """The per-rank program's own timeout (``--timeout``, nccl-tests ``-T``); ``None``: 90 % of the spec's."""
     extra_args: tuple[str, ...] = ()

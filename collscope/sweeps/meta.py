@@ -11,8 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, proc
-from ..errors import CollscopeError
+from collscope import __version__, proc
+from collscope.errors import CollscopeError
 
 __all__ = ["sweep_meta", "topology_hash"]
 
@@ -37,10 +37,10 @@ def _first_line(argv: list[str]) -> str | None:
 
 def topology_hash(topo_paths: list[str] | None) -> str | None:
     """sha256 of the node model built from the captures (or of this node's live capture), else None."""
-    from ..topo.capture import NoGpuToolsError, capture_live
-    from ..topo.detect import load_captures
-    from ..topo.node import build_node
-    from ..topo.render import node_to_json
+    from collscope.topo.capture import NoGpuToolsError, capture_live
+    from collscope.topo.detect import load_captures
+    from collscope.topo.node import build_node
+    from collscope.topo.render import node_to_json
 
     try:
         captures = load_captures([Path(p) for p in topo_paths]) if topo_paths else capture_live()
@@ -53,7 +53,7 @@ def topology_hash(topo_paths: list[str] | None) -> str | None:
 
 
 def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> dict[str, Any]:
-    from ..collectives.ranks import expand_nodelist
+    from collscope.collectives.ranks import expand_nodelist
 
     hosts = [socket.gethostname()]
     nodelist = os.environ.get("SLURM_JOB_NODELIST")

@@ -17,14 +17,14 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
-from ..topo.model import NodeTopology
-from ..units import parse_size
-from .check import check_spec, grid_from, grid_values
-from .constraints import PlanContext, collnet_plugin_hint, parse_nccl_version, skip_reason
-from .knobs import requires, validate_env
-from .presets import PRESETS, preset
-from .spec import DEFAULT, Plan, Point, SkippedPoint, SweepSpec, point_id_for
+from collscope.errors import ConfigError
+from collscope.sweeps.check import check_spec, grid_from, grid_values
+from collscope.sweeps.constraints import PlanContext, collnet_plugin_hint, parse_nccl_version, skip_reason
+from collscope.sweeps.presets import PRESETS, preset
+from collscope.sweeps.spec import DEFAULT, Plan, Point, SkippedPoint, SweepSpec, point_id_for
+from collscope.topo.model import NodeTopology
+from collscope.units import parse_size
+from collscope.vocab.knobs import requires, validate_env
 
 __all__ = ["plan_sweep", "load_spec", "spec_from_dict", "check_spec", "grid_values", "PRESETS", "preset"]
 

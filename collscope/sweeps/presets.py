@@ -11,11 +11,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ConfigError
-from ..topo.model import NodeTopology
-from .check import check_spec
-from .knobs import ompi_algorithm_knob
-from .spec import DEFAULT, SweepSpec
+from collscope.errors import ConfigError
+from collscope.sweeps.check import check_spec
+from collscope.sweeps.spec import DEFAULT, SweepSpec
+from collscope.topo.model import NodeTopology
+from collscope.vocab.knobs import ompi_algorithm_knob
 
 __all__ = ["PRESETS", "preset", "NCCL_DEBUG_ENV"]
 

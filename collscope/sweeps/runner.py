@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import proc
-from ..collectives.nccl_log import parse_nccl_log
-from ..collectives.nccl_log_effects import forced_setting_effects
-from ..collectives.nccl_tests import find_nccl_tests_binary
-from ..collectives.nccl_tests_parse import parse_nccl_tests
-from ..collectives.record import Measurement, read_jsonl, write_jsonl
-from ..errors import CollscopeError, ConfigError, ParseError
-from .launchers import LaunchOptions, build_launch
-from .spec import Plan, Point, SweepSpec
-from .store import ResultsDir
+from collscope import proc
+from collscope.collectives.nccl_log.effects import forced_setting_effects
+from collscope.collectives.nccl_log.parse import parse_nccl_log
+from collscope.collectives.nccl_tests.parse import parse_nccl_tests
+from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
+from collscope.collectives.record import Measurement, read_jsonl, write_jsonl
+from collscope.errors import CollscopeError, ConfigError, ParseError
+from collscope.results.store import ResultsDir
+from collscope.sweeps.launchers import LaunchOptions, build_launch
+from collscope.sweeps.spec import Plan, Point, SweepSpec
 
 __all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "run_sweep", "select_shard"]
 
@@ -95,7 +95,7 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
             outcome.commands.append(f"# skipped {skipped.op} {skipped.settings}: {skipped.reason}")
         return outcome
 
-    results.prepare(plan, meta or {})
+    results.prepare(plan.sweep_id, plan.spec.to_dict(), plan.to_dict(), meta or {})
     failures = results.failures()
     todo = [p for p in points if not results.is_done(p.point_id)
             and (options.retry_failed or p.point_id not in failures)]

@@ -12,11 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from collscope.vocab.configs import DEFAULT
+
 __all__ = ["SweepSpec", "Point", "SkippedPoint", "Plan", "point_id_for", "DEFAULT"]
 
 EngineName = Literal["mpi", "torch", "nccl-tests"]
 
-DEFAULT = ""
 """A grid value meaning "leave this variable unset" (NCCL's/Open MPI's own choice)."""
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .naming import natural_key
-from .paths import is_nvlink
+from collscope.topo.naming import natural_key
+from collscope.topo.paths import is_nvlink
 
 if TYPE_CHECKING:
-    from .model import NodeTopology
+    from collscope.topo.model import NodeTopology
 
 __all__ = ["topology_warnings"]
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, proc
-from ..atomic import write_text_atomic
-from ..errors import CollscopeError, ParseError, ToolMissingError
-from .detect import add_capture
-from .node import NodeCaptures
+from collscope import __version__, proc
+from collscope.atomic import write_text_atomic
+from collscope.errors import CollscopeError, ParseError, ToolMissingError
+from collscope.topo.detect import add_capture
+from collscope.topo.node import NodeCaptures
 
 __all__ = ["TOOLS", "CaptureTool", "capture_raw", "captures_from_raw", "collect_to_dir", "NoGpuToolsError"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParseError
-from .detect import detect_format, load_captures, read_capture_text
-from .ibnetdiscover import IbFabric, parse_ibnetdiscover
-from .model import NodeTopology
-from .naming import natural_key
-from .node import build_node
+from collscope.errors import ParseError
+from collscope.topo.detect import detect_format, load_captures, read_capture_text
+from collscope.topo.infiniband.fabric import IbFabric, parse_ibnetdiscover
+from collscope.topo.model import NodeTopology
+from collscope.topo.naming import natural_key
+from collscope.topo.node import build_node
 
 __all__ = ["Rail", "Cluster", "load_cluster", "build_cluster"]
 
@@ -42,7 +42,7 @@ class Cluster:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        from .render import node_to_json
+        from collscope.topo.render import node_to_json
 
         per_node = {}
         for host, node in self.nodes.items():

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParseError
-from . import ibnetdiscover as ibnd
-from . import infiniband as ib
-from . import nccl_xml as xml
-from . import nvidia_smi as nvsmi
-from .node import NodeCaptures
+from collscope.errors import ParseError
+from collscope.topo.infiniband import fabric as ibnd
+from collscope.topo.infiniband import host as ib
+from collscope.topo.nccl_xml import parse as xml
+from collscope.topo.node import NodeCaptures
+from collscope.topo.nvidia_smi import queries as nvsmi
 
 __all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text"]
 

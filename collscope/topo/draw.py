@@ -13,10 +13,10 @@ from typing import Any
 
 import networkx as nx
 
-from .model import NodeTopology
-from .naming import natural_key
-from .rates import gpu_generation
-from .schema import nodes_of_kind
+from collscope.topo.model import NodeTopology
+from collscope.topo.naming import natural_key
+from collscope.topo.rates import gpu_generation
+from collscope.topo.schema import nodes_of_kind
 
 __all__ = ["layout", "draw_png", "write_graphml", "write_dot"]
 

@@ -13,9 +13,9 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
-from .naming import natural_key
-from .paths import is_nvlink, nvlink_count, path_rank
-from .schema import nodes_of_kind
+from collscope.topo.naming import natural_key
+from collscope.topo.paths import is_nvlink, nvlink_count, path_rank
+from collscope.topo.schema import nodes_of_kind
 
 __all__ = ["NodeTopology"]
 
@@ -34,8 +34,8 @@ class NodeTopology:
     """Name of the bundled sample when this is not a real capture of a machine."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Captures that describe more than the node's hardware: ``nccl_graphs`` (NCCL_GRAPH_DUMP_FILE,
-    :class:`~collscope.topo.nccl_xml.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
-    :class:`~collscope.topo.ibnetdiscover.IbFabric`)."""
+    :class:`~collscope.topo.nccl_xml.parse.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
+    :class:`~collscope.topo.infiniband.fabric.IbFabric`)."""
 
     # ---- inventory -------------------------------------------------------------------------
     @property
@@ -159,7 +159,7 @@ class NodeTopology:
 
     # ---- reports ---------------------------------------------------------------------------
     def warnings(self) -> list[str]:
-        from .advice import topology_warnings
+        from collscope.topo.advice import topology_warnings
 
         return topology_warnings(self)
 

@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .build_matrix import graph_from_matrix
-from .ibnetdiscover import IbFabric
-from .infiniband import Hca, NetdevMap, merge_netdevs
-from .model import NodeTopology
-from .nccl_xml import NcclGraphs, NcclTopoXml
-from .nvidia_smi import GpuInfo, NvLink, TopoMatrix
-from .rates import GpuGeneration, gpu_generation, nic_gbps, pcie_gbps
-from .schema import add_device
-from .xml_graph import add_xml_topology
+from collscope.topo.infiniband.fabric import IbFabric
+from collscope.topo.infiniband.host import Hca, NetdevMap, merge_netdevs
+from collscope.topo.model import NodeTopology
+from collscope.topo.nccl_xml.graph import add_xml_topology
+from collscope.topo.nccl_xml.parse import NcclGraphs, NcclTopoXml
+from collscope.topo.nvidia_smi.graph import graph_from_matrix
+from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
+from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, pcie_gbps
+from collscope.topo.schema import add_device
 
 __all__ = ["NodeCaptures", "build_node"]
 
@@ -47,8 +47,8 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     """The node model. ``gpu`` names the GPU model when the captures do not (``"H100"``)."""
     generation: GpuGeneration | None = gpu_generation(gpu) if gpu else None
     if gpu and generation is None:
-        from ..errors import ConfigError
-        from .rates import GENERATIONS
+        from collscope.errors import ConfigError
+        from collscope.topo.rates import GENERATIONS
 
         raise ConfigError(f"unknown GPU {gpu!r}; known: {', '.join(g.name for g in GENERATIONS)}")
     models = {f"GPU{info.index}": info.name for info in captures.gpu_info}

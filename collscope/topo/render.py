@@ -7,7 +7,7 @@ from typing import Any
 
 import networkx as nx
 
-from .model import NodeTopology
+from collscope.topo.model import NodeTopology
 
 __all__ = ["node_to_json", "node_summary_text"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ..errors import ConfigError
+from collscope.errors import ConfigError
 
 __all__ = ["DEFAULT_SAMPLE", "sample_names", "sample_path"]
 

@@ -68,6 +68,6 @@ def add_link(
 
 def nodes_of_kind(graph: nx.Graph, kind: str) -> list[str]:
     """Names of the nodes of one kind, in natural order (GPU2 before GPU10, mlx5_2 before mlx5_10)."""
-    from .naming import natural_key
+    from collscope.topo.naming import natural_key
 
     return sorted((n for n, d in graph.nodes(data=True) if d.get("kind") == kind), key=natural_key)

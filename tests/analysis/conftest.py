@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from collscope.collectives.record import Measurement
-from collscope.sweeps.store import ResultsDir
+from collscope.results.store import ResultsDir
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIB = 1 << 20

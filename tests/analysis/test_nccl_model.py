@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from collscope.analysis.models import LinkParams
-from collscope.analysis.nccl_constants import nccl_constants
-from collscope.analysis.nccl_model import (
+from collscope.analysis.nccl_model.constants import nccl_constants
+from collscope.analysis.nccl_model.model import (
     NcclGraph,
     NcclGraphInputs,
     nccl_bandwidth,
@@ -18,7 +18,7 @@ from collscope.analysis.nccl_model import (
     nccl_predictions,
     nccl_time_us,
 )
-from collscope.analysis.nccl_search import graph_inputs_from_topology, search_channels
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology, search_channels
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
 from collscope.topo.detect import load_captures

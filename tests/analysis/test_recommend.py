@@ -1,4 +1,4 @@
-"""collscope.analysis.recommend on planted synthetic results, its three renderers, and `collscope recommend`.
+"""collscope.analysis.recommend.core on planted synthetic results, its three renderers, and `collscope recommend`.
 
 Golden files: ``tests/analysis/golden/*`` hold rendered outputs. After an intended change, regenerate them with
 ``COLLSCOPE_UPDATE_GOLDEN=1 python -m pytest tests/analysis/test_recommend.py`` and review the diff.
@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.analysis.load import load_results
-from collscope.analysis.recommend import RecommendOptions, recommend, render_json
-from collscope.analysis.recommend_env import human_size, percent, render_env
-from collscope.analysis.recommend_tuner import TUNER_COLUMNS, render_tuner, tuner_rules
+from collscope.analysis.recommend.core import RecommendOptions, recommend, render_json
+from collscope.analysis.recommend.env import human_size, percent, render_env
+from collscope.analysis.recommend.tuner import TUNER_COLUMNS, render_tuner, tuner_rules
 from collscope.cli import main
 from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError
@@ -313,7 +313,7 @@ def fake_loader(monkeypatch):
     def load_results(paths):
         return pd.concat([frames[Path(p).name] for p in paths], ignore_index=True)
 
-    monkeypatch.setattr("collscope.cli_recommend.load_results", load_results)
+    monkeypatch.setattr("collscope.cli.recommend.load_results", load_results)
     return frames
 
 
@@ -425,8 +425,8 @@ def test_load_results_directory_with_unapplied_and_failed_points(tmp_path):
 def test_single_repeat_wins_carry_a_warning():
     import pandas as pd
 
-    from collscope.analysis.recommend import recommend
-    from collscope.analysis.recommend_env import render_env
+    from collscope.analysis.recommend.core import recommend
+    from collscope.analysis.recommend.env import render_env
 
     rows = []
     for config, bw in (("default", 10.0), ("NCCL_ALGO=Tree", 20.0)):

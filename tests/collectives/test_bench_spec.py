@@ -9,7 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collscope.cli import main
-from collscope.collectives.bench_spec import (
+from collscope.collectives.harness.mpi import parse_ompi_cuda_support
+from collscope.collectives.sizes import call_count, size_ladder
+from collscope.collectives.spec import (
     BENCH_DTYPES,
     BENCH_OPS,
     ELEM_SIZE,
@@ -19,8 +21,6 @@ from collscope.collectives.bench_spec import (
     expected_result,
     pattern,
 )
-from collscope.collectives.mpi_bench import parse_ompi_cuda_support
-from collscope.collectives.sizes import call_count, size_ladder
 from collscope.errors import ConfigError
 
 
@@ -121,7 +121,7 @@ def test_expected_results_match_a_literal_simulation(op, redop):
 def test_patterns_are_rank_dependent_and_exact_in_every_dtype(dtype):
     assert not np.array_equal(pattern(0, 16, dtype), pattern(1, 16, dtype))
     torch = pytest.importorskip("torch")
-    from collscope.collectives.torch_bench import torch_dtype
+    from collscope.collectives.harness.torch import torch_dtype
 
     total = expected_result("all_reduce", rank=0, nranks=42, count=64, dtype=dtype)
     exact = torch.from_numpy(total).to(torch_dtype(dtype)).double().numpy()

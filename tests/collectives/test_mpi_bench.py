@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from collscope.collectives.bench_spec import BENCH_OPS
 from collscope.collectives.record import busbw_factor
+from collscope.collectives.spec import BENCH_OPS
 from tests.collectives.launch import clean_env, collscope_program, mpirun_argv, need_mpi, records, run
 
 SIZES = ["-b", "8", "-e", "64K", "-f", "4"]  # 8, 32, ..., 32768: 7 sizes

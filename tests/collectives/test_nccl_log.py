@@ -12,7 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.cli import main
-from collscope.collectives.nccl_log import (
+from collscope.collectives.nccl_log.effects import allowed_names
+from collscope.collectives.nccl_log.lines import split_line
+from collscope.collectives.nccl_log.messages import parse_connection, parse_ring_order, parse_trees
+from collscope.collectives.nccl_log.parse import (
     NcclLog,
     algorithms_used,
     forced_setting_effects,
@@ -21,10 +24,7 @@ from collscope.collectives.nccl_log import (
     protocols_used,
     read_nccl_log,
 )
-from collscope.collectives.nccl_log_effects import allowed_names
-from collscope.collectives.nccl_log_lines import split_line
-from collscope.collectives.nccl_log_messages import parse_connection, parse_ring_order, parse_trees
-from collscope.collectives.nccl_log_tuning import normalize_algorithm, parse_algo_choice
+from collscope.collectives.nccl_log.tuning import normalize_algorithm, parse_algo_choice
 from collscope.errors import ParseError
 from tests.corpus import CORPUS, corpus_params, skip_reason, strip_corpus_header
 

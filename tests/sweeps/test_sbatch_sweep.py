@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from collscope.collectives.record import read_jsonl
-from collscope.sweeps.store import ResultsDir
+from collscope.results.store import ResultsDir
 from tests.sweeps.test_slurm_scripts import slurm, slurm_env, submit_and_wait  # noqa: F401  (slurm: fixture)
 
 REPO = Path(__file__).resolve().parents[2]

@@ -161,7 +161,7 @@ def test_collect_then_show_and_cluster(tmp_path):
 
 
 def test_cluster_rails_from_ibnetdiscover(tmp_path):
-    from collscope.topo.ibnetdiscover import parse_ibnetdiscover
+    from collscope.topo.infiniband.fabric import parse_ibnetdiscover
 
     fabric_text = (FIXTURES / "infiniband" / "ibnetdiscover-2leaf-1spine-hdr.txt").read_text()
     fabric = parse_ibnetdiscover(fabric_text)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ParseError
-from collscope.topo import ibnetdiscover as nd
-from collscope.topo import infiniband as ib
+from collscope.topo.infiniband import fabric as nd
+from collscope.topo.infiniband import host as ib
 from collscope.topo.naming import natural_key
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 

@@ -8,7 +8,7 @@ import pytest
 
 from collscope.topo.detect import load_captures
 from collscope.topo.node import NodeCaptures, build_node
-from collscope.topo.nvidia_smi import parse_gpu_query_csv, parse_topo_matrix
+from collscope.topo.nvidia_smi.queries import parse_gpu_query_csv, parse_topo_matrix
 from collscope.topo.samples import sample_path
 
 LEGEND = """

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ParseError
-from collscope.topo.nvidia_smi import (
+from collscope.topo.nvidia_smi.queries import (
     GpuInfo,
     NvLink,
     TopoMatrix,

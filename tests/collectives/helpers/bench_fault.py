@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 from collscope.cli import main
-from collscope.collectives import mpi_bench, torch_bench
+from collscope.collectives.harness import mpi as mpi_bench
+from collscope.collectives.harness import torch as torch_bench
 from collscope.collectives.ranks import rank_info
 
 

@@ -1,0 +1,1 @@
+"""collscope.analysis.nccl_model.model."""

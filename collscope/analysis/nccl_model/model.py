@@ -1,0 +1,349 @@
+"""NCCL's own cost model: bandwidth and latency per (collective, algorithm, protocol), time per size, the choice.
+
+Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``) and ``src/enqueue.cc`` (``ncclTopoGetAlgoTime``,
+``topoGetAlgoInfo``) of NCCL 2.30.7 as described in ``../shared/reference/nccl-facts.md`` sections 1.4 (bandwidth),
+1.5 (latency), 1.6 (time, tree correction, plateau, choice), and 1.7 for ``version="2.19"``. Inputs are the
+per-algorithm graphs NCCL's topology search produces (:class:`NcclGraphInputs`); :mod:`.nccl_search` approximates
+that search from a topology.
+
+Not modelled: tuner plugins, ``NCCL_THREAD_THRESHOLDS`` / channel reduction after the choice, FP8 penalties,
+CollNet plugins that implement iallgather/ireducescatter (multi-node NVLS/CollNet AllGather/ReduceScatter are off),
+the CUDA 11.8 sm90 2-rank LL128 exception, aggregated operations (one operation per launch: latCount = 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from collscope.analysis.models import Prediction, make_prediction
+from collscope.analysis.nccl_model.constants import (
+    ALGOS,
+    PATH_TYPES,
+    PROTOS,
+    TREE_CORRECTION,
+    compcap_index,
+    nccl_constants,
+)
+from collscope.errors import ConfigError
+
+__all__ = [
+    "NcclGraph",
+    "NcclGraphInputs",
+    "NcclChoice",
+    "NCCL_OPS",
+    "nccl_bandwidth",
+    "nccl_latency_us",
+    "nccl_time_us",
+    "nccl_predictions",
+    "nccl_choice",
+]
+
+NCCL_OPS: dict[str, str] = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
+                            "broadcast": "Broadcast", "reduce": "Reduce"}
+"""collscope op -> NCCL function (``ncclFuncStr``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclGraph:
+    """One graph of NCCL's topology search (what ``NCCL_DEBUG_SUBSYS=GRAPH`` prints, nccl-facts 1.3)."""
+
+    n_channels: int
+    bw_intra: float
+    """GB/s per channel inside a node."""
+    bw_inter: float
+    """GB/s per channel between nodes."""
+    type_intra: str = "NVL"
+    """Path type inside the node, one of :data:`PATH_TYPES`."""
+    type_inter: str = "PIX"
+    """Path type from GPU to NIC."""
+    pattern: Literal["ring", "balanced_tree", "split_tree", "tree", "nvls", "collnet_direct"] = "ring"
+    same_channels: bool = True
+    latency_inter_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("type_intra", "type_inter"):
+            if getattr(self, name) not in PATH_TYPES:
+                raise ConfigError(f"{name} {getattr(self, name)!r} is not an NCCL path type; valid: "
+                                  f"{', '.join(PATH_TYPES)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclGraphInputs:
+    """Everything NCCL's tuning model reads from the communicator."""
+
+    nranks: int
+    nnodes: int
+    sm: int
+    """The smallest compute capability x 10 in the communicator."""
+    ring: NcclGraph
+    tree: NcclGraph
+    """Used by Tree and PAT."""
+    nvls: NcclGraph | None = None
+    """Used by NVLS and NVLSTree; None without NVLS support (needs sm90+ and NVSwitch)."""
+    collnet_direct: NcclGraph | None = None
+    collnet_chain: NcclGraph | None = None
+    collnet_enabled: bool = False
+    """NCCL_COLLNET_ENABLE (SHARP plugin present); off by default."""
+    nvswitch: bool = False
+    cpu_vendor: Literal["intel", "amd", "other"] = "intel"
+    source: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ppn(self) -> float:
+        return self.nranks / self.nnodes
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclChoice:
+    """What NCCL's model picks for one size: the (algorithm, protocol) of the smallest time."""
+
+    size_bytes: int
+    algo: str
+    proto: str
+    time_us: float
+    busbw_gbps: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _func(op: str) -> str:
+    if op not in NCCL_OPS:
+        raise ConfigError(f"NCCL's model has no collective {op!r}; valid: {', '.join(NCCL_OPS)}")
+    return NCCL_OPS[op]
+
+
+def _graph(inputs: NcclGraphInputs, algo: str) -> NcclGraph | None:
+    return {"Tree": inputs.tree, "Ring": inputs.ring, "CollNetDirect": inputs.collnet_direct,
+            "CollNetChain": inputs.collnet_chain, "NVLS": inputs.nvls, "NVLSTree": inputs.nvls,
+            "PAT": inputs.tree}[algo]
+
+
+def _nsteps(func: str, n: int) -> int:
+    return 2 * (n - 1) if func == "AllReduce" else n - 1 if func in ("AllGather", "ReduceScatter") else n
+
+
+def _log2i(x: int) -> int:
+    return x.bit_length() - 1 if x > 0 else -1
+
+
+def _modelled(func: str, algo: str, proto: str) -> bool:
+    """nccl-facts 1.4 item 1: which (collective, algorithm, protocol) NCCL puts in its table."""
+    if func in ("Broadcast", "Reduce") and algo != "Ring":
+        return False
+    if func in ("AllGather", "ReduceScatter") and algo not in ("PAT", "Ring", "NVLS", "CollNetDirect"):
+        return False
+    if func == "AllReduce" and algo == "PAT":
+        return False
+    return not (algo in ("NVLS", "NVLSTree", "PAT") and proto != "Simple")
+
+
+def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclGraph) -> bool:
+    """nccl-facts 1.4 item 7 and 1.4 item 1 (PAT auto-enable): the default enable rules."""
+    if algo == "PAT" and (inputs.sm < 60 or inputs.ppn != 1):
+        return False
+    if algo == "NVLSTree" and inputs.nnodes == 1:
+        return False
+    if not inputs.collnet_enabled and (algo in ("CollNetDirect", "CollNetChain") or
+                                       (algo == "NVLS" and inputs.nnodes > 1)):
+        return False
+    if algo == "CollNetDirect" and not inputs.nvswitch:
+        return False
+    if proto == "LL128":
+        limit = "PXN" if inputs.sm >= 90 else "PXB"
+        ok = PATH_TYPES.index(g.type_inter) <= PATH_TYPES.index(limit)
+        ok = ok and PATH_TYPES.index(g.type_intra) <= PATH_TYPES.index("NVB") and inputs.sm >= 70
+        if not ok:
+            return False
+    return True
+
+
+def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
+    """The table bandwidth NCCL stores for (op, algo, proto), GB/s: algorithm bandwidth, except non-Ring
+    AllGather/ReduceScatter which keep bus bandwidth (nccl-facts 1.4 item 6); 0 when not used."""
+    func = _func(op)
+    c = nccl_constants(version)
+    if algo not in c.algos or proto not in PROTOS:
+        raise ConfigError(f"unknown NCCL algorithm/protocol {algo}/{proto}; valid: {', '.join(c.algos)} x "
+                          f"{', '.join(PROTOS)}")
+    g = _graph(inputs, algo)
+    if g is None or g.n_channels == 0 or not _modelled(func, algo, proto) or not _enabled(inputs, func, algo,
+                                                                                         proto, g):
+        return 0.0
+    n, nodes, ppn = inputs.nranks, inputs.nnodes, inputs.ppn
+    cc = compcap_index(inputs.sm)
+    scale = nodes - 1 if nodes <= 2 else 2
+    ll_row = cc if nodes == 1 else (1 if inputs.cpu_vendor == "amd" else 0)
+    ll_max = c.ll_max_bw[ll_row][scale]
+    old = version == "2.19"
+    collnet = algo in ("CollNetDirect", "CollNetChain")
+    bw = g.bw_intra if nodes <= 2 or collnet else g.bw_inter
+    if algo in ("NVLS", "NVLSTree"):
+        if g.n_channels < 2:
+            return 0.0
+        if old:  # 1.7: NVLS min(bwIntra, bwInter); NVLSTree min(bwIntra, N <= 2 ? bwInter : bwInter / 2)
+            inter = g.bw_inter if algo == "NVLS" or nodes <= 2 else g.bw_inter / 2
+            bw = min(g.bw_intra, inter)
+        else:  # 1.4 item 4
+            intra = g.bw_intra * c.nvls_efficiency[cc] * (g.n_channels - 1) / g.n_channels
+            intra *= 2.0 if func == "AllReduce" else (ppn - 1) / ppn
+            inter = g.bw_inter * (2 if nodes <= 2 and algo == "NVLSTree" else 1)
+            cap = c.per_ch_max_nvls_tree_bw[cc][scale] if algo == "NVLSTree" else math.inf
+            bw = min(intra, inter, cap)
+    bus = g.n_channels * bw
+    # 1.4 item 5 refinements (1.7 for 2.19)
+    if algo == "Ring" and proto == "LL":
+        factor = (0.25 if nodes > 1 and func in ("AllReduce", "Reduce") else 1 / 3) if old else 0.5
+        bus = min(ll_max, bus * factor)
+    if algo == "Ring" and proto == "LL128":
+        bus = min(bus * (0.7 if old and ppn < 2 else 0.92), g.n_channels * c.per_ch_max_ring_ll128_bw[cc][scale])
+    if algo == "Tree" and func == "AllReduce":
+        bus = min(bus * 0.92, g.n_channels * c.per_ch_max_tree_bw[cc][scale])
+    if algo == "Tree" and proto == "LL":
+        bus = min(bus / 3.8, ll_max)
+    if algo == "Tree" and proto == "LL128":
+        bus = min(bus * (7 / 9 if nodes == 1 else 120 / 128), g.n_channels * c.per_ch_max_tree_ll128_bw[cc][scale])
+    if algo == "Tree" and g.pattern == "tree":
+        bus *= 0.85
+    if algo == "PAT":
+        bus *= 0.75
+    if collnet and proto != "Simple":
+        return 0.0
+    if algo == "CollNetDirect":
+        if func in ("AllGather", "ReduceScatter"):
+            bus = ppn * min(g.bw_intra, 0.9 * g.bw_inter)
+        else:
+            f = ppn / g.n_channels
+            f -= (f - 1) / 2
+            bus /= f
+            if inputs.sm >= 90:
+                bus *= 0.85
+    if algo in ("NVLS", "CollNetDirect") and func in ("AllGather", "ReduceScatter") and nodes > 1:
+        return 0.0  # needs a CollNet plugin with iallgather/ireducescatter: not modelled
+    # 1.4 item 6: bus -> algorithm bandwidth
+    if not (algo != "Ring" and func in ("AllGather", "ReduceScatter")):
+        if algo == "Ring" or (algo in ("NVLS", "NVLSTree") and not old):
+            bus *= n / _nsteps(func, n)
+        elif algo in ("NVLS", "NVLSTree"):
+            bus *= 5 / 6
+        else:
+            bus *= 0.5
+    return bus
+
+
+def nccl_latency_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
+    """The latency NCCL stores for (op, algo, proto), us (nccl-facts 1.5)."""
+    func = _func(op)
+    c = nccl_constants(version)
+    g = _graph(inputs, algo) or inputs.ring
+    p = PROTOS.index(proto)
+    n, nodes = inputs.nranks, inputs.nnodes
+    ppn = n // nodes
+    intra_hw = "NVLINK" if g.type_intra == "NVL" else "PCI"
+    hw = intra_hw if nodes == 1 else "NET"
+    lat = c.base_latency_us[algo][p]
+    intra = c.hw_latency_us[intra_hw][algo][p]
+    inter = c.hw_latency_us["NET"]["Tree" if ppn == 1 else algo][p] + g.latency_inter_us
+    if proto == "Simple":
+        inter += g.latency_inter_us  # the flush
+    nsteps = _nsteps(func, n)
+    if algo == "Ring":
+        if func in ("Broadcast", "Reduce"):
+            step = c.hw_latency_us[hw]["Ring"][p]
+            if g.same_channels:
+                return lat + step
+            if proto == "Simple":
+                step = c.hw_latency_us[hw]["Tree"][p]
+            return lat + nsteps * step
+        overhead = 0.0
+        if nodes > 1:
+            overhead = (2.0 if inputs.cpu_vendor == "amd" else 1.0) * (3 if proto == "Simple" else 1)
+        intra = max(intra, overhead)
+        if nodes == 1:
+            n_inter = 0
+        elif func == "AllReduce":
+            n_inter = 2 * nodes if version == "2.19" else 2 * (nodes - 1)
+        else:
+            n_inter = nodes - 1
+        return lat + (nsteps - n_inter) * intra + n_inter * inter
+    if algo == "Tree":
+        return lat + (2 * ((ppn - 1) * intra + _log2i(nodes) * inter) if func == "AllReduce" else 0.0)
+    if algo == "CollNetDirect":
+        return lat + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter
+    if algo == "CollNetChain":
+        return lat + 2 * (ppn - 1) * intra + inter
+    if algo == "NVLS":
+        return intra + (inter if nodes > 1 else 0.0)
+    if algo == "NVLSTree":
+        return lat + intra + 2 * _log2i(nodes) * inter
+    if algo == "PAT" and func in ("AllGather", "ReduceScatter"):
+        return lat + _log2i(nodes) * inter / 3.5 + n * 2.8
+    return lat
+
+
+def nccl_time_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
+                 version: str = "2.30") -> float | None:
+    """``lat + nBytes / (1000 bw)`` with the tree correction and the ring plateau (nccl-facts 1.6); None when
+    (algo, proto) is not used for ``op`` here."""
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
+    if bw <= 0:
+        return None
+    lat = nccl_latency_us(inputs, op, algo, proto, version=version)
+    func = _func(op)
+    log_size = _log2i(int(size_bytes) >> 6)
+    if algo == "Tree" and func == "AllReduce" and 0 <= log_size < 23:
+        bw *= TREE_CORRECTION[proto][log_size]
+    if (algo == "NVLSTree" and func == "AllReduce" and 0 <= log_size < 24 and inputs.sm >= 100
+            and inputs.cpu_vendor in ("intel", "amd")):
+        bw *= TREE_CORRECTION[proto][log_size]
+    if (algo == "Ring" and proto == "Simple" and inputs.nnodes > 1 and func == "AllReduce"
+            and size_bytes // (inputs.ring.n_channels * inputs.nranks) >= 64):
+        lat *= 1.4 if inputs.sm >= 80 else 1.9  # plateau effect of ring
+    return lat + size_bytes / (1000 * bw)
+
+
+def _pairs(version: str, algos: Iterable[str] | None, protos: Iterable[str] | None) -> list[tuple[str, str]]:
+    c = nccl_constants(version)
+    want_a = list(c.algos) if algos is None else list(algos)
+    want_p = list(PROTOS) if protos is None else list(protos)
+    for a in want_a:
+        if a not in c.algos:
+            raise ConfigError(f"unknown NCCL algorithm {a!r} for NCCL {version}; valid: {', '.join(c.algos)}")
+    for p in want_p:
+        if p not in PROTOS:
+            raise ConfigError(f"unknown NCCL protocol {p!r}; valid: {', '.join(PROTOS)}")
+    return [(a, p) for a in ALGOS if a in want_a for p in PROTOS if p in want_p]
+
+
+def nccl_predictions(inputs: NcclGraphInputs, op: str, sizes: Iterable[int], *, version: str = "2.30",
+                     algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> list[Prediction]:
+    """Every enabled (algorithm, protocol) at every size, size-major, in NCCL's index order."""
+    pairs = _pairs(version, algos, protos)
+    out = []
+    for size in sizes:
+        for a, p in pairs:
+            t = nccl_time_us(inputs, op, a, p, size, version=version)
+            if t is not None:
+                out.append(make_prediction("nccl", a, p, op, size, t, inputs.nranks))
+    return out
+
+
+def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
+                algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
+    """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
+    ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO."""
+    best: Prediction | None = None
+    for pred in nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos):
+        if best is None or pred.time_us < best.time_us:
+            best = pred
+    if best is None:
+        raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
+    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
+                      busbw_gbps=best.busbw_gbps)

@@ -1,0 +1,172 @@
+"""An approximation of NCCL's topology search: the graphs (channels x per-channel bandwidth) its model reads.
+
+NCCL (``src/graph/search.cc``, nccl-facts 1.3) tries per-channel speeds from a list, highest first, and keeps the
+graph with the most ``nChannels x bw``; it stops when that reaches the GPU's total bandwidth. Here, instead of
+searching paths, a channel count is derived from bandwidth budgets:
+
+* **Totals in NCCL's units**: NVLink per GPU = links x NCCL's per-link constant (A100 12 x 20 = 240, H100
+  18 x 20.6 = 370.8 GB/s; ``GpuGeneration.nccl_nvlink_link_gbps``), else the GPU's PCIe link in NCCL's model
+  (Gen3/4/5/6 x16 = 12/24/48/96). The NIC path is min(NIC rate, GPU PCIe link).
+* **Ring** (and Tree, which NCCL searches with the Ring's channel count; taken equal here): for each speed s of
+  the list (intra-node list on one node, inter-node list across nodes, per sm) with s <= the largest path
+  bandwidth, ``nCh(s) = min(32, floor(total / s), NICs x floor(NIC path / s))`` (the NIC term across nodes only);
+  keep the best nCh x s, highest speed first on ties; stop when it reaches the total or when the next speed is
+  below 0.49 x the best's (NCCL's pass-1 rule). Then the duplication rule (``ncclTopoDupChannels``): if
+  s >= 25 and not (sm > 80 and s < 50 and nCh > 4), double the channels (up to 32) and halve s. Then pass 2
+  raises s while nCh x s still fits.
+  On a direct NVLink mesh (no NVSwitch) the largest path is one pair's links, total / (ppn - 1).
+* **NVLS** (sm90+, NVSwitch, NVLink): nCh = ppn (at most 32); each channel's head GPU carries 2 s and the others
+  s, so s is the largest speed with (ppn + 1) s <= total; NCCL's pass 2 then raises ``bwInter`` while it is
+  below 2 x ``bwIntra`` (on one node nothing else bounds it; across nodes the NIC path does).
+  Example: 8 x H100: 9 s <= 370.8 -> s = 40, bwInter 60; NVLS busBw = 8 x min(2 x 40 x 0.85 x 7/8, 60) = 476.
+* Path types: NVL inside a node with NVLink, PXB with PCIe only; PIX to the NIC. CPU vendor Intel.
+
+Worked results (see tests): 8 x H100 ring 6 x 60 -> duplicated 12 x 30 = 360 GB/s; 8 x A100 ring 6 x 40 ->
+12 x 20 = 240 GB/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collscope.analysis.models import LinkParams
+from collscope.analysis.nccl_model.constants import NCCL_PCI_X16_GBPS, speed_list
+from collscope.analysis.nccl_model.model import NcclGraph, NcclGraphInputs
+from collscope.errors import ConfigError
+from collscope.topo.rates import GpuGeneration, gpu_generation
+
+__all__ = ["graph_inputs_from_topology", "search_channels", "MAX_CHANNELS"]
+
+MAX_CHANNELS = 32
+"""Ring graph maxChannels = MAXCHANNELS / 2 (src/init.cc, MAXCHANNELS 64); NVLS arity at most 32."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    n_channels: int
+    bw: float
+
+
+def search_channels(speeds: tuple[float, ...], *, max_bw: float, total_bw: float, sm: int, nics: int = 0,
+                    nic_path_bw: float | None = None, duplicate: bool = True) -> tuple[int, float]:
+    """(nChannels, per-channel GB/s) of a ring-like graph by the budget rule in the module doc."""
+
+    def channels(s: float) -> int:
+        n = min(MAX_CHANNELS, int(total_bw / s + 1e-9))
+        if nic_path_bw is not None:
+            n = min(n, nics * int(nic_path_bw / s + 1e-9))
+        return n
+
+    i = 0
+    while i < len(speeds) - 1 and speeds[i] > max_bw:
+        i += 1
+    best: _Found | None = None
+    while True:
+        s = speeds[i]
+        n = channels(s)
+        if n >= 1 and (best is None or n * s > best.n_channels * best.bw + 1e-9):
+            best = _Found(n, s)
+        if best is not None and best.n_channels * best.bw >= total_bw - 1e-9:
+            break
+        if i + 1 < len(speeds) and (best is None or speeds[i + 1] / best.bw > 0.49):
+            i += 1
+        else:
+            break
+    if best is None:
+        return 0, 0.0
+    n_ch, bw = best.n_channels, best.bw
+    if duplicate and bw >= 25.0 and not (sm > 80 and bw < 50.0 and n_ch > 4):
+        dup = min(2 * n_ch, MAX_CHANNELS)
+        bw /= -(-dup // n_ch)
+        n_ch = dup
+    # pass 2: raise the speed while the same channel count still fits
+    higher = [s for s in speeds if s > bw]
+    for s in sorted(higher):
+        if s <= max_bw and n_ch * s <= total_bw + 1e-9 and channels(s) >= n_ch:
+            bw = s
+        else:
+            break
+    return n_ch, bw
+
+
+def _nvls_graph(speeds: tuple[float, ...], ppn: int, total: float, max_bw: float,
+                inter_cap: float | None) -> NcclGraph | None:
+    n_ch = min(ppn, MAX_CHANNELS)
+    fits = [s for s in speeds if s <= max_bw and (n_ch + 1) * s <= total + 1e-9]
+    if n_ch < 2 or not fits:
+        return None
+    intra = fits[0]
+    inter = intra
+    for s in sorted(s for s in speeds if s > intra):
+        if inter < 2 * intra and (inter_cap is None or s <= inter_cap):
+            inter = s
+        else:
+            break
+    return NcclGraph(n_channels=n_ch, bw_intra=intra, bw_inter=inter, type_intra="NVL", pattern="nvls",
+                     same_channels=False)
+
+
+def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | str | None = None, *,
+                               collnet: bool = False) -> NcclGraphInputs:
+    """NCCL's graph inputs for the ranks of ``params`` (see the module doc for the approximation).
+
+    ``generation`` overrides ``params.gpu``; ConfigError when neither names a GPU (CPU ranks have no NCCL model).
+    """
+    gen = gpu_generation(generation) if isinstance(generation, str) else generation
+    if gen is None and params.gpu:
+        gen = gpu_generation(params.gpu)
+    if gen is None:
+        raise ConfigError("NCCL's model needs the GPU generation: pass --gpu NAME (e.g. H100) or a topology "
+                          "whose capture names the GPU model")
+    sm, ppn, nodes = gen.sm, params.ppn, params.nnodes
+    multi = nodes > 1
+    notes: list[str] = []
+    nvlink = params.intra_link == "nvlink" and gen.nccl_nvlink_link_gbps > 0
+    if nvlink:
+        links = params.nvlinks_per_gpu or gen.nvlink_links
+        total = links * gen.nccl_nvlink_link_gbps
+        max_bw = total if params.nvswitch or ppn <= 2 else total / max(1, ppn - 1)
+        type_intra = "NVL"
+        src = f"NVLink {links} x {gen.nccl_nvlink_link_gbps:g} GB/s (NCCL's SM{sm} constant) = {total:g} GB/s"
+    else:
+        pcie_gen = params.pcie_gen or gen.pcie_gen
+        total = NCCL_PCI_X16_GBPS.get(pcie_gen, 12.0)
+        max_bw = total
+        type_intra = "PXB"
+        src = f"PCIe Gen{pcie_gen} x16 = {total:g} GB/s (NCCL's PCI model)"
+    nic_path = None
+    if multi:
+        if params.nic_gbps is None or params.nics_per_node == 0:
+            nic_path = params.bw_gbps
+            nics = 1
+            notes.append("no NIC in the topology: one NIC at the ring bandwidth assumed")
+        else:
+            gpu_pci = NCCL_PCI_X16_GBPS.get(params.pcie_gen or gen.pcie_gen, 12.0)
+            nic_path = min(params.nic_gbps, gpu_pci)
+            nics = params.nics_per_node
+        src += f"; NIC path {nic_path:g} GB/s x {nics} NIC(s)"
+        max_bw = min(max_bw, nic_path)
+    else:
+        nics = 0
+    speeds = speed_list(sm, multi_node=multi)
+    n_ch, bw = search_channels(speeds, max_bw=max_bw, total_bw=total, sm=sm, nics=nics, nic_path_bw=nic_path)
+    if n_ch == 0:
+        raise ConfigError(f"no NCCL channel fits these links ({src})")
+    ring = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX")
+    tree = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX",
+                     pattern="balanced_tree")
+    nvls = None
+    if nvlink and params.nvswitch and sm >= 90 and ppn >= 2:
+        nvls = _nvls_graph(speeds, ppn, total, total, nic_path)
+    chain = direct = None
+    if collnet:
+        chain = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, pattern="tree")
+        direct = NcclGraph(n_channels=min(ppn, MAX_CHANNELS), bw_intra=bw, bw_inter=bw, type_intra=type_intra,
+                           pattern="collnet_direct")
+        notes.append("CollNet graphs approximated by the ring's channels and speed")
+    src += f"; ring/tree {n_ch} x {bw:g} GB/s"
+    if nvls is not None:
+        src += f"; NVLS {nvls.n_channels} x {nvls.bw_intra:g}/{nvls.bw_inter:g} GB/s"
+    return NcclGraphInputs(nranks=params.nranks, nnodes=nodes, sm=sm, ring=ring, tree=tree, nvls=nvls,
+                           collnet_direct=direct, collnet_chain=chain, collnet_enabled=collnet,
+                           nvswitch=params.nvswitch, source=src, notes=tuple(notes))

@@ -1,0 +1,141 @@
+"""``collscope recommend --format tuner``: rules for NCCL's example tuner plugin, from a :class:`Recommendation`.
+
+Format (``reference/nccl-facts.md`` section 3; ``plugins/tuner/example`` of NCCL 2.27.5+): CSV without spaces,
+``#`` comments, columns ``collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,
+numPipeOps,regBuff``; lower-case names; inclusive byte ranges (nccl-tests' total size, NCCL's nBytes); the
+first matching line wins. One line per winning range of a group: the ranges of a group are disjoint and
+their edges are measured sizes, so the rules cover only sizes with evidence. Only a config that forces
+exactly one algorithm and one protocol (and optionally one channel count) is expressible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collscope.analysis.recommend.env import (
+    comment,
+    excluded_lines,
+    human_size,
+    percent,
+    provenance_lines,
+    selection_for,
+)
+from collscope.analysis.recommend.records import DEFAULT_CONFIG, GroupKey, Recommendation, SizeRange
+
+__all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "tuner_rules", "tuner_rule",
+           "render_tuner"]
+
+TUNER_COLUMNS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
+TUNER_COLLECTIVE = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+                    "broadcast": "broadcast", "reduce": "reduce"}
+"""collscope op -> the plugin's collective_type."""
+_ALGORITHM = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
+              "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
+_PROTOCOL = {"LL": "ll", "LL128": "ll128", "Simple": "simple"}
+_CHANNEL_PAIRS = (("NCCL_MIN_CTAS", "NCCL_MAX_CTAS"), ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"))
+
+
+class NotExpressible(ValueError):
+    """A winning config the tuner plugin cannot express; the message says why."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TunerRule:
+    """One CSV line; ``-1`` is the plugin's wildcard / keep-NCCL's value."""
+
+    collective: str
+    min_bytes: int
+    max_bytes: int
+    algorithm: str
+    protocol: str
+    channels: int = -1
+    nnodes: int = -1
+    nranks: int = -1
+    num_pipe_ops: int = -1
+    reg_buff: int = -1
+
+    def line(self) -> str:
+        return ",".join(str(v) for v in (self.collective, self.min_bytes, self.max_bytes, self.algorithm,
+                                          self.protocol, self.channels, self.nnodes, self.nranks,
+                                          self.num_pipe_ops, self.reg_buff))
+
+
+def _single(name: str, settings: dict[str, str], op: str) -> str:
+    value = settings.get(name)
+    if value is None:
+        raise NotExpressible(f"{name} is not forced (a rule needs one algorithm and one protocol)")
+    sel = selection_for(name, value, op)
+    if sel is None or sel[0] or len(sel[1]) != 1:
+        raise NotExpressible(f"{name}={value} is not a single value for {op}")
+    return sel[1][0]
+
+
+def _channels(settings: dict[str, str]) -> int:
+    found: set[int] = set()
+    for lo, hi in _CHANNEL_PAIRS:
+        if lo in settings or hi in settings:
+            if settings.get(lo) != settings.get(hi):
+                raise NotExpressible(f"{lo}/{hi} do not force one channel count (the rule's channels column "
+                                     "needs min = max)")
+            found.add(int(settings[lo]))
+    if len(found) > 1:
+        raise NotExpressible("the CTA and NCHANNELS bounds force different channel counts")
+    return found.pop() if found else -1
+
+
+def tuner_rule(key: GroupKey, span: SizeRange, settings: dict[str, str]) -> TunerRule:
+    """The rule for one winning range; NotExpressible when the config cannot be a rule."""
+    if any(name.startswith("OMPI_MCA_") for name in settings):
+        raise NotExpressible("Open MPI settings: the NCCL tuner plugin only chooses NCCL algorithms")
+    collective = TUNER_COLLECTIVE.get(key.op)
+    if collective is None:
+        raise NotExpressible(f"{key.op} is not a collective the tuner plugin handles "
+                             f"({', '.join(TUNER_COLLECTIVE.values())})")
+    known = {"NCCL_ALGO", "NCCL_PROTO", *(n for pair in _CHANNEL_PAIRS for n in pair)}
+    others = sorted(set(settings) - known)
+    if others:
+        raise NotExpressible(f"{', '.join(others)} has no tuner column")
+    algorithm = _single("NCCL_ALGO", settings, key.op)
+    protocol = _single("NCCL_PROTO", settings, key.op)
+    return TunerRule(collective=collective, min_bytes=span.min_bytes, max_bytes=span.max_bytes,
+                     algorithm=_ALGORITHM[algorithm], protocol=_PROTOCOL[protocol], channels=_channels(settings),
+                     nnodes=-1 if key.nnodes is None else key.nnodes, nranks=key.nranks)
+
+
+def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
+    """Rules for every expressible winning range, sorted, and a line per range that is not expressible."""
+    rules: list[TunerRule] = []
+    skipped: list[str] = []
+    for group in rec.groups:
+        for span in group.ranges:
+            if span.config == DEFAULT_CONFIG:
+                continue
+            where = (f"{group.key.label} {human_size(span.min_bytes)}..{human_size(span.max_bytes)} "
+                     f"{span.config}")
+            try:
+                rules.append(tuner_rule(group.key, span, rec.settings.get(span.config, {})))
+            except NotExpressible as exc:
+                skipped.append(f"not expressible: {where}: {exc}")
+    rules.sort(key=lambda r: (r.collective, r.nnodes, r.nranks, r.min_bytes))
+    return rules, skipped
+
+
+def render_tuner(rec: Recommendation) -> str:
+    """The rule file: provenance comments, then one CSV line per expressible winning range."""
+    rules, skipped = tuner_rules(rec)
+    lines = [comment("NCCL tuner plugin rules (example CSV plugin, plugins/tuner/example): save as "
+                     "nccl_tuner.conf or point NCCL_TUNER_CONFIG_FILE at it"),
+             comment("written by collscope recommend"), *provenance_lines(rec),
+             comment("ranges are inclusive, their edges are measured sizes (bytes as nccl-tests prints them, "
+                     "NCCL's nBytes); outside them NCCL's own tuning applies; first match wins, no overlaps"),
+             comment("channels -1 keeps NCCL's count; nNodes/nRanks are those measured; numPipeOps, regBuff -1: any")]
+    lines += [comment(f"note: {n}") for n in rec.notes]
+    lines += [comment(s) for s in skipped]
+    lines += excluded_lines(rec)
+    if not rules:
+        lines.append(comment("no rules: " + (
+            f"nothing beats the default beyond noise (min gain {percent(rec.options.min_gain)})"
+            if not rec.any_winner else "no winning range is expressible as a tuner rule")))
+    lines.append(comment(TUNER_COLUMNS))
+    lines += [r.line() for r in rules]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,78 @@
+"""``collscope analyze``: fits, efficiency against the models, half-peak sizes, crossovers and anomalies."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from collscope.analysis.compare import analyze
+from collscope.analysis.compare_render import render_csv, render_text
+from collscope.analysis.load import load_results
+from collscope.analysis.models import LinkParams
+from collscope.analysis.params import link_params
+from collscope.analysis.predict import load_topology
+from collscope.cli._errors import _user_errors
+from collscope.errors import ConfigError
+
+_FAILING = ("wrong_values", "not_applied", "failure")
+
+
+def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None,
+                   bw_gbps: float | None) -> Callable[[int, int], LinkParams | None] | None:
+    if not (topo or gpu or bw_gbps):
+        if alpha_us is not None:
+            raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
+        return None
+    topology = load_topology(topo, gpu=gpu) if topo else None
+
+    def source(nranks: int, nnodes: int) -> LinkParams | None:
+        return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, alpha_us=alpha_us, bw_gbps=bw_gbps)
+
+    return source
+
+
+@click.command("analyze")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--topo", "topo", multiple=True, metavar="PATH",
+              help="Topology for the models: captures, a cluster directory or `topo show --json`. Repeatable.")
+@click.option("--gpu", default=None, metavar="NAME", help="GPU generation (e.g. H100) for the link rates.")
+@click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (with --bw-gbps on CPUs).")
+@click.option("--bw-gbps", default=None, type=float, help="Per-rank link bandwidth per direction, GB/s.")
+@click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
+@_user_errors
+def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, alpha_us: float | None,
+                    bw_gbps: float | None, as_json: bool, as_csv: bool) -> None:
+    """Fit alpha and beta per configuration, compare with the models, find crossovers and anomalies.
+
+    PATHS are sweep results directories, Measurement JSONL files or nccl-tests outputs. Per configuration:
+    the fitted latency (alpha) and bandwidth (1/beta) with 95% intervals, the peak busbw and the size that
+    reaches half of it, and with link parameters (--topo, --gpu, or --alpha-us with --bw-gbps) the
+    efficiency = measured busbw / model busbw. Anomalies: dips, non-monotone curves, run-to-run spread
+    above 10%, wrong values, forced settings that did not apply, failed points, busbw above the link limit.
+
+    Exit status: 0 analysed; 1 the results hold wrong values, settings not applied or failed points;
+    2 bad input (one line naming the file).
+
+    \b
+    Example:
+      collscope analyze results/mpi-algos
+      collscope analyze results/nccl --gpu H100 --json > analysis.json
+      collscope analyze results/a results/b all_reduce.txt --csv > sizes.csv
+      collscope analyze results/cpu --alpha-us 2 --bw-gbps 10
+    """
+    if as_json and as_csv:
+        raise ConfigError("use either --json or --csv, not both")
+    source = _params_source(topo, gpu, alpha_us, bw_gbps)
+    result = analyze(load_results(paths), params=source)
+    if as_json:
+        click.echo(result.to_json(), nl=False)
+    elif as_csv:
+        click.echo(render_csv(result), nl=False)
+    else:
+        click.echo(render_text(result), nl=False)
+    if any(a.kind in _FAILING for a in result.anomalies):
+        sys.exit(1)

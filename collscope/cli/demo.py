@@ -1,0 +1,35 @@
+"""``collscope demo``: topology, a real CPU sweep, analysis, recommendation and report, with nothing set up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from collscope.cli._errors import _user_errors
+
+
+@click.command("demo")
+@click.option("--out", "out_dir", default="collscope-demo", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Where the demo writes everything.")
+@_user_errors
+def demo(out_dir: Path) -> None:
+    """The main job end to end on this machine, with nothing configured (about a minute on 2 cores).
+
+    Topology (live with nvidia-smi, else the bundled sample, labelled as such), a real sweep of Open MPI's
+    allreduce algorithms on 2 local ranks through mpirun (plus torch.distributed/gloo when torch is
+    installed), analysis, recommendation and an HTML report with figures.
+
+    \b
+    Example:
+      collscope demo --out demo/
+    """
+    from collscope.demo import run_demo
+
+    result = run_demo(out_dir, echo=click.echo)
+    click.echo("")
+    click.echo("recommendation (" + str(out_dir / "recommendation.env") + "):")
+    for line in result.recommendation.rstrip().splitlines()[:12]:
+        click.echo("  " + line)
+    click.echo(f"\ndone in {result.seconds:.0f} s; open {result.report} in a browser "
+               f"(topology: {result.topology_source})")

@@ -1,0 +1,45 @@
+"""``collscope recommend DIR...``: the best configuration per op and size range, with the evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from collscope.analysis.load import load_results
+from collscope.analysis.recommend.core import Recommendation, RecommendOptions, recommend, render_json
+from collscope.analysis.recommend.env import render_env
+from collscope.analysis.recommend.tuner import render_tuner
+from collscope.cli._errors import _user_errors
+
+_RENDER: dict[str, Callable[[Recommendation], str]] = {"env": render_env, "json": render_json, "tuner": render_tuner}
+
+
+@click.command("recommend")
+@click.argument("directories", nargs=-1, required=True, metavar="DIR...")
+@click.option("--format", "fmt", type=click.Choice(sorted(_RENDER)), default="env", show_default=True,
+              help="env: export lines with evidence; tuner: NCCL tuner-plugin CSV rules; json: everything.")
+@click.option("--min-gain", type=float, default=0.03, show_default=True,
+              help="Gain over the default a config must exceed (0.03 = 3%), on top of the measured noise.")
+@click.option("--op", default=None, metavar="OP", help="Only this collective (all_reduce, all_gather, ...).")
+@click.option("--in-place/--out-of-place", "in_place", default=None,
+              help="Use in-place or out-of-place records [default: out-of-place when both were measured].")
+@_user_errors
+def recommend_command(directories: tuple[str, ...], fmt: str, min_gain: float, op: str | None,
+                      in_place: bool | None) -> None:
+    """Best configuration per op and message-size range, only where it beats the default beyond noise.
+
+    A config wins a size when its median busbw over repeats beats the default's (nothing forced, always
+    measured) by more than --min-gain and by more than the spread (max-min)/median of both. Rows with
+    wrong values or whose forced setting NCCL did not apply never win.
+
+    \b
+    Examples:
+      collscope recommend results/ > nccl.env
+      collscope recommend results/ --format tuner > nccl_tuner.conf
+      collscope recommend run1/ run2/ --op all_reduce --format json
+    """
+    options = RecommendOptions(min_gain=min_gain, op=op, in_place=in_place)
+    result = recommend(load_results([Path(d) for d in directories]), options)
+    click.echo(_RENDER[fmt](result), nl=False)

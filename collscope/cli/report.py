@@ -1,0 +1,33 @@
+"""``collscope report``: figures and a self-contained HTML page for a sweep's results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from collscope.cli._errors import _user_errors
+
+
+@click.command("report")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for index.html, report.md and the PNGs.")
+@click.option("--topo", "topo_paths", multiple=True, help="Topology captures to draw (files or capture directories).")
+@click.option("--min-gain", default=0.03, show_default=True, help="Gain over the default needed to recommend.")
+@_user_errors
+def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...], min_gain: float) -> None:
+    """Plots (PNG) and a self-contained HTML report (opens offline) of results directories or record files.
+
+    Per collective: busbw vs size per configuration with the spread of repeats and the alpha-beta model
+    curves, a heatmap of each configuration against the default by size, fitted alpha/beta, anomalies, the
+    recommendation, the topology drawing (with --topo), and how to read busbw.
+
+    \b
+    Example:
+      collscope report results/mpi-algos --out report/ --topo topo/node01/
+    """
+    from collscope.analysis.report import write_report
+
+    index = write_report(list(sources), out_dir, topo_paths=list(topo_paths) or None, min_gain=min_gain)
+    click.echo(f"report: {index}")

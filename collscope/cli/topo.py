@@ -1,0 +1,142 @@
+"""``collscope topo ...`` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from collscope.cli._errors import _user_errors
+from collscope.topo.capture import NoGpuToolsError, capture_live, collect_to_dir
+from collscope.topo.cluster import load_cluster
+from collscope.topo.detect import load_captures
+from collscope.topo.draw import draw_png, write_dot, write_graphml
+from collscope.topo.model import NodeTopology
+from collscope.topo.node import build_node
+from collscope.topo.render import node_summary_text, node_to_json
+from collscope.topo.samples import DEFAULT_SAMPLE, sample_names, sample_path
+
+
+@click.group()
+def topo() -> None:
+    """Discover, show and merge hardware topologies (GPUs, NVLink, PCIe, NUMA, NICs, rails).
+
+    \b
+    Example:
+      collscope topo show --from nvidia-smi-topo.txt --from ibstat.txt --json
+    """
+
+
+def _load_node(sources: tuple[str, ...], sample: str | None, gpu: str | None) -> tuple[NodeTopology, list[str]]:
+    notes: list[str] = []
+    if sources and sample:
+        raise click.UsageError("use either --from or --sample, not both")
+    if sources:
+        captures = load_captures([Path(s) for s in sources])
+        return build_node(captures, gpu=gpu), captures.errors
+    if sample is None:
+        try:
+            captures = capture_live()
+            return build_node(captures, gpu=gpu), captures.errors
+        except NoGpuToolsError as exc:
+            notes.append(f"{exc}. Showing the bundled sample {DEFAULT_SAMPLE!r} instead: it is NOT this machine.")
+            sample = DEFAULT_SAMPLE
+    captures = load_captures([sample_path(sample)])
+    return build_node(captures, gpu=gpu, sample=sample), notes + captures.errors
+
+
+@topo.command("show")
+@click.option("--from", "sources", multiple=True, metavar="PATH",
+              help="Captured file or directory (repeatable); format detected from content.")
+@click.option("--sample", type=click.Choice(sample_names()), default=None,
+              help="Show a bundled sample node instead of this machine.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU model (e.g. H100) when the captures do not name it; sets NVLink/PCIe rates.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (see DESIGN.md).")
+@click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write GraphML here.")
+@click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write Graphviz DOT here.")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG drawing here.")
+@_user_errors
+def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json: bool,
+         graphml: Path | None, dot: Path | None, png: Path | None) -> None:
+    """Show one node: GPUs, NICs, NVLink domain, nearest NIC per GPU, bandwidths, warnings.
+
+    Without --from it runs nvidia-smi and the InfiniBand tools on this machine; where nvidia-smi is
+    missing it says so and shows a bundled sample, clearly labelled.
+
+    \b
+    Examples:
+      collscope topo show
+      collscope topo show --from captures/node01/ --png node01.png
+      collscope topo show --from topo.txt --gpu A100 --json
+    """
+    node, notes = _load_node(sources, sample, gpu)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    for path in (graphml, dot, png):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    if graphml:
+        write_graphml(node, graphml)
+    if dot:
+        write_dot(node, dot)
+    if png:
+        draw_png(node, png)
+    if as_json:
+        click.echo(json.dumps(node_to_json(node), indent=2, default=str))
+    else:
+        click.echo(node_summary_text(node))
+        for path, what in ((graphml, "GraphML"), (dot, "DOT"), (png, "PNG")):
+            if path is not None:
+                click.echo(f"wrote {what}: {path}")
+
+
+@topo.command("collect")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for this node's raw captures and meta.json.")
+@click.option("--timeout", "timeout_s", default=60.0, show_default=True, help="Seconds per tool.")
+@_user_errors
+def collect(out_dir: Path, timeout_s: float) -> None:
+    """Save this node's raw captures (nvidia-smi, ibstat, ibdev2netdev) plus meta.json.
+
+    Missing tools are recorded in meta.json, not fatal; slurm/collect-topo.sh runs this on every node.
+
+    \b
+    Example:
+      collscope topo collect --out topo/$(hostname)
+    """
+    meta = collect_to_dir(out_dir, timeout_s)
+    click.echo(f"{meta['host']}: wrote {len(meta['files'])} capture(s) to {out_dir}: {', '.join(meta['files'])}")
+    for err in meta["errors"]:
+        click.echo(f"note: {err}", err=True)
+
+
+@topo.command("cluster")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--gpu", default=None, metavar="NAME", help="GPU model when the captures do not name it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the cluster as JSON.")
+@_user_errors
+def cluster(directory: Path, gpu: str | None, as_json: bool) -> None:
+    """Merge per-node capture directories: rails, NIC/GPU ratio, nodes that differ from the majority.
+
+    DIRECTORY holds one `topo collect` directory per node, and optionally an ibnetdiscover capture
+    at its top level (then rails follow leaf switches instead of NIC index).
+
+    \b
+    Example:
+      collscope topo cluster topo/ --json
+    """
+    result = load_cluster(directory, gpu=gpu)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, default=str))
+        return
+    click.echo(f"{len(result.nodes)} node(s): {', '.join(result.nodes)}")
+    click.echo(f"rails ({result.rail_source}): {len(result.rails)}")
+    for rail in result.rails:
+        members = ", ".join(f"{h}:{n}" for h, n in rail.members)
+        where = f" [{rail.switch}]" if rail.switch else ""
+        click.echo(f"  rail {rail.index}{where}: {members}")
+    click.echo(f"warnings: {len(result.warnings)}")
+    for w in result.warnings:
+        click.echo(f"  - {w}")

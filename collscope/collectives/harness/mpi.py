@@ -1,0 +1,260 @@
+"""The mpi4py harness: time MPI collectives over a size ladder, as nccl-tests times NCCL's.
+
+Every rank of an MPI job (``mpirun -np N python -m collscope bench --engine mpi ...``) calls
+:func:`run_mpi_bench`; rank 0 gets the records. Per size: buffers are allocated once, ``warmup`` untimed
+calls run (a fresh warm-up for every size), a barrier lines the ranks up, then ``iters`` calls are timed as one
+batch with ``time.perf_counter_ns``; time per op is batch / iters and the record holds the **maximum over
+ranks**. With ``check`` the size then runs once more on rank-dependent values and wrong elements are counted
+exactly (summed over ranks); the timed loop never touches the values.
+
+MPI calls: all_reduce ``Allreduce``, all_gather ``Allgather``, reduce_scatter ``Reduce_scatter_block``,
+alltoall ``Alltoall``, broadcast ``Bcast`` (in place by nature); ``in_place`` passes ``MPI.IN_PLACE``.
+Buffers are numpy arrays; with ``device="cuda"`` they are torch CUDA tensors, allowed only when the MPI
+library is CUDA-aware (``MPI.Query_cuda_support()`` where mpi4py has it, else ``ompi_info``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from collscope import proc
+from collscope.collectives.ranks import rank_info
+from collscope.collectives.record import Measurement
+from collscope.collectives.sizes import call_count, size_ladder, size_list
+from collscope.collectives.spec import (
+    BenchSpec,
+    captured_settings,
+    count_wrong,
+    expected_result,
+    make_record,
+    pattern,
+    time_batch_ns,
+)
+from collscope.errors import ConfigError, ToolMissingError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI as _MPI
+
+__all__ = ["run_mpi_bench", "check_mpi_spec", "import_mpi", "mpi_engine_version", "parse_ompi_cuda_support", "MPI_HINT",
+           "OnRecord"]
+
+log = logging.getLogger(__name__)
+
+MPI_HINT = "pip install 'collscope[mpi]' (mpi4py and Open MPI)"
+OnRecord = Callable[[Measurement], None]
+
+_NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
+                 "int8": np.int8, "uint8": np.uint8}
+
+_MPI_TYPES = {"float32": "FLOAT", "float64": "DOUBLE", "int32": "INT32_T", "int64": "INT64_T", "int8": "INT8_T",
+              "uint8": "UINT8_T"}
+
+
+def import_mpi() -> Any:
+    """``mpi4py.MPI`` (initialising MPI), or ConfigError saying how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ConfigError(f"the mpi engine needs mpi4py: {MPI_HINT} ({exc})") from None
+    return MPI
+
+
+def mpi_engine_version(mpi: Any) -> str:
+    """``"mpi4py 4.1.2; Open MPI v5.0.11"``: the binding and the first part of the library's version line."""
+    import mpi4py
+
+    line = (mpi.Get_library_version().strip().splitlines() or ["unknown MPI"])[0]
+    return f"mpi4py {mpi4py.__version__}; {line.split(', package:')[0].strip()}"
+
+
+def parse_ompi_cuda_support(text: str) -> bool | None:
+    """``ompi_info --parsable --all`` -> whether Open MPI was built with CUDA support (None when not said)."""
+    m = re.search(r"(?:mpi|opal)_built_with_cuda_support:value:(true|false)", text)
+    return None if m is None else m.group(1) == "true"
+
+
+def check_mpi_spec(spec: BenchSpec) -> None:
+    """ConfigError for what the mpi engine cannot run, whatever the job (no MPI needed to tell)."""
+    if spec.dtype not in _NUMPY_DTYPES:
+        raise ConfigError(f"the mpi engine has no {spec.dtype} reductions; valid dtypes: {', '.join(_NUMPY_DTYPES)}")
+    if spec.cuda_graph:
+        raise ConfigError("cuda_graph is a torch + NCCL option; the mpi engine has none")
+
+
+def _cuda_aware(mpi: Any) -> bool:
+    query = getattr(mpi, "Query_cuda_support", None)
+    if query is not None:
+        return bool(query())
+    try:
+        result = proc.run(["ompi_info", "--parsable", "--all"], timeout_s=60, install_hint=MPI_HINT)
+    except ToolMissingError:
+        return False
+    return bool(parse_ompi_cuda_support(result.stdout))
+
+
+class _Buffers:
+    """Preallocated send/receive buffers of one size and the bound call that uses them."""
+
+    def __init__(self, spec: BenchSpec, mpi: Any, comm: Any, count: int, nranks: int) -> None:
+        self.spec, self.count, self.nranks, self.rank = spec, count, nranks, comm.Get_rank()
+        op = spec.op
+        n_send = count * nranks if op in ("reduce_scatter", "alltoall") else count
+        n_recv = count * nranks if op in ("all_gather", "alltoall") else count
+        if spec.in_place and op in ("reduce_scatter",):
+            n_recv = count * nranks  # the input lives in the receive buffer, the result in its first block
+        self.send = None if spec.in_place or op == "broadcast" else self._alloc(n_send)
+        self.recv = self._alloc(n_recv)
+        send = mpi.IN_PLACE if self.send is None else self._message(mpi, self.send)
+        recv = self._message(mpi, self.recv)
+        redop = {"sum": mpi.SUM, "max": mpi.MAX, "min": mpi.MIN}[spec.redop]
+        calls: dict[str, Callable[[], Any]] = {
+            "all_reduce": partial(comm.Allreduce, send, recv, redop),
+            "all_gather": partial(comm.Allgather, send, recv),
+            "reduce_scatter": partial(comm.Reduce_scatter_block, send, recv, redop),
+            "alltoall": partial(comm.Alltoall, send, recv),
+            "broadcast": partial(comm.Bcast, recv, spec.root),
+        }
+        self.call = calls[op]
+
+    def _message(self, mpi: Any, buf: Any) -> Any:
+        """``[raw buffer, MPI datatype]`` for host arrays: mpi4py then skips the per-call format lookup."""
+        if self.spec.device == "cuda":
+            return buf
+        raw = getattr(mpi, "buffer", None) or mpi.memory  # mpi4py 4 / 3
+        return [raw.frombuffer(buf), getattr(mpi, _MPI_TYPES[self.spec.dtype])]
+
+    def _alloc(self, n: int) -> Any:
+        if self.spec.device == "cuda":
+            import torch
+
+            from collscope.collectives.harness.torch import torch_dtype
+
+            return torch.zeros(n, dtype=torch_dtype(self.spec.dtype), device="cuda")
+        buf = np.empty(n, dtype=_NUMPY_DTYPES[self.spec.dtype])
+        buf.fill(0)  # touch every page, as a C loop's memset does: no reads served by the shared zero page
+        return buf
+
+    def _set(self, buf: Any, values: np.ndarray, start: int = 0) -> None:
+        if self.spec.device == "cuda":
+            import torch
+
+            buf[start:start + values.size].copy_(torch.from_numpy(values))
+            torch.cuda.synchronize()
+        else:
+            buf[start:start + values.size] = values
+
+    def _get(self, buf: Any, n: int) -> np.ndarray:
+        if self.spec.device == "cuda":
+            return np.asarray(buf[:n].double().cpu().numpy())
+        return np.asarray(buf[:n])
+
+    def fill_for_check(self) -> None:
+        """Inputs := :func:`pattern` of this rank; outputs := a value no correct result leaves in place."""
+        spec, rank, count, n = self.spec, self.rank, self.count, self.nranks
+        self._set(self.recv, np.full(len(self.recv), 255.0 if spec.dtype == "uint8" else -7.0))
+        if spec.op == "broadcast":
+            if rank == spec.root:
+                self._set(self.recv, pattern(rank, count, spec.dtype))
+            return
+        n_in = count * n if spec.op in ("reduce_scatter", "alltoall") else count
+        values = pattern(rank, n_in, spec.dtype)
+        if self.send is not None:
+            self._set(self.send, values)
+        elif spec.op == "all_gather":
+            self._set(self.recv, values, start=rank * count)
+        else:
+            self._set(self.recv, values)
+
+    def wrong(self) -> int:
+        spec = self.spec
+        expected = expected_result(spec.op, rank=self.rank, nranks=self.nranks, count=self.count, dtype=spec.dtype,
+                                   redop=spec.redop, root=spec.root)
+        return count_wrong(self._get(self.recv, expected.size), expected)
+
+
+def _unique(hosts: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(hosts))
+
+
+def check_launch_matches_world(env: Mapping[str, str], world_size: int) -> None:
+    """srun started N tasks but MPI sees another world size: the MPI library did not get a PMI it speaks.
+
+    Open MPI 5 speaks only PMIx, so ``srun --mpi=pmi2`` or ``--mpi=none`` starts N one-rank worlds that would
+    each measure nothing and report busbw 0. Raised (ConfigError) on every rank before anything is measured.
+    """
+    if "OMPI_COMM_WORLD_SIZE" in env:  # started by mpirun: Slurm's variables describe mpirun's daemons, not ranks
+        return
+    tasks = env.get("SLURM_STEP_NUM_TASKS")
+    if not tasks or not tasks.isdigit():
+        return
+    if int(tasks) != world_size:
+        raise ConfigError(
+            f"srun started {tasks} tasks but MPI sees a world of {world_size}: the MPI library did not get a "
+            "process-management interface it speaks; Open MPI 5 needs `srun --mpi=pmix` (check `srun --mpi=list`)")
+
+
+def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: OnRecord | None = None,
+                  env: Mapping[str, str] | None = None) -> list[Measurement]:
+    """Measure ``spec`` on every rank of ``comm`` (default ``COMM_WORLD``); rank 0 returns the records.
+
+    Other ranks return ``[]``. ``on_record`` is called on rank 0 as each size completes (to write it at once).
+    Every rank must call this with the same spec. ConfigError is raised, on every rank alike, before anything
+    is measured when the spec cannot run here.
+    """
+    mpi = import_mpi()
+    comm = mpi.COMM_WORLD if comm is None else comm
+    env = os.environ if env is None else env
+    rank, nranks = comm.Get_rank(), comm.Get_size()
+    check_launch_matches_world(env, nranks)
+    check_mpi_spec(spec)
+    if spec.op == "broadcast" and spec.root >= nranks:
+        raise ConfigError(f"root {spec.root} is not a rank of this {nranks}-rank job")
+    if spec.device == "cuda" and not _cuda_aware(mpi):
+        raise ConfigError("device 'cuda' needs a CUDA-aware MPI library; this one is not (ompi_info: "
+                          "opal_built_with_cuda_support false). Use --device cpu or a CUDA-aware Open MPI")
+    if spec.device == "cuda":
+        import torch
+
+        torch.cuda.set_device(rank_info(env).local_rank % max(torch.cuda.device_count(), 1))
+    sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=nranks) if spec.sizes is not None
+             else size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
+                              nranks=nranks))
+    hosts = _unique(comm.gather(mpi.Get_processor_name(), root=0) or [])
+    version = mpi_engine_version(mpi)
+    settings = captured_settings(env)
+    in_place = spec.in_place or spec.op == "broadcast"
+    records: list[Measurement] = []
+    if rank == 0:
+        log.info("mpi bench %s: %d sizes on %d ranks (%s)", spec.op, len(sizes), nranks, version)
+    for size in sizes:
+        count = call_count(spec.op, size, elem_size=spec.elem_size, nranks=nranks)
+        bufs = _Buffers(spec, mpi, comm, count, nranks)
+        call = bufs.call
+        for _ in range(spec.warmup):
+            call()
+        elapsed_ns = time_batch_ns(call, comm.Barrier, spec.iters)
+        wrong: int | None = None
+        if spec.check:
+            bufs.fill_for_check()
+            comm.Barrier()
+            call()
+            wrong = comm.reduce(bufs.wrong(), op=mpi.SUM, root=0)
+        worst_ns = comm.reduce(elapsed_ns, op=mpi.MAX, root=0)
+        if rank != 0:
+            continue
+        assert worst_ns is not None  # comm.reduce returns the value on the root
+        record = make_record(spec, engine="mpi", backend="mpi", size_bytes=size, count=count, nranks=nranks,
+                             time_us=worst_ns / spec.iters / 1e3, wrong=wrong, in_place=in_place, hosts=hosts,
+                             engine_version=version, nccl_version=None, settings=settings,
+                             source="collscope bench --engine mpi")
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+    return records

@@ -1,0 +1,1 @@
+"""collscope.collectives.nccl_log.parse."""

@@ -1,0 +1,119 @@
+"""Did a forced NCCL setting take effect? Evidence from a parsed log.
+
+DESIGN.md: a sweep must verify from NCCL's debug output that a forced setting took effect (that
+``NCCL_ALGO=Tree`` really ran Tree). The evidence is the per-operation choice lines of the TUNING
+subsystem (``NCCL_DEBUG_SUBSYS=TUNING`` or ``INIT,TUNING``), the channel count and the NIC list.
+``applied`` is ``True`` or ``False`` when the log shows it and ``None`` when the log holds no evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from collscope.collectives.nccl_log.tuning import normalize_algorithm, normalize_protocol
+
+if TYPE_CHECKING:
+    from collscope.collectives.nccl_log.parse import NcclLog
+
+__all__ = ["algorithms_used", "protocols_used", "ib_devices_used", "forced_setting_effects", "allowed_names"]
+
+
+def algorithms_used(log: NcclLog) -> set[str]:
+    """Algorithms NCCL chose for at least one operation (NCCL's spelling: ``Tree``, ``Ring``, ``NVLSTree``)."""
+    return {algo for (_, algo, _), n in log.algo_proto_calls.items() if n > 0}
+
+
+def protocols_used(log: NcclLog) -> set[str]:
+    """Protocols NCCL chose for at least one operation (``LL``, ``LL128``, ``Simple``)."""
+    return {proto for (_, _, proto), n in log.algo_proto_calls.items() if n > 0}
+
+
+def ib_devices_used(log: NcclLog) -> list[str]:
+    """IB devices as ``name:port`` from ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB ...``, in NCCL's order."""
+    return list(log.net.ib_devices)
+
+
+def allowed_names(value: str, normalize: Callable[[str], str]) -> dict[str | None, set[str]]:
+    """What ``NCCL_ALGO``/``NCCL_PROTO`` allow: function (lower case; ``None`` for every function) -> names.
+
+    Forms: ``Tree``, ``Ring,Tree``, ``^Tree`` (everything but Tree; kept as ``{"^Tree"}``) and the
+    per-function ``allreduce:tree;broadcast:ring`` of NCCL 2.24+.
+    """
+    rules: dict[str | None, set[str]] = {}
+    for part in filter(None, (p.strip() for p in value.split(";"))):
+        func, _, names = part.rpartition(":")
+        names = names.strip()
+        exclude = names.startswith("^")
+        items = {normalize(n.strip()) for n in names.lstrip("^").split(",") if n.strip()}
+        rules[func.strip().lower() or None] = {"^" + n for n in items} if exclude else items
+    return rules
+
+
+def _permits(rule: set[str], name: str) -> bool:
+    excluded = {r[1:] for r in rule if r.startswith("^")}
+    return name not in excluded if excluded else name in rule
+
+
+def _choice_effect(log: NcclLog, var: str, position: int, normalize: Callable[[str], str]) -> dict[str, Any]:
+    value = log.env[var]
+    rules = allowed_names(value, normalize)
+    used: set[str] = set()
+    outside: list[dict[str, Any]] = []
+    for key, n in log.algo_proto_calls.items():
+        op, algo, proto = key
+        name = algo if position == 1 else proto
+        if op is not None and op.lower() in rules:
+            rule = rules[op.lower()]
+        elif None in rules:
+            rule = rules[None]
+        else:
+            continue
+        used.add(name)
+        if not _permits(rule, name):
+            outside.append({"op": op, "algo": algo, "proto": proto, "calls": n})
+    return {"forced": value, "used": sorted(used), "applied": (not outside) if used else None, "outside": outside}
+
+
+def _ib_hca_permits(spec: str, device: str) -> bool:
+    exclude = spec.startswith("^")
+    body = spec[1:] if exclude else spec
+    exact = body.startswith("=")
+    body = body[1:] if exact else body
+    name, _, port = device.partition(":")
+    hit = False
+    for item in filter(None, (i.strip() for i in body.split(","))):
+        want_name, _, want_port = item.partition(":")
+        name_ok = name == want_name if exact else name.startswith(want_name)
+        if name_ok and (not want_port or want_port == port):
+            hit = True
+            break
+    return not hit if exclude else hit
+
+
+def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
+    """For every forced setting the log echoes and this check knows, what NCCL did with it.
+
+    Returns ``{"NCCL_ALGO": {"forced": "Tree", "used": ["Tree"], "applied": True, "outside": []}, ...}``;
+    ``NCCL_IB_HCA`` compares the NIC list, ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` the channel count.
+    """
+    effects: dict[str, dict[str, Any]] = {}
+    if "NCCL_ALGO" in log.env:
+        effects["NCCL_ALGO"] = _choice_effect(log, "NCCL_ALGO", 1, normalize_algorithm)
+    if "NCCL_PROTO" in log.env:
+        effects["NCCL_PROTO"] = _choice_effect(log, "NCCL_PROTO", 2, normalize_protocol)
+    hca = log.env.get("NCCL_IB_HCA") or log.net.ib_hca_env
+    if hca:
+        devices = ib_devices_used(log)
+        outside = [d for d in devices if not _ib_hca_permits(hca, d)]
+        effects["NCCL_IB_HCA"] = {"forced": hca, "used": devices, "applied": (not outside) if devices else None,
+                                  "outside": outside}
+    for var, ok in (("NCCL_MAX_NCHANNELS", lambda have, want: have <= want),
+                    ("NCCL_MIN_NCHANNELS", lambda have, want: have >= want)):
+        value = log.env.get(var)
+        if value is None:
+            continue
+        wanted = int(value) if value.strip().isdigit() and len(value) < 10 else None
+        applied = None if wanted is None or log.channels is None else ok(log.channels, wanted)
+        effects[var] = {"forced": value, "used": log.channels, "applied": applied, "outside": []}
+    return effects

@@ -1,0 +1,299 @@
+"""Parse nccl-tests output (text of any generation, or the ``-J`` JSON file) into an :class:`NcclTestsRun`.
+
+Formats (``shared/reference/nccl-facts.md`` section 4.3, nccl-tests ``src/util.cu``/``src/common.cu``):
+headers with or without ``#`` (log viewers strip it), with or without ``Group``/version lines; data columns
+named by the header line (``size count type [redop] [root]`` then per placement ``time|cputime algbw busbw
+[#wrong|error]`` with optional ``i_*`` per-iteration columns and a trailing ``timestamp``), mapped by name.
+Lines that are not nccl-tests output (NCCL INFO, MPI, SSH, X11, kubexec, script banners) are skipped.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+
+from collscope.collectives.nccl_tests.records import (
+    DTYPE_BYTES,
+    Draft,
+    NcclTestsDevice,
+    NcclTestsHeader,
+    NcclTestsRun,
+    build_run,
+    nccl_version_from_code,
+    op_from_binary,
+)
+from collscope.collectives.nccl_tests.text import Layout, RepeatKey, convert_rows, layout_from_header, layout_from_row
+from collscope.collectives.record import OPS
+from collscope.errors import ParseError
+
+__all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code"]
+
+_VERSION = re.compile(r"nccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
+_STARTING = re.compile(r"Collective test (starting|concluded): (\S+)")
+_PARAM = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:"
+                    r"|unalign:)\s*(-?\d+)(?:\((\w+)\))?")
+_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]"
+                   r"\s*(.*?)\s*$")
+_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
+_FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^# error: ")
+_BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+_perf(?:_mpi)?)(?=\s|$|['\";])")
+_ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|truncated\b.*|\(?(?:\.\.\.|…) ?(?:snip|omitted|truncated)?.*)$",
+                      re.IGNORECASE)
+_PARAM_KEYS = {"nThread": "nthreads", "nGpus": "ngpus", "minBytes": "min_bytes", "maxBytes": "max_bytes",
+               "warmup iters:": "warmup_iters", "iters:": "iters", "agg iters:": "agg_iters",
+               "validation:": "validation", "graph:": "graph", "unalign:": "unalign"}
+
+_ROW_SHAPE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+(?:" + "|".join(DTYPE_BYTES) + r")(?:[ \t]+\S+){7,}[ \t]*$", re.M)
+_SNIFF = ("Avg bus bandwidth", "Out of bounds values", "nThread ", "Collective test starting", "algbw")
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    """Whether ``text`` is nccl-tests output: its table header or summary lines, or its ``-J`` JSON document."""
+    head = text[:65536].lstrip()
+    if head.startswith("{"):
+        return '"results"' in head and ('"config"' in head or '"nccl_version"' in head)
+    if "algbw" in head and "busbw" in head and re.search(r"\bsize\s+count\s+type\b", head):
+        return True
+    return sum(1 for key in _SNIFF if key in text) >= 2 or _ROW_SHAPE.search(head) is not None
+
+
+class _State:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.op_started: tuple[str, int] | None = None
+        self.op_command: tuple[str, int] | None = None
+        self.params: dict[str, int] = {}
+        self.devices: list[NcclTestsDevice] = []
+        self.ranks_elided = False
+        self.nccl_version: str | None = None
+        self.tests_version: str | None = None
+        self.avg: float | None = None
+        self.oob: int | None = None
+        self.oob_failed = False
+        self.min_bw_failed = False
+        self.complete = False
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.drafts: list[Draft] = []
+        self.layout: Layout | None = None
+        self.seen: dict[RepeatKey, int] = {}
+
+
+def _other_line(st: _State, line: str, lineno: int) -> None:
+    """Everything that is not a data row: header lines, summary lines, noise."""
+    body = line.strip().lstrip("#").strip()
+    if not body:
+        return
+    if body.startswith("size ") or body.startswith("size\t"):
+        names = body.split()
+        if "algbw" in names:
+            lay = layout_from_header(names, st.source, lineno)
+            if st.layout is not None and st.drafts and lay != st.layout:
+                raise ParseError(st.source, lineno, "one results table per run (a second, different header "
+                                 "follows rows); split the file per run", found=body)
+            st.layout = lay
+        return
+    if body.startswith("(B)") or body.startswith("out-of-place"):
+        return
+    if body.startswith("Rank"):
+        m = _RANK.match(body)
+        if m:
+            st.devices.append(NcclTestsDevice(rank=int(m[1]), group=None if m[2] is None else int(m[2]),
+                                              pid=int(m[3]), host=m[4], device=int(m[5]), bus_id=m[6], name=m[7]))
+        return
+    if body.startswith("nThread"):
+        if st.drafts:
+            raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split "
+                             "the file per run", found=body)
+        for m in _PARAM.finditer(body):
+            key, value, unit = m[1], int(m[2]), m[3]
+            if key == "step:":
+                st.params["step_factor" if unit == "factor" else "step_bytes"] = value
+            else:
+                st.params[_PARAM_KEYS[key]] = value
+        return
+    if body.startswith("nccl-tests version"):
+        m = _VERSION.match(body)
+        if m:
+            st.tests_version = m[1]
+            if m[3]:
+                st.nccl_version = nccl_version_from_code(int(m[3]))
+        return
+    if body.startswith("Collective test"):
+        m = _STARTING.match(body)
+        if m:
+            op = op_from_binary(m[2])
+            if m[1] == "starting":
+                if st.drafts:
+                    raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts "
+                                     "here); split the file per run", found=body)
+                if op:
+                    st.op_started = (op, lineno)
+        return
+    if body.startswith("Out of bounds values"):
+        m = _OOB.match(body)
+        if m:
+            st.oob = int(m[1])
+            st.oob_failed = m[2] == "FAILED" or (m[2] is None and st.oob > 0)
+            st.complete = True
+        return
+    if body.startswith("Avg bus bandwidth"):
+        m = _AVG.match(body)
+        if m:
+            try:
+                st.avg = float(m[1])
+            except ValueError:
+                st.warnings.append(f"line {lineno}: unreadable Avg bus bandwidth {m[1]!r}")
+            st.min_bw_failed = m[2] == "FAILED"
+            st.complete = True
+        return
+    if _ELISION.match(body):
+        if st.layout is None and st.devices:
+            st.ranks_elided = True
+            st.warnings.append(f"line {lineno}: rank list elided by the author ({body[:40]})")
+        else:
+            st.warnings.append(f"line {lineno}: output elided by the author ({body[:40]})")
+        return
+    if "NCCL version" in line and st.nccl_version is None:
+        m = _NCCL_VERSION.search(line)
+        if m:
+            st.nccl_version = m[1]
+        return
+    if _FAILURE.search(line):
+        st.errors.append(f"line {lineno}: {line.strip()[:200]}")
+        return
+    if "_perf" in line and st.op_command is None:
+        for m in _BINARY.finditer(line):
+            op = op_from_binary(m[1])
+            if op:
+                st.op_command = (op, lineno)
+                break
+
+
+def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
+    """One line starting with digits, on its own: a first headerless row, an odd row, or noise."""
+    lay = st.layout
+    if lay is None:
+        lay = layout_from_row(parts)
+        if lay is None:
+            return  # digits at the start of a noise line, no table yet
+        st.layout = lay
+        st.warnings.append(f"line {lineno}: no column header; columns inferred from the row shape: {lay.described}")
+    n = len(parts)
+    try:
+        if n == lay.ntokens:
+            convert_rows(lay, parts, 1, st.seen, st.drafts)
+            return
+        if n == lay.ntokens - 1 and lay.i_redop >= 0 and not parts[lay.i_redop].isalpha():
+            # Old alltoall: the redop field is printed empty.
+            convert_rows(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.drafts)
+            return
+    except (ValueError, IndexError, OverflowError):
+        pass
+    if last:
+        st.warnings.append(f"line {lineno}: last row incomplete (output cut off); ignored")
+        return
+    raise ParseError(st.source, lineno, f"a data row with the {lay.ntokens} columns '{lay.described}'",
+                     found=" ".join(parts))
+
+
+def _line(st: _State, line: str, lineno: int, last: bool) -> None:
+    parts = line.split()
+    if not parts:
+        return
+    if parts[0].isdigit():
+        _table_row(st, parts, lineno, last)
+    else:
+        _other_line(st, line, lineno)
+
+
+def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
+    """``logs/all_gather_perf-16n.txt`` -> all_gather, when the name holds exactly one ``<op>_perf``."""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1]
+    ops = {op for m in re.finditer(r"([a-z_]+?)_perf", name) for op in [m[1].lstrip("_")] if op in OPS}
+    if len(ops) != 1:
+        return None
+    op = ops.pop()
+    warnings.append(f"op {op} taken from the file name (the output does not name its binary)")
+    return op
+
+
+def _block(st: _State, lines: list[str], start: int, stop: int, last_index: int) -> None:
+    lay = st.layout
+    assert lay is not None
+    try:
+        convert_rows(lay, " ".join(lines[start:stop]).split(), stop - start, st.seen, st.drafts)
+    except (ValueError, IndexError, OverflowError):
+        for i in range(start, stop):
+            _line(st, lines[i], i + 1, i == last_index)
+
+
+def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
+    st = _State(source)
+    lines = text.splitlines()
+    last_index = len(lines) - 1
+    while last_index >= 0 and not lines[last_index].strip():
+        last_index -= 1
+    # Consecutive lines that start with a digit are converted as one block once a header is known; a block
+    # that does not line up (noise, a damaged row) is retried line by line.
+    start = -1
+    for i, line in enumerate(lines):
+        if line.lstrip()[:1].isdigit() and st.layout is not None:
+            if start < 0:
+                start = i
+            continue
+        if start >= 0:
+            _block(st, lines, start, i, last_index)
+            start = -1
+        _line(st, line, i + 1, i == last_index)
+    if start >= 0:
+        _block(st, lines, start, len(lines), last_index)
+
+    if not st.drafts and st.layout is None and not st.params and not st.devices and not st.complete:
+        raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
+                         "'Out of bounds values' summary)")
+    found = st.op_started or st.op_command
+    if op is not None:
+        if op not in OPS:
+            raise ParseError(source, None, f"a collective among {', '.join(OPS)}", found=op)
+        if found is not None and found[0] != op:
+            raise ParseError(source, found[1], f"output of {op} (as passed)", found=f"{found[0]}_perf")
+    elif found is not None:
+        op = found[0]
+    else:
+        op = _op_from_file_name(source, st.warnings)
+    if st.layout is not None and st.layout.cputime:
+        st.warnings.append("times are CPU time per op (-C 1), not latency")
+    header = NcclTestsHeader(**st.params)
+    return build_run(op=op, drafts=st.drafts, devices=st.devices, ranks_elided=st.ranks_elided, header=header,
+                     nccl_version=st.nccl_version, nccl_tests_version=st.tests_version, avg_busbw_gbps=st.avg,
+                     out_of_bounds=st.oob, oob_failed=st.oob_failed, min_bw_failed=st.min_bw_failed,
+                     complete=st.complete, errors=st.errors, warnings=st.warnings, source=source, nranks=nranks)
+
+
+def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *,
+                     nranks: int | None = None) -> NcclTestsRun:
+    """Parse nccl-tests stdout (any generation) or its ``-J`` JSON file; raises only :class:`ParseError`.
+
+    ``op`` names the collective when the output does not (no ``Collective test starting`` line and no
+    ``*_perf`` command line); ``nranks`` when neither the rank list nor the bandwidths tell it.
+    """
+    if not isinstance(text, str):
+        raise ParseError(source, None, "text (str)", found=type(text).__name__)
+    if text.lstrip().startswith("{"):
+        from collscope.collectives.nccl_tests.json import parse_nccl_tests_json
+
+        return parse_nccl_tests_json(text, source=source, op=op, nranks=nranks)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the parse allocates no cycles; collections over 10^5 fresh records only cost time
+    try:
+        return _parse_text(text, source, op, nranks)
+    except ParseError:
+        raise
+    except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net
+        raise ParseError(source, None, "nccl-tests output", found=f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if gc_was_enabled:
+            gc.enable()

@@ -1,0 +1,174 @@
+"""The results table of nccl-tests text output: column layout from the header, rows -> Drafts.
+
+Columns are found by the names of the header line (nccl-tests ``src/util.cu`` writeResultHeader, and the
+older generations in ``shared/reference/nccl-facts.md`` 4.3): ``size count type [redop] [root]``, then per
+placement ``time|cputime algbw busbw [#wrong|error]`` with optional ``i_min i_max i_p99 i_cv%`` columns,
+and an optional trailing ``timestamp`` (two tokens: date and time).
+
+Rows are converted a block at a time: the tokens of consecutive rows are split once and each column is
+converted with ``map(int|float, ...)`` over a stride of the token list. This is the ingest hot path; a block
+whose tokens do not line up (a damaged row, noise starting with a digit) raises ValueError and the caller
+retries its lines one by one, which places any error on its line.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from operator import add
+from typing import Any, NamedTuple
+
+from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Draft
+from collscope.errors import ParseError
+
+__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_rows", "RepeatKey"]
+
+_CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
+RepeatKey = tuple[int, str, "str | None", "int | None"]
+
+
+class Layout(NamedTuple):
+    ntokens: int
+    """Tokens per row (a timestamp counts two)."""
+    i_count: int
+    i_type: int
+    i_redop: int
+    """-1 when the table has no such column (the same for ``i_root``, ``i_count``)."""
+    i_root: int
+    groups: tuple[tuple[int, int, int, int, str], ...]
+    """Per placement: indexes of time, algbw, busbw, check (-1: none) and the check kind (wrong|error)."""
+    timestamp: bool
+    cputime: bool
+    described: str
+
+
+def layout_from_header(names: list[str], source: str, lineno: int) -> Layout:
+    """The layout named by a header line's tokens (``size count type redop root time algbw ...``)."""
+    index = {"count": -1, "type": -1, "redop": -1, "root": -1}
+    groups: list[tuple[int, int, int, int, str]] = []
+    cputime = False
+    for i, name in enumerate(names):
+        if name in index and index[name] < 0 and not groups:
+            index[name] = i
+        elif name in ("time", "cputime"):
+            cputime = cputime or name == "cputime"
+            if names[i + 1: i + 3] != ["algbw", "busbw"]:
+                raise ParseError(source, lineno, "'algbw busbw' after 'time' in the column header",
+                                 found=" ".join(names))
+            kind = _CHECK_NAMES.get(names[i + 3], "") if i + 3 < len(names) else ""
+            groups.append((i, i + 1, i + 2, i + 3 if kind else -1, kind))
+    if not groups or index["type"] < 0 or len(groups) > 2 or names[0] != "size":
+        raise ParseError(source, lineno, "a column header 'size count type ... time algbw busbw ...'",
+                         found=" ".join(names))
+    timestamp = names[-1] == "timestamp"
+    return Layout(len(names) + (1 if timestamp else 0), index["count"], index["type"], index["redop"],
+                  index["root"], tuple(groups), timestamp, cputime, " ".join(names))
+
+
+def layout_from_row(parts: list[str]) -> Layout | None:
+    """Columns of a table pasted without its header, from the shape of one row (8 timing columns)."""
+    lead = len(parts) - 8
+    if lead not in (3, 4, 5) or not (parts[0].isdigit() and parts[1].isdigit()) or parts[2] not in DTYPE_BYTES:
+        return None
+    names = ["size", "count", "type"]
+    if lead == 4:
+        names.append("root" if parts[3].lstrip("-").isdigit() else "redop")
+    elif lead == 5:
+        names += ["redop", "root"]
+    check = "error" if any(c in parts[lead + 3] for c in ".e") else "#wrong"
+    names += ["time", "algbw", "busbw", check] * 2
+    return layout_from_header(names, "<row>", 0)
+
+
+def _wrong(tok: str) -> int | None:
+    if tok == "N/A":
+        return None
+    return int(float(tok))  # %6g prints large counts as 1.2e+06
+
+
+def _check_column(tokens: list[str], kind: str) -> list[Any]:
+    if kind == "wrong":
+        try:
+            return list(map(int, tokens))
+        except ValueError:
+            return [_wrong(t) for t in tokens]
+    try:
+        return list(map(float, tokens))
+    except ValueError:
+        return [None if t == "N/A" else float(t) for t in tokens]
+
+
+def _names(tokens: list[str], what: str) -> list[str]:
+    for name in set(tokens):
+        if not name[:1].isalpha():
+            raise ValueError(f"{what} column holds {name!r}")
+    return tokens
+
+
+def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int], out: list[Draft]) -> None:
+    """Append one Draft per placement of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
+
+    ``seen`` counts rows per (size, type, redop, root) over the whole run, for ``repeat`` (``-N`` cycles).
+    Raises ValueError when the tokens are not ``nrows`` rows of this layout.
+    """
+    n = lay.ntokens
+    if len(tokens) != n * nrows:
+        raise ValueError("rows do not line up with the header")
+    none = [None] * nrows
+    sizes = list(map(int, tokens[0::n]))
+    counts = list(map(int, tokens[lay.i_count::n])) if lay.i_count >= 0 else none
+    dtypes = _names(tokens[lay.i_type::n], "type")
+    redops: list[Any] = none
+    if lay.i_redop >= 0:
+        redops = [None if r == "none" else r for r in _names(tokens[lay.i_redop::n], "redop")]
+    roots: list[Any] = none
+    if lay.i_root >= 0:
+        roots = [r if r >= 0 else None for r in map(int, tokens[lay.i_root::n])]
+    stamps: list[Any] = none
+    if lay.timestamp:
+        stamps = [f"{d} {t}" for d, t in zip(tokens[n - 2::n], tokens[n - 1::n], strict=True)]
+    columns = []
+    for ti, ai, bi, ci, kind in lay.groups:
+        columns.append((list(map(float, tokens[ti::n])), list(map(float, tokens[ai::n])),
+                        list(map(float, tokens[bi::n])), _check_column(tokens[ci::n], kind) if ci >= 0 else none,
+                        kind == "error"))
+    if len(columns) == 1:  # trace replays print the in-place group only
+        in_place_flags = [True]
+    else:
+        in_place_flags = [False, True]
+
+    drafts: list[Any] = []
+    append = drafts.append
+    keys = list(zip(sizes, dtypes, redops, roots, strict=True))
+    if len(set(keys)) == nrows:  # the usual block: no key twice, so every count comes from earlier blocks
+        repeats = list(map(seen.get, keys, repeat(0, nrows)))
+        seen.update(zip(keys, map(add, repeats, repeat(1, nrows)), strict=True))
+    else:
+        repeats = []
+        for key in keys:
+            count = seen.get(key, 0)
+            seen[key] = count + 1
+            repeats.append(count)
+    for in_place, (times, algs, buses, checks, is_error) in zip(in_place_flags, columns, strict=True):
+        wrongs = none if is_error else checks
+        errors = checks if is_error else none
+        for size, count, dtype, redop, root, time_us, alg, bus, wrong, error, stamp, rep in zip(
+                sizes, counts, dtypes, redops, roots, times, algs, buses, wrongs, errors, stamps, repeats,
+                strict=True):
+            d: Any = Draft()
+            d.size_bytes = size
+            d.count = count
+            d.dtype = dtype
+            d.redop = redop
+            d.root = root
+            d.in_place = in_place
+            d.time_us = time_us
+            d.algbw_gbps = alg
+            d.busbw_gbps = bus
+            d.wrong = wrong
+            d.error = error
+            d.timestamp = stamp
+            d.repeat = rep
+            append(d)
+    if len(columns) == 2:  # interleave: out-of-place then in-place of each row, in output order
+        drafts[0::2], drafts[1::2] = drafts[:nrows], drafts[nrows:]
+    out.extend(drafts)

@@ -1,0 +1,190 @@
+"""What one harness run measures (:class:`BenchSpec`) and what the mpi4py and torch harnesses share.
+
+The shared parts: the settings captured from the environment, the rank-dependent check pattern and the
+expected results of every collective, and the record built for one measured size.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from collscope.collectives.record import Measurement
+from collscope.errors import ConfigError
+
+__all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
+           "pattern", "expected_result", "count_wrong", "make_record"]
+
+BenchOp = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast"]
+BenchDtype = Literal["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"]
+Redop = Literal["sum", "max", "min"]
+BENCH_OPS: tuple[str, ...] = get_args(BenchOp)
+BENCH_DTYPES: tuple[str, ...] = get_args(BenchDtype)
+ELEM_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+_NARROW = frozenset({"float16", "bfloat16", "int8", "uint8"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchSpec:
+    """One configuration measured over a ladder of sizes by the mpi4py or torch harness."""
+
+    op: BenchOp
+    """Collective: all_reduce, all_gather, reduce_scatter, alltoall or broadcast."""
+    min_bytes: int
+    """Smallest size (nccl-tests ``-b``); total bytes, see :mod:`collscope.collectives.sizes`."""
+    max_bytes: int
+    """Largest size (nccl-tests ``-e``)."""
+    factor: float = 2.0
+    """Multiply the size by this between steps (nccl-tests ``-f``); > 1."""
+    sizes: tuple[int, ...] | None = None
+    """Explicit sizes measured instead of the ladder (adaptive sweeps); rounded like the ladder's sizes."""
+    iters: int = 20
+    """Iterations timed as one batch per size (nccl-tests ``-n``)."""
+    warmup: int = 5
+    """Untimed iterations before each size's batch (every size gets its own warm-up)."""
+    dtype: BenchDtype = "float32"
+    """Element type. The MPI harness has no float16/bfloat16 reductions."""
+    redop: Redop = "sum"
+    """Reduction of all_reduce and reduce_scatter."""
+    root: int = 0
+    """Root rank of broadcast."""
+    in_place: bool = False
+    """Use the output buffer as input (MPI_IN_PLACE; torch views). Broadcast is always in place, and so is
+    torch's all_reduce; the record says what ran."""
+    check: bool = False
+    """After timing each size, run it once more on rank-dependent values and count wrong elements exactly."""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """Where buffers live. ``cuda`` with MPI needs a CUDA-aware MPI library and torch."""
+    cuda_graph: bool = False
+    """torch + NCCL only: capture the batch of iterations in a CUDA graph and time its replay."""
+    timeout_s: float = 300.0
+    """Longest wait for rendezvous or one collective before the run fails (torch process-group timeout)."""
+
+    def __post_init__(self) -> None:
+        if self.op not in BENCH_OPS:
+            raise ConfigError(f"unknown op {self.op!r}; valid: {', '.join(BENCH_OPS)}")
+        if self.dtype not in BENCH_DTYPES:
+            raise ConfigError(f"unknown dtype {self.dtype!r}; valid: {', '.join(BENCH_DTYPES)}")
+        if self.redop not in get_args(Redop):
+            raise ConfigError(f"unknown redop {self.redop!r}; valid: {', '.join(get_args(Redop))}")
+        if self.device not in ("cpu", "cuda"):
+            raise ConfigError(f"unknown device {self.device!r}; valid: cpu, cuda")
+        if self.iters < 1:
+            raise ConfigError(f"iters must be >= 1, got {self.iters}")
+        if self.warmup < 0:
+            raise ConfigError(f"warmup must be >= 0, got {self.warmup}")
+        if self.root < 0:
+            raise ConfigError(f"root must be >= 0, got {self.root}")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.cuda_graph and self.device != "cuda":
+            raise ConfigError("cuda_graph needs device 'cuda' (torch with the nccl backend)")
+        if not self.factor > 1:
+            raise ConfigError(f"size factor must be > 1, got {self.factor}")
+        if self.sizes is not None and (not self.sizes or any(s < 0 for s in self.sizes)):
+            raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(self.sizes)}")
+        if self.min_bytes < 0 or self.max_bytes < self.min_bytes:
+            raise ConfigError(f"need 0 <= min_bytes <= max_bytes, got {self.min_bytes} and {self.max_bytes}")
+
+    @property
+    def elem_size(self) -> int:
+        return ELEM_SIZE[self.dtype]
+
+
+# Variables that mpirun/prterun/orted export to every rank as bookkeeping, not as tuning knobs.
+_LAUNCHER_KEYS = frozenset({"OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs",
+                            "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_ess", "OMPI_MCA_pmix",
+                            "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_yield_when_idle"})
+_LAUNCHER_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_prte_", "OMPI_MCA_ras_", "OMPI_MCA_rmaps_")
+
+
+def time_batch_ns(call: Callable[[], Any], barrier: Callable[[], Any], iters: int) -> int:
+    """Host nanoseconds for ``iters`` back-to-back calls, started right after a barrier. Nothing else runs in
+    the loop (the harness-overhead target depends on it): ``call`` is bound once by the caller."""
+    clock = time.perf_counter_ns
+    barrier()
+    t0 = clock()
+    for _ in repeat(None, iters):
+        call()
+    return clock() - t0
+
+
+def captured_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``NCCL_*`` and ``OMPI_MCA_*`` variables of this process: the knobs this point ran with.
+
+    Open MPI's launcher bookkeeping (``OMPI_MCA_initial_wdir``, ``OMPI_MCA_num_procs``, ``OMPI_MCA_orte_*`` ...)
+    is left out, so that equal configurations compare equal.
+    """
+    env = os.environ if env is None else env
+    return {k: v for k, v in sorted(env.items())
+            if (k.startswith("NCCL_") or k.startswith("OMPI_MCA_"))
+            and k not in _LAUNCHER_KEYS and not k.startswith(_LAUNCHER_PREFIXES)}
+
+
+def pattern(rank: int, n: int, dtype: str, offset: int = 0) -> np.ndarray:
+    """Rank-dependent check values for elements ``offset .. offset+n`` as float64 holding small integers.
+
+    Small integers stay exact in every dtype and under any summation order: values are below 4 for the
+    narrow types (sums exact up to 64 ranks for bfloat16) and below 64 otherwise.
+    """
+    modulus = 4 if dtype in _NARROW else 64
+    i = np.arange(offset, offset + n, dtype=np.int64)
+    return ((i * 3 + rank * 5 + 1) % modulus).astype(np.float64)
+
+
+def _reduce(arrays: list[np.ndarray], redop: str) -> np.ndarray:
+    stack = np.stack(arrays)
+    if redop == "sum":
+        return stack.sum(axis=0)
+    return stack.max(axis=0) if redop == "max" else stack.min(axis=0)
+
+
+def expected_result(op: str, *, rank: int, nranks: int, count: int, dtype: str, redop: str = "sum",
+                    root: int = 0) -> np.ndarray:
+    """What rank ``rank``'s output must hold when every rank's input is :func:`pattern` (float64).
+
+    Inputs per op (``count`` is the call count of :func:`collscope.collectives.sizes.call_count`):
+    all_reduce and broadcast ``pattern(rank, count)``; all_gather ``pattern(rank, count)`` into
+    ``count*nranks``; reduce_scatter and alltoall ``pattern(rank, count*nranks)``, split in ``nranks`` blocks.
+    """
+    if op == "all_reduce":
+        return _reduce([pattern(r, count, dtype) for r in range(nranks)], redop)
+    if op == "broadcast":
+        return pattern(root, count, dtype)
+    if op == "all_gather":
+        return np.concatenate([pattern(r, count, dtype) for r in range(nranks)])
+    if op == "reduce_scatter":
+        return _reduce([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)], redop)
+    if op == "alltoall":
+        return np.concatenate([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)])
+    raise ConfigError(f"unknown op {op!r}; valid: {', '.join(BENCH_OPS)}")
+
+
+def count_wrong(actual: np.ndarray, expected: np.ndarray) -> int:
+    """Number of elements that differ (exact comparison after widening to float64)."""
+    got = np.asarray(actual, dtype=np.float64).reshape(-1)
+    if got.shape != expected.shape:
+        return int(max(got.size, expected.size))
+    return int(np.count_nonzero(got != expected))
+
+
+def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, count: int, nranks: int,
+                time_us: float, wrong: int | None, in_place: bool, hosts: tuple[str, ...],
+                engine_version: str | None, nccl_version: str | None, settings: dict[str, str],
+                source: str, extra: Mapping[str, Any] | None = None) -> Measurement:
+    """The Measurement of one size (algbw/busbw from size and time, nccl-tests factors)."""
+    is_reduction = spec.op in ("all_reduce", "reduce_scatter")
+    return Measurement.from_timing(
+        op=spec.op, size_bytes=size_bytes, nranks=nranks, time_us=time_us, engine=engine, backend=backend,
+        count=count, dtype=spec.dtype, redop=spec.redop if is_reduction else None,
+        root=spec.root if spec.op == "broadcast" else None, in_place=in_place, nnodes=len(hosts) or None,
+        wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=dict(settings), hosts=hosts,
+        engine_version=engine_version, nccl_version=nccl_version, source=source,
+        timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **dict(extra or {}))

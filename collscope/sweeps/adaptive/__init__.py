@@ -1,0 +1,1 @@
+"""collscope.sweeps.adaptive.planner."""

@@ -1,0 +1,1 @@
+"""collscope.topo.infiniband.host."""

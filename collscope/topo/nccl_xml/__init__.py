@@ -1,0 +1,1 @@
+"""collscope.topo.nccl_xml.parse."""

@@ -1,0 +1,1 @@
+"""collscope.topo.nvidia_smi.queries."""

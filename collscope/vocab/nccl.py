@@ -1,0 +1,149 @@
+"""NCCL_ALGO / NCCL_PROTO syntax and which algorithm/protocol pairs NCCL can run.
+
+Syntax (``reference/nccl-facts.md`` section 2, NCCL 2.30.7): a comma list of names, case-insensitive, with a
+leading ``^`` to exclude them. Since NCCL 2.24 the value may hold ``;``-separated entries ``func:list``; the first
+entry may omit ``func:`` and then applies to every function, e.g. ``ring,collnetdirect;allreduce:tree``.
+
+Pairs (section 1.4): Broadcast/Reduce run Ring only; AllGather/ReduceScatter run PAT, Ring, NVLS and
+CollNetDirect; AllReduce runs everything except PAT. NVLS, NVLSTree and PAT run only with Simple; CollNet* with
+LL or LL128 is unsupported (bandwidth 0). Tree and Ring run with every protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collscope.errors import ConfigError
+
+__all__ = [
+    "ALGORITHMS", "PROTOCOLS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry", "SelectionError",
+    "parse_selection", "format_selection", "enabled", "listed", "pair_runs", "per_function_syntax",
+]
+
+ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+FUNCTIONS: tuple[str, ...] = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+
+ALGOS_FOR_FUNC: dict[str, frozenset[str]] = {
+    "Broadcast": frozenset({"Ring"}),
+    "Reduce": frozenset({"Ring"}),
+    "AllGather": frozenset({"PAT", "Ring", "NVLS", "CollNetDirect"}),
+    "ReduceScatter": frozenset({"PAT", "Ring", "NVLS", "CollNetDirect"}),
+    "AllReduce": frozenset(set(ALGORITHMS) - {"PAT"}),
+}
+"""NCCL function -> algorithms NCCL's tuning model has for it (``ncclTopoTuneModel``)."""
+
+OP_FUNC: dict[str, str] = {
+    "all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
+    "broadcast": "Broadcast", "reduce": "Reduce",
+}
+"""collscope op -> NCCL function. Ops not here (alltoall, sendrecv, ...) are point-to-point: NCCL_ALGO and
+NCCL_PROTO do not apply to them."""
+
+_SIMPLE_ONLY = frozenset({"NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain"})
+
+
+class SelectionError(ConfigError):
+    """An invalid NCCL_ALGO/NCCL_PROTO value; ``problem`` says what is wrong without the valid values."""
+
+    def __init__(self, env: str, text: str, problem: str, valid: str) -> None:
+        self.problem = problem
+        super().__init__(f"{env}={text!r}: {problem}; valid: {valid}")
+
+
+@dataclass(frozen=True, slots=True)
+class SelectEntry:
+    """One ``;``-separated entry: the function it applies to (None = all), exclusion, and the names."""
+
+    func: str | None
+    exclude: bool
+    names: tuple[str, ...]
+
+
+def _canon(vocabulary: tuple[str, ...]) -> dict[str, str]:
+    return {v.lower(): v for v in vocabulary}
+
+
+def parse_selection(text: str, vocabulary: tuple[str, ...], env: str) -> tuple[SelectEntry, ...]:
+    """Parse an NCCL_ALGO/NCCL_PROTO value; SelectionError (a ConfigError) names the bad token and the valid ones."""
+    names = _canon(vocabulary)
+    funcs = _canon(FUNCTIONS)
+    valid = f"{', '.join(vocabulary)} (case-insensitive, '^' to exclude, 'func:list;func:list' per function " \
+            f"with func in {', '.join(FUNCTIONS)})"
+    if not text.strip():
+        raise SelectionError(env, text, "empty value", valid)
+    entries: list[SelectEntry] = []
+    seen_funcs: set[str | None] = set()
+    for i, raw in enumerate(text.split(";")):
+        part = raw.strip()
+        func: str | None = None
+        if ":" in part:
+            fname, _, part = part.partition(":")
+            fname = fname.strip()
+            if fname.lower() not in funcs:
+                raise SelectionError(env, text, f"unknown function {fname!r}", valid)
+            func = funcs[fname.lower()]
+            part = part.strip()
+        elif i > 0:
+            raise SelectionError(env, text, f"entry {i + 1} ({raw!r}) needs a 'func:' prefix (only the first "
+                                 "entry may omit it)", valid)
+        if func in seen_funcs:
+            raise SelectionError(env, text, f"{func or 'the all-functions entry'} is given twice", valid)
+        seen_funcs.add(func)
+        exclude = part.startswith("^")
+        if exclude:
+            part = part[1:]
+        tokens = [t.strip() for t in part.split(",")]
+        if not tokens or any(not t for t in tokens):
+            raise SelectionError(env, text, f"empty name in entry {raw!r}", valid)
+        out: list[str] = []
+        for tok in tokens:
+            if tok.lower() not in names:
+                raise SelectionError(env, text, f"unknown name {tok!r}", valid)
+            if names[tok.lower()] not in out:
+                out.append(names[tok.lower()])
+        entries.append(SelectEntry(func, exclude, tuple(out)))
+    return tuple(entries)
+
+
+def format_selection(entries: tuple[SelectEntry, ...]) -> str:
+    """The normalised text: canonical spelling, no spaces."""
+    parts = []
+    for e in entries:
+        body = ("^" if e.exclude else "") + ",".join(e.names)
+        parts.append(body if e.func is None else f"{e.func}:{body}")
+    return ";".join(parts)
+
+
+def per_function_syntax(entries: tuple[SelectEntry, ...]) -> bool:
+    """True when the value uses the NCCL 2.24+ ``func:list`` syntax."""
+    return any(e.func is not None for e in entries)
+
+
+def _entry_for(entries: tuple[SelectEntry, ...], func: str) -> SelectEntry | None:
+    for e in entries:
+        if e.func == func:
+            return e
+    for e in entries:
+        if e.func is None:
+            return e
+    return None
+
+
+def enabled(entries: tuple[SelectEntry, ...], func: str, universe: tuple[str, ...]) -> frozenset[str]:
+    """The names the value leaves enabled for ``func`` (its own entry, else the all-functions entry)."""
+    e = _entry_for(entries, func)
+    if e is None:
+        return frozenset(universe)
+    return frozenset(universe) - set(e.names) if e.exclude else frozenset(e.names)
+
+
+def listed(entries: tuple[SelectEntry, ...], func: str) -> frozenset[str]:
+    """The names explicitly forced (not excluded) for ``func``; empty when nothing is forced."""
+    e = _entry_for(entries, func)
+    return frozenset() if e is None or e.exclude else frozenset(e.names)
+
+
+def pair_runs(algo: str, proto: str) -> bool:
+    """Whether NCCL ever runs ``algo`` with ``proto``."""
+    return proto == "Simple" or algo not in _SIMPLE_ONLY
