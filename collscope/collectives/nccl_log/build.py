@@ -2,14 +2,14 @@
 
 Messages are recognised by their start (``comm 0x.. rank 6 nRanks 16 ...``, ``NCCL_X set by environment
 to V``, ``Connected all rings, use ring PXN 0 GDR 1``, ...). Several ranks and several communicators may
-print the same fact; the first value wins and a disagreement becomes a warning.
+print the same fact; the first value wins and a disagreement becomes a warning. ``finish(source)``
+returns the typed :class:`~collscope.collectives.nccl_log.records.NcclLog`.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from collscope.collectives.nccl_log.lines import LogLine
 from collscope.collectives.nccl_log.messages import (
@@ -23,6 +23,7 @@ from collscope.collectives.nccl_log.messages import (
     parse_tree_graph,
     parse_trees,
 )
+from collscope.collectives.nccl_log.records import NcclLog, NetInfo
 from collscope.collectives.nccl_log.tuning import TuningCollector, parse_algo_choice
 
 __all__ = ["LogBuilder"]
@@ -79,7 +80,16 @@ class LogBuilder:
         self.choices: Counter[tuple[str | None, str, str]] = Counter()
         self.traced: Counter[tuple[str | None, str, str]] = Counter()
         self.calls: Counter[str] = Counter()
-        self.net: dict[str, Any] = {"gdr_hcas": {}}
+        # network facts, first value wins (None: not seen yet)
+        self.ib: tuple[tuple[str, ...], bool, str | None] | None = None
+        """(devices, relaxed ordering, OOB) from the first ``NET/IB : Using ...`` line."""
+        self.ib_hca_env: str | None = None
+        self.socket_devices: tuple[str, ...] | None = None
+        self.network: str | None = None
+        self.ofi_provider: str | None = None
+        self.plugins: dict[str, str] = {}
+        """``net`` / ``collnet`` -> plugin name."""
+        self.gdr_hcas: dict[str, bool] = {}
         self.nccl_warnings: dict[str, None] = {}
 
     # --- feeding -------------------------------------------------------------------------------------
@@ -160,8 +170,8 @@ class LogBuilder:
             old = self.env.setdefault(name, value)
             if old != value:
                 self.env_conflicts.setdefault(name, {old}).add(value)
-            if name == "NCCL_IB_HCA":
-                self.net.setdefault("ib_hca_env", value)
+            if name == "NCCL_IB_HCA" and self.ib_hca_env is None:
+                self.ib_hca_env = value
             return True
         choice = parse_algo_choice(msg)
         if choice is not None:
@@ -178,26 +188,29 @@ class LogBuilder:
         ib = parse_ib_devices(msg)
         if ib is not None:
             devices, relaxed, oob = ib
-            self.net.setdefault("ib_devices", tuple(devices))
-            self.net.setdefault("relaxed_ordering", relaxed)
-            self.net.setdefault("oob", oob)
+            if self.ib is None:
+                self.ib = (tuple(devices), relaxed, oob)
             return True
         sockets = parse_socket_devices(msg)
         if sockets is not None:
-            self.net.setdefault("socket_devices", tuple(sockets))
+            if self.socket_devices is None:
+                self.socket_devices = tuple(sockets)
             return True
-        for pattern, key in ((_USING_NETWORK, "network"), (_OFI_PROVIDER, "ofi_provider")):
-            m = pattern.match(msg)
-            if m:
-                self.net.setdefault(key, m.group(1))
-                return True
+        m = _USING_NETWORK.match(msg)
+        if m:
+            self.network = self.network if self.network is not None else m.group(1)
+            return True
+        m = _OFI_PROVIDER.match(msg)
+        if m:
+            self.ofi_provider = self.ofi_provider if self.ofi_provider is not None else m.group(1)
+            return True
         m = _PLUGIN.match(msg)
         if m:
-            self.net.setdefault(f"{m.group(1)}_plugin", m.group(2))
+            self.plugins.setdefault(m.group(1), m.group(2))
             return True
         m = _GDR_HCA.search(msg)
         if m:
-            self.net["gdr_hcas"].setdefault(m.group(2), m.group(1) == "Enabled")
+            self.gdr_hcas.setdefault(m.group(2), m.group(1) == "Enabled")
             return True
         return False
 
@@ -237,8 +250,8 @@ class LogBuilder:
 
     # --- resolving -----------------------------------------------------------------------------------
 
-    def finish(self) -> dict[str, Any]:
-        """Keyword arguments for ``NcclLog`` (``net`` as a dict for ``NetInfo``)."""
+    def finish(self, source: str = "<text>") -> NcclLog:
+        """The facts fed so far, resolved (largest communicator, first value, inferred fields) into a record."""
         warnings: list[str] = []
         inferred: list[str] = []
         if len(self.versions) > 1:
@@ -265,31 +278,39 @@ class LogBuilder:
         notes = list(self.nccl_warnings)
         if len(notes) > _MAX_WARNINGS:
             notes = notes[:_MAX_WARNINGS] + [f"... and {len(notes) - _MAX_WARNINGS} more NCCL warnings"]
-        return {
-            "nccl_version": self.versions[0] if self.versions else None,
-            "hosts": tuple(sorted(self.hosts)),
-            "nranks": nranks,
-            "nnodes": nnodes,
-            "local_ranks": local_ranks,
-            "channels": self._channels(),
-            "channel_counts": self.channel_counts,
-            "rings": tuple(sorted(self.rings.values(), key=lambda r: r.channel)),
-            "ring_neighbours": tuple(self.neighbours),
-            "trees": tuple(sorted(self.trees.values(), key=lambda t: (t.rank, t.channel))),
-            "connections": tuple(self.connections),
-            "gdr": self._gdr(),
-            "pxn": self._pxn(),
-            "nvls": self._nvls(),
-            "collnet": self._collnet(),
-            "env": dict(self.env),
-            "tuning": self.tuning.table(),
-            "algo_proto_calls": dict(self.choices or self.traced),
-            "calls_logged": dict(self.calls),
-            "net": self.net,
-            "inferred": tuple(inferred),
-            "warnings": tuple(warnings + notes),
-            "nccl_lines": self.nccl_lines,
-        }
+        return NcclLog(
+            source=source,
+            nccl_version=self.versions[0] if self.versions else None,
+            hosts=tuple(sorted(self.hosts)),
+            nranks=nranks,
+            nnodes=nnodes,
+            local_ranks=local_ranks,
+            channels=self._channels(),
+            channel_counts=self.channel_counts,
+            rings=tuple(sorted(self.rings.values(), key=lambda r: r.channel)),
+            ring_neighbours=tuple(self.neighbours),
+            trees=tuple(sorted(self.trees.values(), key=lambda t: (t.rank, t.channel))),
+            connections=tuple(self.connections),
+            gdr=self._gdr(),
+            pxn=self._pxn(),
+            nvls=self._nvls(),
+            collnet=self._collnet(),
+            env=dict(self.env),
+            tuning=self.tuning.table(),
+            algo_proto_calls=dict(self.choices or self.traced),
+            calls_logged=dict(self.calls),
+            net=self._net(),
+            inferred=tuple(inferred),
+            warnings=tuple(warnings + notes),
+            nccl_lines=self.nccl_lines,
+        )
+
+    def _net(self) -> NetInfo:
+        devices, relaxed, oob = self.ib if self.ib is not None else ((), None, None)
+        return NetInfo(network=self.network, ib_devices=devices, ib_hca_env=self.ib_hca_env,
+                       relaxed_ordering=relaxed, oob=oob, socket_devices=self.socket_devices or (),
+                       net_plugin=self.plugins.get("net"), collnet_plugin=self.plugins.get("collnet"),
+                       ofi_provider=self.ofi_provider, gdr_hcas=dict(self.gdr_hcas))
 
     @staticmethod
     def _largest(values: list[int], name: str, warnings: list[str]) -> int | None:

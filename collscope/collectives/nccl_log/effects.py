@@ -9,12 +9,10 @@ subsystem (``NCCL_DEBUG_SUBSYS=TUNING`` or ``INIT,TUNING``), the channel count a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from collscope.collectives.nccl_log.records import NcclLog
 from collscope.collectives.nccl_log.tuning import normalize_algorithm, normalize_protocol
-
-if TYPE_CHECKING:
-    from collscope.collectives.nccl_log.parse import NcclLog
 
 __all__ = ["algorithms_used", "protocols_used", "ib_devices_used", "forced_setting_effects", "allowed_names"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collscope.collectives.nccl_log.effects import forced_setting_effects
-from collscope.collectives.nccl_log.parse import NcclLog
+from collscope.collectives.nccl_log.records import NcclLog
 
 __all__ = ["nccl_log_summary_text"]
 
