@@ -1,19 +1,48 @@
-"""The warnings an expert would raise on looking at one node's topology."""
+"""The warnings an expert would raise on looking at one node's topology.
+
+The rules read a node through :class:`TopologyView`, the few queries they need; ``NodeTopology``
+provides them (and calls :func:`topology_warnings` from ``NodeTopology.warnings()``), so this module
+does not import the model.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from collscope.topo.naming import natural_key
 from collscope.topo.paths import is_nvlink
 
-if TYPE_CHECKING:
-    from collscope.topo.model import NodeTopology
-
-__all__ = ["topology_warnings"]
+__all__ = ["TopologyView", "topology_warnings"]
 
 
-def topology_warnings(node: NodeTopology) -> list[str]:
+class TopologyView(Protocol):
+    """What the warning rules read of a node (``NodeTopology`` is one)."""
+
+    @property
+    def graph(self) -> Any:
+        """The node's graph (networkx), nodes carrying ``kind``, ``ports``, ``sm`` attributes."""
+
+    @property
+    def paths(self) -> dict[str, dict[str, str]]:
+        """Captured path classes, device -> device -> class."""
+
+    @property
+    def sample(self) -> str | None:
+        """Name of the bundled sample, when the node is one."""
+
+    @property
+    def gpus(self) -> list[str]: ...
+
+    @property
+    def nics(self) -> list[str]: ...
+
+    def nearest_nics(self, gpu: str) -> tuple[list[str], str | None]: ...
+
+    def path_class(self, a: str, b: str) -> str: ...
+
+
+def topology_warnings(node: TopologyView) -> list[str]:
+    """Warnings about ``node``: distant NICs, ports down or at mixed rates, RoCE, NIC sharing, missing NVLink."""
     g = node.graph
     out: list[str] = []
     gpus, nics = node.gpus, node.nics

@@ -13,6 +13,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from collscope.topo.advice import topology_warnings
 from collscope.topo.naming import natural_key
 from collscope.topo.paths import is_nvlink, nvlink_count, path_rank
 from collscope.topo.schema import nodes_of_kind
@@ -159,8 +160,7 @@ class NodeTopology:
 
     # ---- reports ---------------------------------------------------------------------------
     def warnings(self) -> list[str]:
-        from collscope.topo.advice import topology_warnings
-
+        """What an expert would warn about on this node (:func:`collscope.topo.advice.topology_warnings`)."""
         return topology_warnings(self)
 
     def summary(self) -> dict[str, Any]:
