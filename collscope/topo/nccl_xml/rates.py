@@ -4,12 +4,27 @@ RCCL's xGMI included): GB/s per PCIe link, NVLink, xGMI link and inter-socket li
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from collscope.topo.nccl_xml.records import XmlCpu
+__all__ = ["pci_link_gbps", "nvlink_gbps_per_link", "xgmi_gbps_per_link", "inter_cpu_gbps", "CpuIdentity"]
 
-__all__ = ["pci_link_gbps", "nvlink_gbps_per_link", "xgmi_gbps_per_link", "inter_cpu_gbps"]
+
+class CpuIdentity(Protocol):
+    """What NCCL's inter-socket rule reads of a ``<cpu>`` (``nccl_xml.records.XmlCpu`` is one)."""
+
+    @property
+    def arch(self) -> str | None:
+        """``x86_64``, ``arm64``, ``ppc64``."""
+
+    @property
+    def vendor(self) -> str | None:
+        """``GenuineIntel``, ``AuthenticAMD``, ..."""
+
+    @property
+    def familyid(self) -> int | None: ...
+
+    @property
+    def modelid(self) -> int | None: ...
 
 _PCI_GEN_SPEED = {2.5: 15, 5.0: 30, 8.0: 60, 16.0: 120, 32.0: 240, 64.0: 480}
 _GT_S = re.compile(r"\s*(\d+(?:\.\d+)?)\s*GT/s", re.IGNORECASE)
@@ -57,7 +72,7 @@ def xgmi_gbps_per_link(arch: str | None) -> float | None:
     return None
 
 
-def inter_cpu_gbps(cpu: XmlCpu) -> tuple[float | None, str]:
+def inter_cpu_gbps(cpu: CpuIdentity) -> tuple[float | None, str]:
     """NCCL's inter-socket bandwidth for a cpu (``ncclTopoGetInterCpuBw``, topo.cc/topo.h) and its name.
 
     POWER 32 (P9_BW), ARM 6, Intel by model (NCCL 2.30: ERP >= 0xCF 40, SRP >= 0x8F 22, SKL >= 0x55
