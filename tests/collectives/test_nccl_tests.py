@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from collscope.collectives.nccl_tests.run import NcclTestsSpec, find_nccl_tests_
 from collscope.collectives.record import Measurement, busbw_factor, read_jsonl
 from collscope.errors import ConfigError, ParseError, ToolMissingError
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
+from tests.fakes import write_executable
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
 MODERN = FIX / "all_reduce_perf-v2.19.6-2x4-wrong-redop-root.txt"
@@ -88,11 +88,8 @@ def test_spec_rejects_f_with_i_and_inverted_sizes():
 # ---------------------------------------------------------------------------------------------------- lookup
 
 
-def _exe(path: Path, body: str = "#!/bin/sh\nexit 0\n") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
+def _exe(path: Path) -> Path:
+    return write_executable(path, "#!/bin/sh\nexit 0\n")
 
 
 def test_binary_from_dir_its_build_subdir_and_mpi_names(tmp_path):
@@ -529,35 +526,30 @@ def test_cli_ingest_help_has_example():
 # ---------------------------------------------------------------------------------------------------- running
 
 
-def _fake_on_path(tmp_path: Path, body: str) -> dict[str, str]:
-    _exe(tmp_path / "bin" / "all_reduce_perf", body)
-    return {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def test_run_nccl_tests_with_a_fake_binary(tmp_path):
-    args_file = tmp_path / "args"
-    env = _fake_on_path(tmp_path, f'#!/bin/sh\necho "$@" > "{args_file}"\ncat "{MODERN}"\n')
+def test_run_nccl_tests_with_a_fake_binary(tmp_path, fake_tools):
+    args_file = tmp_path / "args.json"
+    fake_tools.nccl_tests("all_reduce", MODERN, record_to=args_file)
     spec = NcclTestsSpec(min_bytes=8, max_bytes=32 << 20, step_factor=4)
-    result = run_nccl_tests(spec, extra_env=env, timeout_s=30)
+    result = run_nccl_tests(spec, extra_env={"PATH": os.environ["PATH"]}, timeout_s=30)
     assert result.ok and result.failure is None and result.returncode == 0
     assert len(result.records) == 24 and result.run is not None and result.run.nranks == 8
-    assert args_file.read_text().split() == ["-b", "8", "-e", "33554432", "-f", "4", "-T", "30"]
-    assert result.argv[0].endswith("/bin/all_reduce_perf")
+    assert json.loads(args_file.read_text())["argv"] == ["-b", "8", "-e", "33554432", "-f", "4", "-T", "30"]
+    assert result.argv[0] == str(fake_tools.bin_dir / "all_reduce_perf")
 
 
-def test_run_nccl_tests_reports_wrong_values_and_exit_codes(tmp_path):
-    env = _fake_on_path(tmp_path, f'#!/bin/sh\ncat "{OOB}"\nexit 3\n')
-    result = run_nccl_tests(NcclTestsSpec(), extra_env=env, timeout_s=30)
+def test_run_nccl_tests_reports_wrong_values_and_exit_codes(fake_tools):
+    fake_tools.nccl_tests("all_reduce", OOB, exit_code=3)
+    result = run_nccl_tests(NcclTestsSpec(), extra_env={"PATH": os.environ["PATH"]}, timeout_s=30)
     assert result.failure == "exit code 3" and len(result.records) == 8 and not result.ok
 
 
-def test_run_nccl_tests_timeout_keeps_the_rows_printed(tmp_path):
+def test_run_nccl_tests_timeout_keeps_the_rows_printed(tmp_path, fake_tools):
     head = [line for line in MODERN.read_text().splitlines()]
     cut = next(i for i, line in enumerate(head) if line.strip().startswith("2048 "))
     partial = tmp_path / "partial.txt"
     partial.write_text("\n".join(head[:cut]) + "\n")
-    env = _fake_on_path(tmp_path, f'#!/bin/sh\ncat "{partial}"\nsleep 30\n')
-    result = run_nccl_tests(NcclTestsSpec(timeout_s=600), extra_env=env, timeout_s=1.5)
+    fake_tools.nccl_tests("all_reduce", partial, hang_as=f"nccl-tests-hang-{os.getpid()}")
+    result = run_nccl_tests(NcclTestsSpec(timeout_s=600), extra_env={"PATH": os.environ["PATH"]}, timeout_s=1.5)
     assert result.timed_out and result.failure == "timeout after 1.5 s"
     assert result.run is not None and len(result.records) == 8 and not result.run.complete
     assert "-T 600" in " ".join(result.argv)  # the spec's own -T is kept

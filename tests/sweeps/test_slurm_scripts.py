@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from collscope import proc
+from tests.fakes import FakeTools
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = REPO / "slurm" / "sweep.sh"
@@ -129,22 +130,11 @@ def submit_and_wait(argv: list[str], timeout_s: float, *, cwd: Path, output: Pat
     return JobResult(job_id, fields["JobState"], fields.get("ExitCode", ""), text)
 
 
-FAKE_COLLSCOPE = """#!{python}
-# Records how slurm/sweep.sh called collscope: argv, working directory and the Slurm variables.
-import json, os, sys
-with open(os.environ["FAKE_COLLSCOPE_LOG"], "w") as f:
-    json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd(),
-               "env": {{k: v for k, v in os.environ.items() if k.startswith("SLURM_")}}}}, f)
-"""
-
-
 @pytest.fixture()
-def fake_collscope(tmp_path: Path) -> tuple[Path, Path]:
-    exe = tmp_path / "bin" / "collscope"
-    exe.parent.mkdir()
-    exe.write_text(FAKE_COLLSCOPE.format(python=sys.executable))
-    exe.chmod(0o755)
-    return exe, tmp_path / "fake-collscope.json"
+def fake_collscope(tmp_path: Path, fake_tools: FakeTools) -> tuple[Path, Path]:
+    """A fake ``collscope`` (not on PATH) that records how slurm/sweep.sh called it: argv, cwd, environment."""
+    log = tmp_path / "fake-collscope.json"
+    return fake_tools.add("collscope", record_to=log, directory=tmp_path / "bin"), log
 
 
 def run_sweep_sh(args: list[str], env: dict[str, str], cwd: Path) -> proc.ProcResult:
@@ -152,9 +142,9 @@ def run_sweep_sh(args: list[str], env: dict[str, str], cwd: Path) -> proc.ProcRe
 
 
 def sweep_env(fake: tuple[Path, Path], **slurm: str) -> dict[str, str]:
-    exe, log = fake
+    exe, _ = fake
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k != "COLLSCOPE_OUT"}
-    env.update({"COLLSCOPE": str(exe), "FAKE_COLLSCOPE_LOG": str(log), **slurm})
+    env.update({"COLLSCOPE": str(exe), **slurm})
     return env
 
 
@@ -263,7 +253,7 @@ def test_submit_and_wait_reports_failure(slurm: None, tmp_path: Path) -> None:
 def test_sweep_sh_under_sbatch(slurm: None, tmp_path: Path, fake_collscope: tuple[Path, Path]) -> None:
     """The real sbatch accepts the header; the script runs in the submit directory with the allocation's
     task count and a job-id results directory."""
-    env = slurm_env(COLLSCOPE=str(fake_collscope[0]), FAKE_COLLSCOPE_LOG=str(fake_collscope[1]))
+    env = slurm_env(COLLSCOPE=str(fake_collscope[0]))
     env.pop("COLLSCOPE_OUT", None)
     job = submit_and_wait([str(SWEEP), "--preset", "mpi-algos", "--max-bytes", "1M"], 120, cwd=tmp_path,
                           output=tmp_path / "sweep.out", env=env)

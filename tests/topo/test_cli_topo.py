@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +14,7 @@ from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.topo.samples import sample_path
+from tests.fakes import Answer, FakeTools, write_executable
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -93,29 +92,14 @@ def test_missing_path_and_unknown_gpu_exit_2(tmp_path):
     assert code == 2 and "unknown GPU 'Z9000'" in err and "H100" in err
 
 
-def _fake_tools(bin_dir: Path) -> None:
-    """nvidia-smi / ibstat / ibdev2netdev that answer with the bundled sample's real-format output."""
-    sample = sample_path()
-    scripts = {
-        "nvidia-smi": (
-            "#!/bin/sh\n"
-            f'case "$1" in topo) cat "{sample}/nvidia-smi-topo.txt";; nvlink) cat "{sample}/nvidia-smi-nvlink.txt";;\n'
-            f'  --query-gpu*) cat "{sample}/nvidia-smi-query-gpu.csv";; *) exit 9;; esac\n'
-        ),
-        "ibstat": f'#!/bin/sh\ncat "{sample}/ibstat.txt"\n',
-        "ibdev2netdev": "#!/bin/sh\necho 'ibdev2netdev: failed to read sysfs' >&2\nexit 1\n",
-    }
-    bin_dir.mkdir()
-    for name, body in scripts.items():
-        p = bin_dir / name
-        p.write_text(body)
-        p.chmod(p.stat().st_mode | stat.S_IEXEC)
+def _fake_node(fake_tools: FakeTools) -> None:
+    """nvidia-smi and ibstat answering with the bundled sample's captures; ibdev2netdev failing."""
+    fake_tools.node(sample_path(), ibdev2netdev=Answer(stderr="ibdev2netdev: failed to read sysfs\n", exit_code=1))
 
 
-def test_collect_then_show_and_cluster(tmp_path):
-    bin_dir = tmp_path / "bin"
-    _fake_tools(bin_dir)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+def test_collect_then_show_and_cluster(tmp_path, fake_tools):
+    _fake_node(fake_tools)
+    env = fake_tools.env()
     out = tmp_path / "topo" / "node01"
     proc = subprocess.run([sys.executable, "-m", "collscope", "topo", "collect", "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=120)
@@ -208,16 +192,13 @@ def test_readme_names_every_command():
         assert command in readme
 
 
-def test_collect_topo_script_outside_slurm(tmp_path):
+def test_collect_topo_script_outside_slurm(tmp_path, fake_tools):
     """slurm/collect-topo.sh without an allocation captures this node into DIR/<short hostname>."""
-    bin_dir = tmp_path / "bin"
-    _fake_tools(bin_dir)
+    _fake_node(fake_tools)
     repo = Path(__file__).resolve().parents[2]
-    collscope_cmd = tmp_path / "collscope"
-    collscope_cmd.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m collscope "$@"\n')
-    collscope_cmd.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", COLLSCOPE=str(collscope_cmd))
+    collscope_cmd = write_executable(tmp_path / "collscope", f'#!/bin/sh\nexec "{sys.executable}" -m collscope "$@"\n')
+    env = {k: v for k, v in fake_tools.env().items() if not k.startswith("SLURM_")}
+    env.update(COLLSCOPE=str(collscope_cmd))
     out = tmp_path / "topo"
     proc = subprocess.run(["bash", str(repo / "slurm" / "collect-topo.sh"), str(out)], env=env,
                           capture_output=True, text=True, timeout=120)
