@@ -1,11 +1,16 @@
-"""Synthetic results in the shape of ``collscope.analysis.load.load_results``'s DataFrame."""
+"""Synthetic results: rows in the shape of ``collscope.analysis.load.load_results``'s DataFrame (``frame``),
+or written as a results directory for the real loader (``write_results``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from collscope.collectives.record import Measurement, write_jsonl
 
 KNOB_COLUMNS = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE",
                 "OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_allreduce_algorithm",
@@ -52,3 +57,34 @@ def frame(*parts: list[dict[str, Any]]) -> pd.DataFrame:
                  "point_id", "source", *KNOB_COLUMNS):
         df[name] = df[name].astype("category")
     return df
+
+
+def write_results(root: Path, *parts: list[dict[str, Any]]) -> Path:
+    """The rows of :func:`cell_rows` as a results directory that ``load_results`` reads: ``sweep.json``,
+    ``points/<point_id>.jsonl`` (Measurement records, the knobs as settings), ``points/<point_id>.check.json``
+    where ``applied`` is set, ``failures.jsonl`` where ``failure`` is set. Returns ``root``."""
+    rows = [r for p in parts for r in p]
+    by_point: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_point.setdefault(str(row["point_id"]), []).append(row)
+    (root / "points").mkdir(parents=True, exist_ok=True)
+    (root / "sweep.json").write_text(json.dumps({"sweep_id": rows[0]["sweep_id"] if rows else "sw-test"}))
+    failures = []
+    for point_id, point_rows in by_point.items():
+        write_jsonl(root / "points" / f"{point_id}.jsonl", [_measurement(r) for r in point_rows])
+        applied, failure = point_rows[0]["applied"], point_rows[0]["failure"]
+        if applied is not pd.NA:
+            (root / "points" / f"{point_id}.check.json").write_text(json.dumps({"applied": bool(applied)}))
+        if failure is not pd.NA:
+            failures.append(json.dumps({"point_id": point_id, "reason": failure}) + "\n")
+    if failures:
+        (root / "failures.jsonl").write_text("".join(failures))
+    return root
+
+
+def _measurement(row: Mapping[str, Any]) -> Measurement:
+    fields = ("engine", "backend", "op", "size_bytes", "count", "dtype", "redop", "root", "in_place", "nranks",
+              "nnodes", "time_us", "algbw_gbps", "busbw_gbps", "wrong", "error", "ok", "iters", "warmup", "repeat",
+              "point_id", "sweep_id", "nccl_version", "engine_version", "source", "timestamp")
+    settings = {k: str(row[k]) for k in KNOB_COLUMNS if row[k] is not pd.NA}
+    return Measurement(**{f: row[f] for f in fields}, settings=settings, hosts=(row["hosts"],))

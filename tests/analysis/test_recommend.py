@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -23,7 +24,7 @@ from collscope.analysis.recommend.tuner import TUNER_COLUMNS, render_tuner, tune
 from collscope.cli import main
 from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError
-from tests.analysis.recommend_frames import cell_rows, frame
+from tests.analysis.recommend_frames import cell_rows, frame, write_results
 
 GOLDEN = Path(__file__).parent / "golden"
 SIZES = [8 * 8**i for i in range(9)]  # 8 B .. 128 MiB
@@ -45,11 +46,15 @@ def exports(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("export ")]
 
 
-def one_winner() -> pd.DataFrame:
+def one_winner_rows() -> list[list[dict[str, Any]]]:
     """Ring/Simple: -12% up to 4 KiB, +1% at 32 KiB (below min gain), +35% from 256 KiB; default 10 GB/s."""
     def ring(size: int) -> float:
         return 8.8 if size <= 4096 else (10.1 if size == 32768 else 13.5)
-    return frame(cell_rows(sizes=SIZES, busbw=10.0), cell_rows(knobs=RING_SIMPLE, sizes=SIZES, busbw=ring))
+    return [cell_rows(sizes=SIZES, busbw=10.0), cell_rows(knobs=RING_SIMPLE, sizes=SIZES, busbw=ring)]
+
+
+def one_winner() -> pd.DataFrame:
+    return frame(*one_winner_rows())
 
 
 # ---- (1) a clear winner in one range --------------------------------------------------------------------
@@ -305,22 +310,17 @@ def test_ranges_never_overlap_and_are_covered_by_measured_sizes(df, min_gain):
 
 
 # ---- the command --------------------------------------------------------------------------------------
-@pytest.fixture
-def fake_loader(monkeypatch):
-    """Stand in for collscope.analysis.load: DIR names map to planted DataFrames."""
-    frames: dict[str, pd.DataFrame] = {}
-
-    def load_results(paths):
-        return pd.concat([frames[Path(p).name] for p in paths], ignore_index=True)
-
-    monkeypatch.setattr("collscope.cli.recommend.load_results", load_results)
-    return frames
+def _invoke(tmp_path: Path, dirs: dict[str, list[list[dict[str, Any]]]], *args: str):
+    """`collscope recommend DIR...` on results directories written from planted rows (the real loader reads them)."""
+    paths = [write_results(tmp_path / name, *parts) for name, parts in dirs.items()]
+    return CliRunner().invoke(main, ["recommend", *(str(p) for p in paths), *args])
 
 
-def _invoke(tmp_path: Path, frames: dict[str, pd.DataFrame], *args: str):
-    for name in frames:
-        (tmp_path / name).mkdir(exist_ok=True)
-    return CliRunner().invoke(main, ["recommend", *(str(tmp_path / n) for n in frames), *args])
+def test_planted_frames_have_the_loaders_shape(tmp_path):
+    """The frames the library tests plant recommend exactly what the loader's frame of the same records does."""
+    rows = one_winner_rows()
+    root = write_results(tmp_path / "sweep; planted", *rows)
+    assert json.loads(render_json(recommend(load_results([root])))) == json.loads(render_json(recommend(frame(*rows))))
 
 
 @pytest.mark.parametrize("fmt, expected", [
@@ -328,19 +328,18 @@ def _invoke(tmp_path: Path, frames: dict[str, pd.DataFrame], *args: str):
     ("tuner", "allreduce,262144,134217728,ring,simple,-1,1,8,-1,-1"),
     ("json", '"tuner_rules": [\n    "allreduce,262144,134217728,ring,simple,-1,1,8,-1,-1"'),
 ])
-def test_cli_formats(tmp_path, fake_loader, fmt, expected):
-    fake_loader["sweep"] = one_winner()
-    result = _invoke(tmp_path, fake_loader, "--format", fmt)
+def test_cli_formats(tmp_path, fmt, expected):
+    result = _invoke(tmp_path, {"sweep": one_winner_rows()}, "--format", fmt)
     assert result.exit_code == 0, result.output
     assert expected in result.stdout
     if fmt == "json":
         assert json.loads(result.stdout)["groups"][0]["op"] == "all_reduce"
 
 
-def test_cli_options_reach_the_library(tmp_path, fake_loader):
-    fake_loader["a"] = frame(cell_rows(sizes=SIZES, busbw=10.0), cell_rows(knobs=RING_SIMPLE, sizes=SIZES, busbw=10.5))
-    fake_loader["b"] = frame(cell_rows(op="all_gather", sizes=SIZES, busbw=10.0))
-    result = _invoke(tmp_path, fake_loader, "--min-gain", "0.1", "--op", "all_reduce", "--out-of-place")
+def test_cli_options_reach_the_library(tmp_path):
+    dirs = {"a": [cell_rows(sizes=SIZES, busbw=10.0), cell_rows(knobs=RING_SIMPLE, sizes=SIZES, busbw=10.5)],
+            "b": [cell_rows(op="all_gather", sizes=SIZES, busbw=10.0)]}
+    result = _invoke(tmp_path, dirs, "--min-gain", "0.1", "--op", "all_reduce", "--out-of-place")
     assert result.exit_code == 0, result.output
     assert "# nothing beats the default beyond noise (min gain 10%)" in result.stdout
     assert exports(result.stdout) == []
@@ -351,9 +350,8 @@ def test_cli_options_reach_the_library(tmp_path, fake_loader):
     (["--op", "alltoall"], "error: no records of op 'alltoall'; ops in the results: all_reduce"),
     (["--in-place"], "error: no in-place records"),
 ])
-def test_cli_bad_input_exits_2_with_one_line(tmp_path, fake_loader, args, message):
-    fake_loader["sweep"] = one_winner()
-    result = _invoke(tmp_path, fake_loader, *args)
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    result = _invoke(tmp_path, {"sweep": one_winner_rows()}, *args)
     assert result.exit_code == 2
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
 
