@@ -1,5 +1,8 @@
 """Write notebooks/*.ipynb from the cell sources below (the notebooks are generated, then executed in CI).
 
+The cells import only the public API (``collscope``, ``collscope.topo``, ``collscope.analysis`` and its
+sub-packages), never a module deep inside them.
+
     python scripts/make_notebooks.py
 """
 
@@ -21,8 +24,7 @@ TOPOLOGY = [
     new_code_cell(
         "from pathlib import Path\n\n"
         "import collscope\n"
-        "from collscope.topo.draw import draw_png\n"
-        "from collscope.topo.render import node_summary_text\n\n"
+        "from collscope.topo import draw_png, node_summary_text\n\n"
         "CAPTURES = [collscope.sample_path()]  # e.g. [Path('topo/node01')]\n"
         "node = collscope.build_node(collscope.load_captures(CAPTURES), sample='hgx-h100-8gpu')\n"
         "print(node_summary_text(node))"),
@@ -74,15 +76,14 @@ SWEEP = [
         "allreduce/allgather algorithms on 2 CPU ranks (the CPU twin of an NCCL algorithm sweep)."),
     new_code_cell(
         "from pathlib import Path\n\n"
-        "from collscope.analysis.fit import aggregate, fit_alpha_beta\n"
-        "from collscope.analysis.load import load_results\n\n"
+        "from collscope.analysis import aggregate, fit_alpha_beta, load_results\n\n"
         "RESULTS = [Path('../examples/results/mpi-algos-2rank')]\n"
         "df = load_results(RESULTS)\n"
         "print(len(df), 'records;', df['config'].nunique(), 'configurations')\n"
         "df[['op', 'config', 'size_bytes', 'repeat', 'time_us', 'busbw_gbps']].head()"),
     new_markdown_cell("## Bus bandwidth by size (median over repeats, min-max band)"),
     new_code_cell(
-        "from collscope.analysis.plots import busbw_vs_size, gain_heatmap\n\n"
+        "from collscope.analysis import busbw_vs_size, gain_heatmap\n\n"
         "agg = aggregate(df)\n"
         "for op in sorted(agg['op'].unique()):\n"
         "    busbw_vs_size(agg, op)\n"
@@ -94,25 +95,34 @@ SWEEP = [
     new_markdown_cell("## Anomalies and crossovers"),
     new_code_cell(
         "import pandas as pd\n\n"
-        "from collscope.analysis.compare import analyze\n\n"
+        "from collscope.analysis import analyze\n\n"
         "analysis = analyze(df)\n"
         "pd.DataFrame([a.to_dict() for a in analysis.anomalies]).head(20)"),
     new_markdown_cell("## Recommendation\n\nOnly where a configuration beats the measured default by more than "
                       "the minimum gain and more than the spread of the repeats."),
     new_code_cell(
-        "from collscope.analysis.recommend.core import recommend\n"
-        "from collscope.analysis.recommend.env import render_env\n\n"
+        "from collscope.analysis.recommend import recommend, render_env\n\n"
         "print(render_env(recommend(df)))"),
 ]
+
+
+def render() -> dict[str, str]:
+    """File name -> notebook JSON text. Cell ids are derived from the position, so the output is stable."""
+    out = {}
+    for name, cells in (("topology.ipynb", TOPOLOGY), ("sweep-analysis.ipynb", SWEEP)):
+        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                "language": "python"}})
+        for i, cell in enumerate(nb.cells):
+            cell["id"] = f"{name.removesuffix('.ipynb')}-{i}"
+        out[name] = nbformat.writes(nb) + "\n"
+    return out
 
 
 def main() -> None:
     out = ROOT / "notebooks"
     out.mkdir(exist_ok=True)
-    for name, cells in (("topology.ipynb", TOPOLOGY), ("sweep-analysis.ipynb", SWEEP)):
-        nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}})
-        nbformat.write(nb, out / name)
+    for name, text in render().items():
+        (out / name).write_text(text)
         print(f"wrote {out / name}")
 
 

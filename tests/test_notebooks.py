@@ -1,14 +1,17 @@
-"""The notebooks run top to bottom on the data shipped in the repo."""
+"""The notebooks run top to bottom on the data shipped in the repo, match their generator, use the public API."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -23,3 +26,40 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
 
 def test_both_notebooks_exist() -> None:
     assert [p.name for p in NOTEBOOKS] == ["sweep-analysis.ipynb", "topology.ipynb"]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "scripts" / "make_notebooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_notebooks_match_their_generator() -> None:
+    for name, text in _generator().render().items():
+        assert (ROOT / "notebooks" / name).read_text() == text, (
+            f"notebooks/{name} differs from scripts/make_notebooks.py: run `python scripts/make_notebooks.py`")
+
+
+def _collscope_imports(source: str) -> list[str]:
+    modules = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "collscope":
+            modules.append(node.module)
+        elif isinstance(node, ast.Import):
+            modules += [a.name for a in node.names if a.name.split(".")[0] == "collscope"]
+    return modules
+
+
+def _is_package(module: str) -> bool:
+    return ROOT.joinpath(*module.split("."), "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_import_the_public_api_only(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    imported = [m for cell in nb.cells if cell.cell_type == "code" for m in _collscope_imports(cell.source)]
+    assert imported, "the notebook should use collscope"
+    deep = [m for m in imported if not _is_package(m)]
+    assert not deep, f"{path.name} imports modules, not packages' public API: {deep}"
