@@ -16,6 +16,7 @@ import ast
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -379,3 +380,43 @@ def test_no_import_cycles_not_even_type_only():
 def test_the_cycle_check_finds_a_type_only_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+# ---- docs show the public API ---------------------------------------------------------------------------
+
+_PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_DEEP_REFERENCE = re.compile(r"`(collscope(?:\.[a-z_]+)+)\.([A-Za-z_]+)(?:\([^`]*\))?`")
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _is_package(module: str) -> bool:
+    return ROOT.joinpath(*module.split("."), "__init__.py").is_file()
+
+
+def test_doc_code_samples_import_packages_not_modules():
+    deep = []
+    blocks = 0
+    for page in _doc_pages():
+        for block in _PYTHON_BLOCK.findall(page.read_text()):
+            blocks += 1
+            for node in ast.walk(ast.parse(block)):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("collscope"):
+                    if not _is_package(node.module or ""):
+                        deep.append(f"{page.name}: from {node.module} import ...")
+    assert blocks >= 1
+    assert not deep, "docs import deep modules instead of the public API:\n" + "\n".join(deep)
+
+
+def test_docs_name_library_functions_by_their_public_path():
+    """Prose like `collscope.analysis.load.load_results` should say `collscope.analysis.load_results`."""
+    deep = []
+    for page in _doc_pages():
+        if page.name == "cli.md":  # generated from the CLI's --help
+            continue
+        for module, name in _DEEP_REFERENCE.findall(page.read_text()):
+            if not _is_package(module) and ROOT.joinpath(*module.split(".")).with_suffix(".py").is_file():
+                deep.append(f"{page.name}: {module}.{name}")
+    assert not deep, "\n".join(deep)
