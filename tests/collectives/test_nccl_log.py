@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.cli import main
+from collscope.collectives.nccl_log.build import LogBuilder
 from collscope.collectives.nccl_log.effects import allowed_names
-from collscope.collectives.nccl_log.lines import split_line
+from collscope.collectives.nccl_log.lines import iter_log_lines, split_line
 from collscope.collectives.nccl_log.messages import parse_connection, parse_ring_order, parse_trees
 from collscope.collectives.nccl_log.parse import (
     NcclLog,
@@ -24,6 +25,7 @@ from collscope.collectives.nccl_log.parse import (
     protocols_used,
     read_nccl_log,
 )
+from collscope.collectives.nccl_log.records import NetInfo
 from collscope.collectives.nccl_log.tuning import normalize_algorithm, parse_algo_choice
 from collscope.errors import ParseError
 from tests.corpus import CORPUS, corpus_params, skip_reason, strip_corpus_header
@@ -307,6 +309,28 @@ def test_forced_ib_hca(hca, applied):
     using = "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB [RO]; OOB ib0:1.2.3.4<0>"
     log = _log_with(f"NCCL_IB_HCA set to {hca}", [using])
     assert forced_setting_effects(log)["NCCL_IB_HCA"]["applied"] is applied
+
+
+def test_builder_returns_a_typed_record_and_the_first_network_facts_win():
+    lines = ["h1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB [RO]; OOB ib0:1.2.3.4<0>",
+             "h2:2:2 [0] NCCL INFO NET/IB : Using [0]mlx5_4:1/IB",
+             "h1:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0",
+             "h2:2:2 [0] NCCL INFO NCCL_IB_HCA set to mlx5_4",
+             "h1:1:1 [0] NCCL INFO Using network IB",
+             "h2:2:2 [0] NCCL INFO Using network Socket",
+             "h1:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8",
+             "h1:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+             "h2:2:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"]
+    builder = LogBuilder()
+    for line in iter_log_lines("\n".join(lines)):
+        builder.feed(line)
+    log = builder.finish("two ranks.log")
+    assert isinstance(log, NcclLog) and isinstance(log.net, NetInfo) and log.source == "two ranks.log"
+    assert log.net.ib_devices == ("mlx5_0:1", "mlx5_2:1") and log.net.relaxed_ordering is True
+    assert log.net.oob is not None and log.net.oob.startswith("ib0")
+    assert (log.net.ib_hca_env, log.net.network, log.net.net_plugin) == ("mlx5_0", "IB", "NCCL RDMA Plugin v8")
+    assert log.net.collnet_plugin is None and log.net.socket_devices == () and log.net.gdr_hcas == {"mlx5_0": True}
+    assert log == parse_nccl_log("\n".join(lines), source="two ranks.log")
 
 
 def test_allowed_names_forms():
