@@ -34,7 +34,7 @@ _LOOSE: dict[str, Any] = {
     "max_bytes": int | str,
     "ops": str | list[str],
     "grid": dict[str, Any],
-    "per_op_grid": dict[str, dict[str, Any]],
+    "per_op_grid": dict[str, Any],
     "fixed_env": dict[str, Any],
     "variants": list[dict[str, Any]],
 }
@@ -79,9 +79,21 @@ _EXPECTED_AT = re.compile(r"^Expected `(?P<want>[^`]+)`(?:, got `(?P<got>[^`]+)`
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.+)`")
 
 
-def _field_of(path: str) -> str:
-    m = re.match(r"\$\.(\w+)", path)
-    return m.group(1) if m else ""
+_SEGMENT = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
+
+
+def _value_at(data: Any, path: str) -> tuple[bool, Any]:
+    """(found, value) at a msgspec path such as ``$.ops[1]``; a ``[...]`` (a dict key) is not resolvable."""
+    value = data
+    for m in _SEGMENT.finditer(path.removeprefix("$")):
+        key, index = m.group(1), m.group(2)
+        if key is not None and isinstance(value, Mapping) and key in value:
+            value = value[key]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return False, None
+    return True, value
 
 
 def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
@@ -97,12 +109,12 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
         where = (m.group("where") or "$").removeprefix("$").removeprefix(".") or "the spec"
         return f"{where}: every key must be text"
     path = m.group("path").removeprefix("$.")
-    field = _field_of(m.group("path"))
-    if path == field and field in _EXPECTED:
-        want = _EXPECTED[field]
+    if path in _EXPECTED:
+        want = _EXPECTED[path]
     else:
         want = " or ".join(_TYPE_WORDS.get(w.strip(), w.strip()) for w in m.group("want").split("|"))
-    got = repr(data[field]) if path == field and field in data else f"{m.group('got') or 'another type'}"
+    found, value = _value_at(data, m.group("path"))
+    got = repr(value) if found else _TYPE_WORDS.get(m.group("got") or "", "another type")
     return f"{path}: expected {want}, got {got}"
 
 
