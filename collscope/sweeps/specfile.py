@@ -10,6 +10,7 @@ messages list the valid values. A key left out takes SweepSpec's default; ``name
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import types
@@ -101,7 +102,10 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
     text = str(exc)
     m = _UNKNOWN.match(text)
     if m:
-        return f"unknown key {m.group('key')!r}; valid keys: {', '.join(SPEC_KEYS)}"
+        key = m.group("key")
+        close = difflib.get_close_matches(key, SPEC_KEYS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown key {key!r}; valid keys: {', '.join(SPEC_KEYS)}{hint}"
     m = _EXPECTED_AT.match(text)
     if not m:
         return text

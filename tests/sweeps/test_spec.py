@@ -126,7 +126,8 @@ def test_spec_round_trips_through_its_dict() -> None:
 
 
 @pytest.mark.parametrize(("text", "match"), [
-    ('{"nranks": 2, "bogus": 1}', r"s\.json: unknown key 'bogus'; valid keys: name, engine"),
+    ('{"nranks": 2, "bogus": 1}', r"s\.json: unknown key 'bogus'; valid keys: name, engine.*collnet_plugin$"),
+    ('{"nrank": 2}', r"s\.json: unknown key 'nrank'; valid keys: .*; did you mean 'nranks'\?$"),
     ('{"nranks": "2"}', r"s\.json: nranks: expected an integer, got '2'"),
     ('{"nranks": 2,\n "ops": [1}', r"s\.json: not valid JSON: line 2"),
     ('[1, 2]', r"s\.json: expected a mapping of spec keys, got list"),
