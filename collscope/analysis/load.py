@@ -43,29 +43,16 @@ from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_
 from collscope.collectives.record import Measurement, read_jsonl
 from collscope.errors import ParseError
 from collscope.results.store import ResultsDir
-from collscope.vocab.knobs import DYNAMIC_RULES
+from collscope.vocab.configs import (
+    DEFAULT_CONFIG,
+    NON_TUNING_PREFIXES,
+    NON_TUNING_VARIABLES,
+    config_of,
+    is_tuning_variable,
+)
 
 __all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
            "RECORD_COLUMNS", "DEFAULT_CONFIG"]
-
-DEFAULT_CONFIG = "default"
-
-NON_TUNING_VARIABLES = frozenset({
-    # logging and dumps: what NCCL prints, not what it does
-    "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_FORMAT",
-    "NCCL_DEBUG_TIMESTAMP_LEVELS", "NCCL_WARN_ENABLE_DEBUG_INFO", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
-    "NCCL_PROFILER_PLUGIN", "NCCL_RAS_ENABLE",
-    # plumbing: which interface / address bootstrap uses, not a tuning choice
-    "NCCL_SOCKET_IFNAME", "NCCL_COMM_ID", "NCCL_HOSTID", "OMPI_MCA_btl_tcp_if_include",
-    "OMPI_MCA_btl_tcp_if_exclude", "OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_oob_tcp_if_exclude",
-    "OMPI_MCA_rmaps_base_oversubscribe",
-    # implied by an Open MPI algorithm setting (sweeps.knobs.requires adds it)
-    DYNAMIC_RULES,
-})
-"""Variables that never define a configuration: the deny list (exact names)."""
-
-NON_TUNING_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "PMIX_", "PRTE_", "SLURM_")
-"""Name prefixes that never define a configuration (permission to run as root, launcher internals)."""
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Measurement))
 RECORD_COLUMNS = tuple(f for f in _FIELDS if f != "settings")
@@ -76,19 +63,6 @@ _NULLABLE_INT = ("count", "root", "nnodes", "wrong", "iters", "warmup")
 _BOOL = ("in_place", "ok")
 _TYPED: dict[str, Any] = {"size_bytes": np.int64, "nranks": np.int64, "repeat": np.int64, "time_us": np.float64,
                           "algbw_gbps": np.float64, "busbw_gbps": np.float64, "in_place": np.bool_, "ok": np.bool_}
-
-
-def is_tuning_variable(name: str) -> bool:
-    """Whether setting ``name`` defines a configuration: everything except :data:`NON_TUNING_VARIABLES` and
-    names starting with :data:`NON_TUNING_PREFIXES` (the allow list is "all other variables", so a knob the
-    registry does not know yet still separates configurations)."""
-    return name not in NON_TUNING_VARIABLES and not name.startswith(NON_TUNING_PREFIXES)
-
-
-def config_of(settings: Mapping[str, object]) -> str:
-    """The canonical configuration name: tuning settings as sorted ``K=V`` joined by ``;``, or ``"default"``."""
-    items = sorted((str(k), str(v)) for k, v in settings.items() if is_tuning_variable(str(k)))
-    return ";".join(f"{k}={v}" for k, v in items) or DEFAULT_CONFIG
 
 
 # ---- msgspec record type, derived from Measurement so that the two never drift apart ----------------------

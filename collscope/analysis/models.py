@@ -48,7 +48,7 @@ from typing import Any
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
-from collscope.vocab.ompi import OMPI_ALGORITHMS, ompi_algorithm_id, ompi_algorithm_name
+from collscope.vocab.ompi import OP_OMPI_COLL, ompi_algorithm_id, ompi_algorithm_knob, ompi_algorithm_name
 
 __all__ = [
     "LinkParams",
@@ -365,19 +365,17 @@ _OMPI_MODEL: dict[str, dict[str, str]] = {
               "scatter_allgather_ring": "scatter_allgather"},
     "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
 }
-_OP_TO_OMPI = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reduce_scatter",
-               "broadcast": "bcast", "reduce": "reduce"}
 
 
 def model_for_setting(op: str, settings: Mapping[str, str]) -> str | None:
     """The alpha-beta model of the Open MPI algorithm a point forced, e.g. ``"ring"`` for
     ``OMPI_MCA_coll_tuned_allreduce_algorithm=4``; None when nothing is forced, the id is 0 (fixed rules) or the
     algorithm has no model here (linear allgather, chain/pipeline bcast, ...)."""
-    coll = _OP_TO_OMPI.get(op)
-    if coll is None or coll not in OMPI_ALGORITHMS:
+    coll = OP_OMPI_COLL.get(op)
+    if coll is None or coll not in _OMPI_MODEL:
         return None
     value = None
-    for key in (f"OMPI_MCA_coll_tuned_{coll}_algorithm", f"coll_tuned_{coll}_algorithm"):
+    for key in (ompi_algorithm_knob(coll), f"coll_tuned_{coll}_algorithm"):
         if key in settings:
             value = str(settings[key])
             break

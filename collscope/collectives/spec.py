@@ -16,41 +16,33 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from collscope.collectives.measure import DTYPES, ELEM_SIZE, Dtype, MeasureSpec
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
+from collscope.vocab.ops import HARNESS_OPS, HarnessOp
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
            "pattern", "expected_result", "count_wrong", "make_record"]
 
-BenchOp = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast"]
-BenchDtype = Literal["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"]
+BenchOp = HarnessOp
+"""The collectives the harnesses measure (the vocabulary's :data:`~collscope.vocab.ops.HarnessOp`)."""
+BenchDtype = Dtype
 Redop = Literal["sum", "max", "min"]
-BENCH_OPS: tuple[str, ...] = get_args(BenchOp)
-BENCH_DTYPES: tuple[str, ...] = get_args(BenchDtype)
-ELEM_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+BENCH_OPS: tuple[str, ...] = HARNESS_OPS
+BENCH_DTYPES: tuple[str, ...] = DTYPES
 _NARROW = frozenset({"float16", "bfloat16", "int8", "uint8"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BenchSpec:
-    """One configuration measured over a ladder of sizes by the mpi4py or torch harness."""
+class BenchSpec(MeasureSpec):
+    """One configuration measured over a ladder of sizes by the mpi4py or torch harness.
+
+    The sizes, iterations, dtype and check are :class:`~collscope.collectives.measure.MeasureSpec`'s fields."""
 
     op: BenchOp
     """Collective: all_reduce, all_gather, reduce_scatter, alltoall or broadcast."""
-    min_bytes: int
-    """Smallest size (nccl-tests ``-b``); total bytes, see :mod:`collscope.collectives.sizes`."""
-    max_bytes: int
-    """Largest size (nccl-tests ``-e``)."""
-    factor: float = 2.0
-    """Multiply the size by this between steps (nccl-tests ``-f``); > 1."""
     sizes: tuple[int, ...] | None = None
     """Explicit sizes measured instead of the ladder (adaptive sweeps); rounded like the ladder's sizes."""
-    iters: int = 20
-    """Iterations timed as one batch per size (nccl-tests ``-n``)."""
-    warmup: int = 5
-    """Untimed iterations before each size's batch (every size gets its own warm-up)."""
-    dtype: BenchDtype = "float32"
-    """Element type. The MPI harness has no float16/bfloat16 reductions."""
     redop: Redop = "sum"
     """Reduction of all_reduce and reduce_scatter."""
     root: int = 0
@@ -58,8 +50,6 @@ class BenchSpec:
     in_place: bool = False
     """Use the output buffer as input (MPI_IN_PLACE; torch views). Broadcast is always in place, and so is
     torch's all_reduce; the record says what ran."""
-    check: bool = False
-    """After timing each size, run it once more on rank-dependent values and count wrong elements exactly."""
     device: Literal["cpu", "cuda"] = "cpu"
     """Where buffers live. ``cuda`` with MPI needs a CUDA-aware MPI library and torch."""
     cuda_graph: bool = False
@@ -70,28 +60,19 @@ class BenchSpec:
     def __post_init__(self) -> None:
         if self.op not in BENCH_OPS:
             raise ConfigError(f"unknown op {self.op!r}; valid: {', '.join(BENCH_OPS)}")
-        if self.dtype not in BENCH_DTYPES:
-            raise ConfigError(f"unknown dtype {self.dtype!r}; valid: {', '.join(BENCH_DTYPES)}")
+        if self.sizes is not None and (not self.sizes or any(s < 0 for s in self.sizes)):
+            raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(self.sizes)}")
+        self.check_measure()
         if self.redop not in get_args(Redop):
             raise ConfigError(f"unknown redop {self.redop!r}; valid: {', '.join(get_args(Redop))}")
         if self.device not in ("cpu", "cuda"):
             raise ConfigError(f"unknown device {self.device!r}; valid: cpu, cuda")
-        if self.iters < 1:
-            raise ConfigError(f"iters must be >= 1, got {self.iters}")
-        if self.warmup < 0:
-            raise ConfigError(f"warmup must be >= 0, got {self.warmup}")
         if self.root < 0:
             raise ConfigError(f"root must be >= 0, got {self.root}")
         if self.timeout_s <= 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {self.timeout_s}")
         if self.cuda_graph and self.device != "cuda":
             raise ConfigError("cuda_graph needs device 'cuda' (torch with the nccl backend)")
-        if not self.factor > 1:
-            raise ConfigError(f"size factor must be > 1, got {self.factor}")
-        if self.sizes is not None and (not self.sizes or any(s < 0 for s in self.sizes)):
-            raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(self.sizes)}")
-        if self.min_bytes < 0 or self.max_bytes < self.min_bytes:
-            raise ConfigError(f"need 0 <= min_bytes <= max_bytes, got {self.min_bytes} and {self.max_bytes}")
 
     @property
     def elem_size(self) -> int:

@@ -7,15 +7,14 @@ setting can be verified from NCCL's log.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from collscope.errors import ConfigError
-from collscope.sweeps.check import check_spec
-from collscope.sweeps.spec import DEFAULT, SweepSpec
+from collscope.sweeps.spec import DEFAULT, SPEC_KEYS, SweepSpec
 from collscope.topo.model import NodeTopology
-from collscope.vocab.knobs import ompi_algorithm_knob
+from collscope.vocab.nccl import ALGORITHMS, PROTOCOLS
+from collscope.vocab.ompi import ompi_algorithm_knob
 
 __all__ = ["PRESETS", "preset", "NCCL_DEBUG_ENV"]
 
@@ -23,7 +22,7 @@ NCCL_DEBUG_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "IN
 """Fixed environment of every NCCL preset: what NCCL's log needs to show which algorithm, protocol and settings
 really ran."""
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(SweepSpec))
+_FIELDS = SPEC_KEYS
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 
@@ -34,7 +33,7 @@ def _make(defaults: dict[str, Any], overrides: dict[str, Any]) -> SweepSpec:
     fields = {**defaults, **overrides}
     if "fixed_env" in defaults and "fixed_env" in overrides:
         fields["fixed_env"] = {**defaults["fixed_env"], **overrides["fixed_env"]}
-    return check_spec(SweepSpec(**fields))
+    return SweepSpec(**fields)
 
 
 def mpi_algos(**overrides: Any) -> SweepSpec:
@@ -57,8 +56,8 @@ def nccl_algo_proto(**overrides: Any) -> SweepSpec:
         "name": "nccl-algo-proto", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather", "reduce_scatter"),
         "min_bytes": 8, "max_bytes": GIB, "nranks": 8,
         "grid": {
-            "NCCL_ALGO": (DEFAULT, "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
-            "NCCL_PROTO": (DEFAULT, "LL", "LL128", "Simple"),
+            "NCCL_ALGO": (DEFAULT, *ALGORITHMS),
+            "NCCL_PROTO": (DEFAULT, *PROTOCOLS),
         },
         "fixed_env": dict(NCCL_DEBUG_ENV),
     }, overrides)

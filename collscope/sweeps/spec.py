@@ -1,7 +1,7 @@
 """The data of a sweep: what to measure (SweepSpec), the planned points, and the points skipped.
 
-Pure data, no I/O: ``plan.py`` turns a spec into a Plan, ``launchers.py`` turns a point into argv + env,
-``runner.py`` runs points and ``store.py`` keeps their records.
+Pure data, no I/O: ``specfile.py`` reads a spec file, ``plan.py`` turns a spec into a Plan, ``launchers.py``
+turns a point into argv + env, ``runner.py`` runs points and ``store.py`` keeps their records.
 """
 
 from __future__ import annotations
@@ -9,40 +9,52 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
 
+from collscope.collectives.measure import MeasureSpec
+from collscope.errors import ConfigError
+from collscope.sweeps.check import check_knobs
 from collscope.vocab.configs import DEFAULT
+from collscope.vocab.ops import SWEEP_OPS
 
-__all__ = ["SweepSpec", "Point", "SkippedPoint", "Plan", "point_id_for", "DEFAULT"]
+__all__ = ["SweepSpec", "SPEC_KEYS", "EngineName", "ENGINES", "Backend", "BACKENDS", "Point", "SkippedPoint",
+           "Plan", "point_id_for", "DEFAULT"]
 
 EngineName = Literal["mpi", "torch", "nccl-tests"]
+ENGINES: tuple[str, ...] = get_args(EngineName)
+Backend = Literal["gloo", "nccl"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
-"""A grid value meaning "leave this variable unset" (NCCL's/Open MPI's own choice)."""
+SPEC_KEYS = ("name", "engine", "backend", "ops", "min_bytes", "max_bytes", "factor", "iters", "warmup", "check",
+             "dtype", "nranks", "nnodes", "grid", "per_op_grid", "fixed_env", "repeats", "timeout_s",
+             "nccl_tests_dir", "variants", "collnet_plugin")
+"""The keys of a spec file (every SweepSpec field), in the order messages list them and ``to_dict`` writes them."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class SweepSpec:
-    """What a sweep measures. Loaded from YAML or built by a preset; CLI options override fields."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec(MeasureSpec):
+    """What a sweep measures. Loaded from YAML/JSON or built by a preset; CLI options override fields through
+    ``dataclasses.replace``, which validates again.
+
+    The sizes, iterations, dtype and check are :class:`~collscope.collectives.measure.MeasureSpec`'s fields.
+    Construction validates every field and every knob value (ConfigError with the bad value and the valid ones)
+    and keeps knob values normalised (``ring`` -> ``4`` for an Open MPI algorithm, ``tree`` -> ``Tree``), so two
+    spellings of one sweep are equal and get the same sweep id."""
 
     name: str
     """Short name, used in the results directory's sweep.json and in point ids."""
     engine: EngineName = "mpi"
     """Which engine measures each point: ``mpi`` (mpi4py), ``torch`` (torch.distributed) or ``nccl-tests``."""
-    backend: str | None = None
+    backend: Backend | None = None
     """torch backend (``gloo`` or ``nccl``); None for the other engines."""
     ops: tuple[str, ...] = ("all_reduce",)
-    """Collectives, as in the Measurement record (``all_reduce``, ``all_gather``, ...)."""
-    min_bytes: int = 8
-    max_bytes: int = 1 << 20
-    factor: float = 2.0
-    iters: int = 20
-    warmup: int = 5
-    check: bool = True
-    """Verify result values; a point with wrong values is recorded as a failure."""
-    dtype: str = "float32"
+    """Collectives, as in the Measurement record, each at most once: :data:`~collscope.vocab.ops.SweepOp`'s names
+    (typed ``str`` so that op-keyed dicts downstream stay ``dict[str, ...]``)."""
     nranks: int = 2
+    """Processes per point, over all nodes; a multiple of ``nnodes``."""
     nnodes: int = 1
+    """Nodes per point (inter-node knobs are skipped on one node)."""
     grid: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Knob name -> values to try; :data:`DEFAULT` (``""``) means unset. The all-default point is always planned."""
     per_op_grid: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
@@ -54,23 +66,71 @@ class SweepSpec:
     timeout_s: float = 600.0
     """Wall-clock limit of one point's launch; the whole process group is killed past it."""
     nccl_tests_dir: str | None = None
+    """Directory of the nccl-tests binaries (engine nccl-tests); None: ``NCCL_TESTS_HOME`` or PATH."""
     variants: tuple[dict[str, str], ...] = ()
     """Bundles of settings that go together (e.g. ``NCCL_MIN_CTAS=NCCL_MAX_CTAS=8``), each crossed with the grid;
     an empty bundle stands for "no bundle". Empty tuple: the grid alone."""
     collnet_plugin: bool = False
     """A CollNet (SHARP) plugin is installed where the sweep runs; without it CollNet points are skipped."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigError(f"name must be a non-empty text, got {self.name!r}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine {self.engine!r} is unknown; valid: {', '.join(ENGINES)}")
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise ConfigError(f"backend {self.backend!r} is unknown; valid: {', '.join(BACKENDS)} (engine torch), "
+                              "or null")
+        self._check_ops()
+        self.check_measure()
+        for name, value, low in (("nranks", self.nranks, 1), ("nnodes", self.nnodes, 1),
+                                 ("repeats", self.repeats, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.nnodes > self.nranks:
+            raise ConfigError(f"nranks={self.nranks}, nnodes={self.nnodes} is invalid; valid: 1 <= nnodes <= nranks")
+        if self.nranks % self.nnodes:
+            raise ConfigError(f"nranks={self.nranks} is not a multiple of nnodes={self.nnodes}")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"timeout_s must be positive, got {self.timeout_s}")
+        if not isinstance(self.collnet_plugin, bool):
+            raise ConfigError(f"collnet_plugin must be true or false, got {self.collnet_plugin!r}")
+        for op in self.per_op_grid:
+            if op not in self.ops:
+                raise ConfigError(f"per_op_grid names op {op!r}, which is not in ops ({', '.join(self.ops)})")
+        grid, per_op, variants, fixed = check_knobs(self.grid, self.per_op_grid, self.variants, self.fixed_env)
+        # Frozen: the normalised values replace the given ones once, here.
+        object.__setattr__(self, "ops", tuple(self.ops))
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "per_op_grid", per_op)
+        object.__setattr__(self, "variants", variants)
+        object.__setattr__(self, "fixed_env", fixed)
+
+    def _check_ops(self) -> None:
+        if isinstance(self.ops, str) or not self.ops:
+            raise ConfigError(f"ops must be a non-empty list of ops, got {self.ops!r}; valid: "
+                              f"{', '.join(SWEEP_OPS)}")
+        for op in self.ops:
+            if op not in SWEEP_OPS:
+                raise ConfigError(f"unknown op {op!r}; valid: {', '.join(SWEEP_OPS)}")
+        if len(set(self.ops)) != len(self.ops):
+            raise ConfigError(f"ops lists an op twice: {', '.join(self.ops)}")
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "engine": self.engine, "backend": self.backend, "ops": list(self.ops),
-            "min_bytes": self.min_bytes, "max_bytes": self.max_bytes, "factor": self.factor, "iters": self.iters,
-            "warmup": self.warmup, "check": self.check, "dtype": self.dtype, "nranks": self.nranks,
-            "nnodes": self.nnodes, "grid": {k: list(v) for k, v in self.grid.items()},
-            "per_op_grid": {op: {k: list(v) for k, v in g.items()} for op, g in self.per_op_grid.items()},
-            "fixed_env": dict(self.fixed_env), "repeats": self.repeats, "timeout_s": self.timeout_s,
-            "nccl_tests_dir": self.nccl_tests_dir, "variants": [dict(v) for v in self.variants],
-            "collnet_plugin": self.collnet_plugin,
-        }
+        """Plain JSON data (lists for tuples), keys in :data:`SPEC_KEYS` order; the input of the sweep id."""
+        return {key: _plain(getattr(self, key)) for key in SPEC_KEYS}
+
+
+if set(SPEC_KEYS) != {f.name for f in fields(SweepSpec)}:
+    raise AssertionError("SPEC_KEYS and the SweepSpec fields disagree")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 Values are data: they are validated as text and handed to a process environment as they are, never to a
 shell. Newlines, NUL and other control characters are rejected everywhere. Facts: ``reference/nccl-facts.md``
 sections 2 (NCCL variables, NCCL 2.30.7) and 8 (Open MPI, here re-read on the installed Open MPI, see
-:mod:`.ompi_algos`).
+:mod:`collscope.vocab.ompi`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,16 @@ from typing import Literal
 from collscope.errors import ConfigError
 from collscope.units import parse_size
 from collscope.vocab.configs import DEFAULT
-from collscope.vocab.nccl import ALGORITHMS, PROTOCOLS, SelectionError, format_selection, parse_selection
-from collscope.vocab.ompi import OMPI_ALGORITHMS, OMPI_COLL_OP, OMPI_VERSION, ompi_algorithm_id, ompi_algorithm_name
+from collscope.vocab.nccl import ALGORITHMS, FUNCTIONS, PROTOCOLS, SelectionError, format_selection, parse_selection
+from collscope.vocab.ompi import (
+    DYNAMIC_RULES,
+    OMPI_ALGORITHMS,
+    OMPI_COLL_OP,
+    OMPI_VERSION,
+    ompi_algorithm_id,
+    ompi_algorithm_knob,
+    ompi_algorithm_name,
+)
 
 __all__ = [
     "Knob", "KnobFamily", "KNOBS", "DYNAMIC_RULES", "validate_setting", "validate_settings", "validate_env",
@@ -27,7 +35,6 @@ __all__ = [
 ]
 
 KnobFamily = Literal["nccl", "ompi", "nccl-tests"]
-DYNAMIC_RULES = "OMPI_MCA_coll_tuned_use_dynamic_rules"
 _MAX_LEN = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -205,14 +212,8 @@ def _nccl(name: str, doc: str, validator: Callable[[str], str], valid: str, *, i
                 describer=describer)
 
 
-_SEL_VALID = "'func:list;func:list' per function (NCCL 2.24+), funcs Broadcast, Reduce, AllGather, ReduceScatter, " \
-             "AllReduce"
+_SEL_VALID = f"'func:list;func:list' per function (NCCL 2.24+), funcs {', '.join(FUNCTIONS)}"
 _LEVELS = f"{', '.join(_PATH_LEVELS)} or a legacy integer (0..4, larger = SYS)"
-
-
-def ompi_algorithm_knob(coll: str) -> str:
-    """The environment variable that forces Open MPI's algorithm for ``coll`` (``allreduce``, ...)."""
-    return f"OMPI_MCA_coll_tuned_{coll}_algorithm"
 
 
 def _build() -> dict[str, Knob]:

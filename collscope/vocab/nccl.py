@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collscope.errors import ConfigError
+from collscope.vocab.ops import OPS
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry", "SelectionError",
@@ -21,8 +22,12 @@ __all__ = [
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+"""NCCL's algorithms in index order (``ncclAlgoStr``; NCCL <= 2.11 called index 2 ``CollNet``); ties in NCCL's
+choice go to the lower index, and logs print the index where they do not print the name."""
 PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+"""NCCL's protocols in index order (``ncclProtoStr``)."""
 FUNCTIONS: tuple[str, ...] = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+"""NCCL's collective functions that NCCL_ALGO/NCCL_PROTO can select for (``ncclFuncStr``)."""
 
 ALGOS_FOR_FUNC: dict[str, frozenset[str]] = {
     "Broadcast": frozenset({"Ring"}),
@@ -39,6 +44,9 @@ OP_FUNC: dict[str, str] = {
 }
 """collscope op -> NCCL function. Ops not here (alltoall, sendrecv, ...) are point-to-point: NCCL_ALGO and
 NCCL_PROTO do not apply to them."""
+
+if not set(OP_FUNC) <= set(OPS) or set(OP_FUNC.values()) != set(FUNCTIONS) or set(ALGOS_FOR_FUNC) != set(FUNCTIONS):
+    raise AssertionError("OP_FUNC / ALGOS_FOR_FUNC disagree with OPS or FUNCTIONS")
 
 _SIMPLE_ONLY = frozenset({"NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain"})
 

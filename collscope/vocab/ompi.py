@@ -10,7 +10,8 @@ coll_tuned_use_dynamic_rules is true".
 
 from __future__ import annotations
 
-__all__ = ["OMPI_VERSION", "OMPI_ALGORITHMS", "OMPI_COLL_OP", "ompi_algorithm_id", "ompi_algorithm_name"]
+__all__ = ["OMPI_VERSION", "OMPI_ALGORITHMS", "OMPI_COLL_OP", "OP_OMPI_COLL", "DYNAMIC_RULES", "ompi_algorithm_id",
+           "ompi_algorithm_name", "ompi_algorithm_knob"]
 
 OMPI_VERSION = "5.0.11"
 """The Open MPI version the tables below were read from."""
@@ -32,6 +33,17 @@ OMPI_COLL_OP: dict[str, str] = {
     "bcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall",
 }
 """Open MPI collective name -> collscope op name (as in the Measurement record)."""
+
+OP_OMPI_COLL: dict[str, str] = {op: coll for coll, op in OMPI_COLL_OP.items()}
+"""collscope op name -> Open MPI collective name (the inverse of :data:`OMPI_COLL_OP`)."""
+
+DYNAMIC_RULES = "OMPI_MCA_coll_tuned_use_dynamic_rules"
+"""The MCA variable without which Open MPI ignores every forced ``coll tuned`` algorithm."""
+
+
+def ompi_algorithm_knob(coll: str) -> str:
+    """The environment variable that forces Open MPI's algorithm for ``coll`` (``allreduce``, ...)."""
+    return f"OMPI_MCA_coll_tuned_{coll}_algorithm"
 
 
 def _key(name: str) -> str:

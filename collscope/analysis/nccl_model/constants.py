@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from collscope.vocab.nccl import ALGORITHMS as ALGOS
+from collscope.vocab.nccl import PROTOCOLS as PROTOS
+
 __all__ = [
     "ALGOS",
     "PROTOS",
@@ -29,9 +32,7 @@ __all__ = [
 NcclVersion = Literal["2.30", "2.19"]
 VERSIONS: tuple[str, ...] = ("2.30", "2.19")
 
-# nccl-facts 1.1: algorithm and protocol indices (ties in the choice go to the lower index).
-ALGOS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTOS: tuple[str, ...] = ("LL", "LL128", "Simple")
+# ALGOS and PROTOS (nccl-facts 1.1, index order) are the vocabulary's ALGORITHMS and PROTOCOLS.
 HW: tuple[str, ...] = ("NVLINK", "PCI", "NET")
 
 # NCCL path types in order (src/graph/topo.h: LOC 0, NVL 1, NVB 2, C2C 3, PIX 4, PXB 5, PXN 6, P2C 7, PHB 8,

@@ -28,6 +28,7 @@ from collscope.analysis.nccl_model.constants import (
     nccl_constants,
 )
 from collscope.errors import ConfigError
+from collscope.vocab.nccl import OP_FUNC
 
 __all__ = [
     "NcclGraph",
@@ -41,9 +42,8 @@ __all__ = [
     "nccl_choice",
 ]
 
-NCCL_OPS: dict[str, str] = {"all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
-                            "broadcast": "Broadcast", "reduce": "Reduce"}
-"""collscope op -> NCCL function (``ncclFuncStr``)."""
+NCCL_OPS = OP_FUNC
+"""collscope op -> NCCL function (``ncclFuncStr``), the vocabulary's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,14 +7,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from collscope.errors import ConfigError
+from collscope.vocab.configs import DEFAULT_CONFIG
 
 __all__ = [
     "RecommendOptions", "CellStat", "Candidate", "SizeResult", "SizeRange", "GroupKey", "GroupResult",
     "Excluded", "EnvCandidate", "EnvChoice", "Recommendation", "Verdict", "DEFAULT_CONFIG",
 ]
 
-DEFAULT_CONFIG = "default"
-"""The ``config`` value of records with nothing forced."""
 Verdict = Literal["wins", "within noise", "below min gain", "loses"]
 
 

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.vocab.nccl import ALGORITHMS, PROTOCOLS
+
 __all__ = [
-    "ALGORITHMS",
-    "PROTOCOLS",
     "AlgoChoice",
     "TuningTable",
     "TuningCollector",
@@ -29,11 +29,6 @@ __all__ = [
     "normalize_protocol",
     "parse_algo_choice",
 ]
-
-ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-"""``ncclAlgoStr`` in index order (NCCL <= 2.11 called index 2 ``CollNet``)."""
-PROTOCOLS = ("LL", "LL128", "Simple")
-"""``ncclProtoStr`` in index order."""
 
 _ALGO_KEYS = {name.lower().replace("_", ""): name for name in ALGORITHMS} | {"collnet": "CollNetDirect"}
 _PROTO_KEYS = {name.lower(): name for name in PROTOCOLS}

@@ -21,15 +21,15 @@ from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError, ParseError, ToolMissingError
+from collscope.vocab.ops import Op
 
 __all__ = ["NcclTestsSpec", "NcclTestsOp", "NcclTestsExecution", "nccl_tests_argv", "find_nccl_tests_binary",
            "run_nccl_tests", "binary_name", "NCCL_TESTS_DTYPES", "NCCL_TESTS_REDOPS", "BUILD_HINT"]
 
 log = logging.getLogger(__name__)
 
-NcclTestsOp = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv",
-                      "gather", "scatter", "hypercube"]
-"""The collectives nccl-tests builds a ``<op>_perf`` binary for (``src/*.cu``)."""
+NcclTestsOp = Op
+"""The collectives nccl-tests builds a ``<op>_perf`` binary for (``src/*.cu``): every op of the vocabulary."""
 
 # src/common.cu test_typenames (NCCL >= 2.10; bfloat16 and fp8 where the headers have them) and "all".
 NCCL_TESTS_DTYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",

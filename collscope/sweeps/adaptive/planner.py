@@ -38,11 +38,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.vocab.configs import DEFAULT_CONFIG
+
 __all__ = ["DEFAULT_CONFIG", "Cell", "LineBand", "ConfigEvidence", "GroupEvidence", "Band", "Decision",
            "first_round_sizes", "band", "repeat_noise", "decide", "size_ranges"]
 
-DEFAULT_CONFIG = "default"
-"""The ``config`` of the point with nothing forced (as :func:`collscope.analysis.load.config_of` names it)."""
 DEFAULT_NOISE = 0.25
 """Relative noise assumed for a configuration without a usable fit (fewer than 3 measured sizes)."""
 

@@ -28,7 +28,6 @@ from typing import Any, Literal
 import pandas as pd
 
 from collscope.analysis.fit import aggregate, fit_alpha_beta
-from collscope.analysis.load import config_of
 from collscope.atomic import write_text_atomic
 from collscope.collectives.record import busbw_factor
 from collscope.collectives.sizes import size_ladder
@@ -49,6 +48,7 @@ from collscope.sweeps.plan import plan_sweep
 from collscope.sweeps.runner import RunOptions, SweepOutcome, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from collscope.topo.model import NodeTopology
+from collscope.vocab.configs import config_of
 
 __all__ = ["AdaptiveOptions", "AdaptiveOutcome", "run_adaptive", "group_evidence"]
 

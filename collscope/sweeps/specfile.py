@@ -1,0 +1,188 @@
+"""Sweep spec files (YAML or JSON) -> SweepSpec, decoded with msgspec.
+
+The file's shape is a msgspec Struct derived from SweepSpec's fields (``forbid_unknown_fields``), so an unknown
+key, a wrong type and a bad value are each a ConfigError naming the file, the field and what was expected.
+The file is looser than the dataclass where people write it loosely: ``ops: all_reduce`` (one op),
+``min_bytes: 1K`` (a size with a suffix), a grid value as a scalar or a list of scalars (``default``, ``""`` or
+null for unset). Choices (``engine``, ``dtype``, ...) are read as text and checked by SweepSpec itself, whose
+messages list the valid values. A key left out takes SweepSpec's default; ``name`` defaults to the file name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from collscope.errors import ConfigError
+from collscope.sweeps.spec import SPEC_KEYS, SweepSpec
+from collscope.units import parse_size
+
+__all__ = ["load_spec", "spec_from_dict", "decode_spec"]
+
+_Unset = msgspec.UnsetType
+
+_LOOSE: dict[str, Any] = {
+    "min_bytes": int | str,
+    "max_bytes": int | str,
+    "ops": str | list[str],
+    "grid": dict[str, Any],
+    "per_op_grid": dict[str, Any],
+    "fixed_env": dict[str, Any],
+    "variants": list[dict[str, Any]],
+}
+"""Fields a file writes more loosely than the dataclass holds them; SweepSpec normalises the values."""
+
+_EXPECTED: dict[str, str] = {
+    "min_bytes": "a size such as 8, '1K' or '1M'",
+    "max_bytes": "a size such as 8, '1K' or '1M'",
+    "ops": "an op or a list of ops",
+    "grid": "a mapping of knob -> values",
+    "per_op_grid": "a mapping of op -> grid",
+    "fixed_env": "a mapping of variable -> value",
+    "variants": "a list of mappings of knob -> value",
+}
+"""What a field's value should look like, in words, where the type's name would not say it."""
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text",
+               "object": "a mapping", "array": "a list", "null": "null"}
+
+
+def _file_type(hint: Any) -> Any:
+    """The type a file may write for a field of type ``hint``: Literal choices are read as text."""
+    if typing.get_origin(hint) is typing.Literal:
+        return str
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        out: Any = None
+        for part in typing.get_args(hint):
+            out = _file_type(part) if out is None else out | _file_type(part)
+        return out
+    return hint
+
+
+def _spec_file_struct() -> type[msgspec.Struct]:
+    hints = typing.get_type_hints(SweepSpec)
+    shape = [(name, (_LOOSE.get(name) or _file_type(hints[name])) | _Unset, msgspec.UNSET) for name in SPEC_KEYS]
+    return msgspec.defstruct("SweepSpecFile", shape, forbid_unknown_fields=True, frozen=True)
+
+
+_FILE = _spec_file_struct()
+_EXPECTED_AT = re.compile(r"^Expected `(?P<want>[^`]+)`(?:, got `(?P<got>[^`]+)`)? - at `(?P<path>[^`]+)`"
+                          r"(?: in `(?P<where>[^`]+)`)?$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.+)`")
+
+
+_SEGMENT = re.compile(r"\.(\w+)|\[(\d+)\]|\[\.\.\.\]")
+
+
+def _value_at(data: Any, path: str) -> tuple[bool, Any]:
+    """(found, value) at a msgspec path such as ``$.ops[1]``; a ``[...]`` (a dict key) is not resolvable."""
+    value = data
+    for m in _SEGMENT.finditer(path.removeprefix("$")):
+        key, index = m.group(1), m.group(2)
+        if key is not None and isinstance(value, Mapping) and key in value:
+            value = value[key]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return False, None
+    return True, value
+
+
+def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
+    """msgspec's message -> ``field: expected ..., got ...`` in the project's words."""
+    text = str(exc)
+    m = _UNKNOWN.match(text)
+    if m:
+        key = m.group("key")
+        close = difflib.get_close_matches(key, SPEC_KEYS, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown key {key!r}; valid keys: {', '.join(SPEC_KEYS)}{hint}"
+    m = _EXPECTED_AT.match(text)
+    if not m:
+        return text
+    if m.group("path") == "key":
+        where = (m.group("where") or "$").removeprefix("$").removeprefix(".") or "the spec"
+        return f"{where}: every key must be text"
+    path = m.group("path").removeprefix("$.")
+    if path in _EXPECTED:
+        want = _EXPECTED[path]
+    else:
+        want = " or ".join(_TYPE_WORDS.get(w.strip(), w.strip()) for w in m.group("want").split("|"))
+    found, value = _value_at(data, m.group("path"))
+    got = repr(value) if found else _TYPE_WORDS.get(m.group("got") or "", "another type")
+    return f"{path}: expected {want}, got {got}"
+
+
+def _size(key: str, value: int | str) -> int:
+    try:
+        return parse_size(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+
+
+def spec_from_dict(data: Any, *, source: str = "<spec>") -> SweepSpec:
+    """A validated SweepSpec from decoded data (the parsed YAML or JSON); errors name ``source`` and the key."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a mapping of spec keys, got {type(data).__name__}")
+    try:
+        try:
+            shaped = msgspec.convert(data, _FILE)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(_explain(exc, data)) from None
+        given = {f: v for f in SPEC_KEYS if (v := getattr(shaped, f)) is not msgspec.UNSET}
+        for key in ("min_bytes", "max_bytes"):
+            if key in given:
+                given[key] = _size(key, given[key])
+        if isinstance(given.get("ops"), str):
+            given["ops"] = (given["ops"],)
+        for key in ("ops", "variants"):
+            if key in given:
+                given[key] = tuple(given[key])
+        given.setdefault("name", Path(source).stem or "sweep")
+        return SweepSpec(**given)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _json_line(text: str, exc: msgspec.DecodeError) -> str:
+    m = re.search(r"\(byte (\d+)\)", str(exc))
+    if not m:
+        return str(exc)
+    line = text.encode()[:int(m.group(1))].count(b"\n") + 1
+    return f"line {line}: {exc}"
+
+
+def decode_spec(text: str, *, source: str, json: bool = False) -> SweepSpec:
+    """A SweepSpec from the text of a spec file: JSON (msgspec's decoder) or YAML (``yaml.safe_load``)."""
+    if json:
+        try:
+            data = msgspec.json.decode(text.encode())
+        except msgspec.DecodeError as exc:
+            raise ConfigError(f"{source}: not valid JSON: {_json_line(text, exc)}") from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    return spec_from_dict({} if data is None else data, source=source)
+
+
+def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
+    """Read a sweep spec file: JSON when it ends in ``.json``, else YAML; ConfigError names the file, the key
+    and what was expected."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read the spec: {exc}") from None
+    return decode_spec(text, source=str(p), json=p.suffix.lower() == ".json")
+

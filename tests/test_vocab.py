@@ -1,0 +1,66 @@
+"""The vocabulary is defined once: every Literal and every table elsewhere is the vocabulary's, or equal to it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import get_args
+
+import collscope.vocab as vocab
+from collscope.analysis import load
+from collscope.analysis.nccl_model import constants, model
+from collscope.analysis.recommend import records
+from collscope.collectives import spec as bench_spec
+from collscope.collectives.nccl_log import tuning
+from collscope.collectives.nccl_tests import run as nccl_tests_run
+from collscope.sweeps import check
+from collscope.sweeps.adaptive import planner
+from collscope.vocab import configs, knobs, nccl, ompi, ops
+
+PACKAGE = Path(vocab.__file__).resolve().parent.parent
+
+
+def test_op_literals_equal_the_vocab_tuples() -> None:
+    assert get_args(ops.Op) == ops.OPS
+    assert get_args(bench_spec.BenchOp) == ops.HARNESS_OPS == bench_spec.BENCH_OPS
+    assert get_args(nccl_tests_run.NcclTestsOp) == ops.OPS
+    assert check.KNOWN_OPS == ops.SWEEP_OPS == get_args(ops.SweepOp)
+    assert set(ops.HARNESS_OPS) < set(ops.SWEEP_OPS) < set(ops.OPS)
+
+
+def test_nccl_names_come_from_vocab() -> None:
+    assert tuning.ALGORITHMS is nccl.ALGORITHMS and tuning.PROTOCOLS is nccl.PROTOCOLS
+    assert constants.ALGOS is nccl.ALGORITHMS and constants.PROTOS is nccl.PROTOCOLS
+    assert model.NCCL_OPS is nccl.OP_FUNC
+    assert set(nccl.OP_FUNC) <= set(ops.OPS) and set(nccl.OP_FUNC.values()) == set(nccl.FUNCTIONS)
+    assert tuning.normalize_algorithm("2") == "CollNetDirect" and tuning.normalize_protocol("1") == "LL128"
+
+
+def test_config_naming_is_one_function() -> None:
+    assert load.config_of is configs.config_of and load.is_tuning_variable is configs.is_tuning_variable
+    assert load.DEFAULT_CONFIG is planner.DEFAULT_CONFIG is records.DEFAULT_CONFIG is configs.DEFAULT_CONFIG
+    assert configs.config_of({}) == "default"
+    assert configs.config_of({"NCCL_PROTO": "LL", "NCCL_ALGO": "Tree", ompi.DYNAMIC_RULES: "1"}) == \
+        "NCCL_ALGO=Tree;NCCL_PROTO=LL"
+    assert knobs.DYNAMIC_RULES is ompi.DYNAMIC_RULES
+
+
+def test_public_api_is_importable() -> None:
+    for name in vocab.__all__:
+        assert getattr(vocab, name) is not None, name
+
+
+def _literal_tuples(path: Path) -> list[tuple[int, tuple[str, ...]]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Tuple) and len(node.elts) >= 3 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            found.append((node.lineno, tuple(e.value for e in node.elts)))  # type: ignore[attr-defined]
+    return found
+
+
+def test_no_module_outside_vocab_spells_out_a_vocabulary_list() -> None:
+    lists = {ops.OPS, ops.HARNESS_OPS, ops.SWEEP_OPS, nccl.ALGORITHMS, nccl.PROTOCOLS, nccl.FUNCTIONS}
+    copies = [f"{path.relative_to(PACKAGE)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+              if "vocab" not in path.parts for line, items in _literal_tuples(path) if items in lists]
+    assert not copies, f"vocabulary lists re-defined (import them from collscope.vocab): {copies}"
