@@ -4,19 +4,15 @@ the knob registry (:mod:`collscope.vocab.knobs`) and normalised. ``SweepSpec.__p
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from collscope.errors import ConfigError
 from collscope.vocab.configs import DEFAULT
 from collscope.vocab.knobs import validate_env, validate_setting
 from collscope.vocab.ops import SWEEP_OPS
 
-if TYPE_CHECKING:
-    from collscope.sweeps.spec import SweepSpec
-
-__all__ = ["check_spec", "check_knobs", "grid_values", "grid_from", "KNOWN_OPS"]
+__all__ = ["check_knobs", "grid_values", "grid_from", "KNOWN_OPS"]
 
 KNOWN_OPS = SWEEP_OPS
 """The ops a sweep may name (the vocabulary's :data:`~collscope.vocab.ops.SWEEP_OPS`)."""
@@ -78,7 +74,3 @@ def check_knobs(grid: Mapping[str, Any], per_op_grid: Mapping[str, Any], variant
         raise ConfigError(f"fixed_env: expected a mapping of variable -> value, got {type(fixed_env).__name__}")
     return grid_n, per_op, tuple(bundles), validate_env(fixed_env)
 
-
-def check_spec(spec: SweepSpec) -> SweepSpec:
-    """The spec validated again (a SweepSpec is checked when it is built; this rebuilds it); an equal spec."""
-    return dataclasses.replace(spec)

@@ -9,11 +9,12 @@ presets build.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from collections.abc import Mapping
 
-from collscope.sweeps.check import check_spec, grid_values
+from collscope.sweeps.check import grid_values
 from collscope.sweeps.constraints import PlanContext, collnet_plugin_hint, parse_nccl_version, skip_reason
 from collscope.sweeps.presets import PRESETS, preset
 from collscope.sweeps.spec import DEFAULT, Plan, Point, SkippedPoint, SweepSpec, point_id_for
@@ -22,6 +23,11 @@ from collscope.topo.model import NodeTopology
 from collscope.vocab.knobs import requires
 
 __all__ = ["plan_sweep", "load_spec", "spec_from_dict", "check_spec", "grid_values", "PRESETS", "preset"]
+
+
+def check_spec(spec: SweepSpec) -> SweepSpec:
+    """The spec validated again (a SweepSpec is checked when it is built; this rebuilds it); an equal spec."""
+    return dataclasses.replace(spec)
 
 
 def _combos(grid: Mapping[str, tuple[str, ...]], variants: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
