@@ -36,7 +36,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal, get_args
 
-from collscope.collectives.nccl_tests.spec import NcclTestsSpec, binary_name, nccl_tests_argv, nccl_tests_spec_for_ladder
+from collscope.collectives.nccl_tests.spec import (
+    NcclTestsSpec,
+    binary_name,
+    nccl_tests_argv,
+    nccl_tests_spec_for_ladder,
+)
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
 from collscope.errors import ConfigError, ParseError
 from collscope.sweeps.spec import Point, SweepSpec
