@@ -12,9 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,16 +32,6 @@ class DemoResult:
     report: Path | None = None
     recommendation: str = ""
     seconds: float = 0.0
-
-
-def _mpirun() -> str:
-    found = shutil.which("mpirun")
-    if found:
-        return found
-    beside = Path(sys.executable).parent / "mpirun"
-    if beside.exists():
-        return str(beside)
-    raise ConfigError("mpirun not found: install Open MPI (pip install 'collscope[mpi]' brings mpirun and mpi4py)")
 
 
 def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
@@ -73,14 +61,13 @@ def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
 
 
 def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
-    from collscope.sweeps.launchers import LaunchOptions
+    from collscope.sweeps.environment import launch_options
     from collscope.sweeps.meta import sweep_meta
     from collscope.sweeps.plan import plan_sweep, preset
     from collscope.sweeps.runner import RunOptions, run_sweep
     from collscope.sweeps.spec import SweepSpec
 
-    cores = len(os.sched_getaffinity(0))
-    launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, local_cores=cores, mpirun=_mpirun())
+    launch = launch_options("local", "mpi", require_mpirun=True)
     specs: list[tuple[str, SweepSpec]] = [
         ("mpi", dataclasses.replace(preset("demo"), max_bytes=1 << 20, repeats=3))]
     if importlib.util.find_spec("torch") is not None:

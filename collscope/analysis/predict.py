@@ -12,64 +12,24 @@ The result is one plain dict, the same that ``collscope predict --json`` prints:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
-
-import networkx as nx
 
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.model import nccl_choice, nccl_predictions
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
-from collscope.errors import ConfigError, ParseError
-from collscope.topo.cluster import Cluster, load_cluster
-from collscope.topo.detect import load_captures
+from collscope.errors import ConfigError
+from collscope.topo.cluster import Cluster
+from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
-from collscope.topo.node import build_node
 from collscope.units import format_size
 
 __all__ = ["predict", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
 
 DEFAULT_SIZES: tuple[int, ...] = tuple(1024 * 4**i for i in range(11))
 """1K, 4K, ..., 1G."""
-
-
-def _node_from_json(path: Path, doc: dict[str, Any]) -> NodeTopology:
-    try:
-        graph = nx.node_link_graph(doc["graph"], edges="links")
-    except (KeyError, TypeError, nx.NetworkXError) as exc:
-        raise ParseError(str(path), None, "the \"graph\" of `collscope topo show --json` (networkx node-link data)",
-                         found=str(exc)) from exc
-    raw = doc.get("links")
-    paths: dict[str, dict[str, str]] = {}
-    if isinstance(raw, dict):
-        paths = {str(a): {str(b): str(c) for b, c in row.items()} for a, row in raw.items() if isinstance(row, dict)}
-    return NodeTopology(host=str(doc.get("host") or path.stem), graph=graph, paths=paths, sources=[str(path)],
-                        sample=doc.get("sample"))
-
-
-def load_topology(sources: Sequence[str | Path], *, gpu: str | None = None) -> NodeTopology | Cluster:
-    """What ``--topo`` names: captured files and capture directories (as ``topo show --from``, merged into one
-    node), a cluster directory (one capture directory per node), or the JSON ``topo show --json`` wrote."""
-    paths = [Path(s) for s in sources]
-    if not paths:
-        raise ConfigError("no topology given")
-    if len(paths) == 1 and paths[0].is_file():
-        text = paths[0].read_text(encoding="utf-8", errors="replace")
-        if text.lstrip().startswith("{"):
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ParseError(str(paths[0]), exc.lineno, "JSON written by `collscope topo show --json`") from exc
-            if not isinstance(doc, dict) or "graph" not in doc:
-                raise ParseError(str(paths[0]), 1, "a `topo show --json` object with a \"graph\" key")
-            return _node_from_json(paths[0], doc)
-    if len(paths) == 1 and paths[0].is_dir() and any(p.is_dir() for p in paths[0].iterdir()):
-        return load_cluster(paths[0], gpu=gpu)
-    return build_node(load_captures(paths), gpu=gpu)
 
 
 def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,

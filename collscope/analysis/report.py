@@ -116,11 +116,10 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
                "```", op_fits.to_string(index=False), "```", ""]
     topo_html = ""
     if topo_paths:
-        from collscope.topo.detect import load_captures
         from collscope.topo.draw import draw_png
-        from collscope.topo.node import build_node
+        from collscope.topo.load import load_one_node
 
-        node = build_node(load_captures([Path(p) for p in topo_paths]))
+        node = load_one_node(topo_paths)
         draw_png(node, out / "topology.png")
         topo_html = f"<h2>Topology</h2><img src='{_data_uri(out / 'topology.png')}' alt='topology'>"
         md += ["## Topology", "", "![topology](topology.png)", ""]

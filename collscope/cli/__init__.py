@@ -1,7 +1,9 @@
 """The collscope command line: a thin click layer over the library.
 
 Each command parses options, calls one library function and renders the result. Errors that are the
-user's (bad input, bad options) exit with code 2 and one line naming the file and line; no traceback.
+user's (bad input, bad options) exit with code 2 and one line naming the file and line; no traceback
+(:mod:`collscope.cli._errors`). Commands live in one module each and are imported only when they run or
+``--help`` lists them (:mod:`collscope.cli._lazy`), so the per-rank ``collscope bench`` stays light.
 """
 
 from __future__ import annotations
@@ -11,11 +13,27 @@ import logging
 import click
 
 from collscope import __version__
+from collscope.cli._lazy import CollscopeGroup
 
 log = logging.getLogger("collscope")
 
+COMMANDS = {
+    "analyze": "collscope.cli.analyze:analyze_command",
+    "bench": "collscope.cli.bench:bench",
+    "demo": "collscope.cli.demo:demo",
+    "ingest": "collscope.cli.ingest:ingest",
+    "nccl-log": "collscope.cli.nccl_log:nccl_log",
+    "predict": "collscope.cli.predict:predict_cmd",
+    "recommend": "collscope.cli.recommend:recommend_command",
+    "report": "collscope.cli.report:report",
+    "sweep": "collscope.cli.sweep:sweep",
+    "topo": "collscope.cli.topo:topo",
+}
+"""Command name -> ``module:attribute`` of its click command."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+@click.group(cls=CollscopeGroup, lazy_commands=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="collscope")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 def main(verbose: int) -> None:
@@ -29,20 +47,4 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-# Commands live in their own modules; registered here, after main exists.
-from collscope.cli.analyze import analyze_command  # noqa: E402
-from collscope.cli.bench import bench  # noqa: E402
-from collscope.cli.demo import demo  # noqa: E402
-from collscope.cli.ingest import ingest  # noqa: E402
-from collscope.cli.nccl_log import nccl_log  # noqa: E402
-from collscope.cli.predict import predict_cmd  # noqa: E402
-from collscope.cli.recommend import recommend_command  # noqa: E402
-from collscope.cli.report import report  # noqa: E402
-from collscope.cli.sweep import sweep  # noqa: E402
-from collscope.cli.topo import topo  # noqa: E402
-
-for _command in (topo, ingest, nccl_log, bench, sweep, recommend_command, predict_cmd, analyze_command,
-                 report, demo):
-    main.add_command(_command)
-
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]

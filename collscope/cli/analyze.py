@@ -13,9 +13,9 @@ from collscope.analysis.compare_render import render_csv, render_text
 from collscope.analysis.load import load_results
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
-from collscope.analysis.predict import load_topology
-from collscope.cli._errors import _user_errors
+from collscope.cli.options import gpu_option, topo_option
 from collscope.errors import ConfigError
+from collscope.topo.load import load_topology
 
 _FAILING = ("wrong_values", "not_applied", "failure")
 
@@ -36,14 +36,12 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
 
 @click.command("analyze")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--topo", "topo", multiple=True, metavar="PATH",
-              help="Topology for the models: captures, a cluster directory or `topo show --json`. Repeatable.")
-@click.option("--gpu", default=None, metavar="NAME", help="GPU generation (e.g. H100) for the link rates.")
+@topo_option()
+@gpu_option
 @click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (with --bw-gbps on CPUs).")
 @click.option("--bw-gbps", default=None, type=float, help="Per-rank link bandwidth per direction, GB/s.")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
-@_user_errors
 def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, alpha_us: float | None,
                     bw_gbps: float | None, as_json: bool, as_csv: bool) -> None:
     """Fit alpha and beta per configuration, compare with the models, find crossovers and anomalies.

@@ -13,17 +13,14 @@ import json
 import logging
 import os
 import sys
-import threading
 from pathlib import Path
-from typing import Any
 
 import click
 
-from collscope.cli._errors import _user_errors
+from collscope.cli.options import engine_option, nccl_tests_dir_option, size_range_options, sizes_option
 from collscope.collectives.record import Measurement, append_jsonl
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS, BenchSpec
-from collscope.errors import CollscopeError, ConfigError
-from collscope.units import parse_size
+from collscope.errors import CollscopeError
 
 __all__ = ["bench", "render_row", "TABLE_HEADER"]
 
@@ -37,23 +34,6 @@ def render_row(r: Measurement) -> str:
     return (f"{r.size_bytes:>12} {r.count if r.count is not None else '':>12} {r.dtype:>8} {r.redop or 'none':>6} "
             f"{r.root if r.root is not None else -1:>5} {r.time_us:>10.2f} {r.algbw_gbps:>11.3f} "
             f"{r.busbw_gbps:>11.3f} {wrong:>7}")
-
-
-class _SizeType(click.ParamType):
-    """A byte size such as ``8``, ``64K``, ``16M`` (binary suffixes, as nccl-tests' -b/-e)."""
-
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_size(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-SIZE = _SizeType()
 
 
 class _Sink:
@@ -89,41 +69,16 @@ class _Sink:
             sys.exit(1)
 
 
-def _fail(rank: int, engine: str, exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0][:400]
-    return f"error: rank {rank} ({engine} engine): {type(exc).__name__}: {first}"
-
-
 def _run_mpi(spec: BenchSpec, sink: _Sink, timeout_s: float) -> None:
-    from collscope.collectives.harness.mpi import check_mpi_spec, import_mpi, run_mpi_bench
+    from collscope.collectives.harness.watchdog import run_mpi_guarded
 
-    check_mpi_spec(spec)  # the same on every rank: a plain exit 2, no abort needed
-    mpi = import_mpi()
-    comm = mpi.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    _quiet_unless_root(rank)
-
-    def abort(message: str) -> None:
-        click.echo(message, err=True)
-        sys.stderr.flush()
-        comm.Abort(2)
-
-    watchdog = threading.Timer(timeout_s, abort, args=(
-        f"error: rank {rank} (mpi engine): no result after {timeout_s:g} s (--timeout); aborting the job",))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        run_mpi_bench(spec, comm, on_record=sink if rank == 0 else None)
-    except Exception as exc:
-        if size == 1 and isinstance(exc, CollscopeError):
-            raise
-        abort(_fail(rank, "mpi", exc))
-    finally:
-        watchdog.cancel()
+    run_mpi_guarded(spec, timeout_s=timeout_s, on_record=sink, report=lambda m: click.echo(m, err=True),
+                    on_rank=_quiet_unless_root)
 
 
 def _run_torch(spec: BenchSpec, backend: str, sink: _Sink) -> None:
     from collscope.collectives.harness.torch import run_torch_bench
+    from collscope.collectives.harness.watchdog import failure_line
     from collscope.collectives.ranks import rank_info
 
     rank = rank_info(os.environ).rank
@@ -133,25 +88,16 @@ def _run_torch(spec: BenchSpec, backend: str, sink: _Sink) -> None:
     except CollscopeError:
         raise
     except Exception as exc:
-        click.echo(_fail(rank, "torch", exc), err=True)
+        click.echo(failure_line(rank, "torch", exc), err=True)
         sys.exit(2)
-
-
-_NCCL_TESTS_DTYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
-                     "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8"}
 
 
 def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: float, sink: _Sink) -> None:
     """Run the nccl-tests binary for ``spec`` (both placements, as nccl-tests prints them) and emit its records."""
-    from collscope.collectives.nccl_tests.run import NcclTestsSpec, run_nccl_tests
+    from collscope.collectives.nccl_tests.run import run_nccl_tests
+    from collscope.collectives.nccl_tests.spec import nccl_tests_spec_for_bench
 
-    if spec.factor != int(spec.factor):
-        raise ConfigError(f"nccl-tests takes a whole size factor (-f); got {spec.factor:g}")
-    nt_spec = NcclTestsSpec(op=spec.op, min_bytes=spec.min_bytes, max_bytes=spec.max_bytes,
-                            step_factor=int(spec.factor), iters=spec.iters, warmup_iters=spec.warmup,
-                            check_iters=1 if spec.check else 0, dtype=_NCCL_TESTS_DTYPE[spec.dtype],
-                            redop=spec.redop, root=spec.root, cudagraph_launches=1 if spec.cuda_graph else None)
-    execution = run_nccl_tests(nt_spec, nccl_tests_dir=nccl_tests_dir, timeout_s=timeout_s)
+    execution = run_nccl_tests(nccl_tests_spec_for_bench(spec), nccl_tests_dir=nccl_tests_dir, timeout_s=timeout_s)
     for record in execution.records:
         sink(record)
     if execution.failure and execution.failure != "wrong values":
@@ -160,35 +106,19 @@ def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: flo
         sys.exit(1)
 
 
-def _parse_sizes(text: str | None) -> tuple[int, ...] | None:
-    """``--sizes 8,1K,64K`` -> (8, 1024, 65536); UsageError naming the bad item."""
-    if text is None:
-        return None
-    out = []
-    for item in text.split(","):
-        try:
-            out.append(parse_size(item.strip()))
-        except ValueError as exc:
-            raise click.UsageError(f"--sizes {text!r}: {exc}") from None
-    return tuple(out)
-
-
 def _quiet_unless_root(rank: int) -> None:
     if rank != 0:
         logging.getLogger("collscope").setLevel(logging.ERROR)
 
 
 @click.command("bench")
-@click.option("--engine", type=click.Choice(["mpi", "torch", "nccl-tests"]), required=True,
-              help="mpi: mpi4py harness; torch: torch.distributed harness; nccl-tests: run the binary.")
+@engine_option(required=True)
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None,
               help="torch process-group backend [default: gloo; nccl for GPUs].")
 @click.option("--op", type=click.Choice(BENCH_OPS), required=True, help="Collective to measure.")
-@click.option("--min-bytes", "-b", type=SIZE, default=None, metavar="B", help="Smallest size (8, 1K, 4M).")
-@click.option("--max-bytes", "-e", type=SIZE, default=None, metavar="B", help="Largest size.")
+@size_range_options(short_flags=True)
 @click.option("--factor", "-f", type=float, default=2.0, show_default=True, help="Size multiplier per step.")
-@click.option("--sizes", "sizes_text", default=None, metavar="B,B,...",
-              help="Explicit sizes instead of -b/-e/-f (8,1K,64K); engines mpi and torch.")
+@sizes_option(instead_of="-b/-e/-f", applies_to="engines mpi and torch")
 @click.option("--iters", "-n", type=int, default=20, show_default=True, help="Timed iterations per size.")
 @click.option("--warmup", "-w", type=int, default=5, show_default=True, help="Warm-up iterations per size.")
 @click.option("--check", is_flag=True, help="Verify results on rank-dependent values; exit 1 if any are wrong.")
@@ -203,11 +133,9 @@ def _quiet_unless_root(rank: int) -> None:
               help="Append records (JSONL) here; without it records go to stdout and the table to stderr.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, metavar="S",
               help="torch: bound on rendezvous and each collective; mpi: bound on the whole run (abort).")
-@click.option("--nccl-tests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="nccl-tests build directory (else NCCL_TESTS_HOME or PATH).")
-@_user_errors
+@nccl_tests_dir_option
 def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_bytes: int | None, factor: float,
-          sizes_text: str | None, iters: int, warmup: int, check: bool, dtype: str, redop: str, root: int,
+          sizes: tuple[int, ...] | None, iters: int, warmup: int, check: bool, dtype: str, redop: str, root: int,
           in_place: bool, device: str | None, cuda_graph: bool, out: Path | None, timeout_s: float,
           nccl_tests_dir: Path | None) -> None:
     """Measure one collective configuration over a ladder of sizes (nccl-tests semantics).
@@ -225,7 +153,6 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_
     """
     if backend is not None and engine != "torch":
         raise click.UsageError("--backend applies to --engine torch only")
-    sizes = _parse_sizes(sizes_text)
     if sizes is None and (min_bytes is None or max_bytes is None):
         raise click.UsageError("give --min-bytes and --max-bytes, or --sizes")
     if sizes is not None:

@@ -6,13 +6,10 @@ from pathlib import Path
 
 import click
 
-from collscope.cli._errors import _user_errors
-
 
 @click.command("demo")
 @click.option("--out", "out_dir", default="collscope-demo", show_default=True,
               type=click.Path(file_okay=False, path_type=Path), help="Where the demo writes everything.")
-@_user_errors
 def demo(out_dir: Path) -> None:
     """The main job end to end on this machine, with nothing configured (about a minute on 2 cores).
 

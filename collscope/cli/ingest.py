@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from collscope.cli._errors import _user_errors
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.collectives.record import OPS, Measurement, write_jsonl
@@ -45,7 +44,6 @@ def _read(path: Path) -> str:
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the records of all FILEs to this JSONL file (replaced atomically).")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines on stdout.")
-@_user_errors
 def ingest(files: tuple[Path, ...], op: str | None, nranks: int | None, out: Path | None, as_json: bool) -> None:
     """Convert nccl-tests outputs (text of any version, or -J JSON) into Measurement records.
 

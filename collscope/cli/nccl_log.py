@@ -6,7 +6,6 @@ import json
 
 import click
 
-from collscope.cli._errors import _user_errors
 from collscope.collectives.nccl_log.parse import read_nccl_log
 from collscope.collectives.nccl_log.render import nccl_log_summary_text
 
@@ -14,7 +13,6 @@ from collscope.collectives.nccl_log.render import nccl_log_summary_text
 @click.command("nccl-log")
 @click.argument("file", metavar="FILE")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document (see DESIGN.md).")
-@_user_errors
 def nccl_log(file: str, as_json: bool) -> None:
     """What NCCL really did, from an NCCL_DEBUG=INFO log.
 

@@ -6,50 +6,44 @@ import json
 
 import click
 
-from collscope.analysis.predict import load_topology, predict, render_predict_text
-from collscope.cli._errors import _user_errors
+from collscope.analysis.predict import predict, render_predict_text
+from collscope.cli.options import gpu_option, size_range_options, sizes_option, topo_option
 from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
-from collscope.units import parse_size
+from collscope.topo.load import load_topology
 
 
-def _sizes(sizes: str | None, min_bytes: str | None, max_bytes: str | None, factor: float | None, op: str,
-           nranks: int) -> list[int] | None:
-    if sizes and (min_bytes or max_bytes):
+def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
+           op: str, nranks: int) -> list[int] | None:
+    if sizes and (min_bytes is not None or max_bytes is not None):
         raise ConfigError("use either --sizes or --min-bytes/--max-bytes, not both")
-    try:
-        if sizes:
-            return [parse_size(s) for s in sizes.split(",") if s.strip()]
-        if min_bytes or max_bytes:
-            lo = parse_size(min_bytes or "1K")
-            hi = parse_size(max_bytes or "1G")
-            return size_ladder(lo, hi, factor or 2.0, elem_size=1, op=op, nranks=nranks)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    if sizes:
+        return list(sizes)
+    if min_bytes is not None or max_bytes is not None:
+        lo = 1 << 10 if min_bytes is None else min_bytes
+        hi = 1 << 30 if max_bytes is None else max_bytes
+        return size_ladder(lo, hi, factor or 2.0, elem_size=1, op=op, nranks=nranks)
     return None
 
 
 @click.command("predict")
-@click.option("--topo", "topo", multiple=True, metavar="PATH",
-              help="Captures (files or directories, as `topo show --from`), a cluster directory, or the JSON of "
-                   "`topo show --json`. Repeatable.")
-@click.option("--gpu", default=None, metavar="NAME", help="GPU generation (e.g. H100) when the capture lacks it.")
+@topo_option()
+@gpu_option
 @click.option("--op", required=True, metavar="OP", help="all_reduce, all_gather, reduce_scatter, broadcast, reduce.")
 @click.option("--nranks", required=True, type=int, help="Ranks in the collective.")
 @click.option("--nnodes", default=1, show_default=True, type=int, help="Nodes the ranks span.")
-@click.option("--sizes", default=None, metavar="LIST", help="Comma-separated sizes, e.g. 1K,1M,1G.")
-@click.option("--min-bytes", default=None, metavar="B", help="Smallest size of a ladder (default 1K).")
-@click.option("--max-bytes", default=None, metavar="B", help="Largest size of a ladder (default 1G).")
+@sizes_option(instead_of="a ladder")
+@size_range_options(min_default="1K", max_default="1G")
 @click.option("--factor", default=None, type=float, help="Ladder factor (default 2).")
 @click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (overrides the topology).")
 @click.option("--bw-gbps", default=None, type=float, help="Per-rank bandwidth per direction, GB/s (overrides).")
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
-@_user_errors
-def predict_cmd(topo: tuple[str, ...], gpu: str | None, op: str, nranks: int, nnodes: int, sizes: str | None,
-                min_bytes: str | None, max_bytes: str | None, factor: float | None, alpha_us: float | None,
-                bw_gbps: float | None, gamma_gbps: float | None, nccl_version: str, as_json: bool) -> None:
+def predict_cmd(topo: tuple[str, ...], gpu: str | None, op: str, nranks: int, nnodes: int,
+                sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
+                alpha_us: float | None, bw_gbps: float | None, gamma_gbps: float | None, nccl_version: str,
+                as_json: bool) -> None:
     """Expected time and busbw per algorithm (alpha-beta) and per algorithm/protocol (NCCL's model).
 
     Answers "is my number normal?": compare a measured busbw with the models for the same topology. Link

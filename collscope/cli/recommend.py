@@ -11,7 +11,6 @@ from collscope.analysis.load import load_results
 from collscope.analysis.recommend.core import Recommendation, RecommendOptions, recommend, render_json
 from collscope.analysis.recommend.env import render_env
 from collscope.analysis.recommend.tuner import render_tuner
-from collscope.cli._errors import _user_errors
 
 _RENDER: dict[str, Callable[[Recommendation], str]] = {"env": render_env, "json": render_json, "tuner": render_tuner}
 
@@ -25,7 +24,6 @@ _RENDER: dict[str, Callable[[Recommendation], str]] = {"env": render_env, "json"
 @click.option("--op", default=None, metavar="OP", help="Only this collective (all_reduce, all_gather, ...).")
 @click.option("--in-place/--out-of-place", "in_place", default=None,
               help="Use in-place or out-of-place records [default: out-of-place when both were measured].")
-@_user_errors
 def recommend_command(directories: tuple[str, ...], fmt: str, min_gain: float, op: str | None,
                       in_place: bool | None) -> None:
     """Best configuration per op and message-size range, only where it beats the default beyond noise.

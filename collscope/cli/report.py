@@ -6,16 +6,15 @@ from pathlib import Path
 
 import click
 
-from collscope.cli._errors import _user_errors
+from collscope.cli.options import topo_option
 
 
 @click.command("report")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for index.html, report.md and the PNGs.")
-@click.option("--topo", "topo_paths", multiple=True, help="Topology captures to draw (files or capture directories).")
+@topo_option("topo_paths", cluster=False)
 @click.option("--min-gain", default=0.03, show_default=True, help="Gain over the default needed to recommend.")
-@_user_errors
 def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...], min_gain: float) -> None:
     """Plots (PNG) and a self-contained HTML report (opens offline) of results directories or record files.
 

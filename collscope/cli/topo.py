@@ -7,15 +7,13 @@ from pathlib import Path
 
 import click
 
-from collscope.cli._errors import _user_errors
-from collscope.topo.capture import NoGpuToolsError, capture_live, collect_to_dir
+from collscope.cli.options import gpu_option
+from collscope.topo.capture import collect_to_dir
 from collscope.topo.cluster import load_cluster
-from collscope.topo.detect import load_captures
 from collscope.topo.draw import draw_png, write_dot, write_graphml
-from collscope.topo.model import NodeTopology
-from collscope.topo.node import build_node
+from collscope.topo.load import load_node
 from collscope.topo.render import node_summary_text, node_to_json
-from collscope.topo.samples import DEFAULT_SAMPLE, sample_names, sample_path
+from collscope.topo.samples import sample_names
 
 
 @click.group()
@@ -28,36 +26,16 @@ def topo() -> None:
     """
 
 
-def _load_node(sources: tuple[str, ...], sample: str | None, gpu: str | None) -> tuple[NodeTopology, list[str]]:
-    notes: list[str] = []
-    if sources and sample:
-        raise click.UsageError("use either --from or --sample, not both")
-    if sources:
-        captures = load_captures([Path(s) for s in sources])
-        return build_node(captures, gpu=gpu), captures.errors
-    if sample is None:
-        try:
-            captures = capture_live()
-            return build_node(captures, gpu=gpu), captures.errors
-        except NoGpuToolsError as exc:
-            notes.append(f"{exc}. Showing the bundled sample {DEFAULT_SAMPLE!r} instead: it is NOT this machine.")
-            sample = DEFAULT_SAMPLE
-    captures = load_captures([sample_path(sample)])
-    return build_node(captures, gpu=gpu, sample=sample), notes + captures.errors
-
-
 @topo.command("show")
 @click.option("--from", "sources", multiple=True, metavar="PATH",
               help="Captured file or directory (repeatable); format detected from content.")
 @click.option("--sample", type=click.Choice(sample_names()), default=None,
               help="Show a bundled sample node instead of this machine.")
-@click.option("--gpu", default=None, metavar="NAME",
-              help="GPU model (e.g. H100) when the captures do not name it; sets NVLink/PCIe rates.")
+@gpu_option
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document (see DESIGN.md).")
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write GraphML here.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write Graphviz DOT here.")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG drawing here.")
-@_user_errors
 def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json: bool,
          graphml: Path | None, dot: Path | None, png: Path | None) -> None:
     """Show one node: GPUs, NICs, NVLink domain, nearest NIC per GPU, bandwidths, warnings.
@@ -71,8 +49,11 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
       collscope topo show --from captures/node01/ --png node01.png
       collscope topo show --from topo.txt --gpu A100 --json
     """
-    node, notes = _load_node(sources, sample, gpu)
-    for note in notes:
+    if sources and sample:
+        raise click.UsageError("use either --from or --sample, not both")
+    loaded = load_node(sources, sample=sample, gpu=gpu)
+    node = loaded.node
+    for note in loaded.notes:
         click.echo(f"note: {note}", err=True)
     for path in (graphml, dot, png):
         if path is not None:
@@ -96,7 +77,6 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for this node's raw captures and meta.json.")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, help="Seconds per tool.")
-@_user_errors
 def collect(out_dir: Path, timeout_s: float) -> None:
     """Save this node's raw captures (nvidia-smi, ibstat, ibdev2netdev) plus meta.json.
 
@@ -114,9 +94,8 @@ def collect(out_dir: Path, timeout_s: float) -> None:
 
 @topo.command("cluster")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--gpu", default=None, metavar="NAME", help="GPU model when the captures do not name it.")
+@gpu_option
 @click.option("--json", "as_json", is_flag=True, help="Print the cluster as JSON.")
-@_user_errors
 def cluster(directory: Path, gpu: str | None, as_json: bool) -> None:
     """Merge per-node capture directories: rails, NIC/GPU ratio, nodes that differ from the majority.
 

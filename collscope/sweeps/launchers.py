@@ -36,7 +36,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Literal, get_args
 
-from collscope.collectives.nccl_tests.run import NCCL_TESTS_DTYPES, NcclTestsSpec, binary_name, nccl_tests_argv
+from collscope.collectives.nccl_tests.spec import (
+    NcclTestsSpec,
+    binary_name,
+    nccl_tests_argv,
+    nccl_tests_spec_for_ladder,
+)
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
 from collscope.errors import ConfigError, ParseError
 from collscope.sweeps.spec import Point, SweepSpec
@@ -53,9 +58,6 @@ ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RANK_TIMEOUT_SHARE = 0.9
-# collscope bench names -> nccl-tests -d names (names nccl-tests already knows pass through).
-_NCCL_TESTS_DTYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
-                     "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,19 +207,12 @@ def bench_argv(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, *, pyth
 
 def nccl_tests_spec_for(spec: SweepSpec, point: Point, *, ngpus: int, timeout_s: float) -> NcclTestsSpec:
     """The nccl-tests invocation of one point: the spec's sizes, iterations and check, ``-g ngpus``, ``-T``."""
-    if spec.factor != int(spec.factor):
-        raise ConfigError(f"factor={spec.factor:g} is invalid for engine nccl-tests; valid: a whole number >= 2")
     if point.sizes is not None:
         raise ConfigError(f"point {point.point_id} lists sizes {list(point.sizes)}; engine nccl-tests measures a "
                           "ladder (-b/-e/-f) only: use the grid strategy, or engine mpi or torch")
-    dtype = _NCCL_TESTS_DTYPE.get(spec.dtype, spec.dtype)
-    if dtype not in NCCL_TESTS_DTYPES:
-        raise ConfigError(f"dtype={spec.dtype!r} is invalid for engine nccl-tests; valid: "
-                          f"{', '.join([*_NCCL_TESTS_DTYPE, *NCCL_TESTS_DTYPES])}")
-    return NcclTestsSpec(op=point.op, min_bytes=spec.min_bytes, max_bytes=spec.max_bytes,  # type: ignore[arg-type]
-                         step_factor=int(spec.factor), iters=spec.iters, warmup_iters=spec.warmup,
-                         check_iters=1 if spec.check else 0, ngpus=ngpus, timeout_s=max(1, int(timeout_s)),
-                         dtype=dtype)
+    return nccl_tests_spec_for_ladder(op=point.op, min_bytes=spec.min_bytes, max_bytes=spec.max_bytes,
+                                      factor=spec.factor, iters=spec.iters, warmup=spec.warmup, check=spec.check,
+                                      dtype=spec.dtype, ngpus=ngpus, timeout_s=timeout_s)
 
 
 def _nccl_tests_program(spec: SweepSpec, point: Point, options: LaunchOptions, ngpus: int) -> list[str]:

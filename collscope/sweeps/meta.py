@@ -8,7 +8,6 @@ import os
 import platform
 import socket
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from collscope import __version__, proc
@@ -38,15 +37,15 @@ def _first_line(argv: list[str]) -> str | None:
 def topology_hash(topo_paths: list[str] | None) -> str | None:
     """sha256 of the node model built from the captures (or of this node's live capture), else None."""
     from collscope.topo.capture import NoGpuToolsError, capture_live
-    from collscope.topo.detect import load_captures
+    from collscope.topo.load import load_one_node
     from collscope.topo.node import build_node
     from collscope.topo.render import node_to_json
 
     try:
-        captures = load_captures([Path(p) for p in topo_paths]) if topo_paths else capture_live()
+        node = load_one_node(topo_paths) if topo_paths else build_node(capture_live())
     except NoGpuToolsError:
         return None
-    doc = node_to_json(build_node(captures))
+    doc = node_to_json(node)
     for volatile in ("graph", "sources", "host", "sample"):
         doc.pop(volatile, None)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]

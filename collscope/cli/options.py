@@ -1,0 +1,122 @@
+"""Options that several commands share, declared once: one name, one type, one help text each.
+
+:data:`SIZE` is the one byte-size type of the command line (``8``, ``64K``, ``16M``, binary suffixes as in
+nccl-tests' ``-b``/``-e``), over :func:`collscope.units.parse_size`; :data:`SIZE_LIST` takes comma-separated
+sizes with the same rules. A bad size is a click usage error (exit 2) naming the option and the bad item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from collscope.units import parse_size
+
+__all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "ENGINES", "engine_option", "gpu_option",
+           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+ENGINES = ("mpi", "torch", "nccl-tests")
+"""The measuring engines of ``collscope bench`` and ``collscope sweep run``."""
+
+
+class SizeType(click.ParamType):
+    """A byte size such as ``8``, ``64K``, ``16M`` (binary suffixes, as nccl-tests' -b/-e) -> int bytes."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class SizeListType(click.ParamType):
+    """Comma-separated byte sizes (``8,1K,64K``) -> a tuple of int bytes, each parsed as :class:`SizeType`."""
+
+    name = "sizes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        items = [item.strip() for item in str(value).split(",") if item.strip()]
+        if not items:
+            self.fail(f"no sizes in {value!r} (expected sizes separated by commas, e.g. 8,1K,64K)", param, ctx)
+        try:
+            return tuple(parse_size(item) for item in items)
+        except ValueError as exc:
+            self.fail(f"{value!r}: {exc}", param, ctx)
+
+
+SIZE = SizeType()
+SIZE_LIST = SizeListType()
+
+
+def _apply(func: F, *decorators: Callable[[F], F]) -> F:
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def topo_option(param: str = "topo", *, cluster: bool = True) -> Callable[[F], F]:
+    """``--topo PATH`` (repeatable): the topology a command uses, loaded by :mod:`collscope.topo.load`.
+
+    ``cluster``: the command also models a cluster directory (one capture directory per node); without it the
+    command needs one node's topology.
+    """
+    what = ("Topology: captured files or directories (as `topo show --from`), a cluster directory, or the JSON of "
+            "`topo show --json`. Repeatable." if cluster else
+            "Topology of one node: captured files or directories (as `topo show --from`), or the JSON of "
+            "`topo show --json`. Repeatable.")
+    return click.option("--topo", param, multiple=True, metavar="PATH", help=what)
+
+
+def gpu_option(func: F) -> F:
+    """``--gpu NAME``: the GPU model when the captures do not name it."""
+    return click.option("--gpu", default=None, metavar="NAME",
+                        help="GPU model (e.g. H100) when the captures do not name it; sets the NVLink/PCIe "
+                             "link rates.")(func)
+
+
+def size_range_options(*, short_flags: bool = False, min_default: str | None = None,
+                       max_default: str | None = None) -> Callable[[F], F]:
+    """``--min-bytes B`` / ``--max-bytes B`` (``-b``/``-e`` with ``short_flags``), both of type :data:`SIZE`."""
+    def note(default: str | None) -> str:
+        return f"  [default: {default}]" if default is not None else ""
+
+    min_opts = ("--min-bytes", "-b") if short_flags else ("--min-bytes",)
+    max_opts = ("--max-bytes", "-e") if short_flags else ("--max-bytes",)
+
+    def decorate(func: F) -> F:
+        return _apply(func,
+                      click.option(*min_opts, type=SIZE, default=None, metavar="B",
+                                   help="Smallest size in bytes (8, 1K, 4M; binary suffixes)." + note(min_default)),
+                      click.option(*max_opts, type=SIZE, default=None, metavar="B",
+                                   help="Largest size in bytes." + note(max_default)))
+    return decorate
+
+
+def sizes_option(*, instead_of: str, applies_to: str = "") -> Callable[[F], F]:
+    """``--sizes B,B,...`` of type :data:`SIZE_LIST`: explicit sizes ``instead_of`` a ladder's options."""
+    where = f"; {applies_to}" if applies_to else ""
+    return click.option("--sizes", type=SIZE_LIST, default=None, metavar="B,B,...",
+                        help=f"Explicit sizes instead of {instead_of} (8,1K,64K){where}.")
+
+
+def engine_option(*, required: bool) -> Callable[[F], F]:
+    """``--engine {mpi,torch,nccl-tests}``; optional where a spec already names one."""
+    text = "mpi: mpi4py harness; torch: torch.distributed harness; nccl-tests: run the binary."
+    return click.option("--engine", type=click.Choice(ENGINES), required=required, default=None,
+                        help=text if required else text + "  [default: the spec's]")
+
+
+def nccl_tests_dir_option(func: F) -> F:
+    """``--nccl-tests-dir DIR``: where the nccl-tests binaries are."""
+    return click.option("--nccl-tests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        help="nccl-tests build directory (else NCCL_TESTS_HOME or PATH).")(func)

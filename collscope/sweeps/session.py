@@ -1,0 +1,152 @@
+"""One sweep, start to end: spec (file or preset) + overrides -> plan -> launch settings -> grid or adaptive run.
+
+:func:`run_session` is what ``collscope sweep run`` calls: it loads the spec and applies the command line's
+overrides, loads the topology (for hardware constraints), checks the launcher against this machine
+(:mod:`collscope.sweeps.environment`), records the machine in ``sweep.json`` and runs the points with the grid
+runner or the adaptive strategy. The result is a :class:`SessionOutcome` for the caller to render.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from collscope.errors import ConfigError
+from collscope.sweeps.environment import check_launcher, launch_options
+from collscope.sweeps.launchers import LauncherKind, MpiFlavour, SrunMpi
+from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, run_sweep
+from collscope.sweeps.spec import Plan, SweepSpec
+
+if TYPE_CHECKING:
+    from collscope.sweeps.adaptive.run import AdaptiveOutcome
+    from collscope.topo.model import NodeTopology
+
+__all__ = ["SweepRequest", "SessionOutcome", "Strategy", "load_request_spec", "run_session"]
+
+Strategy = Literal["grid", "adaptive"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepRequest:
+    """Everything ``collscope sweep run`` was asked to do."""
+
+    out_dir: Path
+    """Results directory; rerunning the same request resumes there."""
+    spec_file: Path | None = None
+    """A YAML spec; exactly one of ``spec_file`` and ``preset``."""
+    preset: str | None = None
+    """A named preset (``mpi-algos``, ``nccl-algo-proto``, ...)."""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Spec fields set on the command line (``nranks``, ``engine``, ``min_bytes`` ...); they win over the spec."""
+    launcher: LauncherKind = "local"
+    """How each point starts: ``local``, ``mpirun`` or ``srun`` (inside an allocation)."""
+    mpi_flavour: MpiFlavour = "openmpi"
+    """mpirun's dialect."""
+    hostfile: str | None = None
+    """mpirun hostfile."""
+    srun_mpi: SrunMpi | None = None
+    """srun ``--mpi=``; ``None``: pmix for the mpi engine, Slurm's default otherwise."""
+    oversubscribe: bool = False
+    """mpirun: allow more ranks than cores."""
+    topo_paths: tuple[str, ...] = ()
+    """Topology of the node the sweep runs on (captures or ``topo show --json``), for constraints and sweep.json."""
+    shard: tuple[int, int] | None = None
+    """``(i, n)``: run only every n-th point starting at i (grid only)."""
+    retry_failed: bool = False
+    """Run points whose last attempt failed again."""
+    dry_run: bool = False
+    """Print every command and environment; run nothing, write nothing."""
+    strategy: Strategy = "grid"
+    """``grid``: every point; ``adaptive``: a few sizes first, then only contenders near crossovers."""
+    min_gain: float = 0.02
+    """Adaptive: drop configurations that cannot beat the default by more than this fraction."""
+    max_rounds: int = 8
+    """Adaptive: most rounds."""
+    progress: bool = False
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        if (self.spec_file is None) == (self.preset is None):
+            raise ConfigError("give either SPEC.yaml or --preset NAME")
+        if self.strategy not in ("grid", "adaptive"):
+            raise ConfigError(f"strategy={self.strategy!r} is invalid; valid: grid, adaptive")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionOutcome:
+    """What a sweep session did: the plan, and the grid or adaptive outcome."""
+
+    strategy: Strategy
+    out_dir: Path
+    plan: Plan
+    """The full grid plan (points and the points constraints skipped)."""
+    grid: SweepOutcome | None = None
+    """Strategy grid: every point's outcome."""
+    adaptive: AdaptiveOutcome | None = None
+    """Strategy adaptive: rounds, decisions and the outcome of every round."""
+
+    @property
+    def commands(self) -> list[str]:
+        """Dry run: the exact commands that would run."""
+        run = self.grid if self.grid is not None else self.adaptive
+        return list(run.commands) if run is not None else []
+
+    @property
+    def failed(self) -> list[PointOutcome]:
+        run = self.grid if self.grid is not None else self.adaptive
+        return list(run.failed) if run is not None else []
+
+
+def load_request_spec(request: SweepRequest) -> SweepSpec:
+    """The request's spec (file or preset) with its overrides applied."""
+    from collscope.sweeps.plan import load_spec
+    from collscope.sweeps.plan import preset as make_preset
+
+    spec = load_spec(request.spec_file) if request.spec_file is not None else make_preset(str(request.preset))
+    overrides = {k: v for k, v in request.overrides.items() if v is not None}
+    return dataclasses.replace(spec, **overrides) if overrides else spec
+
+
+def _topology(paths: tuple[str, ...]) -> NodeTopology | None:
+    from collscope.topo.load import load_one_node
+
+    return load_one_node(paths) if paths else None
+
+
+def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -> SessionOutcome:
+    """Plan and run the sweep of ``request``; ``echo`` gets progress lines (the plan, skipped points, rounds).
+
+    Raises ConfigError before anything runs for a bad spec, override, topology or launcher choice.
+    """
+    from collscope.sweeps.meta import sweep_meta
+    from collscope.sweeps.plan import plan_sweep
+
+    spec = load_request_spec(request)
+    topology = _topology(request.topo_paths)
+    plan = plan_sweep(spec, topology=topology)
+    check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run)
+    launch = launch_options(request.launcher, spec.engine, flavour=request.mpi_flavour, hostfile=request.hostfile,
+                            srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe)
+    options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,
+                         retry_failed=request.retry_failed, shard=request.shard, progress=request.progress)
+    meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=list(request.topo_paths) or None)
+    if request.strategy == "adaptive":
+        from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
+
+        adaptive = run_adaptive(spec, request.out_dir, options,
+                                AdaptiveOptions(min_gain=request.min_gain, max_rounds=request.max_rounds),
+                                meta=meta, topology=topology, echo=echo)
+        return SessionOutcome(strategy="adaptive", out_dir=request.out_dir, plan=plan, adaptive=adaptive)
+    meta["strategy"] = "grid"
+    echo(f"sweep {plan.sweep_id}: {len(plan.points)} point(s), {len(plan.skipped)} skipped by constraints")
+    for skipped in plan.skipped:
+        echo(f"  skipped {skipped.op} {_fmt_settings(skipped.settings)}: {skipped.reason}")
+    grid = run_sweep(plan, request.out_dir, options, meta=meta, echo=echo)
+    return SessionOutcome(strategy="grid", out_dir=request.out_dir, plan=plan, grid=grid)
+
+
+def _fmt_settings(settings: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "(default)"
