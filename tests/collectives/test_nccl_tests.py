@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.cli import main
-from collscope.collectives.nccl_tests import records as nccl_tests_records
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
 from collscope.collectives.nccl_tests.run import NcclTestsSpec, find_nccl_tests_binary, nccl_tests_argv, run_nccl_tests
-from collscope.collectives.record import Measurement, busbw_factor, read_jsonl
+from collscope.collectives.record import Measurement, busbw_factor
 from collscope.errors import ConfigError, ParseError, ToolMissingError
+from collscope.results.decode import read_jsonl
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
@@ -207,14 +207,16 @@ def test_json_cut_off_and_wrong_types_raise_parse_error():
 
 def test_records_are_plain_measurements():
     run = _parse(MODERN)
-    assert nccl_tests_records._FAST
     for rec in run.records[:6]:
         assert type(rec) is Measurement
         assert rec == Measurement.from_dict(rec.to_dict())
         assert rec == Measurement.from_dict(json.loads(json.dumps(rec.to_dict())))
         with pytest.raises(AttributeError):
             rec.time_us = 1.0  # type: ignore[misc]
-    assert run.records[0].settings is not run.records[1].settings
+        with pytest.raises(TypeError):
+            rec.settings["NCCL_ALGO"] = "Tree"  # type: ignore[index]
+        assert hash(rec) == hash(Measurement.from_dict(rec.to_dict()))
+    assert len(set(run.records)) == len(run.records)
 
 
 def test_repeats_from_run_cycles_are_counted():
