@@ -135,7 +135,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
     options = RunOptions(launcher=launcher, launch=launch, dry_run=dry_run,  # type: ignore[arg-type]
                          retry_failed=retry_failed, shard=_parse_shard(shard),
                          progress=sys.stderr.isatty() if progress is None else progress)
-    meta = {} if dry_run else sweep_meta(engine=spec.engine, topo_paths=list(topo_paths) or None)
+    meta = {} if dry_run else sweep_meta(engine=spec.engine, topo_paths=list(topo_paths) or None).to_dict()
     if strategy == "adaptive":
         _run_adaptive(spec, out_dir, options, meta, min_gain, max_rounds, topology)
         return
@@ -226,7 +226,7 @@ def status(directory: Path, as_json: bool) -> None:
     """
     from collscope.results.store import ResultsDir
 
-    doc = ResultsDir(directory).status()
+    doc = ResultsDir(directory).status().to_dict()
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
