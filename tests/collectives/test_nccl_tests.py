@@ -570,3 +570,22 @@ def test_run_nccl_tests_refuses_infinite_cycles_and_missing_binary(tmp_path):
         run_nccl_tests(NcclTestsSpec(run_cycles=0))
     with pytest.raises(ToolMissingError, match="git clone"):
         run_nccl_tests(NcclTestsSpec(op="hypercube"), env={"PATH": str(tmp_path)}, timeout_s=5)
+
+
+def test_a_negative_time_is_a_parse_error_on_its_line():
+    lines = MODERN.read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0].isdigit())
+    parts = lines[i].split()
+    parts[5 if parts[4].lstrip("-").isdigit() else 4] = "-12.5"
+    lines[i] = "  ".join(parts)
+    with pytest.raises(ParseError) as info:
+        parse_nccl_tests("\n".join(lines) + "\n", source="neg.txt")
+    assert info.value.source == "neg.txt" and info.value.line == i + 1
+
+
+def test_json_values_a_record_cannot_hold_are_a_parse_error():
+    text = JSON_OUT.read_text()
+    bad = text.replace('"time":', '"time":-', 1)
+    assert bad != text
+    with pytest.raises(ParseError, match="time_us"):
+        parse_nccl_tests(bad, source="ar.json")
