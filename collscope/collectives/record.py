@@ -121,7 +121,10 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     timestamp: str | None = None
 
     def __post_init__(self) -> None:
-        try:
+        try:  # the hot path, one expression: ingest and decoding make ~10^6 records a second
+            if (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
+                    and self.time_us >= 0 and type(self.settings) is Settings and type(self.hosts) is tuple):
+                return
             valid = (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
                      and self.time_us >= 0)
         except TypeError:  # a comparison with a value of the wrong type
