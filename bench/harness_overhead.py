@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from collscope import proc
-from collscope.collectives.record import read_jsonl
+from collscope.results.decode import read_jsonl
 from collscope.units import format_size, parse_size
 
 C_SOURCE = r"""

@@ -84,7 +84,7 @@ def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
         echo(f"[2/4] sweep {label}: {len(plan.points)} points ({spec.engine}, {spec.nranks} ranks, "
              f"{spec.min_bytes} B..{spec.max_bytes >> 20} MiB, {spec.repeats} repeats) -> {target}")
         outcome = run_sweep(plan, target, RunOptions(launcher="local", launch=launch, progress=False),
-                            meta=sweep_meta(engine=spec.engine), echo=echo)
+                            meta=sweep_meta(engine=spec.engine).to_dict(), echo=echo)
         failed = outcome.failed
         if failed:
             echo(f"      {len(failed)} point(s) failed: " + "; ".join(f"{f.reason}: {f.detail}" for f in failed[:3]))

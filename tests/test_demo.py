@@ -23,7 +23,7 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
         assert "bundled SAMPLE 'hgx-h100-8gpu'" in text and "NOT this machine" in text
     assert f"open {out / 'report' / 'index.html'}" in text
     status = ResultsDir(out / "sweep-mpi").status()
-    assert status["points"] == status["done"] == 9 and status["failed"] == 0
+    assert status.points == status.done == 9 and status.failed == 0
     page = (out / "report" / "index.html").read_text()
     assert page.count("data:image/png;base64,") >= 3 and "Recommendation" in page
     assert (out / "recommendation.env").read_text().startswith("# collscope recommend")

@@ -17,8 +17,8 @@ String columns are pandas categoricals (few distinct values, fast grouping); ``c
 without records (a timeout, say) have no rows: they are listed in ``frame.attrs["failures"]`` as dicts
 ``{point_id, op, config, reason, detail, source}``, the analysis reports them.
 
-Speed: JSONL is decoded by msgspec straight into typed structs (``Decoder.decode_lines``; unknown fields and
-wrong types rejected as :meth:`Measurement.from_dict` rejects them), columns are built with C-level iteration,
+Speed: JSONL is decoded by :mod:`collscope.results.decode` straight into Measurements (msgspec, strict types:
+a wrong type is a ParseError naming file, line and field), columns are built with C-level iteration,
 and the settings of a point are turned into ``config`` and knob columns once per distinct value (run-length
 encoding: records of one point are adjacent), never per row.
 """
@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import os
-import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
@@ -40,8 +38,9 @@ import numpy as np
 import pandas as pd
 
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
-from collscope.collectives.record import Measurement, read_jsonl
+from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
+from collscope.results.decode import decode_records, read_bytes
 from collscope.results.store import ResultsDir
 from collscope.vocab.configs import (
     DEFAULT_CONFIG,
@@ -54,7 +53,7 @@ from collscope.vocab.configs import (
 __all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
            "RECORD_COLUMNS", "DEFAULT_CONFIG"]
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Measurement))
+_FIELDS: tuple[str, ...] = Measurement.__struct_fields__
 RECORD_COLUMNS = tuple(f for f in _FIELDS if f != "settings")
 """Measurement fields that become columns (``hosts`` joined by ``","``)."""
 _FLOAT = ("time_us", "algbw_gbps", "busbw_gbps", "error")
@@ -63,27 +62,6 @@ _NULLABLE_INT = ("count", "root", "nnodes", "wrong", "iters", "warmup")
 _BOOL = ("in_place", "ok")
 _TYPED: dict[str, Any] = {"size_bytes": np.int64, "nranks": np.int64, "repeat": np.int64, "time_us": np.float64,
                           "algbw_gbps": np.float64, "busbw_gbps": np.float64, "in_place": np.bool_, "ok": np.bool_}
-
-
-# ---- msgspec record type, derived from Measurement so that the two never drift apart ----------------------
-def _record_struct() -> type[msgspec.Struct]:
-    hints = typing.get_type_hints(Measurement)
-    fields: list[Any] = []
-    for f in dataclasses.fields(Measurement):
-        kind: Any = msgspec.Raw if f.name in ("settings", "hosts") else hints[f.name]
-        if f.name == "settings":
-            fields.append((f.name, kind, msgspec.Raw(b"{}")))
-        elif f.name == "hosts":
-            fields.append((f.name, kind, msgspec.Raw(b"[]")))
-        elif f.default is not dataclasses.MISSING:
-            fields.append((f.name, kind, f.default))
-        else:
-            fields.append((f.name, kind))
-    return msgspec.defstruct("RecordRow", fields, forbid_unknown_fields=True, gc=False)
-
-
-_ROW = _record_struct()
-_DECODER = msgspec.json.Decoder(_ROW)
 
 
 # ---- reading sources into row lists ------------------------------------------------------------------------
@@ -97,43 +75,22 @@ class _Part:
     failure: str | None = None
 
 
-def _decode_jsonl(path: Path, data: bytes) -> Sequence[Any]:
-    tail = data.rstrip(b" \t\r")
-    if tail and not tail.endswith(b"\n"):
-        raise ParseError(str(path), data.count(b"\n") + 1, "a complete JSON line (the file ends mid-line)")
-    try:
-        rows: Sequence[Any] = _DECODER.decode_lines(data)
-        return rows
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        # The record-by-record reader names the bad line (or accepts what msgspec's stricter types refused,
-        # e.g. 8.0 for an int).
-        return list(read_jsonl(path))
-
-
-def _read_bytes(path: Path | str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise ParseError(str(path), None, "a readable file", found=exc.strerror or str(exc)) from exc
-
-
 def _load_file(path: Path) -> list[_Part]:
-    data = _read_bytes(path)
+    data = read_bytes(path)
     if path.suffix == ".jsonl":
-        return [_Part(_decode_jsonl(path, data))]
+        return [_Part(decode_records(data, str(path)))]
     text = data.decode("utf-8", errors="replace")
     if looks_like_nccl_tests(text):
         run = parse_nccl_tests(text, source=str(path))
         return [_Part(run.records, failure=run.errors[0] if run.errors else None)]
     if text.lstrip().startswith("{"):
-        return [_Part(_decode_jsonl(path, data))]
+        return [_Part(decode_records(data, str(path)))]
     raise ParseError(str(path), None, "a sweep results directory, Measurement JSONL or nccl-tests output")
 
 
 def _check_verdict(path: str) -> bool | None:
     try:
-        doc = msgspec.json.decode(_read_bytes(path))
+        doc = msgspec.json.decode(read_bytes(path))
     except msgspec.DecodeError as exc:
         raise ParseError(path, None, "the JSON check file written by collscope sweep run", found=str(exc)) from exc
     value = doc.get("applied") if isinstance(doc, dict) else None
@@ -159,7 +116,7 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
         check = f"{point_id}.check.json"
         applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
         failure = failures.get(point_id, {}).get("reason")
-        parts.append(_Part(_decode_jsonl(Path(path), _read_bytes(path)), point_id, applied,
+        parts.append(_Part(decode_records(read_bytes(path), path), point_id, applied,
                            None if failure is None else str(failure)))
     seen = {name[: -len(".jsonl")] for name in files}
     planned = {str(p.get("point_id")): p for p in meta.get("plan", {}).get("points", []) if isinstance(p, dict)}
@@ -211,18 +168,12 @@ def _categorical(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Categorical:
     return _from_codes(codes, cats)
 
 
-def _settings_dict(value: Any) -> tuple[tuple[str, str], ...]:
-    data = json.loads(bytes(value)) if isinstance(value, msgspec.Raw) else value
-    if not isinstance(data, Mapping):
-        raise ValueError(f"settings must be an object, got {data!r}")
-    return tuple(sorted((str(k), str(v)) for k, v in data.items()))
+def _settings_items(value: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(value.items()))
 
 
-def _hosts_text(value: Any) -> str:
-    data = json.loads(bytes(value)) if isinstance(value, msgspec.Raw) else value
-    if isinstance(data, str):
-        return data
-    return ",".join(str(h) for h in (data or ()))
+def _hosts_text(value: tuple[str, ...]) -> str:
+    return ",".join(value)
 
 
 def _column(name: str, values: np.ndarray) -> Any:
@@ -267,7 +218,7 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
             values = np.where(pd.isna(values), fill, values)
         columns[name] = _column(name, values)
 
-    codes, distinct = _encode(settings, _settings_dict)
+    codes, distinct = _encode(settings, _settings_items)
     configs = [config_of(dict(s)) for s in distinct]
     config_codes, config_names = pd.factorize(np.asarray([*configs, DEFAULT_CONFIG], dtype=object))
     lookup = config_codes.astype(np.int32)  # code -1 (no settings object) picks the last entry: default

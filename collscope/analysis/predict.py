@@ -1,6 +1,6 @@
 """``predict``: expected time and busbw per algorithm (alpha-beta) and per algorithm x protocol (NCCL's model).
 
-The result is one plain dict, the same that ``collscope predict --json`` prints::
+The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope predict --json`` prints::
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
      "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps"}, ...],
@@ -13,11 +13,18 @@ The result is one plain dict, the same that ``collscope predict --json`` prints:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
+from collscope.analysis.models import (
+    ALPHA_BETA_MODELS,
+    LinkParams,
+    Prediction,
+    alpha_beta_predictions,
+    ring_bound_busbw_gbps,
+)
 from collscope.analysis.nccl_model.constants import VERSIONS
-from collscope.analysis.nccl_model.model import nccl_choice, nccl_predictions
+from collscope.analysis.nccl_model.model import NcclChoice, nccl_choice, nccl_predictions
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
@@ -26,15 +33,44 @@ from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.units import format_size
 
-__all__ = ["predict", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
+__all__ = ["predict", "PredictResult", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
 
 DEFAULT_SIZES: tuple[int, ...] = tuple(1024 * 4**i for i in range(11))
 """1K, 4K, ..., 1G."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PredictResult:
+    """Every model's prediction for one collective on one topology (see the module doc for the JSON)."""
+
+    predictions: tuple[Prediction, ...]
+    """Per size (ascending): the alpha-beta algorithms first, then NCCL's model per algorithm x protocol."""
+    nccl_choice: tuple[NcclChoice, ...]
+    """What NCCL's model picks per size; empty without a GPU generation."""
+    params: LinkParams
+    """The link parameters the models used, with their sources."""
+    ring_bound_busbw_gbps: float
+    """The busbw a ring cannot exceed on these links."""
+    nccl_version: str
+    """The NCCL version whose cost model was used."""
+    nccl_graphs: dict[str, Any] | None
+    """NCCL's ring/tree/NVLS graphs for the topology (None without a GPU generation)."""
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``collscope predict --json``."""
+        return {
+            "predictions": [p.to_dict() for p in self.predictions],
+            "nccl_choice": [c.to_dict() for c in self.nccl_choice],
+            "params": {**self.params.to_dict(), "ring_bound_busbw_gbps": self.ring_bound_busbw_gbps,
+                       "nccl_version": self.nccl_version, "nccl_graphs": self.nccl_graphs,
+                       "notes": list(self.notes)},
+        }
+
+
 def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,
             nnodes: int = 1, sizes: Iterable[int] | None = None, alpha_us: float | None = None,
-            bw_gbps: float | None = None, gamma_gbps: float | None = None, version: str = "2.30") -> dict[str, Any]:
+            bw_gbps: float | None = None, gamma_gbps: float | None = None, version: str = "2.30") -> PredictResult:
     """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc)."""
     if op not in ALPHA_BETA_MODELS:
         raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
@@ -47,7 +83,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          gamma_gbps=gamma_gbps)
     preds = alpha_beta_predictions(op, params, size_list)
     notes: list[str] = []
-    choices = []
+    choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
     if params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
@@ -61,13 +97,10 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          "the alpha-beta models")
         nccl = nccl_predictions(inputs, op, size_list, version=version)
         preds = sorted(preds + nccl, key=lambda pred: pred.size_bytes)  # stable: alpha-beta first
-        choices = [nccl_choice(inputs, op, s, version=version).to_dict() for s in size_list]
-    return {
-        "predictions": [p.to_dict() for p in preds],
-        "nccl_choice": choices,
-        "params": {**params.to_dict(), "ring_bound_busbw_gbps": ring_bound_busbw_gbps(params),
-                   "nccl_version": version, "nccl_graphs": graphs, "notes": notes},
-    }
+        choices = [nccl_choice(inputs, op, s, version=version) for s in size_list]
+    return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
+                         ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
+                         nccl_graphs=graphs, notes=tuple(notes))
 
 
 def _graph_dict(g: Any) -> dict[str, Any]:
@@ -75,8 +108,9 @@ def _graph_dict(g: Any) -> dict[str, Any]:
             "type_inter": g.type_inter, "pattern": g.pattern}
 
 
-def render_predict_text(result: dict[str, Any]) -> str:
+def render_predict_text(prediction: PredictResult) -> str:
     """The readable form: the link parameters with their sources, then one table per size."""
+    result = prediction.to_dict()
     p = result["params"]
     lines = [f"{p['nranks']} ranks on {p['nnodes']} node(s) ({p['ppn']} per node), GPU {p['gpu'] or 'unknown'}",
              f"  alpha {p['alpha_us']:g} us"

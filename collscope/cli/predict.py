@@ -60,6 +60,6 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, op: str, nranks: int, nn
     result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, sizes=size_list,
                      alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version)
     if as_json:
-        click.echo(json.dumps(result, indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         click.echo(render_predict_text(result))

@@ -159,7 +159,7 @@ def status(directory: Path, as_json: bool) -> None:
     """
     from collscope.results.store import ResultsDir
 
-    doc = ResultsDir(directory).status()
+    doc = ResultsDir(directory).status().to_dict()
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return

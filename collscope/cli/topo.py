@@ -86,7 +86,7 @@ def collect(out_dir: Path, timeout_s: float) -> None:
     Example:
       collscope topo collect --out topo/$(hostname)
     """
-    meta = collect_to_dir(out_dir, timeout_s)
+    meta = collect_to_dir(out_dir, timeout_s).to_dict()
     click.echo(f"{meta['host']}: wrote {len(meta['files'])} capture(s) to {out_dir}: {', '.join(meta['files'])}")
     for err in meta["errors"]:
         click.echo(f"note: {err}", err=True)

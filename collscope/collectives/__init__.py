@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collscope.collectives.nccl_log.parse import parse_nccl_log, read_nccl_log
     from collscope.collectives.nccl_tests.parse import parse_nccl_tests
     from collscope.collectives.ranks import RankInfo, expand_nodelist, rank_info
-    from collscope.collectives.record import OPS, Measurement, append_jsonl, busbw_factor, read_jsonl, write_jsonl
+    from collscope.collectives.record import OPS, Measurement, append_jsonl, busbw_factor, write_jsonl
     from collscope.collectives.sizes import call_count, size_ladder, size_list
     from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS, BenchSpec
 
@@ -32,7 +32,6 @@ __all__ = [
     "parse_nccl_log",
     "parse_nccl_tests",
     "rank_info",
-    "read_jsonl",
     "read_nccl_log",
     "size_ladder",
     "size_list",
@@ -49,8 +48,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above
             "Measurement",
             "append_jsonl",
             "busbw_factor",
-            "read_jsonl",
-            "write_jsonl",
+                    "write_jsonl",
         ],
         "collscope.collectives.sizes": ["call_count", "size_ladder", "size_list"],
         "collscope.collectives.spec": ["BENCH_DTYPES", "BENCH_OPS", "BenchSpec"],

@@ -1,34 +1,95 @@
-"""The Measurement record (DESIGN.md), busbw factors, and JSONL read/write.
+"""The Measurement record (DESIGN.md), its settings mapping, and JSONL writing.
 
 One record per measured (configuration, size, repeat); the same fields for all three engines.
-Bandwidths are decimal GB/s (1e9 bytes/s) with nccl-tests' busbw factors.
+Bandwidths are decimal GB/s (1e9 bytes/s) with nccl-tests' busbw factors. Reading records back (strict
+decoding, errors naming file, line and field) lives in :mod:`collscope.results.decode`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, get_args
 
-from collscope.errors import ParseError
+import msgspec
+
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import OPS, busbw_factor
 
-__all__ = ["Measurement", "OPS", "busbw_factor", "write_jsonl", "append_jsonl", "read_jsonl", "Engine"]
+__all__ = ["Measurement", "Settings", "OPS", "ENGINES", "busbw_factor", "write_jsonl", "append_jsonl", "Engine"]
 
 Engine = Literal["nccl-tests", "torch", "mpi"]
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Measurement:
-    """One measured size of one configuration (DESIGN.md, "Measurement record")."""
+ENGINES: frozenset[str] = frozenset(get_args(Engine))
+_OPS = frozenset(OPS)
+_TEXT = frozenset({str})
 
-    engine: str
+
+class Settings(dict[str, str]):
+    """The knob values of a point (environment variable -> value): an immutable, hashable dict.
+
+    A dict subclass so that it compares, encodes and iterates as the JSON object it is on disk; every method
+    that would change it raises TypeError.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = (), /) -> None:
+        super().__init__(items)
+        kinds = set(map(type, dict.keys(self)))  # C-level: every decoded record makes one
+        kinds.update(map(type, dict.values(self)))
+        if not kinds <= _TEXT:
+            bad = next((k, v) for k, v in dict.items(self) if type(k) is not str or type(v) is not str)
+            raise ValueError(f"settings must map names to text values, got {bad[0]!r}: {bad[1]!r}")
+
+    def __hash__(self) -> int:  # type: ignore[override]  # dict sets __hash__ = None; this one is immutable
+        return hash(frozenset(dict.items(self)))
+
+    def __repr__(self) -> str:
+        return f"Settings({dict.__repr__(self)})"
+
+    def _immutable(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("Settings is immutable; build a new one: Settings({**old, name: value})")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _immutable
+
+
+_NO_SETTINGS = Settings()
+_set = msgspec.structs.force_setattr
+_SETTINGS_SEEN: dict[tuple[tuple[str, str], ...], Settings] = {}
+"""Settings already made, by their items: the records of a point share one (decoding makes ~10^6 a second)."""
+
+
+def _settings_of(value: Mapping[str, str]) -> Settings:
+    """The Settings of a mapping: a shared one when the same items were seen before."""
+    try:
+        key = tuple(value.items())
+        shared = _SETTINGS_SEEN.get(key)
+    except (AttributeError, TypeError):  # not a mapping, or an unhashable value: Settings says what is wrong
+        return Settings(value)
+    if shared is None:
+        shared = Settings(value)
+        if len(_SETTINGS_SEEN) >= 4096:
+            _SETTINGS_SEEN.clear()
+        _SETTINGS_SEEN[key] = shared
+    return shared
+
+
+class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """One measured size of one configuration (DESIGN.md, "Measurement record").
+
+    Constructing one validates it (``op`` one of :data:`OPS`, ``engine`` one of :data:`ENGINES`,
+    ``size_bytes >= 0``, ``nranks >= 1``, ``time_us >= 0``): a bad value raises ValueError naming the field and
+    the value. The field types are checked where records are decoded (:mod:`collscope.results.decode`). Fields
+    added later must have defaults, so that older results still load.
+    """
+
+    engine: Engine
     backend: str
     op: str
+    """One of :data:`collscope.vocab.ops.OPS`."""
     size_bytes: int
     """nccl-tests' "size": total bytes; for all_gather the gathered output, for reduce_scatter the input."""
     count: int | None
@@ -49,7 +110,8 @@ class Measurement:
     iters: int | None = None
     warmup: int | None = None
     repeat: int = 0
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: Mapping[str, str] = _NO_SETTINGS
+    """The point's knob values; always a :class:`Settings` (a plain mapping given here is converted)."""
     point_id: str | None = None
     sweep_id: str | None = None
     hosts: tuple[str, ...] = ()
@@ -57,6 +119,27 @@ class Measurement:
     engine_version: str | None = None
     source: str | None = None
     timestamp: str | None = None
+
+    def __post_init__(self) -> None:
+        try:  # the hot path, one expression: ingest and decoding make ~10^6 records a second
+            if (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
+                    and self.time_us >= 0 and type(self.settings) is Settings and type(self.hosts) is tuple):
+                return
+            valid = (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
+                     and self.time_us >= 0)
+        except TypeError:  # a comparison with a value of the wrong type
+            valid = False
+        if not valid:
+            _reject(self)
+        settings = self.settings
+        if type(settings) is not Settings:  # a decoded or given dict: the shared Settings of the same items
+            try:
+                shared = _SETTINGS_SEEN.get(tuple(settings.items()))
+            except (AttributeError, TypeError):
+                shared = None
+            _set(self, "settings", shared if shared is not None else _settings_of(settings))
+        if type(self.hosts) is not tuple:
+            _set(self, "hosts", tuple(self.hosts))
 
     @classmethod
     def from_timing(cls, *, op: str, size_bytes: int, nranks: int, time_us: float, **rest: Any) -> Measurement:
@@ -66,20 +149,39 @@ class Measurement:
                    busbw_gbps=algbw * busbw_factor(op, nranks), **rest)
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        """The JSON object of the record as written on disk (``settings`` a dict, ``hosts`` a list)."""
+        d = msgspec.structs.asdict(self)
+        d["settings"] = dict(self.settings)
         d["hosts"] = list(self.hosts)
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
-        values = dict(data)
-        values["hosts"] = tuple(values.get("hosts") or ())
-        values["settings"] = dict(values.get("settings") or {})
-        return cls(**values)
+        """The record of a JSON object, types checked strictly; ValueError names the bad field."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as exc:
+            raise ValueError(str(exc)) from None
+
+
+def _reject(record: Measurement) -> NoReturn:
+    """Raise ValueError naming the first field whose value is invalid."""
+    checks: tuple[tuple[str, Any, str], ...] = (
+        ("op", lambda v: v in _OPS, f"one of {', '.join(OPS)}"),
+        ("engine", lambda v: v in ENGINES, f"one of {', '.join(sorted(ENGINES))}"),
+        ("size_bytes", lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
+        ("nranks", lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+        ("time_us", lambda v: isinstance(v, (int, float)) and v >= 0, "a number >= 0"),
+    )
+    for name, ok, expected in checks:
+        value = getattr(record, name)
+        try:
+            good = bool(ok(value))
+        except TypeError:
+            good = False
+        if not good:
+            raise ValueError(f"Measurement field {name}={value!r}: expected {expected}")
+    raise AssertionError("a Measurement failed validation without a bad field")  # pragma: no cover
 
 
 def _dumps(record: Measurement) -> str:
@@ -120,22 +222,3 @@ def append_jsonl(path: Path | str, records: Iterable[Measurement]) -> int:
     finally:
         os.close(fd)
     return payload.count("\n")
-
-
-def read_jsonl(path: Path | str) -> Iterator[Measurement]:
-    """Records of a JSONL file; a bad line raises ParseError naming the file and line.
-
-    A last line without its newline (a writer killed mid-line) is reported as such, not silently dropped.
-    """
-    path = Path(path)
-    with path.open() as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if not line.endswith("\n"):
-                raise ParseError(str(path), lineno, "a complete JSON line (the file ends mid-line)")
-            try:
-                data = json.loads(line)
-                yield Measurement.from_dict(data)
-            except (json.JSONDecodeError, TypeError, ValueError) as exc:
-                raise ParseError(str(path), lineno, "a Measurement record as a JSON object", found=str(exc)) from exc

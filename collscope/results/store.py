@@ -17,18 +17,57 @@ import json
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from collscope.atomic import write_text_atomic
-from collscope.collectives.record import Measurement, read_jsonl, write_jsonl
+from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError, ParseError
+from collscope.results.decode import read_jsonl
 
-__all__ = ["ResultsDir", "FailureReason", "LOG_TAIL_CHARS"]
+__all__ = ["ResultsDir", "SweepStatus", "PointFailure", "FailureReason", "LOG_TAIL_CHARS"]
 
 FailureReason = Literal["timeout", "exit code", "parse error", "wrong values", "setting not applied", "launch error"]
 LOG_TAIL_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointFailure:
+    """The latest unresolved failure of one point."""
+
+    point_id: str
+    reason: str
+    """One of :data:`FailureReason` (as written in ``failures.jsonl``)."""
+    detail: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"point_id": self.point_id, "reason": self.reason, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepStatus:
+    """Progress of a results directory (``collscope sweep status``): planned points and where each stands."""
+
+    sweep_id: str | None
+    points: int
+    """Points in the plan."""
+    done: int
+    """Points whose ``.jsonl`` exists and that have no unresolved failure."""
+    failed: int
+    pending: int
+    """Neither done nor failed: not run yet (or killed mid-run)."""
+    skipped: int
+    """Points the plan's constraints left out."""
+    failure_reasons: dict[str, int] = field(default_factory=dict)
+    """Failed points per reason."""
+    failures: tuple[PointFailure, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``sweep status --json``: ``{"points", "done", "failed", "pending", ...}``."""
+        return {"sweep_id": self.sweep_id, "points": self.points, "done": self.done, "failed": self.failed,
+                "pending": self.pending, "skipped": self.skipped, "failure_reasons": dict(self.failure_reasons),
+                "failures": [f.to_dict() for f in self.failures]}
 
 
 @dataclass(frozen=True)
@@ -101,7 +140,7 @@ class ResultsDir:
         return n
 
     def read_point(self, point_id: str) -> list[Measurement]:
-        return list(read_jsonl(self.records_path(point_id)))
+        return read_jsonl(self.records_path(point_id))
 
     def write_check(self, point_id: str, check: dict[str, Any]) -> None:
         write_text_atomic(self.check_path(point_id), json.dumps(check, indent=2, sort_keys=True) + "\n")
@@ -141,8 +180,8 @@ class ResultsDir:
                 out[str(entry["point_id"])] = entry
         return out
 
-    def status(self) -> dict[str, Any]:
-        """``{"points", "done", "failed", "pending"}`` plus the failure reasons (DESIGN.md)."""
+    def status(self) -> SweepStatus:
+        """How many planned points are done, failed and pending, with the failure reasons (DESIGN.md)."""
         meta = self.read_sweep_json()
         point_ids = [p["point_id"] for p in meta.get("plan", {}).get("points", [])]
         failures = self.failures()
@@ -152,17 +191,11 @@ class ResultsDir:
         reasons: dict[str, int] = {}
         for p in failed:
             reasons[failures[p]["reason"]] = reasons.get(failures[p]["reason"], 0) + 1
-        return {
-            "sweep_id": meta.get("sweep_id"),
-            "points": len(point_ids),
-            "done": len(done),
-            "failed": len(failed),
-            "pending": len(pending),
-            "skipped": len(meta.get("plan", {}).get("skipped", [])),
-            "failure_reasons": reasons,
-            "failures": [{"point_id": p, "reason": failures[p]["reason"], "detail": failures[p]["detail"]}
-                         for p in failed],
-        }
+        return SweepStatus(
+            sweep_id=meta.get("sweep_id"), points=len(point_ids), done=len(done), failed=len(failed),
+            pending=len(pending), skipped=len(meta.get("plan", {}).get("skipped", [])), failure_reasons=reasons,
+            failures=tuple(PointFailure(point_id=p, reason=failures[p]["reason"], detail=failures[p]["detail"])
+                           for p in failed))
 
 
 def _now() -> str:

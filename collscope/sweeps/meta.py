@@ -7,13 +7,32 @@ import json
 import os
 import platform
 import socket
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
 from collscope import __version__, proc
 from collscope.errors import CollscopeError
 
-__all__ = ["sweep_meta", "topology_hash"]
+__all__ = ["SweepMeta", "sweep_meta", "topology_hash"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepMeta:
+    """What ``sweep.json`` records about the machine a sweep ran on."""
+
+    versions: dict[str, str | None] = field(default_factory=dict)
+    """collscope, python, mpi4py, torch (and mpirun's first ``--version`` line for the mpi engine); None: absent."""
+    hosts: tuple[str, ...] = ()
+    """This host, or the hosts of the Slurm allocation (``SLURM_JOB_NODELIST`` expanded)."""
+    slurm_job_id: str | None = None
+    topology_hash: str | None = None
+    """See :func:`topology_hash`; None without GPU tools or captures."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The keys merged into ``sweep.json``: ``{"versions", "hosts", "slurm_job_id", "topology_hash"}``."""
+        return {"versions": dict(self.versions), "hosts": list(self.hosts), "slurm_job_id": self.slurm_job_id,
+                "topology_hash": self.topology_hash}
 
 
 def _package_version(name: str) -> str | None:
@@ -51,7 +70,8 @@ def topology_hash(topo_paths: list[str] | None) -> str | None:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> dict[str, Any]:
+def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> SweepMeta:
+    """Versions, hosts, Slurm job and topology hash of this run of the sweep (``to_dict()`` for sweep.json)."""
     from collscope.collectives.ranks import expand_nodelist
 
     hosts = [socket.gethostname()]
@@ -69,9 +89,5 @@ def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> dict[str,
     }
     if engine == "mpi":
         versions["mpirun"] = _first_line(["mpirun", "--version"])
-    return {
-        "versions": versions,
-        "hosts": hosts,
-        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-        "topology_hash": topology_hash(topo_paths),
-    }
+    return SweepMeta(versions=versions, hosts=tuple(hosts), slurm_job_id=os.environ.get("SLURM_JOB_ID"),
+                     topology_hash=topology_hash(topo_paths))

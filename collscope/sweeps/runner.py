@@ -16,18 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from collscope import proc
 from collscope.collectives.nccl_log.effects import forced_setting_effects
 from collscope.collectives.nccl_log.parse import parse_nccl_log
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
-from collscope.collectives.record import Measurement, read_jsonl, write_jsonl
+from collscope.collectives.record import Measurement, Settings, write_jsonl
 from collscope.errors import CollscopeError, ConfigError, ParseError
+from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 
-__all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "run_sweep", "select_shard"]
+__all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "run_sweep", "select_shard",
+           "verify_settings"]
 
 log = logging.getLogger(__name__)
 LauncherKind = Literal["local", "mpirun", "srun"]
@@ -172,15 +176,15 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     check = verify_settings(spec, point, attempt_text)
     results.finish_point(pid, records)
     if check is not None:
-        results.write_check(pid, check)
+        results.write_check(pid, check.to_dict())
     if _any_wrong(records):
         sizes = sorted({r.size_bytes for r in records if not r.ok})
         detail = f"wrong values at {len(sizes)} size(s): {', '.join(str(s) for s in sizes[:8])}"
         results.record_failure(pid, "wrong values", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "wrong values", detail, len(records), duration)
-    if check is not None and check.get("applied") is False:
+    if check is not None and check.applied is False:
         detail = "; ".join(f"{k}: forced {v.get('forced')!r}, NCCL used {v.get('used')!r}"
-                           for k, v in check["effects"].items() if v.get("applied") is False)
+                           for k, v in check.effects.items() if v.get("applied") is False)
         results.record_failure(pid, "setting not applied", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "setting not applied", detail, len(records), duration)
     return PointOutcome(pid, "done", None, "", len(records), duration)
@@ -212,15 +216,15 @@ def _collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text:
     if not partial.exists():
         return [], None
     try:
-        return list(read_jsonl(partial)), None
+        return read_jsonl(partial), None
     except ParseError as exc:
         return [], str(exc)
 
 
 def _stamp(record: Measurement, plan: Plan, point: Point, spec: SweepSpec) -> Measurement:
-    settings = dict(record.settings) or {**spec.fixed_env, **point.settings}
-    return dataclasses.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
-                               settings=settings)
+    settings = record.settings or Settings({**spec.fixed_env, **point.settings})
+    return msgspec.structs.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
+                                   settings=settings)
 
 
 def _any_wrong(records: list[Measurement]) -> bool:
@@ -233,24 +237,43 @@ def _keep_partial(results: ResultsDir, point_id: str, records: list[Measurement]
         write_jsonl(results.partial_path(point_id), records)
 
 
-def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> dict[str, Any] | None:
-    """What NCCL's debug output says about the point's forced NCCL settings (None: nothing to verify).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettingsCheck:
+    """What NCCL's debug output says about a point's forced NCCL settings (``points/<id>.check.json``)."""
 
-    ``applied`` is False when any forced setting demonstrably did not take effect, True when all that could be
-    checked did, None when the log holds no evidence (e.g. NCCL_DEBUG_SUBSYS without TUNING).
-    """
+    applied: bool | None
+    """False when a forced setting demonstrably did not take effect, True when all that could be checked did,
+    None when the log holds no evidence."""
+    effects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per forced variable: what was forced, what NCCL used, and whether it applied."""
+    unchecked: tuple[str, ...] | None = None
+    """Forced variables the log says nothing about; None when the log was not examined."""
+    note: str | None = None
+    """Why nothing could be verified."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of the check file: ``applied`` and ``effects``, plus ``unchecked`` or ``note``."""
+        doc: dict[str, Any] = {"applied": self.applied, "effects": self.effects}
+        if self.unchecked is not None:
+            doc["unchecked"] = list(self.unchecked)
+        if self.note is not None:
+            doc["note"] = self.note
+        return doc
+
+
+def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> SettingsCheck | None:
+    """What NCCL's debug output says about the point's forced NCCL settings (None: nothing to verify)."""
     forced = {k: v for k, v in point.settings.items() if k.startswith("NCCL_") and not k.startswith("NCCL_TESTS")}
     if not forced:
         return None
     if spec.engine == "mpi":
-        return {"applied": None, "effects": {}, "note": "NCCL settings have no effect on the mpi engine"}
+        return SettingsCheck(applied=None, note="NCCL settings have no effect on the mpi engine")
     try:
         nccl = parse_nccl_log(attempt_text, "point log")
     except ParseError:
-        return {"applied": None, "effects": {}, "note": "no NCCL debug output in the point log (NCCL_DEBUG=INFO?)"}
+        return SettingsCheck(applied=None, note="no NCCL debug output in the point log (NCCL_DEBUG=INFO?)")
     effects = forced_setting_effects(nccl)
     verdicts = [e.get("applied") for k, e in effects.items() if k in forced]
     applied = False if False in verdicts else (True if verdicts and all(v is True for v in verdicts) else None)
-    unchecked = sorted(set(forced) - set(effects))
-    return {"applied": applied, "effects": effects, "unchecked": unchecked}
-
+    unchecked = tuple(sorted(set(forced) - set(effects)))
+    return SettingsCheck(applied=applied, effects=effects, unchecked=unchecked)

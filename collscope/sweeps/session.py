@@ -132,7 +132,8 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
                             srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe)
     options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,
                          retry_failed=request.retry_failed, shard=request.shard, progress=request.progress)
-    meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=list(request.topo_paths) or None)
+    topo_paths = list(request.topo_paths) or None
+    meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=topo_paths).to_dict()
     if request.strategy == "adaptive":
         from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
 

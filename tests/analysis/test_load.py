@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 import pytest
 from conftest import FIXTURES, SIZES, Planted
@@ -16,8 +16,9 @@ from collscope.analysis.load import (
     is_tuning_variable,
     load_results,
 )
-from collscope.collectives.record import Measurement, read_jsonl, write_jsonl
+from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ParseError
+from collscope.results.decode import read_jsonl
 
 
 def _records(root: Path) -> list[Measurement]:
@@ -34,14 +35,14 @@ def test_real_sweep_every_record_every_field(mpi_results: Path) -> None:
     by_key = {(r.point_id, r.size_bytes, r.in_place): r for r in records}
     for row in df.to_dict(orient="records"):
         rec = by_key[(row["point_id"], row["size_bytes"], row["in_place"])]
-        for f in dataclasses.fields(Measurement):
-            if f.name == "settings":
+        for name in msgspec.structs.fields(Measurement):
+            if name.name == "settings":
                 assert row["config"] == config_of(rec.settings)
-            elif f.name == "hosts":
+            elif name.name == "hosts":
                 assert row["hosts"] == ",".join(rec.hosts)
             else:
-                value = getattr(rec, f.name)
-                assert (pd.isna(row[f.name]) if value is None else row[f.name] == value), f.name
+                value = getattr(rec, name.name)
+                assert (pd.isna(row[name.name]) if value is None else row[name.name] == value), name.name
     assert set(df["config"]) == {"default", *(f"OMPI_MCA_coll_tuned_allreduce_algorithm={i}" for i in (1, 3, 4, 6)),
                                  *(f"OMPI_MCA_coll_tuned_allgather_algorithm={i}" for i in (2, 3, 4))}
     knobs = [c for c in df.columns if c.startswith("OMPI_MCA_")]
@@ -75,7 +76,7 @@ def test_jsonl_and_nccl_tests_files(tmp_path: Path) -> None:
                                   backend="gloo", count=64, dtype="float32", redop=None, root=None, in_place=False,
                                   nnodes=None, settings={"NCCL_ALGO": "Ring", "OMPI_ALLOW_RUN_AS_ROOT": "1"})
     jsonl = tmp_path / "a b.jsonl"
-    write_jsonl(jsonl, [rec, dataclasses.replace(rec, size_bytes=2048, settings={})])
+    write_jsonl(jsonl, [rec, msgspec.structs.replace(rec, size_bytes=2048, settings={})])
     text = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-oob-failed.txt"
     jsn = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-J-output.json"
     df = load_results([jsonl, text, jsn])
@@ -150,9 +151,9 @@ def test_config_of_and_tuning_variables() -> None:
 def test_settings_that_differ_only_in_logging_are_one_config(tmp_path: Path) -> None:
     base = Measurement.from_timing(op="all_reduce", size_bytes=8, nranks=2, time_us=2.0, engine="mpi", backend="mpi",
                                    count=2, dtype="f", redop="sum", root=None, in_place=False, nnodes=1)
-    recs = [dataclasses.replace(base, settings={"NCCL_ALGO": "Ring"}),
-            dataclasses.replace(base, settings={"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}),
-            dataclasses.replace(base, settings={"NCCL_ALGO": "Tree", "NCCL_DEBUG": "WARN"})]
+    recs = [msgspec.structs.replace(base, settings={"NCCL_ALGO": "Ring"}),
+            msgspec.structs.replace(base, settings={"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}),
+            msgspec.structs.replace(base, settings={"NCCL_ALGO": "Tree", "NCCL_DEBUG": "WARN"})]
     path = tmp_path / "r.jsonl"
     write_jsonl(path, recs)
     df = load_results(path)

@@ -38,7 +38,7 @@ def test_json_keys_exactly():
 
 def test_library_function_returns_the_cli_document():
     doc = json.loads(_run("--gpu", "A100", "--op", "all_gather", "--nranks", "8", "--sizes", "1M", "--json").output)
-    assert predict("all_gather", gpu="A100", nranks=8, sizes=[1 << 20]) == doc
+    assert predict("all_gather", gpu="A100", nranks=8, sizes=[1 << 20]).to_dict() == doc
 
 
 @pytest.mark.parametrize("how", ["sample dir", "topo show json", "matrix file"])

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from collscope import proc
-from collscope.collectives.record import Measurement, read_jsonl
+from collscope.collectives.record import Measurement
+from collscope.results.decode import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 HELPERS = Path(__file__).resolve().parent / "helpers"

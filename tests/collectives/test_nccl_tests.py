@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.cli import main
-from collscope.collectives.nccl_tests import records as nccl_tests_records
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
 from collscope.collectives.nccl_tests.run import NcclTestsSpec, find_nccl_tests_binary, nccl_tests_argv, run_nccl_tests
-from collscope.collectives.record import Measurement, busbw_factor, read_jsonl
+from collscope.collectives.record import Measurement, busbw_factor
 from collscope.errors import ConfigError, ParseError, ToolMissingError
+from collscope.results.decode import read_jsonl
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 from tests.fakes import write_executable
 
@@ -204,14 +204,16 @@ def test_json_cut_off_and_wrong_types_raise_parse_error():
 
 def test_records_are_plain_measurements():
     run = _parse(MODERN)
-    assert nccl_tests_records._FAST
     for rec in run.records[:6]:
         assert type(rec) is Measurement
         assert rec == Measurement.from_dict(rec.to_dict())
         assert rec == Measurement.from_dict(json.loads(json.dumps(rec.to_dict())))
         with pytest.raises(AttributeError):
             rec.time_us = 1.0  # type: ignore[misc]
-    assert run.records[0].settings is not run.records[1].settings
+        with pytest.raises(TypeError):
+            rec.settings["NCCL_ALGO"] = "Tree"  # type: ignore[index]
+        assert hash(rec) == hash(Measurement.from_dict(rec.to_dict()))
+    assert len(set(run.records)) == len(run.records)
 
 
 def test_repeats_from_run_cycles_are_counted():
@@ -560,3 +562,22 @@ def test_run_nccl_tests_refuses_infinite_cycles_and_missing_binary(tmp_path):
         run_nccl_tests(NcclTestsSpec(run_cycles=0))
     with pytest.raises(ToolMissingError, match="git clone"):
         run_nccl_tests(NcclTestsSpec(op="hypercube"), env={"PATH": str(tmp_path)}, timeout_s=5)
+
+
+def test_a_negative_time_is_a_parse_error_on_its_line():
+    lines = MODERN.read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0].isdigit())
+    parts = lines[i].split()
+    parts[5 if parts[4].lstrip("-").isdigit() else 4] = "-12.5"
+    lines[i] = "  ".join(parts)
+    with pytest.raises(ParseError) as info:
+        parse_nccl_tests("\n".join(lines) + "\n", source="neg.txt")
+    assert info.value.source == "neg.txt" and info.value.line == i + 1
+
+
+def test_json_values_a_record_cannot_hold_are_a_parse_error():
+    text = JSON_OUT.read_text()
+    bad = text.replace('"time":', '"time":-', 1)
+    assert bad != text
+    with pytest.raises(ParseError, match="time_us"):
+        parse_nccl_tests(bad, source="ar.json")

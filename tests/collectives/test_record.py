@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collscope.collectives.record import Measurement, append_jsonl, busbw_factor, read_jsonl, write_jsonl
+from collscope.collectives.record import Measurement, Settings, append_jsonl, busbw_factor, write_jsonl
 from collscope.errors import ParseError
+from collscope.results.decode import read_jsonl
 from collscope.units import format_size, parse_size
 
 
@@ -71,3 +74,72 @@ def test_parse_size_rejects_garbage():
     for bad in ("", "1.5", "M", "12Q", "-1"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("op", "nope", "op='nope'"), ("size_bytes", -8, "size_bytes=-8"), ("nranks", 0, "nranks=0"),
+    ("engine", "nccl", "engine='nccl'"), ("time_us", -1.0, "time_us=-1.0"), ("time_us", float("nan"), "time_us=nan"),
+    ("size_bytes", "8", "size_bytes='8'"),
+])
+def test_invalid_values_are_refused_naming_the_field(field, value, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Measurement(**{**_rec().to_dict(), field: value})
+    with pytest.raises(ValueError, match=re.escape(words)):  # every way of making one validates
+        msgspec.structs.replace(_rec(), **{field: value})
+    with pytest.raises(ValueError, match=field):
+        Measurement.from_dict({**_rec().to_dict(), field: value})
+
+
+def test_records_are_hashable_and_settings_immutable():
+    a = _rec(settings={"NCCL_ALGO": "Ring"}, hosts=["h1", "h2"])
+    b = Measurement.from_dict(json.loads(json.dumps(a.to_dict())))
+    assert a == b and hash(a) == hash(b) and len({a, b, _rec()}) == 2
+    assert type(a.settings) is Settings and a.settings == {"NCCL_ALGO": "Ring"} and a.hosts == ("h1", "h2")
+    for change in (lambda s: s.__setitem__("NCCL_ALGO", "Tree"), lambda s: s.update(X="1"),
+                   lambda s: s.pop("NCCL_ALGO"), lambda s: s.clear(), lambda s: s.setdefault("X", "1"),
+                   lambda s: s.__delitem__("NCCL_ALGO")):
+        with pytest.raises(TypeError, match="immutable"):
+            change(a.settings)
+    assert a.settings == {"NCCL_ALGO": "Ring"}
+    with pytest.raises(ValueError, match="text values"):
+        _rec(settings={"NCCL_NCHANNELS": 4})
+
+
+def test_to_dict_is_todays_json_shape():
+    d = _rec(settings={"B": "2", "A": "1"}, hosts=("n1",)).to_dict()
+    assert type(d["settings"]) is dict and d["settings"] == {"A": "1", "B": "2"} and d["hosts"] == ["n1"]
+    assert list(d) == list(Measurement.__struct_fields__)
+    json.dumps(d)
+
+
+def test_on_disk_format_is_unchanged(tmp_path):
+    rec = _rec(settings={"NCCL_ALGO": "Ring"}, hosts=("a",), point_id="p1", timestamp="t")
+    path = tmp_path / "r.jsonl"
+    write_jsonl(path, [rec])
+    assert path.read_text() == json.dumps(rec.to_dict(), sort_keys=True, separators=(",", ":")) + "\n"
+    assert json.loads(path.read_text())["settings"] == {"NCCL_ALGO": "Ring"}
+
+
+_LINE = {"engine": "mpi", "backend": "mpi", "op": "all_reduce", "size_bytes": 1048576, "count": 2, "dtype": "f",
+         "redop": "sum", "root": None, "in_place": False, "nranks": 2, "nnodes": 1, "time_us": 1,
+         "algbw_gbps": 0.5, "busbw_gbps": 0.5}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("ok", "false"), ("size_bytes", 1048576.9), ("in_place", 0), ("nranks", True), ("settings", {"A": 1}),
+    ("hosts", "node1"), ("time_us", "1.5"), ("op", "nope"), ("size_bytes", -1), ("engine", None),
+])
+def test_strict_decoding_names_file_line_and_field(tmp_path, field, value):
+    path = tmp_path / "bad file.jsonl"
+    path.write_text(json.dumps(_LINE) + "\n\n" + json.dumps({**_LINE, field: value}) + "\n")
+    with pytest.raises(ParseError) as info:
+        read_jsonl(path)
+    assert info.value.source == str(path) and info.value.line == 3 and field in str(info.value)
+
+
+def test_whole_floats_in_integer_fields_load_as_integers(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({**_LINE, "size_bytes": 1048576.0, "iters": 20.0}) + "\n")
+    rec = read_jsonl(path)[0]
+    assert rec.size_bytes == 1048576 and type(rec.size_bytes) is int and rec.iters == 20
+    assert type(rec.time_us) is float

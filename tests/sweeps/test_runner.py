@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.cli import main
-from collscope.collectives.record import read_jsonl
+from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions
 from collscope.sweeps.runner import RunOptions, run_sweep
@@ -68,7 +68,7 @@ def test_mpi_points_run_and_resume_skips_done(tmp_path):
             assert records[0].settings[key] == value
         assert results.log_path(point.point_id).read_text().count("=== collscope attempt") == 1
     status = results.status()
-    assert (status["points"], status["done"], status["failed"], status["pending"]) == (3, 3, 0, 0)
+    assert (status.points, status.done, status.failed, status.pending) == (3, 3, 0, 0)
     again = run_sweep(plan, out, _options(), meta={})
     assert [o.status for o in again.outcomes] == ["skipped"] * 3
 
@@ -118,9 +118,9 @@ def test_kill_minus_9_then_rerun_completes_without_duplicates(tmp_path):
     rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     status = ResultsDir(out).status()
-    assert status["pending"] == 0 and status["failed"] == 0 and status["done"] == status["points"]
+    assert status.pending == 0 and status.failed == 0 and status.done == status.points
     finals = sorted(p for p in points_dir.glob("*.jsonl") if not p.name.endswith(".partial.jsonl"))
-    assert len(finals) == status["points"] and done_before <= {p.name for p in finals}
+    assert len(finals) == status.points and done_before <= {p.name for p in finals}
     for path in finals:
         records = list(read_jsonl(path))
         keys = [(r.size_bytes, r.in_place, r.repeat) for r in records]
@@ -149,7 +149,7 @@ def test_mpi_algos_preset_under_mpirun_every_point_done(tmp_path):
     run = subprocess.run(argv, env={**os.environ, **_env_path()}, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     status = ResultsDir(out).status()
-    assert status["points"] == status["done"] >= 4 and status["failed"] == 0
+    assert status.points == status.done >= 4 and status.failed == 0
     forced: dict[str, set[str]] = {}
     defaults = 0
     for path in (out / "points").glob("*.jsonl"):
@@ -221,7 +221,7 @@ def test_forced_nccl_setting_that_did_not_apply_is_marked(tmp_path, fake_tools):
     assert json.loads(results.check_path(tree.point_id).read_text())["applied"] is False
     records = results.read_point(tree.point_id)  # measured data is kept, and the point is marked
     assert [r.size_bytes for r in records] == [8, 8, 64, 64] and records[0].settings["NCCL_ALGO"] == "Tree"
-    assert results.status()["failure_reasons"] == {"setting not applied": 1}
+    assert results.status().failure_reasons == {"setting not applied": 1}
 
 
 def test_oversubscribe_option_reaches_mpirun_and_only_mpirun(tmp_path):

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from collscope.collectives.record import read_jsonl
+from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
 from tests.sweeps.test_slurm_scripts import slurm, slurm_env, submit_and_wait  # noqa: F401  (slurm: fixture)
 
@@ -23,7 +23,7 @@ def test_sbatch_sweep_sh_mpi_algos_runs_to_completion(slurm: None, tmp_path: Pat
         timeout_s=400, cwd=tmp_path, output=tmp_path / "job.out", env=env)
     assert job.state == "COMPLETED", job.output[-3000:]
     status = ResultsDir(out).status()
-    assert status["points"] == status["done"] >= 4 and status["failed"] == 0, status
+    assert status.points == status.done >= 4 and status.failed == 0, status
     records = [r for p in (out / "points").glob("*.jsonl") for r in read_jsonl(p)]
     assert records and all(r.ok and r.nranks == 2 for r in records)
     algos = {r.settings.get("OMPI_MCA_coll_tuned_allreduce_algorithm") for r in records if r.op == "all_reduce"}

@@ -19,13 +19,12 @@ import math
 from typing import Any
 
 from collscope.collectives.nccl_tests.records import (
-    Draft,
     NcclTestsDevice,
     NcclTestsHeader,
     NcclTestsRun,
+    Row,
     build_run,
     nccl_version_from_code,
-    new_draft,
     op_from_binary,
 )
 from collscope.collectives.record import OPS
@@ -138,7 +137,7 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) 
     results = doc.get("results", [])
     if not isinstance(results, list):
         raise _Bad("results", "a list", results)
-    drafts: list[Draft] = []
+    rows: list[Row] = []
     seen: dict[tuple[Any, ...], int] = {}
     iters: set[int] = set()
     for i, value in enumerate(results):
@@ -159,9 +158,10 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) 
         for in_place, key in ((False, "out_of_place"), (True, "in_place")):
             p = _placement(r.get(key), f"{where}.{key}")
             if p is not None:
-                drafts.append(new_draft(size, count_value, dtype, redop, root, in_place, p[0], p[1], p[2], p[3],
-                                        None, repeat=seen.get((size, dtype, redop, root, in_place), 0)))
-                seen[(size, dtype, redop, root, in_place)] = drafts[-1].repeat + 1  # type: ignore[attr-defined]
+                row_key = (size, dtype, redop, root, in_place)
+                rows.append(Row(size, count_value, dtype, redop, root, in_place, p[0], p[1], p[2], p[3], None, None,
+                                seen.get(row_key, 0)))
+                seen[row_key] = rows[-1].repeat + 1
 
     oob_doc = doc.get("out_of_bounds")
     oob = oob_failed = None
@@ -180,7 +180,7 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) 
     if any(c.get("cpu_time") is not None for c in (
             _obj(r.get("out_of_place") or {}, "results") for r in results if isinstance(r, dict))):
         warnings.append("times are CPU time per op (-C 1), not latency")
-    return build_run(op=op, drafts=drafts, devices=devices, ranks_elided=False, header=NcclTestsHeader(**params),
+    return build_run(op=op, rows=rows, devices=devices, ranks_elided=False, header=NcclTestsHeader(**params),
                      nccl_version=None if code is None else nccl_version_from_code(_int(code, "nccl_version")),
                      nccl_tests_version=None, avg_busbw_gbps=avg, out_of_bounds=oob, oob_failed=bool(oob_failed),
                      min_bw_failed=bool(min_bw_failed), complete="end_time" in doc or oob_doc is not None,

@@ -14,10 +14,10 @@ import re
 
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
-    Draft,
     NcclTestsDevice,
     NcclTestsHeader,
     NcclTestsRun,
+    Row,
     build_run,
     nccl_version_from_code,
     op_from_binary,
@@ -76,7 +76,7 @@ class _State:
         self.complete = False
         self.errors: list[str] = []
         self.warnings: list[str] = []
-        self.drafts: list[Draft] = []
+        self.rows: list[Row] = []
         self.layout: Layout | None = None
         self.seen: dict[RepeatKey, int] = {}
 
@@ -90,7 +90,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
         names = body.split()
         if "algbw" in names:
             lay = layout_from_header(names, st.source, lineno)
-            if st.layout is not None and st.drafts and lay != st.layout:
+            if st.layout is not None and st.rows and lay != st.layout:
                 raise ParseError(st.source, lineno, "one results table per run (a second, different header "
                                  "follows rows); split the file per run", found=body)
             st.layout = lay
@@ -104,7 +104,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
                                               pid=int(m[3]), host=m[4], device=int(m[5]), bus_id=m[6], name=m[7]))
         return
     if body.startswith("nThread"):
-        if st.drafts:
+        if st.rows:
             raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split "
                              "the file per run", found=body)
         for m in _PARAM.finditer(body):
@@ -126,7 +126,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
         if m:
             op = op_from_binary(m[2])
             if m[1] == "starting":
-                if st.drafts:
+                if st.rows:
                     raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts "
                                      "here); split the file per run", found=body)
                 if op:
@@ -184,11 +184,11 @@ def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
     n = len(parts)
     try:
         if n == lay.ntokens:
-            convert_rows(lay, parts, 1, st.seen, st.drafts)
+            convert_rows(lay, parts, 1, st.seen, st.rows)
             return
         if n == lay.ntokens - 1 and lay.i_redop >= 0 and not parts[lay.i_redop].isalpha():
             # Old alltoall: the redop field is printed empty.
-            convert_rows(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.drafts)
+            convert_rows(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.rows)
             return
     except (ValueError, IndexError, OverflowError):
         pass
@@ -224,7 +224,7 @@ def _block(st: _State, lines: list[str], start: int, stop: int, last_index: int)
     lay = st.layout
     assert lay is not None
     try:
-        convert_rows(lay, " ".join(lines[start:stop]).split(), stop - start, st.seen, st.drafts)
+        convert_rows(lay, " ".join(lines[start:stop]).split(), stop - start, st.seen, st.rows)
     except (ValueError, IndexError, OverflowError):
         for i in range(start, stop):
             _line(st, lines[i], i + 1, i == last_index)
@@ -251,7 +251,7 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     if start >= 0:
         _block(st, lines, start, len(lines), last_index)
 
-    if not st.drafts and st.layout is None and not st.params and not st.devices and not st.complete:
+    if not st.rows and st.layout is None and not st.params and not st.devices and not st.complete:
         raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
                          "'Out of bounds values' summary)")
     found = st.op_started or st.op_command
@@ -267,7 +267,7 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     if st.layout is not None and st.layout.cputime:
         st.warnings.append("times are CPU time per op (-C 1), not latency")
     header = NcclTestsHeader(**st.params)
-    return build_run(op=op, drafts=st.drafts, devices=st.devices, ranks_elided=st.ranks_elided, header=header,
+    return build_run(op=op, rows=st.rows, devices=st.devices, ranks_elided=st.ranks_elided, header=header,
                      nccl_version=st.nccl_version, nccl_tests_version=st.tests_version, avg_busbw_gbps=st.avg,
                      out_of_bounds=st.oob, oob_failed=st.oob_failed, min_bw_failed=st.min_bw_failed,
                      complete=st.complete, errors=st.errors, warnings=st.warnings, source=source, nranks=nranks)

@@ -1,9 +1,9 @@
 """What an nccl-tests run printed, as records: the run, its devices, its header, and its Measurements.
 
 The text parser (:mod:`.nccl_tests_parse`) and the ``-J`` JSON reader (:mod:`.nccl_tests_json`) both
-fill one :class:`Draft` per size and placement with what the row says and hand them to :func:`build_run`,
-which infers what the output does not say outright (number of ranks, per-size ok flags, repeats) and
-completes each draft into a :class:`~.record.Measurement`. Formats and facts:
+make one :class:`Row` per size and placement of what the table says and hand them to :func:`build_run`,
+which infers what the output does not say outright (number of ranks, per-size ok flags) and makes one
+:class:`~collscope.collectives.record.Measurement` of each row. Formats and facts:
 ``shared/reference/nccl-facts.md`` section 4.
 """
 
@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from collscope.collectives.record import OPS, Measurement, busbw_factor
+import msgspec
+
+from collscope.collectives.record import OPS, Measurement, Settings, busbw_factor
 from collscope.errors import ParseError
 
-__all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Draft", "new_draft", "build_run",
+__all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "build_run",
            "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES"]
 
 # nccl-tests src/common.cu test_typenames (current and pre-NCCL-2.10 names) -> bytes per element.
@@ -146,100 +148,46 @@ def op_from_binary(name: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Drafts: records under construction.
-#
-# A frozen dataclass __init__ sets each of Measurement's 28 fields through object.__setattr__ (~4 us per
-# record), which alone caps ingest near 15 MB/s. A reader therefore fills a Draft, a plain class with the
-# same slot layout, with the row's values; build_run adds the run's values and gives it Measurement's class,
-# which CPython allows for identical __slots__. The result is an ordinary Measurement (equal, hashable,
-# to_dict/from_dict alike). _FAST is checked once at import against the real constructor; where the twin
-# does not fit (another Python, or a Measurement that validates in __post_init__) drafts are copied into
-# Measurement(...) instead.
-
-_FIELDS: tuple[str, ...] = Measurement.__slots__
-_ROW_FIELDS = ("size_bytes", "count", "dtype", "redop", "root", "in_place", "time_us", "algbw_gbps", "busbw_gbps",
-               "wrong", "error", "timestamp")
+# Rows: what one line of the table (or one JSON result) says, before the run's values are known.
 
 
-class Draft:
-    """A Measurement being filled: the row fields first (see :func:`new_draft`), the run's in build_run."""
+class Row(NamedTuple):
+    """One size and placement as printed; :func:`build_run` makes a Measurement of it."""
 
-    __slots__ = _FIELDS
-
-
-def new_draft(size_bytes: int, count: int | None, dtype: str, redop: str | None, root: int | None, in_place: bool,
-              time_us: float, algbw_gbps: float, busbw_gbps: float, wrong: int | None, error: float | None,
-              timestamp: str | None = None, repeat: int = 0) -> Draft:
-    """A draft with the fields one row of the table gives; ``repeat`` counts earlier rows of the same key."""
-    d = Draft()
-    d.size_bytes = size_bytes  # type: ignore[attr-defined]
-    d.count = count  # type: ignore[attr-defined]
-    d.dtype = dtype  # type: ignore[attr-defined]
-    d.redop = redop  # type: ignore[attr-defined]
-    d.root = root  # type: ignore[attr-defined]
-    d.in_place = in_place  # type: ignore[attr-defined]
-    d.time_us = time_us  # type: ignore[attr-defined]
-    d.algbw_gbps = algbw_gbps  # type: ignore[attr-defined]
-    d.busbw_gbps = busbw_gbps  # type: ignore[attr-defined]
-    d.wrong = wrong  # type: ignore[attr-defined]
-    d.error = error  # type: ignore[attr-defined]
-    d.timestamp = timestamp  # type: ignore[attr-defined]
-    d.repeat = repeat  # type: ignore[attr-defined]
-    return d
+    size_bytes: int
+    elements: int | None
+    """The count column (elements per rank); ``count`` would shadow tuple.count."""
+    dtype: str
+    redop: str | None
+    root: int | None
+    in_place: bool
+    time_us: float
+    algbw_gbps: float
+    busbw_gbps: float
+    wrong: int | None
+    error: float | None
+    timestamp: str | None
+    repeat: int
+    """Earlier rows of the same (size, type, redop, root): the ``-N`` cycle."""
 
 
-def _finish(drafts: Sequence[Any], run: dict[str, Any], all_bad: bool, fast: bool,
-            unchecked: bool = False) -> list[Measurement]:
-    """Complete the drafts with the run's values (in place) and make them Measurements.
+def _records(rows: Sequence[Row], template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
+    """One Measurement per row: the run's values from ``template``, the row's own values replaced.
 
     ``unchecked``: the run did not check values (``validation: 0``), so a printed ``#wrong`` of 0 means nothing.
+    Each record is validated as it is made (``msgspec.structs.replace`` runs ``__post_init__``).
     """
-    engine, backend, op, nranks, nnodes = run["engine"], run["backend"], run["op"], run["nranks"], run["nnodes"]
-    iters, warmup, settings, hosts = run["iters"], run["warmup"], run["settings"], run["hosts"]
-    nccl_version, engine_version = run["nccl_version"], run["engine_version"]
-    source, stamp = run["source"], run["timestamp"]
-    for d in drafts:
-        d.engine = engine
-        d.backend = backend
-        d.op = op
-        d.nranks = nranks
-        d.nnodes = nnodes
-        if unchecked:
-            d.wrong = None
-        d.ok = not (all_bad or d.wrong)
-        d.iters = iters
-        d.warmup = warmup
-        d.settings = dict(settings) if settings else {}
-        d.point_id = None
-        d.sweep_id = None
-        d.hosts = hosts
-        d.nccl_version = nccl_version
-        d.engine_version = engine_version
-        d.source = source
-        if d.timestamp is None:
-            d.timestamp = stamp
-        if fast:
-            d.__class__ = Measurement
-    if fast:
-        return list(drafts)
-    return [Measurement(**{name: getattr(d, name) for name in _FIELDS}) for d in drafts]
-
-
-def _fast_fits() -> bool:
-    if getattr(Measurement, "__post_init__", None) is not None:
-        return False
-    run: dict[str, Any] = dict(engine="nccl-tests", backend="nccl", op="all_reduce", nranks=2, nnodes=1, iters=20,
-                               warmup=1, settings={"NCCL_ALGO": "Ring"}, hosts=("h",), nccl_version="2.19.3",
-                               engine_version="2.13.8", source="check", timestamp="t")
-    try:
-        fast = _finish([new_draft(8, 2, "float", "sum", None, True, 1.5, 2.0, 3.0, 0, None)], run, False, True)
-    except TypeError:
-        return False
-    slow = _finish([new_draft(8, 2, "float", "sum", None, True, 1.5, 2.0, 3.0, 0, None)], run, False, False)
-    return type(fast[0]) is Measurement and fast == slow
-
-
-_FAST = _fast_fits()
+    make = msgspec.structs.replace
+    stamp = template.timestamp
+    if unchecked:
+        return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
+                     time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=None, error=error, ok=not all_bad,
+                     timestamp=stamp if ts is None else ts, repeat=rep)
+                for size, count, dtype, redop, root, in_place, time_us, alg, bus, _, error, ts, rep in rows]
+    return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
+                 time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=wrong, error=error,
+                 ok=not (all_bad or wrong), timestamp=stamp if ts is None else ts, repeat=rep)
+            for size, count, dtype, redop, root, in_place, time_us, alg, bus, wrong, error, ts, rep in rows]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -270,7 +218,7 @@ def _n_bounds(op: str, lo: float, hi: float) -> tuple[float, float] | None:
     return n_lo, n_hi
 
 
-def nranks_from_bandwidths(op: str, drafts: Sequence[Any]) -> tuple[int, int | None] | None:
+def nranks_from_bandwidths(op: str, rows: Sequence[Row]) -> tuple[int, int | None] | None:
     """Solve busbw = algbw x factor(n) for n over all rows, printing precision included.
 
     Returns the lowest and highest whole n consistent with every row (highest None: unbounded), or None when
@@ -278,7 +226,7 @@ def nranks_from_bandwidths(op: str, drafts: Sequence[Any]) -> tuple[int, int | N
     """
     lo_n, hi_n = 1.0, math.inf
     constrained = False
-    for d in drafts:
+    for d in rows:
         alg, bus = d.algbw_gbps, d.busbw_gbps
         if not alg > 0 or not bus >= 0 or math.isinf(alg) or math.isinf(bus):
             continue
@@ -297,23 +245,23 @@ def nranks_from_bandwidths(op: str, drafts: Sequence[Any]) -> tuple[int, int | N
     return (first, last) if last is None or first <= last else (first, -1)
 
 
-def _nranks_from_counts(op: str, drafts: Sequence[Any]) -> int | None:
+def _nranks_from_counts(op: str, rows: Sequence[Row]) -> int | None:
     """all_gather / reduce_scatter print the per-rank count and the total size: n = size / (count x type size)."""
     if op not in ("all_gather", "reduce_scatter"):
         return None
     found: set[int] = set()
-    for d in drafts:
+    for d in rows:
         width = DTYPE_BYTES.get(d.dtype)
-        if not width or not d.count or d.count < 0:
+        if not width or not d.elements or d.elements < 0:
             continue
-        per_rank = d.count * width
+        per_rank = d.elements * width
         if d.size_bytes % per_rank:
             return None
         found.add(d.size_bytes // per_rank)
     return found.pop() if len(found) == 1 else None
 
 
-def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool, drafts: Sequence[Any],
+def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool, rows: Sequence[Row],
                   explicit: int | None, source: str, warnings: list[str]) -> tuple[int, str]:
     listed = None
     if devices and not ranks_elided:
@@ -331,10 +279,10 @@ def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: boo
     if listed is not None:
         return listed, "rank lines"
     floor = max((d.rank for d in devices), default=-1) + 1
-    counted = _nranks_from_counts(op, drafts)
+    counted = _nranks_from_counts(op, rows)
     if counted is not None and counted >= max(floor, 1):
         return counted, "size/count"
-    span = nranks_from_bandwidths(op, drafts)
+    span = nranks_from_bandwidths(op, rows)
     if span is not None:
         first, last = max(span[0], floor, 1), span[1]
         if first == last:
@@ -347,7 +295,7 @@ def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: boo
         else:
             why = "busbw/algbw is inconsistent"
     else:
-        why = "busbw/algbw does not depend on it" if drafts and busbw_factor(op, 2) == 1.0 else "no usable rows"
+        why = "busbw/algbw does not depend on it" if rows and busbw_factor(op, 2) == 1.0 else "no usable rows"
     shown = f"; the rank list shows {floor} before an elision" if ranks_elided else ""
     raise ParseError(source, None, f"the number of ranks (no complete rank list; {why}{shown}); pass nranks "
                      "(--nranks N)")
@@ -356,20 +304,16 @@ def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: boo
 # ---------------------------------------------------------------------------------------------------------
 
 
-def build_run(*, op: str | None, drafts: Sequence[Draft], devices: Sequence[NcclTestsDevice], ranks_elided: bool,
+def build_run(*, op: str | None, rows: Sequence[Row], devices: Sequence[NcclTestsDevice], ranks_elided: bool,
               header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
               avg_busbw_gbps: float | None, out_of_bounds: int | None, oob_failed: bool, min_bw_failed: bool,
               complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
               settings: dict[str, str] | None = None, timestamp: str | None = None,
               iters: int | None = None) -> NcclTestsRun:
-    """Complete the drafts into an :class:`NcclTestsRun` (raises ParseError when nranks is unknowable).
-
-    The drafts are consumed: they become the run's records.
-    """
+    """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid)."""
     if op is None:
         raise ParseError(source, None, "the collective (no 'Collective test starting' line and no *_perf command "
                          "line); pass op (--op all_reduce|all_gather|...)")
-    rows: Sequence[Any] = drafts
     n, how = _infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings)
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
     nnodes = len(hosts) if devices and not ranks_elided else None
@@ -377,11 +321,16 @@ def build_run(*, op: str | None, drafts: Sequence[Draft], devices: Sequence[Nccl
     all_bad = oob_failed and not any(d.wrong for d in rows)  # no per-size count: every record is suspect
     if oob_failed and not any(d.wrong is not None for d in rows):
         warnings.append("out-of-bounds FAILED without per-size #wrong counts: every record is marked not ok")
-    run = dict(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes,
-               iters=iters if iters is not None else header.iters, warmup=header.warmup_iters,
-               settings=settings or {}, hosts=hosts, nccl_version=nccl_version, engine_version=nccl_tests_version,
-               source=source, timestamp=timestamp)
-    records = _finish(rows, run, all_bad, _FAST, unchecked=header.validation == 0)
+    try:
+        template = Measurement(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes, size_bytes=0,
+                               count=None, dtype="", redop=None, root=None, in_place=False, time_us=0.0,
+                               algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
+                               warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
+                               nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
+                               timestamp=timestamp)
+        records = _records(rows, template, all_bad, unchecked=header.validation == 0)
+    except ValueError as exc:
+        raise ParseError(source, None, "values a Measurement record can hold", found=str(exc)) from None
 
     if avg_busbw_gbps is not None and records and not ranks_elided:
         mean = sum(r.busbw_gbps for r in records) / len(records)

@@ -1,4 +1,4 @@
-"""The results table of nccl-tests text output: column layout from the header, rows -> Drafts.
+"""The results table of nccl-tests text output: column layout from the header, lines -> Rows.
 
 Columns are found by the names of the header line (nccl-tests ``src/util.cu`` writeResultHeader, and the
 older generations in ``shared/reference/nccl-facts.md`` 4.3): ``size count type [redop] [root]``, then per
@@ -13,15 +13,20 @@ retries its lines one by one, which places any error on its line.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import repeat
 from operator import add
 from typing import Any, NamedTuple
 
-from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Draft
+from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Row
 from collscope.errors import ParseError
 
 __all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_rows", "RepeatKey"]
 
+_row = partial(tuple.__new__, Row)
+"""A Row of a plain tuple in field order (C-level: no per-row Python frame)."""
+_NON_NEGATIVE = (0.0).__le__
+_NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
 RepeatKey = tuple[int, str, "str | None", "int | None"]
 
@@ -104,11 +109,11 @@ def _names(tokens: list[str], what: str) -> list[str]:
     return tokens
 
 
-def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int], out: list[Draft]) -> None:
-    """Append one Draft per placement of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
+def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int], out: list[Row]) -> None:
+    """Append one Row per placement of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
 
     ``seen`` counts rows per (size, type, redop, root) over the whole run, for ``repeat`` (``-N`` cycles).
-    Raises ValueError when the tokens are not ``nrows`` rows of this layout.
+    Raises ValueError when the tokens are not ``nrows`` rows of this layout, or a time is negative.
     """
     n = lay.ntokens
     if len(tokens) != n * nrows:
@@ -119,10 +124,13 @@ def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int
     dtypes = _names(tokens[lay.i_type::n], "type")
     redops: list[Any] = none
     if lay.i_redop >= 0:
-        redops = [None if r == "none" else r for r in _names(tokens[lay.i_redop::n], "redop")]
+        names = _names(tokens[lay.i_redop::n], "redop")
+        redops = list(map(_NO_REDOP.get, names, names))  # "none" -> None, C-level
     roots: list[Any] = none
     if lay.i_root >= 0:
-        roots = [r if r >= 0 else None for r in map(int, tokens[lay.i_root::n])]
+        values = list(map(int, tokens[lay.i_root::n]))
+        if max(values) >= 0:  # -1 (no root) in every row of the usual table: all None
+            roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
     stamps: list[Any] = none
     if lay.timestamp:
         stamps = [f"{d} {t}" for d, t in zip(tokens[n - 2::n], tokens[n - 1::n], strict=True)]
@@ -136,8 +144,8 @@ def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int
     else:
         in_place_flags = [False, True]
 
-    drafts: list[Any] = []
-    append = drafts.append
+    if not all(all(map(_NON_NEGATIVE, group[0])) for group in columns):
+        raise ValueError("a negative or undefined time")
     keys = list(zip(sizes, dtypes, redops, roots, strict=True))
     if len(set(keys)) == nrows:  # the usual block: no key twice, so every count comes from earlier blocks
         repeats = list(map(seen.get, keys, repeat(0, nrows)))
@@ -148,27 +156,15 @@ def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int
             count = seen.get(key, 0)
             seen[key] = count + 1
             repeats.append(count)
+    placements = []
     for in_place, (times, algs, buses, checks, is_error) in zip(in_place_flags, columns, strict=True):
         wrongs = none if is_error else checks
         errors = checks if is_error else none
-        for size, count, dtype, redop, root, time_us, alg, bus, wrong, error, stamp, rep in zip(
-                sizes, counts, dtypes, redops, roots, times, algs, buses, wrongs, errors, stamps, repeats,
-                strict=True):
-            d: Any = Draft()
-            d.size_bytes = size
-            d.count = count
-            d.dtype = dtype
-            d.redop = redop
-            d.root = root
-            d.in_place = in_place
-            d.time_us = time_us
-            d.algbw_gbps = alg
-            d.busbw_gbps = bus
-            d.wrong = wrong
-            d.error = error
-            d.timestamp = stamp
-            d.repeat = rep
-            append(d)
-    if len(columns) == 2:  # interleave: out-of-place then in-place of each row, in output order
-        drafts[0::2], drafts[1::2] = drafts[:nrows], drafts[nrows:]
-    out.extend(drafts)
+        placements.append(list(map(_row, zip(sizes, counts, dtypes, redops, roots, repeat(in_place, nrows), times,
+                                              algs, buses, wrongs, errors, stamps, repeats, strict=True))))
+    if len(placements) == 2:  # interleave: out-of-place then in-place of each row, in output order
+        rows = placements[0] + placements[1]
+        rows[0::2], rows[1::2] = placements[0], placements[1]
+        out.extend(rows)
+    else:
+        out.extend(placements[0])
