@@ -41,8 +41,6 @@ def test_bench_loads_no_other_command_and_no_analysis():
     assert not {m for m in loaded if m.startswith(("collscope.analysis", "collscope.sweeps"))}
 
 
-@pytest.mark.xfail(strict=True, reason="collscope/__init__.py still imports collscope.topo eagerly (pandas, "
-                                        "networkx); passes once the root package is lazy (PEP 562)")
 def test_bench_rank_path_imports_no_pandas_networkx_matplotlib():
     loaded = _modules_after(["bench", "--help"])
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
