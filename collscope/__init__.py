@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from collscope._lazy import lazy_exports
+from collscope._version import __version__
 from collscope.errors import CollscopeError, ConfigError, LaunchError, ParseError
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from collscope.analysis.compare import analyze

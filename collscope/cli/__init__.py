@@ -12,7 +12,7 @@ import logging
 
 import click
 
-from collscope import __version__
+from collscope._version import __version__
 from collscope.cli._lazy import CollscopeGroup
 
 log = logging.getLogger("collscope")

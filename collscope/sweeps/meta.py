@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from collscope import __version__, proc
+from collscope import proc
+from collscope._version import __version__
 from collscope.errors import CollscopeError
 
 __all__ = ["SweepMeta", "sweep_meta", "topology_hash"]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collscope import __version__, proc
+from collscope import proc
+from collscope._version import __version__
 from collscope.atomic import write_text_atomic
 from collscope.errors import CollscopeError, ParseError, ToolMissingError
 from collscope.topo.detect import add_capture
