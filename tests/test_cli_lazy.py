@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.cli import COMMANDS, main
-from collscope.cli._lazy import CollscopeGroup, LazyCommands
+from collscope.cli._group import CollscopeGroup, LazyCommands
 from collscope.cli.options import SIZE, SIZE_LIST
 from collscope.errors import ConfigError, ParseError
 
@@ -36,7 +36,7 @@ def test_bench_loads_no_other_command_and_no_analysis():
     loaded = _modules_after(["bench", "--help"])
     assert "collscope.cli.bench" in loaded
     others = {m for m in loaded if m.startswith("collscope.cli.") and m.split(".")[2] not in
-              ("bench", "options", "_errors", "_lazy")}
+              ("bench", "options", "_errors", "_group")}
     assert not others, f"bench imported other commands: {sorted(others)}"
     assert not {m for m in loaded if m.startswith(("collscope.analysis", "collscope.sweeps"))}
 

@@ -3,7 +3,7 @@
 Each command parses options, calls one library function and renders the result. Errors that are the
 user's (bad input, bad options) exit with code 2 and one line naming the file and line; no traceback
 (:mod:`collscope.cli._errors`). Commands live in one module each and are imported only when they run or
-``--help`` lists them (:mod:`collscope.cli._lazy`), so the per-rank ``collscope bench`` stays light.
+``--help`` lists them (:mod:`collscope.cli._group`), so the per-rank ``collscope bench`` stays light.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import click
 
 from collscope._version import __version__
-from collscope.cli._lazy import CollscopeGroup
+from collscope.cli._group import CollscopeGroup
 
 log = logging.getLogger("collscope")
 
