@@ -60,8 +60,9 @@ class BenchSpec(MeasureSpec):
     def __post_init__(self) -> None:
         if self.op not in BENCH_OPS:
             raise ConfigError(f"unknown op {self.op!r}; valid: {', '.join(BENCH_OPS)}")
-        if self.sizes is not None and (not self.sizes or any(s < 0 for s in self.sizes)):
-            raise ConfigError(f"sizes must be a non-empty list of sizes >= 0, got {list(self.sizes)}")
+        if self.sizes is not None and (not self.sizes or any(s <= 0 for s in self.sizes)):
+            raise ConfigError(f"sizes must be a non-empty list of sizes > 0 bytes (as min_bytes: a 0-byte "
+                              f"collective measures nothing), got {list(self.sizes)}")
         self.check_measure()
         if self.redop not in get_args(Redop):
             raise ConfigError(f"unknown redop {self.redop!r}; valid: {', '.join(get_args(Redop))}")

@@ -174,3 +174,11 @@ def test_nccl_tests_engine_without_the_binary_says_how_to_build_it(tmp_path):
 def test_nccl_tests_engine_takes_whole_factors_only(tmp_path):
     res = _cli("--engine", "nccl-tests", "--op", "all_reduce", "-b", "8", "-e", "8", "-f", "1.5")
     assert res.exit_code == 2 and "whole size factor" in res.output
+
+
+def test_explicit_sizes_follow_the_min_bytes_rule_and_say_so():
+    with pytest.raises(ConfigError, match=r"sizes > 0 bytes.*got \[0, 8\]"):
+        BenchSpec(op="all_reduce", min_bytes=8, max_bytes=8, sizes=(0, 8))
+    result = CliRunner().invoke(main, ["bench", "--engine", "mpi", "--op", "all_reduce", "--sizes", "0,8"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].startswith("error: sizes must be a non-empty list of sizes > 0")
