@@ -35,7 +35,7 @@ class NodeTopology:
     """Name of the bundled sample when this is not a real capture of a machine."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Captures that describe more than the node's hardware: ``nccl_graphs`` (NCCL_GRAPH_DUMP_FILE,
-    :class:`~collscope.topo.nccl_xml.parse.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
+    :class:`~collscope.topo.nccl_xml.records.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
     :class:`~collscope.topo.infiniband.fabric.IbFabric`)."""
 
     # ---- inventory -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collscope.topo.infiniband.fabric import IbFabric
 from collscope.topo.infiniband.host import Hca, NetdevMap, merge_netdevs
 from collscope.topo.model import NodeTopology
 from collscope.topo.nccl_xml.graph import add_xml_topology
-from collscope.topo.nccl_xml.parse import NcclGraphs, NcclTopoXml
+from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml
 from collscope.topo.nvidia_smi.graph import graph_from_matrix
 from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
 from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, pcie_gbps

@@ -12,8 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ParseError
-from collscope.topo.nccl_xml.graph import add_xml_topology
-from collscope.topo.nccl_xml.parse import (
+from collscope.topo.nccl_xml import (
     NcclTopoXml,
     inter_cpu_gbps,
     looks_like_nccl_graph_xml,
@@ -24,6 +23,7 @@ from collscope.topo.nccl_xml.parse import (
     pci_link_gbps,
     xgmi_gbps_per_link,
 )
+from collscope.topo.nccl_xml.graph import add_xml_topology
 from tests.corpus import CORPUS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-xml"

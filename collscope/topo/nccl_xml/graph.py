@@ -21,17 +21,8 @@ import logging
 
 import networkx as nx
 
-from collscope.topo.nccl_xml.parse import (
-    NcclTopoXml,
-    XmlCpu,
-    XmlGpu,
-    XmlNet,
-    XmlPci,
-    inter_cpu_gbps,
-    nvlink_gbps_per_link,
-    pci_link_gbps,
-    xgmi_gbps_per_link,
-)
+from collscope.topo.nccl_xml.rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
+from collscope.topo.nccl_xml.records import NcclTopoXml, XmlCpu, XmlGpu, XmlNet, XmlPci
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["add_xml_topology", "NVSWITCH_NODE"]

@@ -26,10 +26,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from collscope.errors import ParseError
-from collscope.topo.nccl_xml.rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
 from collscope.topo.nccl_xml.records import (
     GRAPH_KINDS,
-    NVSWITCH_FABRIC_TARGET,
     NcclGraph,
     NcclGraphs,
     NcclTopoXml,
@@ -41,27 +39,7 @@ from collscope.topo.nccl_xml.records import (
     XmlPci,
 )
 
-__all__ = [
-    "XmlNet",
-    "XmlNvLink",
-    "XmlC2c",
-    "XmlGpu",
-    "XmlPci",
-    "XmlCpu",
-    "NcclTopoXml",
-    "NcclGraph",
-    "NcclGraphs",
-    "GRAPH_KINDS",
-    "NVSWITCH_FABRIC_TARGET",
-    "parse_nccl_topo_xml",
-    "parse_nccl_graph_xml",
-    "looks_like_nccl_topo_xml",
-    "looks_like_nccl_graph_xml",
-    "pci_link_gbps",
-    "nvlink_gbps_per_link",
-    "xgmi_gbps_per_link",
-    "inter_cpu_gbps",
-]
+__all__ = ["parse_nccl_topo_xml", "parse_nccl_graph_xml", "looks_like_nccl_topo_xml", "looks_like_nccl_graph_xml"]
 
 logger = logging.getLogger(__name__)
 
