@@ -6,7 +6,6 @@ help string, rerun it (the failure message says so).
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -15,6 +14,7 @@ import click
 import pytest
 
 from collscope.cli import main
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -23,11 +23,7 @@ PAGES = [README, *DOCS]
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_cli_reference", ROOT / "scripts" / "gen_cli_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_cli_reference")
 
 
 def _ids(paths: list[Path]) -> list[str]:

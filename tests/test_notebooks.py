@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -29,11 +30,7 @@ def test_both_notebooks_exist() -> None:
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "scripts" / "make_notebooks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_notebooks")
 
 
 def test_notebooks_match_their_generator() -> None:
