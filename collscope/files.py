@@ -1,0 +1,107 @@
+"""Reading the files a user hands us, and checking the places we will write, before any work starts.
+
+Every input file goes through :func:`read_input_bytes` (or :func:`read_input_text`): a FIFO, a socket, a device
+or a directory is refused without ever being opened for a blocking read (the file is opened with
+``O_NONBLOCK`` and checked with ``fstat`` before reading, so a path swapped for a FIFO between two calls is
+caught too); a dangling symlink is named as such; text that is not UTF-8 is an error naming the line.
+Output directories go through :func:`check_output_dir`: the directory is created when missing and a file
+can be written in it. Every problem is a :class:`~collscope.errors.ParseError` (inputs) or
+:class:`~collscope.errors.ConfigError` (outputs) naming the path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from collscope.errors import ConfigError, ParseError
+
+__all__ = ["read_input_bytes", "read_input_text", "decode_text", "check_output_dir", "kind_of"]
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words (``a FIFO (named pipe)``, ``a regular file``...)."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def read_input_bytes(path: Path | str, what: str = "a regular file") -> bytes:
+    """The bytes of the regular file ``path``; anything else is a ParseError saying what was found.
+
+    ``what`` says what the file should be (``a Measurement JSONL file``), for the message.
+    """
+    name = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise ParseError(name, None, what, found=f"a symlink to a missing target ({os.readlink(path)})") from None
+        raise ParseError(name, None, what, found="no such file") from None
+    except IsADirectoryError:
+        raise ParseError(name, None, what, found="a directory") from None
+    except OSError as exc:
+        raise ParseError(name, None, what, found=exc.strerror or str(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ParseError(name, None, what, found=kind_of(mode))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ParseError(name, None, what, found=exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, source: str, what: str = "UTF-8 text") -> str:
+    """``data`` as UTF-8 text; bytes that are not name the line and the offset (a binary file, a wrong encoding)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(source, line, what, found=f"bytes that are not UTF-8 text (byte {exc.start}: "
+                         f"{data[exc.start:exc.start + 4]!r}); a binary or damaged file") from None
+
+
+def read_input_text(path: Path | str, what: str = "a UTF-8 text file") -> str:
+    """The text of the regular file ``path`` (see :func:`read_input_bytes` and :func:`decode_text`)."""
+    return decode_text(read_input_bytes(path, what), str(path), what)
+
+
+def check_output_dir(path: Path | str, what: str = "output directory") -> Path:
+    """Make sure ``path`` is a directory we can write, before any work starts; ConfigError naming it otherwise.
+
+    The directory (and its parents) is created when missing, and a probe file is created and removed in it:
+    asking the file system is the only check that holds on /proc, read-only mounts and full disks.
+    """
+    target = Path(path)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(f"{what} {target}: {_found(target)}, not a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {target}: cannot be created ({exc.strerror or exc})") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".collscope-write-test.", dir=target)
+    except OSError as exc:
+        raise ConfigError(f"{what} {target}: not writable ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+    return target
+
+
+def _found(path: Path) -> str:
+    try:
+        return f"is {kind_of(path.stat().st_mode)}"
+    except FileNotFoundError:
+        return "is a symlink to a missing target" if path.is_symlink() else "is missing"
+    except OSError as exc:
+        return exc.strerror or str(exc)
