@@ -7,7 +7,7 @@
 #   sbatch --array=0-3 slurm/sweep.sh --preset nccl-algo-proto  # 4 shards of one sweep, one results directory
 #
 # It runs, with every argument passed through unchanged:
-#   collscope sweep run --launcher srun --nranks $SLURM_NTASKS --out DIR [--shard I/N] ARGS...
+#   collscope sweep run --launcher srun --nranks $SLURM_NTASKS --nnodes $SLURM_JOB_NUM_NODES --out DIR [--shard I/N] ARGS...
 # adding each of those options only when ARGS do not already give it (what the user passes always wins).
 #
 # Results directory: --out from ARGS, else $COLLSCOPE_OUT, else results/sweep-<job id> (relative to the
@@ -64,6 +64,9 @@ added=()
 has_option --launcher "$@" || added+=(--launcher srun)
 if ! has_option --nranks "$@" && [ -n "${SLURM_NTASKS:-}" ]; then
   added+=(--nranks "$SLURM_NTASKS")
+fi
+if ! has_option --nnodes "$@" && [ -n "${SLURM_JOB_NUM_NODES:-}" ]; then
+  added+=(--nnodes "$SLURM_JOB_NUM_NODES")
 fi
 if ! has_option --out "$@"; then
   added+=(--out "${COLLSCOPE_OUT:-results/sweep-${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}}")
