@@ -40,7 +40,7 @@ OLDEST = FIXTURES / "nccl2.3.7-4gpu-ring-order-old-transports.log"
 DESIGN_KEYS = {"nccl_version", "hosts", "nranks", "nnodes", "local_ranks", "channels", "rings", "trees",
                "transports", "gdr", "pxn", "nvls", "collnet", "env", "tuning", "warnings"}
 EXTRA_KEYS = {"source", "channel_counts", "ring_neighbours", "net_connections", "algo_proto_calls", "calls_logged",
-              "net", "inferred"}
+              "net", "inferred", "choices", "rank_nics"}
 
 
 def parse(path: Path) -> NcclLog:
@@ -78,7 +78,7 @@ def test_modern_two_node_log():
     assert log.algo_proto_calls == {("AllReduce", "Ring", "LL"): 1, ("AllReduce", "Ring", "LL128"): 2,
                                     ("AllReduce", "Ring", "Simple"): 1, ("AllGather", "Ring", "Simple"): 1}
     assert log.calls_logged == {"AllReduce": 8, "AllGather": 1}
-    assert log.warnings == ()
+    assert len(log.warnings) == 1 and "NCCL_MAX_NCHANNELS=2 is set and limits them" in log.warnings[0]
 
 
 def test_modern_tuning_blocks():

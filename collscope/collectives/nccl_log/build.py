@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from collscope.collectives.nccl_log.choices import ChoiceKey, channel_warnings, rank_nics, size_choices
 from collscope.collectives.nccl_log.lines import LogLine
 from collscope.collectives.nccl_log.messages import (
     Connection,
@@ -79,6 +80,12 @@ class LogBuilder:
         self.tuning = TuningCollector()
         self.choices: Counter[tuple[str | None, str, str]] = Counter()
         self.traced: Counter[tuple[str | None, str, str]] = Counter()
+        self.size_lines: Counter[ChoiceKey] = Counter()
+        """Per-size choice lines (``AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}``)."""
+        self.size_times: dict[ChoiceKey, float] = {}
+        self.connection_hosts: list[str | None] = []
+        """The host that printed each of ``connections`` (same order)."""
+        self.ib_by_host: dict[str, tuple[str, ...]] = {}
         self.calls: Counter[str] = Counter()
         # network facts, first value wins (None: not seen yet)
         self.ib: tuple[tuple[str, ...], bool, str | None] | None = None
@@ -116,6 +123,7 @@ class LogBuilder:
         conn = parse_connection(msg, line.lineno)
         if conn is not None:
             self.connections.append(conn)
+            self.connection_hosts.append(line.host)
             return True
         ring = parse_ring_order(msg)
         if ring is not None:
@@ -132,7 +140,7 @@ class LogBuilder:
             for link in links:
                 self.trees.setdefault((link.rank, link.channel, link.parent, link.children), link)
             return True
-        return self._init_message(line) or self._net_message(msg) or self._feature_message(line)
+        return self._init_message(line) or self._net_message(msg, line.host) or self._feature_message(line)
 
     def _init_message(self, line: LogLine) -> bool:
         msg = line.message
@@ -177,6 +185,12 @@ class LogBuilder:
         if choice is not None:
             counter = self.traced if choice.kind == "trace" or line.level == "TRACE" else self.choices
             counter[(choice.op, choice.algorithm, choice.protocol)] += 1
+            if choice.size_bytes is not None:
+                key = (choice.op, choice.size_bytes, choice.algorithm, choice.protocol, choice.channel_lo,
+                       choice.channel_hi)
+                self.size_lines[key] += 1
+                if choice.time_us is not None:
+                    self.size_times.setdefault(key, choice.time_us)
             return True
         return False
 
@@ -184,12 +198,14 @@ class LogBuilder:
         if line.host is not None:
             self.rank_hosts.setdefault(line.host, set()).add(rank)
 
-    def _net_message(self, msg: str) -> bool:
+    def _net_message(self, msg: str, host: str | None) -> bool:
         ib = parse_ib_devices(msg)
         if ib is not None:
             devices, relaxed, oob = ib
             if self.ib is None:
                 self.ib = (tuple(devices), relaxed, oob)
+            if host is not None:
+                self.ib_by_host.setdefault(host, tuple(devices))
             return True
         sockets = parse_socket_devices(msg)
         if sockets is not None:
@@ -275,6 +291,12 @@ class LogBuilder:
         if self.tuning.conflicts:
             warnings.append("several TUNING tables with different values (several communicators?); "
                             "showing the first value of each cell")
+        channels = self._channels()
+        tuning = self.tuning.table()
+        ranks = rank_nics(zip(self.connections, self.connection_hosts, strict=True), self.ib_by_host,
+                          self.ib[0] if self.ib is not None else ())
+        warnings += channel_warnings(nnodes=nnodes, local_ranks=local_ranks, channels=channels, ranks=ranks,
+                                     devices_by_host=self.ib_by_host, env=self.env)
         notes = list(self.nccl_warnings)
         if len(notes) > _MAX_WARNINGS:
             notes = notes[:_MAX_WARNINGS] + [f"... and {len(notes) - _MAX_WARNINGS} more NCCL warnings"]
@@ -285,7 +307,7 @@ class LogBuilder:
             nranks=nranks,
             nnodes=nnodes,
             local_ranks=local_ranks,
-            channels=self._channels(),
+            channels=channels,
             channel_counts=self.channel_counts,
             rings=tuple(sorted(self.rings.values(), key=lambda r: r.channel)),
             ring_neighbours=tuple(self.neighbours),
@@ -296,8 +318,10 @@ class LogBuilder:
             nvls=self._nvls(),
             collnet=self._collnet(),
             env=dict(self.env),
-            tuning=self.tuning.table(),
+            tuning=tuning,
             algo_proto_calls=dict(self.choices or self.traced),
+            size_choices=size_choices(self.size_lines, self.size_times, tuning),
+            rank_nics=ranks,
             calls_logged=dict(self.calls),
             net=self._net(),
             inferred=tuple(inferred),

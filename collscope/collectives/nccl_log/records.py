@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from collscope.collectives.nccl_log.choices import RankNic, SizeChoice
 from collscope.collectives.nccl_log.messages import Connection, RingOrder, TreeLink
 from collscope.collectives.nccl_log.tuning import TuningTable
 
@@ -74,6 +75,10 @@ class NcclLog:
     tuning: TuningTable | None = None
     algo_proto_calls: dict[tuple[str | None, str, str], int] = field(default_factory=dict)
     """(function, algorithm, protocol) -> number of choice lines; the function is ``None`` where unnamed."""
+    size_choices: tuple[SizeChoice, ...] = ()
+    """What NCCL chose per operation size (TUNING lines), with NCCL's predicted time."""
+    rank_nics: tuple[RankNic, ...] = ()
+    """Which NICs (rails) each rank's network connections use."""
     calls_logged: dict[str, int] = field(default_factory=dict)
     """Function -> number of ``AllReduce: opCount ...`` lines (every rank prints one per call)."""
     net: NetInfo = field(default_factory=NetInfo)
@@ -121,6 +126,8 @@ class NcclLog:
             },
             "algo_proto_calls": [{"op": op, "algo": algo, "proto": proto, "calls": n}
                                  for (op, algo, proto), n in self.algo_proto_calls.items()],
+            "choices": [c.to_json() for c in self.size_choices],
+            "rank_nics": [r.to_json() for r in self.rank_nics],
             "calls_logged": dict(self.calls_logged),
             "net": self.net.to_json(),
             "inferred": list(self.inferred),

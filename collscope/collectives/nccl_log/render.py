@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collscope.collectives.nccl_log.effects import forced_setting_effects
 from collscope.collectives.nccl_log.records import NcclLog
+from collscope.units import format_size
 
 __all__ = ["nccl_log_summary_text"]
 
@@ -96,6 +97,37 @@ def _calls(log: NcclLog) -> list[str]:
     return [f"  algo/proto     {text}"]
 
 
+def _size_choices(log: NcclLog) -> list[str]:
+    if not log.size_choices:
+        return []
+    lines = ["  per size       NCCL's choice (TUNING lines); time: NCCL's own prediction"]
+    for c in log.size_choices:
+        channels = "?" if c.channels is None else str(c.channels)
+        time = "?" if c.nccl_time_us is None else f"{c.nccl_time_us:.1f} us"
+        lines.append(f"    {c.op or '?':<13} {format_size(c.size_bytes):>9}  {c.algorithm + '/' + c.protocol:<16} "
+                     f"{channels:>3} ch  {time:>12}  x{c.calls}")
+    return lines
+
+
+def _rails(log: NcclLog) -> list[str]:
+    if not log.rank_nics:
+        return []
+    lines = ["  rails          NIC -> ranks (channels) from the network connection lines"]
+    per_host: dict[str, dict[str, dict[int, set[int]]]] = {}
+    for rank in log.rank_nics:
+        for channel, nic in rank.channels:
+            per_host.setdefault(rank.host or "?", {}).setdefault(nic, {}).setdefault(rank.rank, set()).add(channel)
+    for host, nics in sorted(per_host.items()):
+        for nic, ranks in sorted(nics.items()):
+            shown = ", ".join(f"{r} (ch {','.join(map(str, sorted(ch)))})" for r, ch in sorted(ranks.items()))
+            lines.append(f"    {host:<13} {nic:<10} ranks {shown}")
+    proxied = [r for r in log.rank_nics if r.via_proxy]
+    if proxied:
+        lines.append("    PXN: " + "; ".join(f"rank {r.rank} via rank {','.join(map(str, r.via_proxy))}"
+                                           for r in proxied))
+    return lines
+
+
 def _effects(log: NcclLog) -> list[str]:
     lines = []
     for var, effect in forced_setting_effects(log).items():
@@ -129,6 +161,8 @@ def nccl_log_summary_text(log: NcclLog) -> str:
         out.append("  environment    " + ", ".join(f"{k}={v}" for k, v in log.env.items()))
     out += _tuning(log)
     out += _calls(log)
+    out += _size_choices(log)
+    out += _rails(log)
     out += _effects(log)
     if log.warnings:
         out.append("warnings:")

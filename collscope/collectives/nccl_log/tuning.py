@@ -42,6 +42,7 @@ _CELL = re.compile(r"\s*(-?\d+(?:\.\d*)?)/\s*(-?\d+(?:\.\d*)?)\s*\|")
 
 _CHOICE = re.compile(
     r"^\s*(?:(?P<op>[A-Za-z]+): )?(?P<bytes>\d{1,20}) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)"
+    r"(?: channel\{Lo\.\.Hi\}=\{(?P<lo>\d{1,4})\.\.(?P<hi>\d{1,4})\})?(?: time (?P<time>\d+(?:\.\d*)?))?"
 )
 _CHOICE_LOOSE = re.compile(
     r"^\s*(?:(?P<op>[A-Z][A-Za-z]+):)?.*?\b(?:Algo|algorithm) (?P<algo>\w+),? (?:proto|protocol) (?P<proto>\w+)"
@@ -79,14 +80,21 @@ class AlgoChoice:
     size_bytes: int | None
     kind: str
     """``tuning`` (a ``Bytes -> Algo`` line) or ``trace`` (a TRACE ``Collective ...`` line)."""
+    channel_lo: int | None = None
+    """``channel{Lo..Hi}={0..15}`` (2.24+): the channels the operation runs on, first and last."""
+    channel_hi: int | None = None
+    time_us: float | None = None
+    """NCCL's own predicted time for the operation (``time 86069.97``, 2.21-2.23)."""
 
 
 def parse_algo_choice(message: str) -> AlgoChoice | None:
     """The algorithm/protocol choice in one message, or ``None``."""
     m = _CHOICE.match(message)
     if m:
+        lo, hi, time = m.group("lo"), m.group("hi"), m.group("time")
         return AlgoChoice(m.group("op"), normalize_algorithm(m.group("algo")), normalize_protocol(m.group("proto")),
-                          int(m.group("bytes")), "tuning")
+                          int(m.group("bytes")), "tuning", None if lo is None else int(lo),
+                          None if hi is None else int(hi), None if time is None else float(time))
     m = _COLLECTIVE_TRACE.match(message)
     if m:
         return AlgoChoice(m.group("op"), normalize_algorithm(m.group("algo")), normalize_protocol(m.group("proto")),
@@ -109,6 +117,14 @@ class TuningTable:
     max_nthreads: dict[tuple[str, str], int] = field(default_factory=dict)
     cells: dict[str, dict[tuple[str, str], tuple[float, float]]] = field(default_factory=dict)
     """function -> (algorithm, protocol) -> (latency_us, algbw_gbps)."""
+
+    def predicted_time_us(self, func: str, algorithm: str, protocol: str, size_bytes: int) -> float | None:
+        """NCCL's predicted time from this table: latency + size / algbw (``tuning.cc`` ncclTopoGetAlgoTime,
+        with one latency per operation); ``None`` when the cell is missing or disabled (bandwidth 0)."""
+        for (algo, proto), (lat, bw) in self.cells.get(func, {}).items():
+            if normalize_algorithm(algo) == algorithm and normalize_protocol(proto) == protocol:
+                return lat + size_bytes / (1000.0 * bw) if bw > 0 else None
+        return None
 
     def to_json(self) -> dict[str, Any]:
         algorithms = list(dict.fromkeys(a for a, _ in self.columns))

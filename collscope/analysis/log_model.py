@@ -1,0 +1,139 @@
+"""NCCL's own choices and predictions (from its debug log) next to collscope's model of NCCL's tuner.
+
+For every per-size choice ``nccl-log`` found (``AllReduce: 1048576 Bytes -> Algo RING proto LL128 ...``),
+:func:`choices_against_model` gives collscope's predicted time for the algorithm and protocol NCCL ran
+(:func:`collscope.analysis.nccl_model.model.nccl_time_us`) and the pair collscope's model would have picked,
+for the communicator the log describes (nranks, nnodes) on the GPU named by ``--gpu`` or a topology.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from collscope.analysis.nccl_model.constants import VERSIONS
+from collscope.analysis.nccl_model.model import nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.params import link_params
+from collscope.collectives.nccl_log.choices import SizeChoice
+from collscope.collectives.nccl_log.records import NcclLog
+from collscope.errors import ConfigError
+from collscope.topo.cluster import Cluster
+from collscope.topo.model import NodeTopology
+from collscope.units import format_size
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, SelectionError, parse_selection
+
+__all__ = ["ChoiceVsModel", "LogAgainstModel", "choices_against_model", "render_against_model_text"]
+
+_FUNC_OP = {func: op for op, func in OP_FUNC.items()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChoiceVsModel:
+    """One logged choice with NCCL's prediction and collscope's."""
+
+    choice: SizeChoice
+    model_time_us: float | None
+    """collscope's model of NCCL for the logged algorithm and protocol; ``None`` where it has no model."""
+    model_pick: str | None
+    """``Algorithm/Protocol`` collscope's model picks at this size."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.choice.to_json(), "model_time_us": self.model_time_us, "model_pick": self.model_pick}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogAgainstModel:
+    rows: tuple[ChoiceVsModel, ...]
+    notes: tuple[str, ...]
+    """What the comparison assumed (forced settings applied to the model's pick, channel limits ignored)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"choices": [r.to_json() for r in self.rows], "notes": list(self.notes)}
+
+
+def _allowed(log: NcclLog, func: str, env: str, vocabulary: tuple[str, ...],
+             notes: list[str]) -> tuple[str, ...] | None:
+    """The names NCCL_ALGO / NCCL_PROTO (as the log echoed it) allows for ``func``; None: all."""
+    text = log.env.get(env)
+    if text is None:
+        return None
+    try:
+        entries = parse_selection(text, vocabulary, env)
+    except SelectionError as exc:
+        notes.append(f"{exc}: the model's pick is not restricted")
+        return None
+    entry = next((e for e in entries if e.func == func), None) or next((e for e in entries if e.func is None), None)
+    if entry is None:
+        return None
+    return tuple(n for n in vocabulary if (n in entry.names) != entry.exclude)
+
+
+def model_version_for(nccl_version: str | None) -> str:
+    """The model constants closest to the log's NCCL (2.19 for NCCL < 2.20, else 2.30)."""
+    try:
+        major, minor = (int(x) for x in (nccl_version or "").split("+")[0].split(".")[:2])
+    except ValueError:
+        return VERSIONS[0]
+    return "2.19" if (major, minor) < (2, 20) else "2.30"
+
+
+def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: NodeTopology | Cluster | None = None,
+                          version: str | None = None) -> LogAgainstModel:
+    """collscope's model next to every per-size choice of ``log``; ConfigError when the log lacks nranks.
+
+    ``version``: the model constants (:data:`VERSIONS`); by default the ones closest to the log's NCCL.
+    """
+    version = version or model_version_for(log.nccl_version)
+    if log.nranks is None:
+        raise ConfigError(f"{log.source}: the log does not say how many ranks the communicator has "
+                          "(no 'comm ... nRanks' line), so collscope's model cannot be evaluated")
+    nnodes = log.nnodes or 1
+    if nnodes > 1 and topology is None:
+        raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "
+                          "with its ibstat/ibv_devinfo captures (--topo DIR from collscope topo collect)")
+    params = link_params(topology, gpu=gpu, nranks=log.nranks, nnodes=nnodes)
+    inputs = graph_inputs_from_topology(params)
+    notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
+             f"{log.nranks} ranks on {nnodes} node(s), {params.gpu}"]
+    limits = [f"{k}={v}" for k, v in log.env.items() if "NCHANNELS" in k or "CTAS" in k]
+    if limits:
+        notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")
+    out = []
+    for choice in log.size_choices:
+        op = _FUNC_OP.get(choice.op or "")
+        if op is None:
+            out.append(ChoiceVsModel(choice=choice, model_time_us=None, model_pick=None))
+            continue
+        try:
+            time_us: float | None = nccl_time_us(inputs, op, choice.algorithm, choice.protocol, choice.size_bytes,
+                                                 version=version)
+        except (ConfigError, KeyError, ValueError):
+            time_us = None
+        if time_us is not None and time_us == float("inf"):
+            time_us = None
+        func = OP_FUNC[op]
+        pick = nccl_choice(inputs, op, choice.size_bytes, version=version,
+                           algos=_allowed(log, func, "NCCL_ALGO", ALGORITHMS, notes),
+                           protos=_allowed(log, func, "NCCL_PROTO", PROTOCOLS, notes))
+        out.append(ChoiceVsModel(choice=choice, model_time_us=time_us, model_pick=f"{pick.algo}/{pick.proto}"))
+    forced = [f"{k}={log.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in log.env]
+    if forced:
+        notes.append(f"the model's pick is restricted like the run: {', '.join(forced)}")
+    return LogAgainstModel(rows=tuple(out), notes=tuple(dict.fromkeys(notes)))
+
+
+def render_against_model_text(result: LogAgainstModel) -> str:
+    """The per-size table: NCCL's choice and prediction, collscope's prediction and pick."""
+    lines = ["against collscope's model (times per operation)",
+             f"  {'function':<13} {'size':>9}  {'NCCL ran':<16} {'NCCL predicts':>13} {'model':>11}  model picks"]
+    for row in result.rows:
+        c = row.choice
+        nccl = "?" if c.nccl_time_us is None else f"{c.nccl_time_us:.1f} us"
+        model = "?" if row.model_time_us is None else f"{row.model_time_us:.1f} us"
+        pick = row.model_pick or "?"
+        same = "" if row.model_pick is None or row.model_pick == f"{c.algorithm}/{c.protocol}" else "  (differs)"
+        lines.append(f"  {c.op or '?':<13} {format_size(c.size_bytes):>9}  {c.algorithm + '/' + c.protocol:<16} "
+                     f"{nccl:>13} {model:>11}  {pick}{same}")
+    lines += [f"  note: {n}" for n in result.notes]
+    return "\n".join(lines)

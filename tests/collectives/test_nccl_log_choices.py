@@ -1,0 +1,104 @@
+"""nccl-log per size (what NCCL chose, with channels and its predicted time), rank -> NIC (rail) map,
+channel-count checks, and NCCL's prediction next to collscope's model (issue 11, finding 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.analysis.log_model import choices_against_model
+from collscope.cli import main
+from collscope.collectives.nccl_log.parse import parse_nccl_log
+from collscope.errors import ConfigError
+from collscope.topo.load import load_one_node
+from collscope.topo.samples import sample_path
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "nccl-debug" / "nccl2.24.3-2node-16rank-pxn-gdr-tuning-blocks.log"
+
+
+def test_per_size_choices_keep_size_channels_and_nccl_prediction() -> None:
+    log = parse_nccl_log(FIXTURE.read_text(), source=FIXTURE.name)
+    got = {(c.op, c.size_bytes): c for c in log.size_choices}
+    assert sorted(got) == [("AllGather", 4194304), ("AllReduce", 8), ("AllReduce", 1048576),
+                           ("AllReduce", 268435456)]
+    small, mid = got[("AllReduce", 8)], got[("AllReduce", 1048576)]
+    assert (small.algorithm, small.protocol, small.channels, small.calls) == ("Ring", "LL", 1, 1)
+    assert (mid.algorithm, mid.protocol, mid.channels, mid.calls) == ("Ring", "LL128", 2, 2)
+    # NCCL's prediction from its own TUNING table: Ring/LL128 cell 21.4 us / 20.4 GB/s -> 21.4 + 1 MiB / 20.4e3
+    assert mid.nccl_time_us == pytest.approx(21.4 + 1048576 / 20.4e3)
+    assert small.nccl_time_us == pytest.approx(8.6 + 8 / 6.2e3)
+
+
+def test_logged_time_of_older_nccl_is_kept() -> None:
+    text = ("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+            "h:1:1 [0] NCCL INFO AllReduce: 8589934592 Bytes -> Algo 1 proto 2 time 86069.968750\n"
+            "h:1:1 [0] NCCL INFO AllReduce: 8589934592 Bytes -> Algo 1 proto 2 time 86069.968750\n")
+    (choice,) = parse_nccl_log(text).size_choices
+    assert (choice.algorithm, choice.protocol, choice.calls, choice.channels) == ("Ring", "Simple", 2, None)
+    assert choice.nccl_time_us == pytest.approx(86069.96875)
+
+
+def test_rank_nic_map_names_rails_and_pxn_proxies() -> None:
+    log = parse_nccl_log(FIXTURE.read_text())
+    by_rank = {r.rank: r for r in log.rank_nics}
+    assert sorted(by_rank) == [0, 7, 8, 15]
+    assert by_rank[7].host == "gpu-node-01" and by_rank[15].host == "gpu-node-02"
+    assert by_rank[7].channels == ((0, "mlx5_0"), (1, "mlx5_3"))
+    assert by_rank[7].via_proxy == (0,) and by_rank[15].via_proxy == (8,) and by_rank[0].via_proxy == ()
+
+
+def _log(channels: int, used_nics: list[int]) -> str:
+    lines = ["h1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB; OOB x",
+             "h2:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB; OOB x",
+             f"h1:1:1 [0] NCCL INFO {channels} coll channels, 0 collnet channels, 0 nvls channels, 8 p2p channels, "
+             "2 p2p channels per peer"]
+    for rank in range(16):
+        host = "h1" if rank < 8 else "h2"
+        lines.append(f"{host}:1:1 [{rank % 8}] NCCL INFO comm 0x1 rank {rank} nRanks 16 nNodes 2 localRanks 8 "
+                     f"localRank {rank % 8} MNNVL 0")
+    for channel, nic in enumerate(used_nics):
+        lines.append(f"h1:1:1 [7] NCCL INFO Channel {channel:02d}/0 : 7[7] -> 8[0] [send] via NET/IB/{nic}/GDRDMA")
+        lines.append(f"h2:1:1 [0] NCCL INFO Channel {channel:02d}/0 : 7[7] -> 8[0] [receive] via NET/IB/{nic}/GDRDMA")
+    return "\n".join(lines) + "\n"
+
+
+def test_too_few_channels_for_a_multinode_run_is_flagged() -> None:
+    warned = parse_nccl_log(_log(2, [0, 1])).warnings
+    assert any("2 collective channels for 8 GPUs per node on 2 nodes" in w for w in warned)
+    assert any("h1: NCCL listed 4 NICs but no rank's network connection uses mlx5_2, mlx5_3" in w for w in warned)
+    healthy = parse_nccl_log(_log(8, [0, 1, 2, 3, 0, 1, 2, 3])).warnings
+    assert not any("collective channels" in w or "NICs but" in w for w in healthy)
+
+
+def test_forced_channel_limit_is_named_as_the_cause() -> None:
+    log = parse_nccl_log(FIXTURE.read_text())
+    assert any("NCCL_MAX_NCHANNELS=2 is set and limits them" in w for w in log.warnings)
+
+
+def test_cli_prints_choices_rails_and_model_comparison() -> None:
+    runner = CliRunner()
+    text = runner.invoke(main, ["nccl-log", str(FIXTURE)])
+    assert text.exit_code == 0, text.output
+    assert "per size" in text.output and "Ring/LL128" in text.output and "72.8 us" in text.output
+    assert "gpu-node-01   mlx5_3     ranks 0 (ch 1), 7 (ch 1)" in text.output
+    doc = json.loads(runner.invoke(main, ["nccl-log", str(FIXTURE), "--json"]).output)
+    assert {c["size_bytes"] for c in doc["choices"]} == {8, 1048576, 268435456, 4194304}
+    assert doc["rank_nics"][1]["via_proxy"] == [0]
+    compared = runner.invoke(main, ["nccl-log", str(FIXTURE), "--topo", str(sample_path())])
+    assert compared.exit_code == 0, compared.output
+    assert "against collscope's model" in compared.output
+    assert "the model's pick is restricted like the run: NCCL_ALGO=Ring" in compared.output
+    no_nics = runner.invoke(main, ["nccl-log", str(FIXTURE), "--gpu", "H100"])
+    assert no_nics.exit_code == 2 and "needs the NIC rates" in no_nics.output and "--bw-gbps" not in no_nics.output
+
+
+def test_model_pick_follows_the_forced_algorithm() -> None:
+    log = parse_nccl_log(FIXTURE.read_text())
+    result = choices_against_model(log, topology=load_one_node([sample_path()]))
+    assert all(row.model_pick is not None and row.model_pick.startswith("Ring/") for row in result.rows)
+    assert all(row.model_time_us is not None and row.model_time_us > 0 for row in result.rows)
+    with pytest.raises(ConfigError, match="needs the NIC rates"):
+        choices_against_model(log, gpu="H100")
