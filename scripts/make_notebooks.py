@@ -22,6 +22,7 @@ TOPOLOGY = [
         "sample bundled with collscope (an 8x H100 node written in the real tools' formats, **not** a real "
         "machine)."),
     new_code_cell(
+        "%matplotlib inline\n"
         "from pathlib import Path\n\n"
         "import collscope\n"
         "from collscope.topo import draw_png, node_summary_text\n\n"
@@ -38,13 +39,16 @@ TOPOLOGY = [
         "Image(str(png))"),
     new_markdown_cell("## GPU-to-GPU bandwidth (GB/s per direction)"),
     new_code_cell(
-        "import matplotlib.pyplot as plt\n\n"
+        "import matplotlib.pyplot as plt\n"
+        "from IPython.display import display\n\n"
         "matrix = node.bandwidth_matrix()\n"
         "fig, ax = plt.subplots(figsize=(5, 4))\n"
         "im = ax.imshow(matrix.to_numpy(), cmap='viridis')\n"
         "ax.set_xticks(range(len(matrix)), matrix.columns, rotation=90)\n"
         "ax.set_yticks(range(len(matrix)), matrix.index)\n"
         "fig.colorbar(im, label='GB/s per direction')\n"
+        "display(fig)\n"
+        "plt.close(fig)\n"
         "matrix.round(1)"),
     new_markdown_cell("## Nearest NICs and warnings"),
     new_code_cell(
@@ -75,6 +79,7 @@ SWEEP = [
         "fits, anomalies and a recommendation. `RESULTS` defaults to the example shipped in the repo: Open MPI's "
         "allreduce/allgather algorithms on 2 CPU ranks (the CPU twin of an NCCL algorithm sweep)."),
     new_code_cell(
+        "%matplotlib inline\n"
         "from pathlib import Path\n\n"
         "from collscope.analysis import aggregate, fit_alpha_beta, load_results\n\n"
         "RESULTS = [Path('../examples/results/mpi-algos-2rank')]\n"
@@ -83,11 +88,12 @@ SWEEP = [
         "df[['op', 'config', 'size_bytes', 'repeat', 'time_us', 'busbw_gbps']].head()"),
     new_markdown_cell("## Bus bandwidth by size (median over repeats, min-max band)"),
     new_code_cell(
+        "from IPython.display import display\n\n"
         "from collscope.analysis import busbw_vs_size, gain_heatmap\n\n"
         "agg = aggregate(df)\n"
         "for op in sorted(agg['op'].unique()):\n"
-        "    busbw_vs_size(agg, op)\n"
-        "    gain_heatmap(agg, op)"),
+        "    display(busbw_vs_size(agg, op))\n"
+        "    display(gain_heatmap(agg, op))"),
     new_markdown_cell("## Fitted time = alpha + size / bandwidth per configuration"),
     new_code_cell(
         "fits = fit_alpha_beta(agg)\n"

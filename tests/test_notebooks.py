@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import nbformat
@@ -23,6 +24,14 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any(o.get("output_type") in ("execute_result", "display_data", "stream") for o in outputs)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and _PLOTS.search(cell.source):
+            images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+            assert images, f"{path.name}: a plotting cell shows no figure:\n{cell.source}"
+
+
+_PLOTS = re.compile(r"\b(busbw_vs_size|gain_heatmap|draw_png|plt\.subplots|imshow)\(")
+"""Cells that build a figure: each must display at least one image."""
 
 
 def test_both_notebooks_exist() -> None:
@@ -41,7 +50,8 @@ def test_notebooks_match_their_generator() -> None:
 
 def _collscope_imports(source: str) -> list[str]:
     modules = []
-    for node in ast.walk(ast.parse(source)):
+    code = "\n".join("" if line.lstrip().startswith("%") else line for line in source.splitlines())  # magics
+    for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "collscope":
             modules.append(node.module)
         elif isinstance(node, ast.Import):
