@@ -19,7 +19,7 @@ from collscope.errors import CollscopeError
 __all__ = ["UserError", "user_errors", "USER_ERROR_EXIT"]
 
 USER_ERROR_EXIT = 2
-"""Exit code of bad usage or bad input (DESIGN.md: 0 success, 1 the work found a failure, 2 bad input)."""
+"""Exit code of bad usage or bad input (0 success, 1 the work found a failure, 2 bad input)."""
 
 
 class UserError(click.ClickException):

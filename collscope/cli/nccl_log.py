@@ -13,7 +13,7 @@ from collscope.collectives.nccl_log.render import nccl_log_summary_text
 
 @click.command("nccl-log")
 @click.argument("file", metavar="FILE")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (see DESIGN.md).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (keys in docs/formats.md).")
 @topo_option(cluster=False)
 @gpu_option
 def nccl_log(file: str, as_json: bool, topo: tuple[str, ...], gpu: str | None) -> None:

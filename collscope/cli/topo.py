@@ -32,7 +32,7 @@ def topo() -> None:
 @click.option("--sample", type=click.Choice(sample_names()), default=None,
               help="Show a bundled sample node instead of this machine.")
 @gpu_option
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (see DESIGN.md).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (keys in docs/formats.md).")
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write GraphML here.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write Graphviz DOT here.")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG drawing here.")
