@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from collscope.cli.options import check_output_file
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.collectives.record import OPS, Measurement, write_jsonl
@@ -60,6 +61,8 @@ def ingest(files: tuple[Path, ...], op: str | None, nranks: int | None, out: Pat
       collscope ingest logs/*.txt --out results/nccl.jsonl
       collscope ingest table-only.txt --op all_reduce --nranks 64 --json
     """
+    if out is not None:
+        check_output_file(out, "--out")
     runs: list[tuple[Path, NcclTestsRun]] = []
     for path in files:
         runs.append((path, parse_nccl_tests(_read(path), source=str(path), op=op, nranks=nranks)))

@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 import click
 
+from collscope.errors import ConfigError
+from collscope.files import check_output_dir
 from collscope.units import parse_size
 
 __all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "ENGINES", "engine_option", "gpu_option",
-           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option"]
+           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option", "check_output_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 ENGINES = ("mpi", "torch", "nccl-tests")
@@ -120,3 +122,12 @@ def nccl_tests_dir_option(func: F) -> F:
     """``--nccl-tests-dir DIR``: where the nccl-tests binaries are."""
     return click.option("--nccl-tests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                         help="nccl-tests build directory (else NCCL_TESTS_HOME or PATH).")(func)
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """Make sure the file ``path`` (the value of ``option``) can be written, before any work starts: its directory
+    is created and probed (:func:`~collscope.files.check_output_dir`); a directory in its place is refused too."""
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a directory, expected a file name")
+    check_output_dir(path.parent, f"{option} {path}: its directory")
+    return path
