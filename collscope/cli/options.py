@@ -40,9 +40,13 @@ class SizeType(click.ParamType):
 
 
 class SizeListType(click.ParamType):
-    """Comma-separated byte sizes (``8,1K,64K``) -> a tuple of int bytes, each parsed as :class:`SizeType`."""
+    """Comma-separated byte sizes (``8,1K,64K``) -> a tuple of int bytes, each parsed as :class:`SizeType` and
+    at least ``minimum`` bytes."""
 
     name = "sizes"
+
+    def __init__(self, minimum: int = 0) -> None:
+        self.minimum = minimum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
@@ -51,9 +55,14 @@ class SizeListType(click.ParamType):
         if not items:
             self.fail(f"no sizes in {value!r} (expected sizes separated by commas, e.g. 8,1K,64K)", param, ctx)
         try:
-            return tuple(parse_size(item) for item in items)
+            sizes = tuple(parse_size(item) for item in items)
         except ValueError as exc:
             self.fail(f"{value!r}: {exc}", param, ctx)
+        small = [item for item, size in zip(items, sizes, strict=True) if size < self.minimum]
+        if small:
+            rule = "> 0" if self.minimum == 1 else f">= {self.minimum}"
+            self.fail(f"{value!r}: sizes must be {rule} bytes, got {', '.join(small)}", param, ctx)
+        return sizes
 
 
 SIZE = SizeType()
@@ -104,10 +113,12 @@ def size_range_options(*, short_flags: bool = False, min_default: str | None = N
     return decorate
 
 
-def sizes_option(*, instead_of: str, applies_to: str = "") -> Callable[[F], F]:
-    """``--sizes B,B,...`` of type :data:`SIZE_LIST`: explicit sizes ``instead_of`` a ladder's options."""
+def sizes_option(*, instead_of: str, applies_to: str = "", minimum: int = 0) -> Callable[[F], F]:
+    """``--sizes B,B,...`` (:class:`SizeListType`): explicit sizes ``instead_of`` a ladder's options, each at
+    least ``minimum`` bytes (a smaller one is a usage error naming it)."""
     where = f"; {applies_to}" if applies_to else ""
-    return click.option("--sizes", type=SIZE_LIST, default=None, metavar="B,B,...",
+    kind = SIZE_LIST if minimum == 0 else SizeListType(minimum)
+    return click.option("--sizes", type=kind, default=None, metavar="B,B,...",
                         help=f"Explicit sizes instead of {instead_of} (8,1K,64K){where}.")
 
 
