@@ -21,7 +21,7 @@ from collscope.topo.nccl_xml import parse as xml
 from collscope.topo.node import NodeCaptures
 from collscope.topo.nvidia_smi import queries as nvsmi
 
-__all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text"]
+__all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text", "skip_reason"]
 
 
 EXPECTED_CAPTURE = "a captured tool output (UTF-8 text)"
@@ -145,7 +145,7 @@ def _listing(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.name != META_FILE and not p.name.startswith("."))
 
 
-def _skip_reason(path: Path) -> str | None:
+def skip_reason(path: Path) -> str | None:
     """Why a directory entry is no capture file (a dangling symlink, a FIFO, a subdirectory...), else None."""
     try:
         mode = path.stat().st_mode
@@ -167,7 +167,7 @@ def _add_directory(captures: NodeCaptures, directory: Path) -> None:
     if not entries:
         raise ParseError(str(directory), None, "a directory with captured tool outputs", found="no files")
     for entry in entries:
-        why = _skip_reason(entry)
+        why = skip_reason(entry)
         text = read_capture_text(entry) if why is None else ""
         if why is None and not text.strip():
             why = "an empty file"

@@ -131,3 +131,16 @@ def test_read_meta_raises_parse_error_with_the_field(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match=r'"env"'):
         read_meta(tmp_path)
 
+
+
+def test_topo_cluster_shows_what_a_node_directory_skipped(tmp_path: Path) -> None:
+    for host in ("node01", "node02"):
+        shutil.copytree(sample_path(), tmp_path / host)
+        (tmp_path / host / "meta.json").write_text(json.dumps({"host": host}))
+    (tmp_path / "node02" / "ibdev2netdev.txt").write_text("")
+    (tmp_path / "ibnetdiscover.txt").symlink_to(tmp_path / "gone.txt")
+    result = CliRunner().invoke(main, ["topo", "cluster", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert f"node02: {tmp_path / 'node02' / 'ibdev2netdev.txt'}: an empty file, skipped" in warnings
+    assert any(w.startswith(f"{tmp_path / 'ibnetdiscover.txt'}: a symlink to a missing target") for w in warnings)
