@@ -158,7 +158,8 @@ def skip_reason(path: Path) -> str | None:
 
 def _add_directory(captures: NodeCaptures, directory: Path) -> None:
     """Every capture file of ``directory``; what is skipped (empty files, dangling symlinks, FIFOs, ...) is named
-    in ``captures.errors``, which the commands show as notes."""
+    in ``captures.errors``, which the commands show as notes. A directory whose every entry is skipped is a
+    ParseError naming the first one."""
     meta = read_meta(directory)
     if meta is not None:
         captures.host = meta.host or captures.host
@@ -166,15 +167,20 @@ def _add_directory(captures: NodeCaptures, directory: Path) -> None:
     entries = _listing(directory)
     if not entries:
         raise ParseError(str(directory), None, "a directory with captured tool outputs", found="no files")
+    skipped: list[str] = []
     for entry in entries:
         why = skip_reason(entry)
         text = read_capture_text(entry) if why is None else ""
         if why is None and not text.strip():
             why = "an empty file"
         if why is not None:
-            captures.errors.append(f"{entry}: {why}, skipped")
+            skipped.append(f"{entry}: {why}")
             continue
         add_capture(captures, text, str(entry))
+    if len(skipped) == len(entries):
+        raise ParseError(str(directory), None, "a directory with captured tool outputs",
+                         found=f"only skipped entries ({skipped[0]})")
+    captures.errors.extend(f"{note}, skipped" for note in skipped)
 
 
 def load_captures(paths: Iterable[Path | str]) -> NodeCaptures:

@@ -144,3 +144,10 @@ def test_topo_cluster_shows_what_a_node_directory_skipped(tmp_path: Path) -> Non
     warnings = json.loads(result.stdout)["warnings"]
     assert f"node02: {tmp_path / 'node02' / 'ibdev2netdev.txt'}: an empty file, skipped" in warnings
     assert any(w.startswith(f"{tmp_path / 'ibnetdiscover.txt'}: a symlink to a missing target") for w in warnings)
+
+
+def test_directory_whose_every_entry_is_skipped_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "ibstat.txt").write_text("\n")
+    (tmp_path / "topo.txt").symlink_to(tmp_path / "gone.txt")
+    line = _one_error_line(_show("--from", str(tmp_path)))
+    assert str(tmp_path) in line and "only skipped entries" in line
