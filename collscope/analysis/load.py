@@ -40,6 +40,7 @@ import pandas as pd
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
 from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
+from collscope.files import decode_text, read_input_bytes
 from collscope.results.decode import decode_records, read_bytes
 from collscope.results.store import ResultsDir
 from collscope.vocab.configs import (
@@ -75,13 +76,16 @@ class _Part:
     failure: str | None = None
 
 
-def _load_file(path: Path) -> list[_Part]:
-    data = read_bytes(path)
+_EXPECTED_FILE = "Measurement JSONL or nccl-tests output (UTF-8 text)"
+
+
+def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
+    data = read_input_bytes(path, _EXPECTED_FILE)
     if path.suffix == ".jsonl":
         return [_Part(decode_records(data, str(path)))]
-    text = data.decode("utf-8", errors="replace")
+    text = decode_text(data, str(path), _EXPECTED_FILE)
     if looks_like_nccl_tests(text):
-        run = parse_nccl_tests(text, source=str(path))
+        run = parse_nccl_tests(text, source=str(path), op=op, nranks=nranks)
         return [_Part(run.records, failure=run.errors[0] if run.errors else None)]
     if text.lstrip().startswith("{"):
         return [_Part(decode_records(data, str(path)))]
@@ -244,9 +248,13 @@ def _as_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def load_results(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
+def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = None,
+                 nranks: int | None = None) -> pd.DataFrame:
     """One DataFrame of every record in ``paths``: results directories (``sweep.json`` + ``points/*.jsonl``;
     ``*.partial.jsonl`` never counts), Measurement JSONL files, nccl-tests outputs (text or ``-J`` JSON).
+
+    ``op`` and ``nranks`` are for nccl-tests outputs that do not tell them (a table without its header), as
+    ``collscope ingest --op/--nranks``; an output that names another op is an error.
 
     Raises ParseError naming the file (and line) that is none of these, or that is damaged.
     """
@@ -254,13 +262,13 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a million fresh records hold no reference cycles; collections would only cost time
     try:
-        return _load(sources)
+        return _load(sources, op, nranks)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _load(sources: list[Path]) -> pd.DataFrame:
+def _load(sources: list[Path], op: str | None, nranks: int | None) -> pd.DataFrame:
     parts: list[_Part] = []
     lost: list[dict[str, Any]] = []
     if not sources:
@@ -273,7 +281,7 @@ def _load(sources: list[Path]) -> pd.DataFrame:
             parts.extend(dir_parts)
             lost.extend(dir_lost)
         elif path.exists():
-            parts.extend(_load_file(path))
+            parts.extend(_load_file(path, op, nranks))
         else:
             raise ParseError(str(path), None, "an existing results directory or file")
     try:

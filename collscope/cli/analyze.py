@@ -14,6 +14,7 @@ from collscope.analysis.load import load_results
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
 from collscope.cli.options import gpu_option, topo_option
+from collscope.collectives.record import OPS
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
 
@@ -38,12 +39,17 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @topo_option()
 @gpu_option
+@click.option("--op", type=click.Choice(OPS), default=None,
+              help="The collective, for nccl-tests outputs that do not name their binary (as ingest --op).")
+@click.option("--nranks", type=click.IntRange(min=1), default=None,
+              help="Number of ranks, for nccl-tests outputs whose rank list and bandwidths do not tell it.")
 @click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (with --bw-gbps on CPUs).")
 @click.option("--bw-gbps", default=None, type=float, help="Per-rank link bandwidth per direction, GB/s.")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
-def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, alpha_us: float | None,
-                    bw_gbps: float | None, as_json: bool, as_csv: bool) -> None:
+def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, op: str | None,
+                    nranks: int | None, alpha_us: float | None, bw_gbps: float | None, as_json: bool,
+                    as_csv: bool) -> None:
     """Fit alpha and beta per configuration, compare with the models, find crossovers and anomalies.
 
     PATHS are sweep results directories, Measurement JSONL files or nccl-tests outputs. Per configuration:
@@ -61,11 +67,12 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
       collscope analyze results/nccl --gpu H100 --json > analysis.json
       collscope analyze results/a results/b all_reduce.txt --csv > sizes.csv
       collscope analyze results/cpu --alpha-us 2 --bw-gbps 10
+      collscope analyze table-only.txt --op all_reduce --nranks 64
     """
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     source = _params_source(topo, gpu, alpha_us, bw_gbps)
-    result = analyze(load_results(paths), params=source)
+    result = analyze(load_results(paths, op=op, nranks=nranks), params=source)
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif as_csv:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from collscope.cli.options import check_output_file
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.collectives.record import OPS, Measurement, write_jsonl
-from collscope.errors import ConfigError
+from collscope.files import read_input_text
 
 
 def summary_line(name: str, run: NcclTestsRun) -> str:
@@ -26,13 +27,6 @@ def summary_line(name: str, run: NcclTestsRun) -> str:
     bad = f", {wrong} records not ok" if wrong else ""
     return (f"{name}: {run.op}, {run.nranks} ranks{nodes}, {len(run.sizes)} sizes, {len(run.records)} records, "
             f"{avg}, {oob}{bad}")
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
 @click.command("ingest")
@@ -60,9 +54,12 @@ def ingest(files: tuple[Path, ...], op: str | None, nranks: int | None, out: Pat
       collscope ingest logs/*.txt --out results/nccl.jsonl
       collscope ingest table-only.txt --op all_reduce --nranks 64 --json
     """
+    if out is not None:
+        check_output_file(out, "--out")
     runs: list[tuple[Path, NcclTestsRun]] = []
     for path in files:
-        runs.append((path, parse_nccl_tests(_read(path), source=str(path), op=op, nranks=nranks)))
+        text = read_input_text(path, "an nccl-tests output (UTF-8 text, or -J JSON)")
+        runs.append((path, parse_nccl_tests(text, source=str(path), op=op, nranks=nranks)))
 
     summary = sys.stderr if as_json else sys.stdout
     records: list[Measurement] = []

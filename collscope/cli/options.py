@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 import click
 
+from collscope.errors import ConfigError
+from collscope.files import check_output_dir
 from collscope.units import parse_size
 
 __all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "ENGINES", "engine_option", "gpu_option",
-           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option"]
+           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option", "check_output_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 ENGINES = ("mpi", "torch", "nccl-tests")
@@ -38,9 +40,13 @@ class SizeType(click.ParamType):
 
 
 class SizeListType(click.ParamType):
-    """Comma-separated byte sizes (``8,1K,64K``) -> a tuple of int bytes, each parsed as :class:`SizeType`."""
+    """Comma-separated byte sizes (``8,1K,64K``) -> a tuple of int bytes, each parsed as :class:`SizeType` and
+    at least ``minimum`` bytes."""
 
     name = "sizes"
+
+    def __init__(self, minimum: int = 0) -> None:
+        self.minimum = minimum
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
         if isinstance(value, tuple):
@@ -49,9 +55,14 @@ class SizeListType(click.ParamType):
         if not items:
             self.fail(f"no sizes in {value!r} (expected sizes separated by commas, e.g. 8,1K,64K)", param, ctx)
         try:
-            return tuple(parse_size(item) for item in items)
+            sizes = tuple(parse_size(item) for item in items)
         except ValueError as exc:
             self.fail(f"{value!r}: {exc}", param, ctx)
+        small = [item for item, size in zip(items, sizes, strict=True) if size < self.minimum]
+        if small:
+            rule = "> 0" if self.minimum == 1 else f">= {self.minimum}"
+            self.fail(f"{value!r}: sizes must be {rule} bytes, got {', '.join(small)}", param, ctx)
+        return sizes
 
 
 SIZE = SizeType()
@@ -102,10 +113,12 @@ def size_range_options(*, short_flags: bool = False, min_default: str | None = N
     return decorate
 
 
-def sizes_option(*, instead_of: str, applies_to: str = "") -> Callable[[F], F]:
-    """``--sizes B,B,...`` of type :data:`SIZE_LIST`: explicit sizes ``instead_of`` a ladder's options."""
+def sizes_option(*, instead_of: str, applies_to: str = "", minimum: int = 0) -> Callable[[F], F]:
+    """``--sizes B,B,...`` (:class:`SizeListType`): explicit sizes ``instead_of`` a ladder's options, each at
+    least ``minimum`` bytes (a smaller one is a usage error naming it)."""
     where = f"; {applies_to}" if applies_to else ""
-    return click.option("--sizes", type=SIZE_LIST, default=None, metavar="B,B,...",
+    kind = SIZE_LIST if minimum == 0 else SizeListType(minimum)
+    return click.option("--sizes", type=kind, default=None, metavar="B,B,...",
                         help=f"Explicit sizes instead of {instead_of} (8,1K,64K){where}.")
 
 
@@ -120,3 +133,12 @@ def nccl_tests_dir_option(func: F) -> F:
     """``--nccl-tests-dir DIR``: where the nccl-tests binaries are."""
     return click.option("--nccl-tests-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                         help="nccl-tests build directory (else NCCL_TESTS_HOME or PATH).")(func)
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """Make sure the file ``path`` (the value of ``option``) can be written, before any work starts: its directory
+    is created and probed (:func:`~collscope.files.check_output_dir`); a directory in its place is refused too."""
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a directory, expected a file name")
+    check_output_dir(path.parent, f"{option} {path}: its directory")
+    return path

@@ -12,18 +12,23 @@ from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
 
+DEFAULT_MIN, DEFAULT_MAX, DEFAULT_FACTOR = 1 << 10, 1 << 30, 4.0
+"""The ladder predict uses when no size option is given (the library's DEFAULT_SIZES: 1K, 4K, ..., 1G)."""
+
 
 def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
            op: str, nranks: int) -> list[int] | None:
-    if sizes and (min_bytes is not None or max_bytes is not None):
-        raise ConfigError("use either --sizes or --min-bytes/--max-bytes, not both")
+    """Explicit sizes, or the ladder of the range options (each defaulting to the default ladder's), or None
+    (the library's default sizes) when no size option is given."""
+    ladder = (min_bytes, max_bytes, factor)
+    if sizes and any(v is not None for v in ladder):
+        raise ConfigError("use either --sizes or --min-bytes/--max-bytes/--factor, not both")
     if sizes:
         return list(sizes)
-    if min_bytes is not None or max_bytes is not None:
-        lo = 1 << 10 if min_bytes is None else min_bytes
-        hi = 1 << 30 if max_bytes is None else max_bytes
-        return size_ladder(lo, hi, factor or 2.0, elem_size=1, op=op, nranks=nranks)
-    return None
+    if all(v is None for v in ladder):
+        return None
+    return size_ladder(DEFAULT_MIN if min_bytes is None else min_bytes, DEFAULT_MAX if max_bytes is None else
+                       max_bytes, DEFAULT_FACTOR if factor is None else factor, elem_size=1, op=op, nranks=nranks)
 
 
 @click.command("predict")
@@ -32,9 +37,10 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @click.option("--op", required=True, metavar="OP", help="all_reduce, all_gather, reduce_scatter, broadcast, reduce.")
 @click.option("--nranks", required=True, type=int, help="Ranks in the collective.")
 @click.option("--nnodes", default=1, show_default=True, type=int, help="Nodes the ranks span.")
-@sizes_option(instead_of="a ladder")
+@sizes_option(instead_of="a ladder", minimum=1)
 @size_range_options(min_default="1K", max_default="1G")
-@click.option("--factor", default=None, type=float, help="Ladder factor (default 2).")
+@click.option("--factor", default=None, type=click.FloatRange(min=1, min_open=True), metavar="F",
+              help="Ladder factor, > 1.  [default: 4]")
 @click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (overrides the topology).")
 @click.option("--bw-gbps", default=None, type=float, help="Per-rank bandwidth per direction, GB/s (overrides).")
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from collscope.cli.options import topo_option
+from collscope.files import check_output_dir
 
 
 @click.command("report")
@@ -26,6 +27,7 @@ def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...]
     Example:
       collscope report results/mpi-algos --out report/ --topo topo/node01/
     """
+    check_output_dir(out_dir, "--out")
     from collscope.analysis.report import write_report
 
     index = write_report(list(sources), out_dir, topo_paths=list(topo_paths) or None, min_gain=min_gain)

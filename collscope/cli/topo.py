@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from collscope.cli.options import gpu_option
+from collscope.cli.options import check_output_file, gpu_option
+from collscope.files import check_output_dir
 from collscope.topo.capture import collect_to_dir
 from collscope.topo.cluster import load_cluster
 from collscope.topo.draw import draw_png, write_dot, write_graphml
@@ -51,13 +52,13 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
     """
     if sources and sample:
         raise click.UsageError("use either --from or --sample, not both")
+    for path, option in ((graphml, "--graphml"), (dot, "--dot"), (png, "--png")):
+        if path is not None:
+            check_output_file(path, option)
     loaded = load_node(sources, sample=sample, gpu=gpu)
     node = loaded.node
     for note in loaded.notes:
         click.echo(f"note: {note}", err=True)
-    for path in (graphml, dot, png):
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
     if graphml:
         write_graphml(node, graphml)
     if dot:
@@ -86,6 +87,7 @@ def collect(out_dir: Path, timeout_s: float) -> None:
     Example:
       collscope topo collect --out topo/$(hostname)
     """
+    check_output_dir(out_dir, "--out")
     meta = collect_to_dir(out_dir, timeout_s).to_dict()
     click.echo(f"{meta['host']}: wrote {len(meta['files'])} capture(s) to {out_dir}: {', '.join(meta['files'])}")
     for err in meta["errors"]:

@@ -22,7 +22,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from collscope.errors import ConfigError
+from collscope.errors import ConfigError, ParseError
+from collscope.files import read_input_text
 from collscope.sweeps.spec import SPEC_KEYS, SweepSpec
 from collscope.units import parse_size
 
@@ -153,6 +154,14 @@ def spec_from_dict(data: Any, *, source: str = "<spec>") -> SweepSpec:
         raise ConfigError(f"{source}: {exc}") from None
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's several-line message -> one line: ``line L, column C: <problem>``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + " ".join(str(problem).split())
+
+
 def _json_line(text: str, exc: msgspec.DecodeError) -> str:
     m = re.search(r"\(byte (\d+)\)", str(exc))
     if not m:
@@ -172,17 +181,19 @@ def decode_spec(text: str, *, source: str, json: bool = False) -> SweepSpec:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+            raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
     return spec_from_dict({} if data is None else data, source=source)
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read a sweep spec file: JSON when it ends in ``.json``, else YAML; ConfigError names the file, the key
-    and what was expected."""
+    and what was expected. The file must be a regular UTF-8 text file: a FIFO is refused without blocking,
+    bytes that are not text are named with their line."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: cannot read the spec: {exc}") from None
+        text = read_input_text(p, "a sweep spec file (YAML or JSON text)")
+    except ParseError as exc:
+        where = p if exc.line is None else f"{p}:{exc.line}"
+        raise ConfigError(f"{where}: cannot read the spec: {exc.found}") from None
     return decode_spec(text, source=str(p), json=p.suffix.lower() == ".json")
 

@@ -10,7 +10,7 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,9 @@ from collscope import proc
 from collscope._version import __version__
 from collscope.atomic import write_text_atomic
 from collscope.errors import CollscopeError, ParseError, ToolMissingError
+from collscope.files import check_output_dir
 from collscope.topo.detect import add_capture
+from collscope.topo.meta import META_FILE, CaptureMeta
 from collscope.topo.node import NodeCaptures
 
 __all__ = ["TOOLS", "CaptureTool", "CaptureMeta", "capture_raw", "captures_from_raw", "collect_to_dir",
@@ -104,37 +106,17 @@ def capture_live(timeout_s: float = 60.0) -> NodeCaptures:
     return captures_from_raw(outputs, meta)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CaptureMeta:
-    """What ``topo collect`` saved: the ``meta.json`` of a capture directory."""
-
-    host: str
-    collscope_version: str
-    captured_at: str
-    """Local time, ``%Y-%m-%dT%H:%M:%S%z``."""
-    tools: dict[str, Any] = field(default_factory=dict)
-    """Per capture file name: argv, return code, timed_out, duration_s (or ``missing``)."""
-    errors: tuple[str, ...] = ()
-    """Missing tools and failed runs, one line each."""
-    env: dict[str, str] = field(default_factory=dict)
-    """The NCCL_*, CUDA_VISIBLE*, Slurm job/node variables of the capturing process."""
-    files: tuple[str, ...] = ()
-    """Capture files written, sorted."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON object of ``meta.json``."""
-        return {"host": self.host, "collscope_version": self.collscope_version, "captured_at": self.captured_at,
-                "tools": self.tools, "errors": list(self.errors), "env": dict(self.env), "files": list(self.files)}
-
-
 def collect_to_dir(out_dir: Path, timeout_s: float = 60.0) -> CaptureMeta:
-    """Save this node's raw captures and meta.json into ``out_dir``; returns what meta.json holds."""
+    """Save this node's raw captures and meta.json into ``out_dir``; returns what meta.json holds.
+
+    ``out_dir`` is created and checked for writing before any tool runs (ConfigError naming it).
+    """
+    check_output_dir(out_dir, "capture directory")
     outputs, meta = capture_raw(timeout_s)
-    out_dir.mkdir(parents=True, exist_ok=True)
     for filename, text in outputs.items():
         write_text_atomic(out_dir / filename, text)
     saved = CaptureMeta(host=meta["host"], collscope_version=meta["collscope_version"],
                         captured_at=meta["captured_at"], tools=meta["tools"], errors=tuple(meta["errors"]),
                         env=meta["env"], files=tuple(sorted(outputs)))
-    write_text_atomic(out_dir / "meta.json", json.dumps(saved.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out_dir / META_FILE, json.dumps(saved.to_dict(), indent=2, sort_keys=True) + "\n")
     return saved

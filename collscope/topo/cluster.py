@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collscope.errors import ParseError
-from collscope.topo.detect import detect_format, load_captures, read_capture_text
+from collscope.topo.detect import detect_format, load_captures, read_capture_text, skip_reason
 from collscope.topo.infiniband.fabric import IbFabric, parse_ibnetdiscover
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
@@ -176,10 +176,13 @@ def _rails_from_fabric(nodes: dict[str, NodeTopology], fabric: IbFabric) -> tupl
 
 
 def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
+    """The cluster of ``directory`` (see the module doc). What the node captures noted (tools that failed, files
+    skipped) comes first in the cluster's warnings, prefixed by the host."""
     root = Path(directory)
     if not root.is_dir():
         raise ParseError(str(root), None, "a directory with one capture directory per node")
     nodes: dict[str, NodeTopology] = {}
+    notes: list[str] = []
     fabric: IbFabric | None = None
     for path in sorted(root.iterdir(), key=lambda p: natural_key(p.name)):
         if path.is_dir():
@@ -189,10 +192,17 @@ def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
             if host in nodes:
                 raise ParseError(str(path), None, f"one directory per host, but {host!r} appears twice")
             nodes[host] = build_node(captures, gpu=gpu)
-        elif path.is_file() and not path.name.startswith("."):
+            notes.extend(f"{host}: {note}" for note in captures.errors)
+        elif path.name.startswith("."):
+            continue
+        elif (why := skip_reason(path)) is not None:
+            notes.append(f"{path}: {why}, skipped")
+        else:
             text = read_capture_text(path)
             if detect_format(text) == "ibnetdiscover":
                 fabric = parse_ibnetdiscover(text, str(path))
     if not nodes:
         raise ParseError(str(root), None, "at least one node directory (from collscope topo collect)")
-    return build_cluster(nodes, fabric)
+    cluster = build_cluster(nodes, fabric)
+    cluster.warnings[:0] = notes
+    return cluster

@@ -6,20 +6,25 @@ name. A directory made by ``collscope topo collect`` also has a ``meta.json`` na
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from collscope.errors import ParseError
+from collscope.files import kind_of, read_input_text
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
+from collscope.topo.meta import META_FILE, read_meta
 from collscope.topo.nccl_xml import parse as xml
 from collscope.topo.node import NodeCaptures
 from collscope.topo.nvidia_smi import queries as nvsmi
 
-__all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text"]
+__all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text", "skip_reason"]
+
+
+EXPECTED_CAPTURE = "a captured tool output (UTF-8 text)"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,9 @@ class CaptureFormat:
     looks_like: Callable[[str], bool]
     store: Callable[[NodeCaptures, str, str], None]
     """Parse ``text`` (from ``source``) and put the result into the captures."""
+    single: str | None = None
+    """What the capture is, in words, where it describes the whole node so a node has at most one (the
+    ``nvidia-smi topo -m`` matrix); ``None`` where captures merge (ibstat and ibv_devinfo listings)."""
 
 
 def _set_matrix(c: NodeCaptures, text: str, source: str) -> None:
@@ -80,18 +88,21 @@ def _set_fabric(parse: Callable[[str, str], ibnd.IbFabric]) -> Callable[[NodeCap
 
 # Order matters: the more specific sniffers first.
 FORMATS: tuple[CaptureFormat, ...] = (
-    CaptureFormat("nccl-graph-xml", xml.looks_like_nccl_graph_xml, _set_graphs),
-    CaptureFormat("nccl-topo-xml", xml.looks_like_nccl_topo_xml, _set_xml),
-    CaptureFormat("ibnetdiscover", ibnd.looks_like_ibnetdiscover, _set_fabric(ibnd.parse_ibnetdiscover)),
-    CaptureFormat("iblinkinfo", ibnd.looks_like_iblinkinfo, _set_fabric(ibnd.parse_iblinkinfo)),
-    CaptureFormat("nvidia-smi-topo", nvsmi.looks_like_topo_matrix, _set_matrix),
-    CaptureFormat("nvidia-smi-nvlink", nvsmi.looks_like_nvlink_status, _set_nvlinks),
-    CaptureFormat("nvidia-smi-query-gpu", nvsmi.looks_like_gpu_query_csv, _set_gpu_info),
+    CaptureFormat("nccl-graph-xml", xml.looks_like_nccl_graph_xml, _set_graphs, "NCCL graph XML"),
+    CaptureFormat("nccl-topo-xml", xml.looks_like_nccl_topo_xml, _set_xml, "NCCL topology XML"),
+    CaptureFormat("ibnetdiscover", ibnd.looks_like_ibnetdiscover, _set_fabric(ibnd.parse_ibnetdiscover),
+                  "fabric capture (ibnetdiscover or iblinkinfo)"),
+    CaptureFormat("iblinkinfo", ibnd.looks_like_iblinkinfo, _set_fabric(ibnd.parse_iblinkinfo),
+                  "fabric capture (ibnetdiscover or iblinkinfo)"),
+    CaptureFormat("nvidia-smi-topo", nvsmi.looks_like_topo_matrix, _set_matrix, "`nvidia-smi topo -m` matrix"),
+    CaptureFormat("nvidia-smi-nvlink", nvsmi.looks_like_nvlink_status, _set_nvlinks, "`nvidia-smi nvlink -s` status"),
+    CaptureFormat("nvidia-smi-query-gpu", nvsmi.looks_like_gpu_query_csv, _set_gpu_info,
+                  "`nvidia-smi --query-gpu` CSV"),
     CaptureFormat("ibstat", ib.looks_like_ibstat, _hcas(ib.parse_ibstat)),
     CaptureFormat("ibstatus", ib.looks_like_ibstatus, _hcas(ib.parse_ibstatus)),
     CaptureFormat("ibv_devinfo", ib.looks_like_ibv_devinfo, _hcas(ib.parse_ibv_devinfo)),
     CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _set_nic_names),
-    CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs),
+    CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs, "ibdev2netdev listing"),
 )
 FORMAT_NAMES = tuple(f.name for f in FORMATS)
 
@@ -114,57 +125,77 @@ def add_capture(captures: NodeCaptures, text: str, source: str) -> str:
         raise ParseError(source, None, "a capture of one of: " + ", ".join(FORMAT_NAMES),
                          found=next((ln.strip() for ln in text.splitlines() if ln.strip()), "an empty file"))
     fmt = next(f for f in FORMATS if f.name == name)
+    if fmt.single is not None:
+        first = captures.origins.setdefault(fmt.single, source)
+        if first != source:
+            raise ParseError(source, None, f"at most one {fmt.single} per node, but {first} is one too (pass "
+                             "each node's captures on their own, or leave one of the two out)")
     fmt.store(captures, text, source)
     captures.sources.append(source)
     return name
 
 
 def read_capture_text(path: Path) -> str:
+    """The text of one capture file: a regular UTF-8 file (ParseError naming the file, and the line of bytes
+    that are not text, otherwise; a FIFO is refused without blocking)."""
+    return read_input_text(path, EXPECTED_CAPTURE)
+
+
+def _listing(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.name != META_FILE and not p.name.startswith("."))
+
+
+def skip_reason(path: Path) -> str | None:
+    """Why a directory entry is no capture file (a dangling symlink, a FIFO, a subdirectory...), else None."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"a symlink to a missing target ({os.readlink(path)})" if path.is_symlink() else "gone"
     except OSError as exc:
-        raise ParseError(str(path), None, "a readable file", found=exc.strerror) from exc
+        return exc.strerror or str(exc)
+    return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
-def _capture_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.is_file() and p.name != "meta.json"
-                  and not p.name.startswith("."))
+def _add_directory(captures: NodeCaptures, directory: Path) -> None:
+    """Every capture file of ``directory``; what is skipped (empty files, dangling symlinks, FIFOs, ...) is named
+    in ``captures.errors``, which the commands show as notes. A directory whose every entry is skipped is a
+    ParseError naming the first one."""
+    meta = read_meta(directory)
+    if meta is not None:
+        captures.host = meta.host or captures.host
+        captures.errors.extend(meta.errors)
+    entries = _listing(directory)
+    if not entries:
+        raise ParseError(str(directory), None, "a directory with captured tool outputs", found="no files")
+    skipped: list[str] = []
+    for entry in entries:
+        why = skip_reason(entry)
+        text = read_capture_text(entry) if why is None else ""
+        if why is None and not text.strip():
+            why = "an empty file"
+        if why is not None:
+            skipped.append(f"{entry}: {why}")
+            continue
+        add_capture(captures, text, str(entry))
+    if len(skipped) == len(entries):
+        raise ParseError(str(directory), None, "a directory with captured tool outputs",
+                         found=f"only skipped entries ({skipped[0]})")
+    captures.errors.extend(f"{note}, skipped" for note in skipped)
 
 
 def load_captures(paths: Iterable[Path | str]) -> NodeCaptures:
-    """One node from files and/or capture directories (all merged into the same node)."""
+    """One node from files and/or capture directories (all merged into the same node).
+
+    Each kind of capture that describes the whole node (the ``nvidia-smi topo -m`` matrix, the GPU query, the
+    NCCL XML...) may come from one file only: a second one is a ParseError naming both files.
+    """
     captures = NodeCaptures(host="unknown")
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            meta = _read_meta(path)
-            if meta.get("host"):
-                captures.host = str(meta["host"])
-            for err in meta.get("errors", []):
-                captures.errors.append(str(err))
-            files = _capture_files(path)
-            if not files:
-                raise ParseError(str(path), None, "a directory with captured tool outputs", found="no files")
-            for f in files:
-                text = read_capture_text(f)
-                if not text.strip():
-                    continue
-                add_capture(captures, text, str(f))
-        elif path.exists():
+            _add_directory(captures, path)
+        elif path.exists() or path.is_symlink():  # a dangling symlink is named as such by the reader
             add_capture(captures, read_capture_text(path), str(path))
         else:
             raise ParseError(str(path), None, "an existing file or directory", found="no such path")
     return captures
-
-
-def _read_meta(directory: Path) -> dict[str, Any]:
-    meta_path = directory / "meta.json"
-    if not meta_path.exists():
-        return {}
-    try:
-        data = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ParseError(str(meta_path), exc.lineno, "JSON written by collscope topo collect") from exc
-    if not isinstance(data, dict):
-        raise ParseError(str(meta_path), 1, "a JSON object")
-    return data

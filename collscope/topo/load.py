@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from collscope.errors import ConfigError, ParseError
+from collscope.files import read_input_text
 from collscope.topo.capture import NoGpuToolsError, capture_live
 from collscope.topo.cluster import Cluster, load_cluster
 from collscope.topo.detect import load_captures
@@ -61,7 +62,7 @@ def load_topology(sources: Sequence[str | Path], *, gpu: str | None = None) -> N
     if not paths:
         raise ConfigError("no topology given")
     if len(paths) == 1 and paths[0].is_file():
-        text = paths[0].read_text(encoding="utf-8", errors="replace")
+        text = read_input_text(paths[0], "a topology: captured tool outputs or `topo show --json` (UTF-8 text)")
         if text.lstrip().startswith("{"):
             try:
                 doc = json.loads(text)

@@ -35,6 +35,8 @@ class NodeCaptures:
     nic_names: list[str] = field(default_factory=list)
     """RDMA devices known only by name (``ibv_devices``)."""
     sources: list[str] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)
+    """Per kind of capture a node has at most one of (``CaptureFormat.single``): the file it came from."""
     errors: list[str] = field(default_factory=list)
     """Problems met while capturing (tool missing, tool failed); shown, never fatal on their own."""
 

@@ -110,7 +110,7 @@ def test_missing_params_exit_2_with_the_hint():
 
 def test_explicit_alpha_beta_without_gpu_has_no_nccl_choice():
     result = _run("--op", "all_reduce", "--nranks", "4", "--alpha-us", "2", "--bw-gbps", "10", "--min-bytes", "1K",
-                  "--max-bytes", "4K", "--json")
+                  "--max-bytes", "4K", "--factor", "2", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["nccl_choice"] == [] and {p["model"] for p in doc["predictions"]} == {"alpha-beta"}

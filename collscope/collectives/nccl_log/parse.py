@@ -27,6 +27,7 @@ from collscope.collectives.nccl_log.messages import Connection, RingOrder, TreeL
 from collscope.collectives.nccl_log.records import NcclLog, NetInfo
 from collscope.collectives.nccl_log.tuning import TuningTable
 from collscope.errors import ParseError
+from collscope.files import read_input_text
 
 __all__ = [
     "NcclLog",
@@ -61,10 +62,8 @@ def parse_nccl_log(text: str, source: str = "<text>") -> NcclLog:
 
 
 def read_nccl_log(path: str | Path) -> NcclLog:
-    """Read a log file (undecodable bytes replaced) and parse it; ParseError names the file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ParseError(str(path), None, "a readable NCCL log file", found=exc.strerror) from None
-    return parse_nccl_log(text, source=str(path))
+    """Read a log file and parse it; ParseError names the file (and the line of bytes that are not UTF-8 text).
+
+    The file must be a regular file: a FIFO is refused, never opened for a blocking read.
+    """
+    return parse_nccl_log(read_input_text(path, "an NCCL_DEBUG=INFO log (UTF-8 text)"), source=str(path))
