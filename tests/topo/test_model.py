@@ -72,10 +72,12 @@ def test_sample_bandwidths_use_captured_rates(sample_node):
     g = sample_node.graph
     edge = g.edges["GPU0", "NVSwitch"]
     assert edge["nlinks"] == 18
-    assert edge["bw_gbps"] == pytest.approx(18 * 26.562)
+    # nvlink -s prints 26.562 GB/s per link, the signalling rate; the data rate is 25 GB/s per link
+    assert edge["bw_gbps"] == pytest.approx(18 * 25.0)
     assert edge["bw_source"].startswith("captured: nvidia-smi nvlink -s")
+    assert edge["nccl_bw_gbps"] == pytest.approx(18 * 20.6)
     matrix = sample_node.bandwidth_matrix()
-    assert matrix.loc["GPU0", "GPU7"] == pytest.approx(478.116)
+    assert matrix.loc["GPU0", "GPU7"] == pytest.approx(450.0)
     assert math.isnan(matrix.loc["GPU2", "GPU2"])
     # PCIe: Gen5 x16 from --query-gpu; NIC: 400 Gb/s from ibstat.
     pcie = [d for _, nbr, d in g.edges("GPU0", data=True) if d["kind"] == "pcie"]
