@@ -91,9 +91,9 @@ def test_sample_bandwidths_use_captured_rates(sample_node):
 def test_sample_warnings(sample_node):
     text = "\n".join(sample_node.warnings())
     assert "bundled sample" in text
-    assert "mlx5_11/1 (Down" in text
-    assert "mixed rates" in text
-    assert "RoCE" in text and "mlx5_8/1" in text
+    assert "mlx5_11 (port 1 Down, rate 40 Gb/s)" in text
+    assert "NCCL_IB_HCA=^=mlx5_8,mlx5_9,mlx5_10 " in text  # the active 100 Gb/s front-end ports
+    assert "NCCL_IB_GID_INDEX" not in text and "mixed rates" not in text
     assert "SMP interconnect" not in text  # every GPU has a PIX NIC
 
 
