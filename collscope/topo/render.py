@@ -148,8 +148,10 @@ def _nvlink_text(node: NodeTopology, nvswitch: bool) -> list[str]:
     what = "per GPU to the NVSwitch" if nvswitch else "per GPU pair"
     origin = str(nv_edges[0]["bw_source"]).split(";")[0]
     origin = origin.split(" x ")[0] if len(counts) > 1 else origin
-    lines.append(f"  NVLink {what}: {links}, {_span(e.get('bw_gbps') for e in nv_edges)} GB/s per direction "
-                 f"(data rate; {origin})")
+    xgmi = any(e.get("fabric") == "xgmi" for e in nv_edges)
+    rate = "RCCL's xGMI model constant" if xgmi else "data rate"
+    lines.append(f"  {'xGMI' if xgmi else 'NVLink'} {what}: {links}, {_span(e.get('bw_gbps') for e in nv_edges)} GB/s "
+                 f"per direction ({rate}; {origin})")
     nccl = [e for e in nv_edges if e.get("nccl_bw_gbps") is not None]
     if nccl:
         lines.append(f"  NCCL's model of it: {_span(e['nccl_bw_gbps'] for e in nccl)} GB/s "

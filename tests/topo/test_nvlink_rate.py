@@ -75,6 +75,15 @@ def test_xml_net_speed_is_the_nic_rate():
     assert "400" in row and "?  " in row  # rate known, state not written in the XML
 
 
+@pytest.mark.parametrize(("speed_mbps", "rate_gbps"), [("400000", 400.0), ("200000", 200.0)])
+def test_xml_net_speed_in_mbps_becomes_the_rate(tmp_path, speed_mbps, rate_gbps):
+    path = tmp_path / "topo.xml"
+    path.write_text(XML_1GPU.read_text().replace('speed="400000"', f'speed="{speed_mbps}"'))
+    node = _node(path)
+    assert node_to_json(node)["nics"][0]["speed_gbps"] == rate_gbps
+    assert f"{rate_gbps:g}" in next(line for line in node_summary_text(node).splitlines() if line.strip().startswith("mlx5_0"))
+
+
 def test_topo_file_without_gpu_elements_says_nvlink_unknown():
     node = _node(XML_NO_GPU)
     text = node_summary_text(node)
