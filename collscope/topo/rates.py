@@ -138,7 +138,7 @@ def nvlink_data_gbps_per_link(printed_gbps: float, gen: GpuGeneration | None) ->
         data = gen.nvlink_link_gbps
     if ratio == 1.0:
         return data, f"{printed_gbps:g} GB/s per link (NVLink{gen.nvlink_gen}: signalling = data rate)"
-    return data, (f"{printed_gbps:g} GB/s per link is the signalling rate; NVLink{gen.nvlink_gen} data rate "
+    return data, (f"{printed_gbps:g} GB/s per link is the signalling rate, NVLink{gen.nvlink_gen} data rate "
                   f"{data:g} GB/s (x {gen.nvlink_link_gbps:g}/{gen.nvlink_signal_gbps:g})")
 
 

@@ -48,6 +48,7 @@ def test_sources_are_said_in_the_text():
     measured = node_summary_text(_node(MATRIX, NVLINK_S))
     assert "NV18, 450 GB/s per direction" in measured and "478" not in measured
     assert "nvidia-smi nvlink -s" in measured and "26.562" in measured and "signalling" in measured
+    assert "NVLink4 data rate 25 GB/s (x 25/26.5625) x 18" in measured
     xml = node_summary_text(_node(XML_8GPU))
     assert "NV18, 450 GB/s per direction" in xml
     assert "NCCL's model" in xml and "370.8" in xml
@@ -81,7 +82,8 @@ def test_xml_net_speed_in_mbps_becomes_the_rate(tmp_path, speed_mbps, rate_gbps)
     path.write_text(XML_1GPU.read_text().replace('speed="400000"', f'speed="{speed_mbps}"'))
     node = _node(path)
     assert node_to_json(node)["nics"][0]["speed_gbps"] == rate_gbps
-    assert f"{rate_gbps:g}" in next(line for line in node_summary_text(node).splitlines() if line.strip().startswith("mlx5_0"))
+    row = next(line for line in node_summary_text(node).splitlines() if line.strip().startswith("mlx5_0"))
+    assert f"{rate_gbps:g}" in row
 
 
 def test_topo_file_without_gpu_elements_says_nvlink_unknown():
