@@ -39,7 +39,7 @@ class TopologyView(Protocol):
 
     def nic_choices(self) -> dict[str, NicChoice]: ...
 
-    def nearest_nics(self, gpu: str, *, among: list[str] | None = None) -> tuple[list[str], str | None]: ...
+    def nearest_nics(self, gpu: str) -> tuple[list[str], str | None]: ...
 
     def path_class(self, a: str, b: str) -> str: ...
 
@@ -102,8 +102,8 @@ def _no_compute_nic_on_switch(node: TopologyView, choices: dict[str, NicChoice])
         f"{', '.join(lacking)} ({len(lacking)} of {len(node.gpus)} GPUs) have no active compute NIC on their PCIe "
         f"switch (PIX/PXB): it holds only {there}. Their nearest compute NIC: {where}; inter-node traffic then "
         "crosses the host bridges (GPUDirect RDMA off beyond NCCL_NET_GDR_LEVEL) or goes through an NVLink peer's "
-        "NIC (PXN: NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL), so bring those ports up or expect less network "
-        "bandwidth for these GPUs"
+        "NIC (PXN: NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL): bring the Down ports up if they are compute NICs, or "
+        "expect less network bandwidth for these GPUs"
     ]
 
 

@@ -114,12 +114,12 @@ class NodeTopology:
         """The NICs never chosen as nearest (down ports, slower front-end NICs), each with its reason."""
         return [c.to_dict() for c in self.nic_choices().values() if c.left_out]
 
-    def nearest_nics(self, gpu: str, *, among: list[str] | None = None) -> tuple[list[str], str | None]:
+    def nearest_nics(self, gpu: str) -> tuple[list[str], str | None]:
         """The active compute NICs closest to ``gpu`` and the path class that reaches them (``None`` without one).
 
-        Down ports and slower front-end NICs are never nearest (:meth:`left_out_nics`); ``among`` overrides the
-        candidates (every NIC, for example)."""
-        nics = among if among is not None else [n for n, c in self.nic_choices().items() if not c.left_out]
+        Down ports and slower front-end NICs are never nearest (:meth:`left_out_nics` says which and why); NICs
+        whose state the captures do not give (``topo -m`` alone) are kept."""
+        nics = [n for n, c in self.nic_choices().items() if not c.left_out]
         if not nics:
             return [], None
         classes = {nic: self.path_class(gpu, nic) for nic in nics}

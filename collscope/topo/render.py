@@ -199,9 +199,6 @@ def node_summary_text(node: NodeTopology) -> str:
                              str(p.get("link_layer") or "?"), str(p.get("netdev") or d.get("netdev") or ""),
                              _role_text(choices[nic].role)])
         lines.extend(_table(["NIC", "label", "state", "rate(Gb/s)", "layer", "netdev", "role"], rows))
-        left = [c for c in choices.values() if c.left_out]
-        if left:
-            lines.append("  left out of the nearest-NIC choice: " + "; ".join(f"{c.name} ({c.why})" for c in left))
     lines.extend(_extras_text(node))
     warnings = s["warnings"]
     lines.append(f"  warnings: {len(warnings)}")
