@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from collscope.topo.naming import natural_key
+from collscope.topo.nic_choice import NicChoice, exclude_hca_value
 from collscope.topo.paths import is_nvlink
 
 __all__ = ["TopologyView", "topology_warnings"]
@@ -36,18 +37,39 @@ class TopologyView(Protocol):
     @property
     def nics(self) -> list[str]: ...
 
+    def nic_choices(self) -> dict[str, NicChoice]: ...
+
     def nearest_nics(self, gpu: str) -> tuple[list[str], str | None]: ...
 
     def path_class(self, a: str, b: str) -> str: ...
 
+    def nvlink_known(self) -> tuple[bool, str]: ...
+
+
+_ON_SWITCH = ("PIX", "PXB")
+
 
 def topology_warnings(node: TopologyView) -> list[str]:
-    """Warnings about ``node``: distant NICs, ports down or at mixed rates, RoCE, NIC sharing, missing NVLink."""
-    g = node.graph
+    """Warnings about ``node``: NICs left out and GPUs without a compute NIC on their switch, distant NICs, ports
+    down, front-end ports to exclude, RoCE, NIC sharing, missing or unknown NVLink."""
+    choices = node.nic_choices()
     out: list[str] = []
-    gpus, nics = node.gpus, node.nics
+    lacking, no_nic = _no_compute_nic_on_switch(node, choices)
+    out.extend(_distant_nic_warnings(node, skip=lacking))
+    out.extend(no_nic)
+    out.extend(_port_warnings(node, choices))
+    out.extend(_nic_sharing(node, choices))
+    out.extend(_nvlink_warnings(node))
+    if node.sample:
+        out.insert(0, f"this is the bundled sample {node.sample!r}, not a capture of this machine")
+    return out
 
-    for gpu in gpus:
+
+def _distant_nic_warnings(node: TopologyView, *, skip: list[str]) -> list[str]:
+    out = []
+    for gpu in node.gpus:
+        if gpu in skip:
+            continue
         nearest, cls = node.nearest_nics(gpu)
         if cls == "SYS":
             out.append(
@@ -55,51 +77,95 @@ def topology_warnings(node: TopologyView) -> list[str]:
                 "GPUDirect RDMA is not used at that distance by default (NCCL_NET_GDR_LEVEL), so PXN "
                 "(NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL) and NCCL_CROSS_NIC decide its inter-node bandwidth"
             )
+    return out
 
-    down, rates, roce = [], {}, []
-    for nic in nics:
-        ports = g.nodes[nic].get("ports") or []
-        for p in ports:
+
+def _no_compute_nic_on_switch(node: TopologyView, choices: dict[str, NicChoice]) -> tuple[list[str], list[str]]:
+    """GPUs whose PCIe switch (PIX/PXB) holds only left-out NICs, and the warning naming them: what is on their
+    switch and where their nearest compute NIC is."""
+    left = [c for c in choices.values() if c.left_out]
+    lacking: list[str] = []
+    seen: dict[str, NicChoice] = {}
+    farther: set[tuple[str, str | None]] = set()
+    for gpu in node.gpus:
+        on_switch = [c for c in left if node.path_class(gpu, c.name) in _ON_SWITCH]
+        nearest, cls = node.nearest_nics(gpu)
+        if on_switch and cls not in _ON_SWITCH:
+            lacking.append(gpu)
+            seen.update((c.name, c) for c in on_switch)
+            farther.add((", ".join(nearest) or "none", cls))
+    if not lacking:
+        return [], []
+    there = ", ".join(f"{c.name} ({c.role})" for c in sorted(seen.values(), key=lambda c: natural_key(c.name)))
+    where = "; ".join(f"{nics} across {cls}" if cls else "no compute NIC at all" for nics, cls in sorted(farther))
+    return lacking, [
+        f"{', '.join(lacking)} ({len(lacking)} of {len(node.gpus)} GPUs) have no active compute NIC on their PCIe "
+        f"switch (PIX/PXB): it holds only {there}. Their nearest compute NIC: {where}; inter-node traffic then "
+        "crosses the host bridges (GPUDirect RDMA off beyond NCCL_NET_GDR_LEVEL) or goes through an NVLink peer's "
+        "NIC (PXN: NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL): bring the Down ports up if they are compute NICs, or "
+        "expect less network bandwidth for these GPUs"
+    ]
+
+
+def _port_warnings(node: TopologyView, choices: dict[str, NicChoice]) -> list[str]:
+    g = node.graph
+    out: list[str] = []
+    down, roce = [], []
+    for nic in node.nics:
+        for p in g.nodes[nic].get("ports") or []:
             tag = f"{nic}/{p['port']}"
-            if p.get("state") and p["state"] != "Active":
+            if p.get("state") and p["state"] != "Active" and not choices[nic].left_out:
                 rate = f", rate {p['rate_gbps']:g} Gb/s" if p.get("rate_gbps") is not None else ""
                 down.append(f"{tag} ({p['state']}{rate})")
-            elif p.get("rate_gbps") is not None:
-                rates[tag] = p["rate_gbps"]
-            if p.get("link_layer") == "Ethernet":
+            elif p.get("link_layer") == "Ethernet" and not choices[nic].left_out:
                 roce.append(tag)
     if down:
         out.append(f"NIC ports not Active: {', '.join(down)}; NCCL skips them, check cabling/SM or NCCL_IB_HCA")
-    if len(set(rates.values())) > 1:
-        by_rate: dict[float, list[str]] = {}
-        for tag, rate in rates.items():
-            by_rate.setdefault(rate, []).append(tag)
-        shown = "; ".join(f"{rate:g} Gb/s: {', '.join(sorted(tags, key=natural_key))}"
-                          for rate, tags in sorted(by_rate.items(), reverse=True))
-        out.append(f"active NIC ports at mixed rates ({shown}); NCCL uses every active port unless NCCL_IB_HCA "
-                   "selects some, and a ring through a slow port runs at that port's rate")
+    left = [c for c in choices.values() if c.left_out]
+    if left:
+        shown = "; ".join(f"{c.name} ({c.why})" for c in left)
+        hint = " (NCCL skips ports that are not Active; check cabling and the subnet manager)" \
+            if any(c.role == "down" for c in left) else ""
+        out.append(f"NICs left out of the nearest-NIC choice (a GPU's NIC for NCCL is an Active port at the node's "
+                   f"fastest rate, InfiniBand or RoCE): {shown}{hint}")
+    exclude = exclude_hca_value(choices.values())
+    if exclude:
+        slow = [c for c in left if c.active]
+        names = ", ".join(f"{c.name} ({c.link_layer or '?'} {c.rate_gbps:g} Gb/s)" for c in slow
+                          if c.rate_gbps is not None)
+        out.append(f"active front-end/slower NIC(s) {names}: NCCL uses every active port unless told otherwise, and "
+                   f"a ring through a slow port runs at that port's rate; exclude them with NCCL_IB_HCA={exclude} "
+                   f"(`^` excludes, `=` matches the exact names: without it {slow[0].name} is a prefix that also "
+                   f"matches {slow[0].name}0..{slow[0].name}9)")
     if roce:
         out.append(
-            f"RoCE (Ethernet link layer) ports: {', '.join(roce)}; set NCCL_IB_GID_INDEX to a RoCEv2 GID "
+            f"RoCE (Ethernet link layer) compute ports: {', '.join(roce)}; set NCCL_IB_GID_INDEX to a RoCEv2 GID "
             "(show_gids) and make sure the fabric is lossless (PFC/ECN)"
         )
-
-    active_nics = [n for n in nics if not g.nodes[n].get("ports")
-                   or any(p.get("state") == "Active" for p in g.nodes[n]["ports"])]
-    if gpus and nics and len(active_nics) < len(gpus):
-        out.append(
-            f"{len(active_nics)} usable NIC(s) for {len(gpus)} GPUs: GPUs share NICs, so inter-node bandwidth per "
-            "GPU is at most a fraction of one NIC"
-        )
-    # Hand-written NCCL_TOPO_FILEs describe PCIe placement only: no <gpu> elements, so no NVLink facts.
-    nvlink_known = bool(node.paths) or any(g.nodes[gpu].get("sm") is not None for gpu in gpus)
-    if len(gpus) > 1 and nvlink_known:
-        alone = [gpu for gpu in gpus if not any(
-            is_nvlink(node.path_class(gpu, other)) for other in gpus if other != gpu)]
-        if alone and len(alone) == len(gpus):
-            out.append(f"no NVLink between any GPUs: all {len(gpus)} GPUs talk over PCIe/host memory")
-        elif alone:
-            out.append(f"GPUs without NVLink peers: {', '.join(alone)}")
-    if node.sample:
-        out.insert(0, f"this is the bundled sample {node.sample!r}, not a capture of this machine")
     return out
+
+
+def _nic_sharing(node: TopologyView, choices: dict[str, NicChoice]) -> list[str]:
+    gpus = node.gpus
+    usable = [c for c in choices.values() if not c.left_out]
+    if gpus and choices and len(usable) < len(gpus):
+        return [f"{len(usable)} usable NIC(s) for {len(gpus)} GPUs: GPUs share NICs, so inter-node bandwidth per "
+                "GPU is at most a fraction of one NIC"]
+    return []
+
+
+def _nvlink_warnings(node: TopologyView) -> list[str]:
+    gpus = node.gpus
+    known, why = node.nvlink_known()
+    if not gpus:
+        return []
+    if not known:
+        return [f"NVLink unknown: {why}; capture `nvidia-smi topo -m` (or an NCCL_TOPO_DUMP_FILE) to know it"]
+    if len(gpus) < 2:
+        return []
+    alone = [gpu for gpu in gpus if not any(is_nvlink(node.path_class(gpu, other)) for other in gpus if other != gpu)]
+    if alone and len(alone) == len(gpus):
+        return [f"no NVLink between any GPUs: all {len(gpus)} GPUs talk over PCIe/host memory"]
+    if alone:
+        return [f"GPUs without NVLink peers: {', '.join(alone)}"]
+    return []

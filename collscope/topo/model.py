@@ -15,6 +15,7 @@ import pandas as pd
 
 from collscope.topo.advice import topology_warnings
 from collscope.topo.naming import natural_key
+from collscope.topo.nic_choice import NicChoice, classify_nics
 from collscope.topo.paths import is_nvlink, nvlink_count, path_rank
 from collscope.topo.schema import nodes_of_kind
 
@@ -105,9 +106,20 @@ class NodeTopology:
         devices = self._devices()
         return {a: {b: self.path_class(a, b) for b in devices} for a in devices}
 
+    def nic_choices(self) -> dict[str, NicChoice]:
+        """Each NIC's role for NCCL (compute, front-end, slower, down, unknown): :mod:`collscope.topo.nic_choice`."""
+        return classify_nics(self.graph, self.nics)
+
+    def left_out_nics(self) -> list[dict[str, Any]]:
+        """The NICs never chosen as nearest (down ports, slower front-end NICs), each with its reason."""
+        return [c.to_dict() for c in self.nic_choices().values() if c.left_out]
+
     def nearest_nics(self, gpu: str) -> tuple[list[str], str | None]:
-        """The NICs closest to ``gpu`` and the path class that reaches them (``None`` without NICs)."""
-        nics = self.nics
+        """The active compute NICs closest to ``gpu`` and the path class that reaches them (``None`` without one).
+
+        Down ports and slower front-end NICs are never nearest (:meth:`left_out_nics` says which and why); NICs
+        whose state the captures do not give (``topo -m`` alone) are kept."""
+        nics = [n for n, c in self.nic_choices().items() if not c.left_out]
         if not nics:
             return [], None
         classes = {nic: self.path_class(gpu, nic) for nic in nics}
@@ -115,14 +127,31 @@ class NodeTopology:
         return [n for n in nics if classes[n] == best], best
 
     # ---- NVLink ----------------------------------------------------------------------------
+    def nvlink_known(self) -> tuple[bool, str]:
+        """Whether the captures say which NVLinks the GPUs have (``False`` with the reason when they do not).
+
+        ``nvidia-smi topo -m`` and an NCCL dump's ``<gpu>`` elements do (no NVLink there means none); a
+        hand-written NCCL_TOPO_FILE (``<pci>`` only) or ``--query-gpu`` alone do not."""
+        g = self.graph
+        gpus = self.gpus
+        if not gpus or self.paths or any(d["kind"] == "nvlink" for _, _, d in g.edges(data=True)):
+            return True, ""
+        if any(g.nodes[gpu].get("sm") is not None for gpu in gpus):
+            return True, ""
+        if any(str(g.nodes[gpu].get("index_source", "")).startswith("assumed") for gpu in gpus):
+            return False, ("the NCCL topology XML has no <gpu> elements (an NCCL_TOPO_FILE that describes PCIe "
+                           "placement only; NCCL fills the GPUs and NVLinks in from the live system)")
+        return False, "no capture describes the GPUs' links"
+
     def nvlink_domains(self) -> list[list[str]]:
         """Groups of GPUs that reach each other over NVLink (directly or through NVSwitch)."""
         g = self.graph
         nv = nx.Graph()
         nv.add_nodes_from(self.gpus)
         for u, v, d in g.edges(data=True):
-            if d["kind"] == "nvlink":
-                nv.add_edge(u, v)
+            ends = {g.nodes[u].get("kind"), g.nodes[v].get("kind")}
+            if d["kind"] == "nvlink" and ends <= {"gpu", "nvswitch"}:
+                nv.add_edge(u, v)  # GPU-GPU, or GPU-NVSwitch (the switch joins its GPUs into one domain)
         for a, b in itertools.combinations(self.gpus, 2):
             if is_nvlink(self.paths.get(a, {}).get(b, "")):
                 nv.add_edge(a, b)

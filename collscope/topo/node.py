@@ -13,7 +13,7 @@ from collscope.topo.nccl_xml.graph import add_xml_topology
 from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml
 from collscope.topo.nvidia_smi.graph import graph_from_matrix
 from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
-from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, pcie_gbps
+from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, nvlink_data_gbps_per_link, pcie_gbps
 from collscope.topo.schema import add_device
 
 __all__ = ["NodeCaptures", "build_node"]
@@ -105,7 +105,9 @@ def _add_gpu_info(graph: nx.Graph, infos: list[GpuInfo]) -> None:
 
 
 def _add_measured_nvlink(graph: nx.Graph, links: list[NvLink]) -> None:
-    """Replace assumed NVLink rates by the per-link speeds ``nvidia-smi nvlink -s`` reports."""
+    """NVLink rates from ``nvidia-smi nvlink -s``: its per-link speed is the signalling rate, converted to the data
+    rate (:func:`collscope.topo.rates.nvlink_data_gbps_per_link`), so the edge keeps one definition of NVLink
+    bandwidth whatever the capture."""
     per_gpu: dict[str, list[float]] = {}
     for link in links:
         if link.active and link.speed_gbps is not None:
@@ -113,12 +115,13 @@ def _add_measured_nvlink(graph: nx.Graph, links: list[NvLink]) -> None:
     for gpu, speeds in per_gpu.items():
         if gpu not in graph:
             continue
-        per_link = min(speeds)
+        gen = gpu_generation(graph.nodes[gpu].get("generation") or graph.nodes[gpu].get("model"))
+        per_link, how = nvlink_data_gbps_per_link(min(speeds), gen)
         for other in list(graph.neighbors(gpu)):
             edge = graph.edges[gpu, other]
             if edge["kind"] == "nvlink" and edge.get("nlinks"):
                 edge["bw_gbps"] = round(per_link * edge["nlinks"], 3)
-                edge["bw_source"] = f"captured: nvidia-smi nvlink -s {per_link} GB/s per link x {edge['nlinks']}"
+                edge["bw_source"] = f"captured: nvidia-smi nvlink -s: {how} x {edge['nlinks']}"
 
 
 def _add_hcas(graph: nx.Graph, hcas: tuple[Hca, ...]) -> None:

@@ -17,6 +17,8 @@ __all__ = [
     "gpu_generation",
     "pcie_gbps",
     "nic_gbps",
+    "nvlink_data_gbps_per_link",
+    "nccl_nvlink_gbps_per_link",
     "GENERATIONS",
 ]
 
@@ -39,25 +41,36 @@ class GpuGeneration:
     """NCCL's model of one link (topo.h SMxx_NVLINK_BW), per direction."""
     pcie_gen: int
     """PCIe generation of the GPU's host interface (x16 assumed)."""
+    nvlink_signal_gbps: float | None = None
+    """Per-link rate ``nvidia-smi nvlink -s`` prints, GB/s: the signalling rate, not the data rate (``None`` when
+    not known for the family)."""
 
 
-# Per-link, per-direction spec rates: NVLink1 160 GB/s bidir / 4 links / 2 = 20; NVLink2 300 / 6 / 2 = 25;
-# NVLink3 600 / 12 / 2 = 25; NVLink4 900 / 18 / 2 = 25; NVLink5 1800 / 18 / 2 = 50. GA10x NVLink bridges:
-# 112.5 GB/s bidir over 4 links = 14.0625 per link per direction. (nccl-facts.md section 9.)
-# NCCL model constants: SM60 18, SM70 20, SM80 20, SM86 12, SM90 20.6, SM100 40.1 (topo.h, nccl-facts 1.3).
+# THE NVLink bandwidth of collscope: per link, per direction, DATA rate, decimal GB/s (``nvlink_link_gbps``).
+# Spec data rates, NVIDIA's per-GPU bidirectional totals / links / 2 directions (nccl-facts.md section 9,
+# nvidia.com/en-us/data-center/nvlink): NVLink1 160 / 4 / 2 = 20; NVLink2 300 / 6 / 2 = 25; NVLink3 600 / 12 / 2
+# = 25; NVLink4 900 / 18 / 2 = 25 (H100: 18 x 25 = 450 GB/s per direction, "450GB/s is the line rate",
+# sjeaugey in NVIDIA/nccl-tests#212); NVLink5 1800 / 18 / 2 = 50. GA10x bridges: 14.0625 GB/s per link per
+# direction (NVIDIA GA102 whitepaper, quoted in huggingface/transformers#9371).
+# What `nvidia-smi nvlink -s` prints per link (``nvlink_signal_gbps``) is the signalling rate: V100 25.781
+# (Azure/azhpc-diagnostics#73; 25 x 66/64), A100 25 (NVIDIA/nccl-tests#228), H100 26.562 (NVIDIA/nccl#1397;
+# 25 x 17/16), GB200 53.125 (NVIDIA/k8s-test-infra#371; 50 x 17/16); converted to the data rate by
+# :func:`nvlink_data_gbps_per_link`.
+# NCCL's model constants (``nccl_nvlink_link_gbps``, src/graph/topo.h SMxx_NVLINK_BW, nccl-facts 1.3): SM60 18,
+# SM70 20, SM80 20, SM86 12, SM90 20.6, SM100 40.1 -- NCCL's effective-bandwidth model, shown as NCCL's only.
 GENERATIONS: tuple[GpuGeneration, ...] = (
-    GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6),
-    GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5),
-    GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5),
-    GpuGeneration("GH200", 90, 4, 18, 25.0, 20.6, 5),
-    GpuGeneration("H200", 90, 4, 18, 25.0, 20.6, 5),
-    GpuGeneration("H100", 90, 4, 18, 25.0, 20.6, 5),
-    GpuGeneration("H800", 90, 4, 8, 25.0, 20.6, 5),
-    GpuGeneration("H20", 90, 4, 18, 25.0, 20.6, 5),
-    GpuGeneration("A100", 80, 3, 12, 25.0, 20.0, 4),
-    GpuGeneration("A800", 80, 3, 8, 25.0, 20.0, 4),
-    GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4),
-    GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3),
+    GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6, 53.125),
+    GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5, 53.125),
+    GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5, 53.125),
+    GpuGeneration("GH200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H100", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H800", 90, 4, 8, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H20", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("A100", 80, 3, 12, 25.0, 20.0, 4, 25.0),
+    GpuGeneration("A800", 80, 3, 8, 25.0, 20.0, 4, 25.0),
+    GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4, 25.0),
+    GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125),
     GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3),
     GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4),
     GpuGeneration("RTX 3090", 86, 3, 4, 14.0625, 12.0, 4),
@@ -104,3 +117,31 @@ def nic_gbps(rate_gbit: float | None) -> float | None:
     if rate_gbit is None:
         return None
     return rate_gbit / 8.0
+
+
+_PRINTED_TOLERANCE_GBPS = 0.01  # nvidia-smi prints three decimals (26.562 for 26.5625)
+
+
+def nvlink_data_gbps_per_link(printed_gbps: float, gen: GpuGeneration | None) -> tuple[float, str]:
+    """The data rate of one NVLink (per direction, GB/s) from the per-link rate ``nvidia-smi nvlink -s`` printed,
+    and how it was obtained. The printed rate is the signalling rate: it is scaled by the family's data/signalling
+    ratio (the family from ``gen``, else the one whose signalling rate was printed); unknown rates are kept as
+    printed, and said so."""
+    if gen is None or gen.nvlink_signal_gbps is None:
+        gen = next((g for g in GENERATIONS if g.nvlink_signal_gbps is not None
+                    and abs(g.nvlink_signal_gbps - printed_gbps) <= _PRINTED_TOLERANCE_GBPS), gen)
+    if gen is None or gen.nvlink_signal_gbps is None or not gen.nvlink_link_gbps:
+        return printed_gbps, f"{printed_gbps:g} GB/s per link as printed (signalling rate of an unknown family)"
+    ratio = gen.nvlink_link_gbps / gen.nvlink_signal_gbps
+    data = round(printed_gbps * ratio, 3)
+    if abs(data - gen.nvlink_link_gbps) <= _PRINTED_TOLERANCE_GBPS:
+        data = gen.nvlink_link_gbps
+    if ratio == 1.0:
+        return data, f"{printed_gbps:g} GB/s per link (NVLink{gen.nvlink_gen}: signalling = data rate)"
+    return data, (f"{printed_gbps:g} GB/s per link is the signalling rate, NVLink{gen.nvlink_gen} data rate "
+                  f"{data:g} GB/s (x {gen.nvlink_link_gbps:g}/{gen.nvlink_signal_gbps:g})")
+
+
+def nccl_nvlink_gbps_per_link(gen: GpuGeneration | None) -> float | None:
+    """NCCL's model constant for one NVLink of this family (topo.h SMxx_NVLINK_BW), ``None`` when unknown."""
+    return gen.nccl_nvlink_link_gbps if gen is not None and gen.nccl_nvlink_link_gbps else None

@@ -42,11 +42,13 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "nearest_nic_path": cls,
         })
     nics = []
+    choices = node.nic_choices()
     for nic in node.nics:
         d = g.nodes[nic]
         ports = [{k: p.get(k) for k in ("port", "state", "physical_state", "rate_gbps", "link_layer", "lid",
                                         "netdev")} for p in d.get("ports") or []]
         speed = d.get("speed_gbps")
+        choice = choices[nic]
         nics.append({
             "name": nic,
             "label": d.get("label"),
@@ -55,8 +57,11 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "speed_gbps": speed,
             "bw_gbytes_per_s": None if speed is None else speed / 8.0,
             "numa": d.get("numa"),
+            "role": choice.role,
+            "left_out_why": choice.why or None,
         })
     matrix = node.bandwidth_matrix()
+    known, unknown_why = node.nvlink_known()
     extras: dict[str, Any] = {}
     if "nccl_graphs" in node.extras:
         extras["nccl_graphs"] = [_graph_json(gr) for gr in node.extras["nccl_graphs"].graphs]
@@ -70,6 +75,8 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
         "nics": nics,
         "links": node.links(),
         "nvlink_domains": node.nvlink_domains(),
+        "nvlink": {"known": known, "why_unknown": unknown_why or None},
+        "left_out_nics": node.left_out_nics(),
         "nvswitch": node.has_nvswitch,
         "gpu_bandwidth_gbps": {a: {b: matrix.loc[a, b] for b in matrix.columns} for a in matrix.index},
         "warnings": node.warnings(),
@@ -113,6 +120,52 @@ def _fmt_bw(value: float | None) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:g}"
 
 
+def _role_text(role: str) -> str:
+    return {"unknown": "?", "down": "down (left out)", "front-end": "front-end (left out)",
+            "slower": "slower (left out)"}.get(role, role)
+
+
+def _nvlink_text(node: NodeTopology, nvswitch: bool) -> list[str]:
+    """The NVLink lines: domains (or none / unknown), then the per-direction data rate with its source and, when
+    known, NCCL's model constant (shown as NCCL's)."""
+    if not node.gpus:
+        return []
+    g = node.graph
+    known, why = node.nvlink_known()
+    if not known:
+        return [f"  NVLink: unknown ({why})"]
+    kind = "NVSwitch" if nvswitch else "direct NVLink"
+    domains = [d for d in node.nvlink_domains() if len(d) > 1 or nvswitch]
+    if not domains:
+        return ["  NVLink: none"]
+    lines = [f"  NVLink: {kind}; domains: " + "  ".join("[" + " ".join(d) + "]" for d in domains)
+             + (" (the only GPU in this capture)" if len(node.gpus) == 1 else "")]
+    nv_edges = [g.edges[e] for e in g.edges if g.edges[e]["kind"] == "nvlink"]
+    if not nv_edges:
+        return lines
+    counts = sorted({int(e.get("nlinks") or 0) for e in nv_edges})
+    links = "/".join(f"NV{c}" for c in counts)
+    what = "per GPU to the NVSwitch" if nvswitch else "per GPU pair"
+    origin = str(nv_edges[0]["bw_source"]).split(";")[0]
+    origin = origin.split(" x ")[0] if len(counts) > 1 else origin
+    xgmi = any(e.get("fabric") == "xgmi" for e in nv_edges)
+    rate = "RCCL's xGMI model constant" if xgmi else "data rate"
+    lines.append(f"  {'xGMI' if xgmi else 'NVLink'} {what}: {links}, {_span(e.get('bw_gbps') for e in nv_edges)} GB/s "
+                 f"per direction ({rate}; {origin})")
+    nccl = [e for e in nv_edges if e.get("nccl_bw_gbps") is not None]
+    if nccl:
+        lines.append(f"  NCCL's model of it: {_span(e['nccl_bw_gbps'] for e in nccl)} GB/s "
+                     f"({nccl[0]['nccl_bw_source']}; NCCL's effective-bandwidth constant, not the link rate)")
+    return lines
+
+
+def _span(values: Any) -> str:
+    bws = sorted({float(v) for v in values if v is not None})
+    if not bws:
+        return "?"
+    return f"{bws[0]:g}" if len(bws) == 1 else f"{bws[0]:g}-{bws[-1]:g}"
+
+
 def node_summary_text(node: NodeTopology) -> str:
     g = node.graph
     s = node.summary()
@@ -126,24 +179,7 @@ def node_summary_text(node: NodeTopology) -> str:
                                             else "model not captured")
     lines.append(f"  GPUs: {s['gpus']} ({models});  NICs: {s['nics']};  NUMA nodes: {s['numa_nodes']};  "
                  f"PCIe switches (inferred): {s['pcie_switches']}")
-    if node.gpus:
-        kind = "NVSwitch" if s["nvswitch"] else "direct NVLink"
-        domains = node.nvlink_domains()
-        multi = [d for d in domains if len(d) > 1]
-        if multi:
-            lines.append(f"  NVLink: {kind}; domains: " + "  ".join("[" + " ".join(d) + "]" for d in multi))
-        else:
-            lines.append("  NVLink: none")
-        nv_edges = [g.edges[e] for e in g.edges if g.edges[e]["kind"] == "nvlink"]
-        if nv_edges:
-            bws = sorted({e["bw_gbps"] for e in nv_edges if e["bw_gbps"] is not None})
-            counts = sorted({int(e.get("nlinks") or 0) for e in nv_edges})
-            span = (f"{bws[0]:g}" if len(bws) == 1 else f"{bws[0]:g}-{bws[-1]:g}") if bws else "?"
-            links = "/".join(f"NV{c}" for c in counts)
-            what = "per GPU to the NVSwitch" if s["nvswitch"] else "per GPU pair"
-            origin = nv_edges[0]["bw_source"].split(";")[0]
-            origin = origin.split(" x ")[0] if len(counts) > 1 else origin
-            lines.append(f"  NVLink {what}: {links}, {span} GB/s per direction ({origin})")
+    lines.extend(_nvlink_text(node, s["nvswitch"]))
     if node.gpus:
         rows = []
         for gpu in node.gpus:
@@ -155,12 +191,14 @@ def node_summary_text(node: NodeTopology) -> str:
         lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path"], rows))
     if node.nics:
         rows = []
+        choices = node.nic_choices()
         for nic in node.nics:
             d = g.nodes[nic]
-            for p in d.get("ports") or [{}]:
+            for p in d.get("ports") or [{"rate_gbps": d.get("speed_gbps")}]:
                 rows.append([nic, str(d.get("label") or ""), str(p.get("state") or "?"), _fmt_bw(p.get("rate_gbps")),
-                             str(p.get("link_layer") or "?"), str(p.get("netdev") or d.get("netdev") or "")])
-        lines.extend(_table(["NIC", "label", "state", "rate(Gb/s)", "layer", "netdev"], rows))
+                             str(p.get("link_layer") or "?"), str(p.get("netdev") or d.get("netdev") or ""),
+                             _role_text(choices[nic].role)])
+        lines.extend(_table(["NIC", "label", "state", "rate(Gb/s)", "layer", "netdev", "role"], rows))
     lines.extend(_extras_text(node))
     warnings = s["warnings"]
     lines.append(f"  warnings: {len(warnings)}")

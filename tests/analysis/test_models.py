@@ -206,10 +206,11 @@ def test_model_for_setting_without_a_setting():
 def test_link_params_from_the_h100_sample():
     node = build_node(load_captures([sample_path()]))
     p = link_params(node, nranks=16, nnodes=2)
-    # 18 links x 26.562 GB/s captured by nvidia-smi nvlink -s; 8 active 400 Gb/s NICs (the 100 Gb/s ones ignored)
-    assert p.intra_bw_gbps == pytest.approx(18 * 26.562)
+    # 18 links x 25 GB/s: nvidia-smi nvlink -s prints 26.562, the signalling rate, converted to the data rate;
+    # 8 active 400 Gb/s NICs (the 100 Gb/s ones ignored)
+    assert p.intra_bw_gbps == pytest.approx(18 * 25.0)
     assert (p.nics_per_node, p.nic_gbps, p.inter_bw_gbps) == (8, 50.0, 400.0)
-    assert p.bw_gbps == 400.0  # min(478.1, 8 x 50)
+    assert p.bw_gbps == 400.0  # min(450, 8 x 50)
     assert (p.alpha_us, p.alpha_inter_us) == (3.4, 14.0)
     assert (p.gpu, p.sm, p.intra_link, p.nvswitch, p.nvlinks_per_gpu) == ("H100", 90, "nvlink", True, 18)
     assert "NVLink per GPU from the topology" in p.source and "nvidia-smi nvlink" in p.source

@@ -66,7 +66,7 @@ def test_topo_inputs(tmp_path, how):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["params"]["nvswitch"] is True
-    # the ring bound min(18 x 26.562, 8 x 50) = 400 GB/s; at 64 GiB the 30 x 14 us of latency is < 0.2%
+    # the ring bound min(18 x 25, 8 x 50) = 400 GB/s; at 64 GiB the 30 x 14 us of latency is < 0.2%
     assert doc["params"]["bw_gbps"] == pytest.approx(400.0)
     ring = next(p for p in doc["predictions"] if p["model"] == "alpha-beta" and p["algo"] == "ring")
     assert ring["busbw_gbps"] == pytest.approx(400.0, rel=0.002)

@@ -49,9 +49,10 @@ EXPECTED: dict[str, tuple] = {
         "nvidia-smi-topo", 4, 1, False, {"GPU0": (["mlx5_0"], "NODE"), "GPU2": (["mlx5_0"], "SYS")}, []),
     "ibstat-h100-cx7-ndr400-plus-cx6dx-roce-some-down.txt": (
         "ibstat", 0, 12, False, {},
-        ["NIC ports not Active: mlx5_2/1 (Down", "100 Gb/s: mlx5_1/1", "RoCE (Ethernet link layer) ports: mlx5_1/1"]),
+        ["mlx5_2 (port 1 Down, rate 40 Gb/s)", "mlx5_1 (front-end: Ethernet 100 Gb/s", "NCCL_IB_HCA=^=mlx5_1 "]),
     "ibstat-a100-azure-hdr200-failed-ibpanic-exit255.txt": ("ibstat", 0, 8, False, {}, []),
-    "ibstatus-a100-azure-hdr200-8x-plus-ethernet.txt": ("ibstatus", 0, 9, False, {}, ["40 Gb/s: mlx5_8/1"]),
+    "ibstatus-a100-azure-hdr200-8x-plus-ethernet.txt": (
+        "ibstatus", 0, 9, False, {}, ["mlx5_8 (front-end: Ethernet 40 Gb/s", "NCCL_IB_HCA=^=mlx5_8 "]),
     "ibv_devinfo-cx5-edr-ib.txt": ("ibv_devinfo", 0, 1, False, {}, []),
     "azure-ndv5-h100-topo-nccl_topo_file.xml.txt": (
         "nccl-topo-xml", 8, 8, False, {"GPU0": (["NIC:0101:00:00.0"], "PIX")}, []),
@@ -70,7 +71,7 @@ EXPECTED: dict[str, tuple] = {
     "rtx5090-2gpu-phb-no-nvlink.txt": ("nvidia-smi-topo", 2, 0, False, {}, ["no NVLink between any GPUs"]),
     "ibdev2netdev-column-t-h100-annotated-by-author.txt": ("ibdev2netdev", 0, 12, False, {}, []),
     "ibdev2netdev-mixed-roce-ib-8dev.txt": ("ibdev2netdev", 0, 8, False, {}, []),
-    "ibdev2netdev-v-cx4-ib-sriov-vfs.txt": ("ibdev2netdev", 0, 6, False, {}, ["mlx5_5/1 (Down)"]),
+    "ibdev2netdev-v-cx4-ib-sriov-vfs.txt": ("ibdev2netdev", 0, 6, False, {}, ["mlx5_5 (port 1 Down)"]),
     "ibv_devices-cx5-single.txt": ("ibv_devices", 0, 1, False, {}, []),
 }
 FAILS = {

@@ -72,10 +72,12 @@ def test_sample_bandwidths_use_captured_rates(sample_node):
     g = sample_node.graph
     edge = g.edges["GPU0", "NVSwitch"]
     assert edge["nlinks"] == 18
-    assert edge["bw_gbps"] == pytest.approx(18 * 26.562)
+    # nvlink -s prints 26.562 GB/s per link, the signalling rate; the data rate is 25 GB/s per link
+    assert edge["bw_gbps"] == pytest.approx(18 * 25.0)
     assert edge["bw_source"].startswith("captured: nvidia-smi nvlink -s")
+    assert edge["nccl_bw_gbps"] == pytest.approx(18 * 20.6)
     matrix = sample_node.bandwidth_matrix()
-    assert matrix.loc["GPU0", "GPU7"] == pytest.approx(478.116)
+    assert matrix.loc["GPU0", "GPU7"] == pytest.approx(450.0)
     assert math.isnan(matrix.loc["GPU2", "GPU2"])
     # PCIe: Gen5 x16 from --query-gpu; NIC: 400 Gb/s from ibstat.
     pcie = [d for _, nbr, d in g.edges("GPU0", data=True) if d["kind"] == "pcie"]
@@ -89,9 +91,9 @@ def test_sample_bandwidths_use_captured_rates(sample_node):
 def test_sample_warnings(sample_node):
     text = "\n".join(sample_node.warnings())
     assert "bundled sample" in text
-    assert "mlx5_11/1 (Down" in text
-    assert "mixed rates" in text
-    assert "RoCE" in text and "mlx5_8/1" in text
+    assert "mlx5_11 (port 1 Down, rate 40 Gb/s)" in text
+    assert "NCCL_IB_HCA=^=mlx5_8,mlx5_9,mlx5_10 " in text  # the active 100 Gb/s front-end ports
+    assert "NCCL_IB_GID_INDEX" not in text and "mixed rates" not in text
     assert "SMP interconnect" not in text  # every GPU has a PIX NIC
 
 

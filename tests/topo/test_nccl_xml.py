@@ -222,8 +222,10 @@ def test_h100_dump_graph() -> None:
     assert graph.nodes["GPU7"]["numa"] == "NUMA1"
     nvl = graph.edges["GPU0", "NVSwitch"]
     assert nvl["kind"] == "nvlink" and nvl["nlinks"] == 18
-    assert nvl["bw_gbps"] == pytest.approx(370.8)
-    assert nvl["bw_source"] == "assumed: NCCL topo.h SM90_NVLINK_BW 20.6 x 18"
+    assert nvl["bw_gbps"] == pytest.approx(450.0)  # NVLink4 data rate 18 x 25; NCCL's model kept beside it
+    assert nvl["bw_source"] == "assumed: table rate NVLink4 25 GB/s per link per direction x 18 (H100 class from sm=90)"
+    assert nvl["nccl_bw_gbps"] == pytest.approx(370.8)
+    assert nvl["nccl_bw_source"] == "NCCL topo.h SM90_NVLINK_BW 20.6 x 18"
     assert not any(graph.has_edge(f"GPU{a}", f"GPU{b}") for a in range(8) for b in range(8))
     nic = graph.nodes["mlx5_3"]
     assert nic["kind"] == "nic" and nic["rate_gbps"] == 400.0 and nic["pci_bus_id"] == "0000:4d:00.0"
@@ -270,7 +272,8 @@ def test_pcie_pair_graph() -> None:
     assert kinds(graph) == {"numa": 1, "gpu": 4, "nic": 1, "pcie_switch": 2}
     assert edge_kinds(graph) == {"host": 3, "pcie": 4, "nvlink": 1}
     pair = graph.edges["GPU0", "GPU1"]
-    assert (pair["nlinks"], pair["bw_gbps"], pair["fabric"]) == (12, 240.0, "nvlink")
+    # NVLink3 data rate 12 x 25 GB/s (NCCL's model: 12 x 20)
+    assert (pair["nlinks"], pair["bw_gbps"], pair["fabric"]) == (12, 300.0, "nvlink")
     assert "NVSwitch" not in graph
     empty = graph.edges["GPU2", "PCIe:0000:80:01.1"]
     assert empty["bw_gbps"] == 12.0 and empty["bw_source"].startswith("assumed: NCCL default PCI Gen3 x16")
@@ -306,7 +309,7 @@ def test_numaid_minus_one_and_c2c() -> None:
     assert graph.nodes["GPU0"]["numa"] == "NUMA?" and graph.nodes["GPU0"]["numa_id"] is None
     c2c = graph.edges["GPU0", "NUMA?"]
     assert (c2c["kind"], c2c["bw_gbps"], c2c["nlinks"]) == ("c2c", 450.0, 10)
-    assert graph.edges["GPU0", "NVSwitch"]["bw_gbps"] == pytest.approx(370.8)
+    assert graph.edges["GPU0", "NVSwitch"]["bw_gbps"] == pytest.approx(450.0)
     assert graph.edges["NUMA?", "NUMA?#1"]["bw_gbps"] == 6.0  # ARM_BW
 
 
@@ -512,7 +515,7 @@ CORPUS_EXPECTED: dict[str, dict[str, Any]] = {
         "gpus": 4, "cpus": 4, "nets": ["eth0"],
         "kinds": {"numa": 4, "gpu": 4, "nic": 1},
         "edges": {"host": 5, "smp": 6, "nvlink": 2},
-        "values": {("GPU0", "GPU1"): 240.0, ("GPU2", "GPU3"): 240.0, ("GPU0", "NUMA0"): 12.0,
+        "values": {("GPU0", "GPU1"): 300.0, ("GPU2", "GPU3"): 300.0, ("GPU0", "NUMA0"): 12.0,
                    ("eth0", "NUMA0"): 12.5, ("NUMA0", "NUMA3"): 16.0},
     },
     "azure-ndv2-v100-topo-nccl_topo_file.xml.txt": {
@@ -541,13 +544,13 @@ CORPUS_EXPECTED: dict[str, dict[str, Any]] = {
         "gpus": 1, "cpus": 1, "nets": ["mlx5_0"],
         "kinds": {"numa": 1, "gpu": 1, "nic": 1, "nvswitch": 1},
         "edges": {"host": 2, "nvlink": 1},
-        "values": {("GPU0", "NVSwitch"): 370.8, ("GPU0", "NUMA?"): 24.0, ("mlx5_0", "NUMA?"): 50.0},
+        "values": {("GPU0", "NVSwitch"): 450.0, ("GPU0", "NUMA?"): 24.0, ("mlx5_0", "NUMA?"): 50.0},
     },
     "nccl-tests-256_h200_topo_dump_excerpt.xml.txt": {
         "gpus": 1, "cpus": 1, "nets": ["mlx5_0"],
         "kinds": {"numa": 1, "pcie_switch": 1, "gpu": 1, "nic": 1, "nvswitch": 1},
         "edges": {"host": 1, "pcie": 2, "nvlink": 1},
-        "values": {("GPU0", "NVSwitch"): 370.8, ("GPU0", "PCIe:0000:16:00.0"): 48.0,
+        "values": {("GPU0", "NVSwitch"): 450.0, ("GPU0", "PCIe:0000:16:00.0"): 48.0,
                    ("mlx5_0", "PCIe:0000:16:00.0"): 50.0, ("PCIe:0000:16:00.0", "NUMA0"): 48.0},
     },
 }  # fmt: skip

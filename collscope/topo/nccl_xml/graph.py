@@ -23,6 +23,7 @@ import networkx as nx
 
 from collscope.topo.nccl_xml.rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
 from collscope.topo.nccl_xml.records import NcclTopoXml, XmlCpu, XmlGpu, XmlNet, XmlPci
+from collscope.topo.rates import gpu_generation
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["add_xml_topology", "NVSWITCH_NODE"]
@@ -175,6 +176,9 @@ class _Builder:
             label=None,
             pci_bus_id=pci.busid if pci else None,
             rate_gbps=net.rate_gbitps if net else None,
+            speed_gbps=net.rate_gbitps if net else None,
+            speed_source=f"captured: NCCL XML <net speed={net.speed_mbps:g}> (Mb/s)"
+            if net is not None and net.speed_mbps is not None else None,
             port=net.port if net else None,
             guid=net.guid if net else None,
             net_dev=net.dev if net else None,
@@ -268,6 +272,7 @@ class _Builder:
         if self.graph.has_edge(a, b) and self.graph.edges[a, b].get("nlinks", 0) >= count:
             return  # the peer already described this link (each side lists its own view)
         bw: float | None
+        nccl: dict[str, object] = {}
         if kind == "xgmi":
             per = xgmi_gbps_per_link(gpu.arch)
             bw = None if per is None else round(per * count, 6)
@@ -277,9 +282,10 @@ class _Builder:
                 else f"unknown: no xGMI speed for arch {gpu.arch!r}"
             )
         elif gpu.sm is not None:
-            per = nvlink_gbps_per_link(gpu.sm)
-            bw = round(per * count, 6)
-            bw_source = f"assumed: NCCL topo.h {_nvlink_const(gpu.sm)} {per:g} x {count}"
+            bw, bw_source = _nvlink_data_rate(gpu.sm, count)
+            nccl_per = nvlink_gbps_per_link(gpu.sm)
+            nccl = {"nccl_bw_gbps": round(nccl_per * count, 6),
+                    "nccl_bw_source": f"NCCL topo.h {_nvlink_const(gpu.sm)} {nccl_per:g} x {count}"}
         else:
             bw, bw_source = None, "unknown: <gpu> without sm="
         add_link(
@@ -292,6 +298,7 @@ class _Builder:
             nlinks=count,
             fabric=kind,
             source=self.source,
+            **nccl,
         )
 
     def add_smp_links(self) -> None:
@@ -311,6 +318,17 @@ class _Builder:
 
 def _is_gpu(pci: XmlPci) -> bool:
     return pci.gpu is not None or pci.is_gpu
+
+
+def _nvlink_data_rate(sm: int, count: int) -> tuple[float | None, str]:
+    """The NVLink data rate of ``count`` links of a GPU of compute capability ``sm`` (collscope's one NVLink
+    bandwidth, :mod:`collscope.topo.rates`), not NCCL's model constant (kept beside it as ``nccl_bw_gbps``)."""
+    gen = gpu_generation(sm=sm)
+    if gen is None or not gen.nvlink_link_gbps:
+        return None, f"unknown: no NVLink data rate known for sm={sm} (NCCL's model constant kept as nccl_bw_gbps)"
+    return round(gen.nvlink_link_gbps * count, 6), (
+        f"assumed: table rate NVLink{gen.nvlink_gen} {gen.nvlink_link_gbps:g} GB/s per link per direction x {count} "
+        f"({gen.name} class from sm={sm})")
 
 
 def _nvlink_const(sm: int) -> str:

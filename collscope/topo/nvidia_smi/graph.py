@@ -16,7 +16,7 @@ import networkx as nx
 from collscope.topo.naming import natural_key
 from collscope.topo.nvidia_smi.queries import TopoMatrix
 from collscope.topo.paths import nvlink_count
-from collscope.topo.rates import GpuGeneration, gpu_generation, pcie_gbps
+from collscope.topo.rates import GpuGeneration, gpu_generation, nccl_nvlink_gbps_per_link, pcie_gbps
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["graph_from_matrix", "guess_generation_from_links"]
@@ -129,8 +129,14 @@ def _add_nvlinks(g: nx.Graph, paths: dict[str, dict[str, str]], gpus: list[str],
         if gen is None or not gen.nvlink_link_gbps:
             return None, "unknown: GPU generation not captured (pass --gpu)"
         return (round(n * gen.nvlink_link_gbps, 3),
-                f"assumed: NVLink{gen.nvlink_gen} {gen.nvlink_link_gbps} GB/s per link per direction x {n} "
-                f"({gen.name}, {gen_source})")
+                f"assumed: table rate NVLink{gen.nvlink_gen} {gen.nvlink_link_gbps:g} GB/s per link per direction "
+                f"x {n} ({gen.name}, {gen_source})")
+
+    def nccl(n: int) -> dict[str, object]:
+        per = nccl_nvlink_gbps_per_link(gen)
+        if gen is None or per is None:
+            return {}
+        return {"nccl_bw_gbps": round(n * per, 3), "nccl_bw_source": f"NCCL topo.h SM{gen.sm}_NVLINK_BW {per:g} x {n}"}
 
     full = gen.nvlink_links if gen else None
     all_to_all = len(gpus) >= 3 and len(nv_pairs) == len(counts) and len(set(nv_pairs.values())) == 1
@@ -140,11 +146,12 @@ def _add_nvlinks(g: nx.Graph, paths: dict[str, dict[str, str]], gpus: list[str],
         add_device(g, "NVSwitch", "nvswitch")
         for gpu in gpus:
             value, why = bw(per_pair)
-            add_link(g, gpu, "NVSwitch", "nvlink", bw_gbps=value, bw_source=f"{why}; {source}", nlinks=per_pair)
+            add_link(g, gpu, "NVSwitch", "nvlink", bw_gbps=value, bw_source=f"{why}; {source}", nlinks=per_pair,
+                     **nccl(per_pair))
         return
     for (a, b), n in nv_pairs.items():
         value, why = bw(n)
-        add_link(g, a, b, "nvlink", bw_gbps=value, bw_source=f"{why}; {source}", nlinks=n)
+        add_link(g, a, b, "nvlink", bw_gbps=value, bw_source=f"{why}; {source}", nlinks=n, **nccl(n))
 
 
 def _add_pcie(g: nx.Graph, paths: dict[str, dict[str, str]], devices: list[str], matrix: TopoMatrix,
