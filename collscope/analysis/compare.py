@@ -10,12 +10,16 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
 * **n_1/2**: the size where the busbw curve first reaches half of its peak, interpolated linearly in busbw
   against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the
   model's alpha / beta.
-* **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the configuration with the
-  highest median busbw changes (only sizes measured by at least two configurations).
+* **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the leading configuration
+  changes **beyond noise** (:mod:`.noise`, the rule recommend uses): the leader starts as the highest median
+  at the first size measured by two or more configurations; another configuration takes over at a size only
+  where it beats the leader beyond noise (>= 3 repeats on both sides, gain > ``min_gain`` and > the combined
+  spread, over >= 2 adjacent measured sizes). A best median that changes within noise is no crossover.
 * **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
   ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
   ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), ``spread``
-  (run-to-run spread above ``spread_threshold``: max/min - 1 below 5 repeats, IQR/median from 5 on),
+  (run-to-run spread above ``spread_threshold``, measured as the noise rule measures it: (max - min) / median
+  busbw, for cells with the rule's >= 3 repeats; fewer repeats: a note, no claim),
   ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
   ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the ring bound of
   the params by more than ``link_tolerance``; NVLS/CollNet busbw is not a wire rate).
@@ -41,6 +45,7 @@ from collscope.analysis.models import (
     model_for_setting,
     ring_bound_busbw_gbps,
 )
+from collscope.analysis.noise import MIN_REPEATS, Sample, beyond_noise, relative_spread
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
@@ -65,9 +70,11 @@ class AnalyzeOptions:
     """Run-to-run spread above this is reported."""
     link_tolerance: float = 0.05
     """busbw above the link limit by more than this is reported."""
+    min_gain: float = 0.03
+    """A crossover needs the new leader to beat the old one by more than this (and than the noise)."""
 
     def __post_init__(self) -> None:
-        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance"):
+        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance", "min_gain"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 10:
                 raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
@@ -306,11 +313,10 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     for i, row in enumerate(_rows(sizes)):
         size = int(row["size_bytes"])
         n = int(row["n"])
-        spread = row["spread_iqr"] if n >= 5 else row["spread_range"]
-        if n >= 2 and spread > opts.spread_threshold:
-            measure = "IQR/median" if n >= 5 else "max/min - 1"
-            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ({measure}) over {n} repeats, "
-                                f"time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
+        spread = relative_spread(_sample(row))
+        if n >= MIN_REPEATS and spread > opts.spread_threshold:
+            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
+                                f"{n} repeats, time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
         if row["n_not_ok"]:
             out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
                                 "ok=false (wrong values or out-of-bounds)"))
@@ -334,27 +340,49 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     return out
 
 
-def _crossovers(sizes: pd.DataFrame) -> list[Crossover]:
+def _sample(row: Mapping[str, Any]) -> Sample:
+    return Sample(median_gbps=float(row["busbw_gbps"]), min_gbps=float(row["busbw_min_gbps"]),
+                  max_gbps=float(row["busbw_max_gbps"]), repeats=int(row["n"]))
+
+
+def _crossovers(sizes: pd.DataFrame, min_gain: float) -> list[Crossover]:
     out: list[Crossover] = []
     usable = sizes[(sizes["n"] > 0) & np.isfinite(sizes["busbw_gbps"])]
     for key, group in usable.groupby(list(GROUP_KEYS), observed=True, dropna=False, sort=True):
-        table = group.pivot_table(index="size_bytes", columns="config", values="busbw_gbps", aggfunc="first")
-        previous: tuple[str, float] | None = None
-        for size, row in table.iterrows():
-            row = row.dropna()
-            if len(row) < 2:
+        cells: dict[str, dict[int, Sample]] = {}
+        for row in _rows(group):
+            cells.setdefault(str(row["config"]), {})[int(row["size_bytes"])] = _sample(row)
+        order = sorted({s for by_size in cells.values() for s in by_size})
+        leader: str | None = None
+        for i, size in enumerate(order):
+            here = {c: by_size[size] for c, by_size in cells.items() if size in by_size}
+            if len(here) < 2:
                 continue
-            best = str(row.idxmax())
-            if previous is not None and best != previous[0]:
-                k = dict(zip(GROUP_KEYS, key, strict=True))
-                nnodes = k["nnodes"]
-                out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
-                                     nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
-                                     size_bytes=int(size), from_config=previous[0], to_config=best,
-                                     from_busbw_gbps=float(row.get(previous[0], math.nan)),
-                                     to_busbw_gbps=float(row[best])))
-            previous = (best, float(row[best]))
+            best = max(here, key=lambda c: (here[c].median_gbps, c))
+            if leader is None or leader not in here:
+                leader = best
+                continue
+            if best == leader:
+                continue
+            pairs = [(cells[best].get(s), cells[leader].get(s)) for s in order]
+            if not beyond_noise(pairs, min_gain)[i]:
+                continue
+            k = dict(zip(GROUP_KEYS, key, strict=True))
+            nnodes = k["nnodes"]
+            out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
+                                 nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
+                                 size_bytes=int(size), from_config=leader, to_config=best,
+                                 from_busbw_gbps=here[leader].median_gbps, to_busbw_gbps=here[best].median_gbps))
+            leader = best
     return out
+
+
+def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
+    few = int(((sizes["n"] > 0) & (sizes["n"] < MIN_REPEATS)).sum())
+    if not few:
+        return None
+    return (f"{few} configuration x size cell(s) have fewer than {MIN_REPEATS} usable repeats: their noise is unknown, "
+            "so no crossover, win or spread is claimed from them (measure with --repeats 3)")
 
 
 def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
@@ -399,9 +427,13 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     configs["peak_efficiency"] = peak_eff
     anomalies.extend(_cell_anomalies(sizes, limits, opts))
     anomalies.extend(_lost_points(df))
+    few = _few_repeats_note(sizes)
+    if few:
+        notes.append(few)
     if any(p[2] is None and math.isfinite(p[0]) for p in peaks):
         notes.append("n_half_measured_bytes is NaN where the smallest size measured already reaches half the peak")
     order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
-    return Analysis(sizes=sizes, configs=configs, crossovers=tuple(_crossovers(sizes)), anomalies=tuple(anomalies),
+    crossovers = tuple(_crossovers(sizes, opts.min_gain))
+    return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts)
