@@ -8,6 +8,7 @@ from collscope.analysis.compare import analyze
 from collscope.analysis.fit import aggregate
 from collscope.analysis.noise import Sample, beyond_noise, cell_verdict
 from collscope.analysis.plots import gain_heatmap
+from collscope.analysis.recommend.core import recommend
 from tests.analysis.recommend_frames import MIB, RING_SIMPLE, cell_rows, default_bw, frame, ll_rows
 from tests.analysis.recommend_frames import SIZES_1G as SIZES
 
@@ -56,3 +57,20 @@ def test_heatmap_boxes_only_differences_beyond_noise():
     rows = [label.get_text() for label in ax.get_yticklabels()]
     boxed = {round(p.get_xy()[1] + 0.5) for p in ax.patches}
     assert {rows[r] for r in boxed} == {"default"}
+
+
+def test_wins_need_two_adjacent_sizes_and_three_repeats():
+    one_size = frame(cell_rows(sizes=SIZES[:8], busbw=default_bw),
+                     cell_rows(knobs=RING_SIMPLE, sizes=SIZES[:8],
+                               busbw=lambda s: default_bw(s) * (1.2 if s == 64 else 1.0)))
+    rec = recommend(one_size)
+    assert not rec.any_winner
+    assert [c.verdict for s in rec.groups[0].sizes for c in s.candidates if s.size_bytes == 64] == ["single size"]
+    two_repeats = frame(cell_rows(sizes=SIZES[:8], busbw=default_bw, repeats=(0.99, 1.01)),
+                        cell_rows(knobs=RING_SIMPLE, sizes=SIZES[:8], busbw=lambda s: default_bw(s) * 1.2,
+                                  repeats=(0.99, 1.01)))
+    rec = recommend(two_repeats)
+    assert not rec.any_winner and rec.env == ()
+    assert {c.verdict for s in rec.groups[0].sizes for c in s.candidates} == {"too few repeats"}
+
+

@@ -17,20 +17,26 @@ The rules, in the order they are applied:
   never wins. The same holds for a default cell: that size then has no baseline.
 * **Baseline.** The default (``config == "default"``, nothing forced) of the same group and size. A group
   without any default cell gets no recommendation (a note says so); a size without one breaks ranges.
-* **Winning a size.** ``gain = median / default_median - 1``; a candidate wins when ``gain > min_gain`` and
-  ``gain > spread + default spread`` (the combined noise). The winner of a size is the winning candidate with
-  the highest median, else the default.
+* **Winning a size** (:mod:`collscope.analysis.noise`, the one noise rule): ``gain = median / default_median - 1``;
+  a candidate wins when both cells have >= 3 repeats, ``gain > min_gain`` and ``gain > spread + default
+  spread`` (the combined noise), at >= 2 adjacent measured sizes (a lone winning size is ``single size``).
+  The winner of a size is the winning candidate with the highest median, else the default.
 * **Ranges.** Adjacent measured sizes with the same winner merge; a range's edges are **measured sizes**
   (inclusive), never midpoints, so a range covers only sizes between evidence for it. Ranges of one group
   are disjoint by construction; the gaps between them are left to NCCL's own choice.
+* **Workload.** Settings are judged by the **time they save on a workload**, never by a mean of per-size
+  percentages: ``--workload F`` (the job's calls per step), else one call per measured size, so that the
+  large sizes weigh by their time (:mod:`.workload`, :mod:`.timing`).
 * **Environment choice** (env variables apply to all sizes). Per ``(backend, op)``: among the configs with a
-  usable cell at *every* size where the default was measured (in every group of that op), the one with the
-  largest total gain (sum of gains over those sizes), provided the total is positive and it wins at least
-  one size. Its costs are the sizes where its median is more than ``min_gain`` below the default's.
+  usable cell at *every* size where the default was measured (in every group of that op), the one that
+  saves the most time per step on the workload, provided it saves time, wins at least one range beyond noise,
+  and loses beyond noise at no measured size carrying more than 5% of the workload's time
+  (:data:`SHARE_LIMIT`). Otherwise no single setting fits every size: the tuner rules (per size range) do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -40,6 +46,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.noise import beyond_noise, cell_verdict
+from collscope.analysis.recommend.env import human_size
 from collscope.analysis.recommend.records import (
     DEFAULT_CONFIG,
     Candidate,
@@ -55,15 +63,20 @@ from collscope.analysis.recommend.records import (
     SizeResult,
     Verdict,
 )
+from collscope.analysis.recommend.timing import TimeEval, evaluate, format_us, range_saving
 from collscope.analysis.recommend.tuner import tuner_rules
+from collscope.analysis.recommend.workload import Workload, per_measured_size
 from collscope.errors import ConfigError
 from collscope.vocab.knobs import KNOBS
 
 __all__ = [
     "RecommendOptions", "CellStat", "Candidate", "SizeResult", "SizeRange", "GroupKey", "GroupResult",
     "Excluded", "EnvCandidate", "EnvChoice", "Recommendation", "recommend", "render_json", "DEFAULT_CONFIG",
-    "REQUIRED_COLUMNS",
+    "REQUIRED_COLUMNS", "SHARE_LIMIT",
 ]
+
+SHARE_LIMIT = 0.05
+"""A global setting may lose beyond noise only at sizes carrying at most this share of the workload's time."""
 
 REQUIRED_COLUMNS = ("backend", "op", "size_bytes", "nranks", "nnodes", "busbw_gbps", "ok", "in_place", "config")
 _RECORD_COLUMNS = frozenset({
@@ -76,8 +89,12 @@ _KNOB_NAME = re.compile(r"^(NCCL|OMPI_MCA)_[A-Za-z0-9_]+$")
 
 
 # ---- the analysis -----------------------------------------------------------------------------------------
-def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None) -> Recommendation:
-    """Compare every config with the default per group and size; see the module docstring for the rules."""
+def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, workload: Workload | None = None,
+              algorithms: dict[str, dict[str, str]] | None = None) -> Recommendation:
+    """Compare every config with the default per group and size; see the module docstring for the rules.
+
+    ``workload``: the job's calls per step (None: one call per measured size); ``algorithms``: config -> op ->
+    the algorithm NCCL logged for it (:func:`.logged.logged_algorithms`), used by protocol-only tuner rules."""
     opts = options or RecommendOptions()
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -90,12 +107,43 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None) -> R
     settings = _settings_by_config(work)
     cells, excluded = _cells(work)
     groups = tuple(_group_result(key, by_size, opts.min_gain, notes) for key, by_size in sorted(cells.items()))
-    env, env_candidates = _env_choices(groups, settings, opts.min_gain)
+    if workload is None:
+        workload = per_measured_size([(g.key.op, g.key.nranks, [s.size_bytes for s in g.sizes if s.baseline])
+                                      for g in groups])
+    else:
+        notes.extend(_coverage_notes(groups, workload))
+    env, env_candidates = _env_choices(groups, settings, opts.min_gain, workload)
     return Recommendation(
         options=opts, groups=groups, env=env, env_candidates=env_candidates, excluded=tuple(excluded),
         settings=settings, notes=tuple(notes), sweep_ids=_distinct(work, "sweep_id"),
         nccl_versions=_distinct(work, "nccl_version"), ops=tuple(sorted({k.op for k in cells})),
-        failed_points=_failed_points(frame, opts))
+        failed_points=_failed_points(frame, opts), workload=workload, algorithms=dict(algorithms or {}))
+
+
+def _coverage_notes(groups: tuple[GroupResult, ...], workload: Workload) -> list[str]:
+    """What of a workload file the measurements do not cover, and which sizes were interpolated."""
+    notes: list[str] = []
+    keys = {(g.key.op, g.key.nranks) for g in groups}
+    for op, nranks in sorted({(e.op, e.nranks) for e in workload.entries} - keys):
+        n = len(workload.for_group(op, nranks))
+        notes.append(f"workload {workload.source}: {n} entr{'y' if n == 1 else 'ies'} of {op} on {nranks} ranks "
+                     "not covered: no such measurements")
+    for g in groups:
+        entries = workload.for_group(g.key.op, g.key.nranks)
+        if not entries or not g.default_measured:
+            continue
+        ev = evaluate(g, entries, DEFAULT_CONFIG)
+        measured = [s.size_bytes for s in g.sizes if s.baseline is not None]
+        if ev.interpolated:
+            notes.append(f"workload {workload.source}: {ev.interpolated} {g.key.label} size(s) between measured "
+                         "sizes: time interpolated linearly in log2(size) between the two measured neighbours")
+        if ev.uncovered:
+            shown = ", ".join(f"{e.size_bytes} B x {e.calls}" for e in ev.uncovered[:5])
+            more = "" if len(ev.uncovered) <= 5 else f" and {len(ev.uncovered) - 5} more"
+            notes.append(f"workload {workload.source}: {len(ev.uncovered)} {g.key.label} size(s) not covered "
+                         f"(outside the measured {min(measured)}..{max(measured)} B or next to a size without a "
+                         f"usable default): {shown}{more}; they count in no time figure")
+    return notes
 
 
 def _failed_points(frame: pd.DataFrame, opts: RecommendOptions) -> tuple[dict[str, Any], ...]:
@@ -186,7 +234,8 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
         "nranks": pd.to_numeric(frame["nranks"], errors="coerce").fillna(-1).astype(int),
         "nnodes": pd.to_numeric(frame["nnodes"], errors="coerce").fillna(-1).astype(int),
         "config": frame["config"].astype(str), "size_bytes": pd.to_numeric(frame["size_bytes"]).astype("int64"),
-        "busbw": busbw, "reason": reason, "bad": reason != ""})
+        "busbw": busbw, "time": pd.to_numeric(frame["time_us"], errors="coerce") if "time_us" in frame.columns
+        else np.nan, "reason": reason, "bad": reason != ""})
     cols = ["backend", "op", "nranks", "nnodes", "config", "size_bytes"]
     excluded: list[Excluded] = []
     bad = keys[keys["bad"]]
@@ -195,14 +244,15 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
         excluded.append(Excluded(key=_key(k), config=str(config), size_bytes=int(size), rows=int(rows),
                                  reason=str(why)))
     stats = keys.groupby(cols, sort=True).agg(median=("busbw", "median"), lo=("busbw", "min"), hi=("busbw", "max"),
-                                              n=("busbw", "size"), bad=("bad", "sum"))
+                                              n=("busbw", "size"), bad=("bad", "sum"), time=("time", "median"))
     cells: _Cells = {}
     for vals, row in zip(stats.index, stats.itertuples(index=False), strict=True):
         *k, config, size = _tuple(vals)
         by_size = cells.setdefault(_key(k), {}).setdefault(int(size), {})
         if int(row.bad) == 0:
             by_size[str(config)] = CellStat(config=str(config), median_gbps=float(row.median),
-                                            min_gbps=float(row.lo), max_gbps=float(row.hi), repeats=int(row.n))
+                                            min_gbps=float(row.lo), max_gbps=float(row.hi), repeats=int(row.n),
+                                            time_us=float(row.time))
     return cells, excluded
 
 
@@ -216,17 +266,38 @@ def _key(parts: Sequence[Any]) -> GroupKey:
 
 
 def _judge(stat: CellStat, base: CellStat, min_gain: float) -> Candidate:
+    """The verdict at one size; a "wins" that holds at no adjacent size becomes "single size" later."""
     gain = stat.median_gbps / base.median_gbps - 1 if base.median_gbps > 0 else math.inf
     noise = stat.spread + base.spread
-    if gain > min_gain and gain > noise:
-        verdict: Verdict = "wins"
-    elif gain > min_gain:
-        verdict = "within noise"
-    elif gain < -min_gain:
-        verdict = "loses"
+    cell = cell_verdict(stat, base, min_gain)
+    verdict: Verdict
+    if cell == "beats":
+        verdict = "wins"
+    elif cell != "below min gain":
+        verdict = cell
     else:
-        verdict = "below min gain"
+        verdict = "loses" if gain < -min_gain else "below min gain"
     return Candidate(stat=stat, gain=gain, noise=noise, verdict=verdict)
+
+
+def _single_sizes(sizes: list[SizeResult], min_gain: float) -> list[SizeResult]:
+    """Apply the adjacent-sizes condition of the noise rule: a win at a lone size is "single size"."""
+    configs = sorted({c.stat.config for s in sizes for c in s.candidates})
+    keep: dict[tuple[int, str], bool] = {}
+    for config in configs:
+        pairs = [(None if s.baseline is None or s.candidate(config) is None else s.candidate(config).stat,  # type: ignore[union-attr]
+                  s.baseline) for s in sizes]
+        for s, ok in zip(sizes, beyond_noise(pairs, min_gain), strict=True):
+            keep[(s.size_bytes, config)] = ok
+    out = []
+    for s in sizes:
+        cands = tuple(dataclasses.replace(c, verdict="single size")
+                      if c.verdict == "wins" and not keep[(s.size_bytes, c.stat.config)] else c for c in s.candidates)
+        winners = [c for c in cands if c.verdict == "wins"]
+        best = max(winners, key=lambda c: (c.stat.median_gbps, c.stat.config), default=None)
+        winner = None if s.baseline is None else (best.stat.config if best else DEFAULT_CONFIG)
+        out.append(dataclasses.replace(s, candidates=cands, winner=winner))
+    return out
 
 
 def _group_result(key: GroupKey, by_size: dict[int, dict[str, CellStat]], min_gain: float,
@@ -253,6 +324,7 @@ def _group_result(key: GroupKey, by_size: dict[int, dict[str, CellStat]], min_ga
     if no_base:
         notes.append(f"{key.label}: no usable default at {len(no_base)} size(s) ({', '.join(map(str, no_base))} B); "
                      "nothing is recommended there")
+    sizes = _single_sizes(sizes, min_gain)
     ranges = tuple(_ranges([(s.size_bytes, s.winner, s) for s in sizes]))
     return GroupResult(key=key, default_measured=default_measured, sizes=tuple(sizes), ranges=ranges)
 
@@ -289,8 +361,8 @@ def _range_of(config: str, results: list[SizeResult]) -> SizeRange:
                      repeats_min=min(repeats), noise_max=max(noises))
 
 
-def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, str]],
-                 min_gain: float) -> tuple[tuple[EnvChoice, ...], tuple[EnvCandidate, ...]]:
+def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, str]], min_gain: float,
+                 workload: Workload) -> tuple[tuple[EnvChoice, ...], tuple[EnvCandidate, ...]]:
     by_op: dict[tuple[str, str], list[GroupResult]] = {}
     for g in groups:
         if g.default_measured:
@@ -300,7 +372,7 @@ def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, 
     for (backend, op), gs in sorted(by_op.items()):
         based = [(g, s) for g in gs for s in g.sizes if s.baseline is not None]
         configs = sorted({c.stat.config for _, s in based for c in s.candidates})
-        scored: list[tuple[float, str]] = []
+        scored: list[tuple[float, str, float, float]] = []
         for config in configs:
             cands = [s.candidate(config) for _, s in based]
             present = [c for c in cands if c is not None]
@@ -311,26 +383,87 @@ def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, 
                            "(not measured or excluded), so not safe for all sizes"))
                 continue
             total = sum(c.gain for c in present)
+            evals = [(g, evaluate(g, workload.for_group(g.key.op, g.key.nranks), config)) for g in gs]
+            base_us = sum(e.default_us for _, e in evals)
+            saved = sum(e.saved_us for _, e in evals)
+            blocking = _blocking(evals, config, min_gain)
             if not any(c.verdict == "wins" for c in present):
                 why = "wins at no size beyond noise"
-            elif total <= 0:
-                why = "its losses outweigh its gains over the measured sizes"
+            elif base_us <= 0:
+                why = f"the workload ({workload.source}) has no covered call of {op}: no time to judge it by"
+            elif saved <= 0 or blocking:
+                why = _why_not(gs, config, min_gain, workload, saved, base_us, blocking)
             else:
-                scored.append((total, config))
+                scored.append((saved, config, total, base_us))
                 continue
             considered.append(EnvCandidate(backend=backend, op=op, config=config, total_gain=total,
-                                           sizes=len(based), reason=why))
+                                           sizes=len(based), reason=why, time_saved_us=saved,
+                                           workload_time_us=base_us))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        for rank, (total, config) in enumerate(scored):
+        for rank, (saved, config, total, base_us) in enumerate(scored):
             considered.append(EnvCandidate(
                 backend=backend, op=op, config=config, total_gain=total, sizes=len(based),
-                reason="chosen" if rank == 0 else f"a smaller total gain than {scored[0][1]}"))
+                reason="chosen" if rank == 0 else f"saves less time on the workload than {scored[0][1]}",
+                time_saved_us=saved, workload_time_us=base_us))
         if scored:
-            total, config = scored[0]
+            saved, config, total, base_us = scored[0]
             choices.append(EnvChoice(backend=backend, op=op, config=config, settings=settings.get(config, {}),
                                      total_gain=total, sizes=len(based), wins=_spans(gs, config, "win", min_gain),
-                                     losses=_spans(gs, config, "loss", min_gain)))
+                                     losses=_spans(gs, config, "loss", min_gain), time_saved_us=saved,
+                                     workload_time_us=base_us))
     return tuple(choices), tuple(considered)
+
+
+def _lost_beyond_noise(group: GroupResult, config: str, min_gain: float) -> list[tuple[int, bool]]:
+    """Per measured size: does the default beat ``config`` beyond noise (the noise rule, sides swapped)?"""
+    pairs = [(s.baseline, None if s.candidate(config) is None else s.candidate(config).stat)  # type: ignore[union-attr]
+             for s in group.sizes]
+    return list(zip((s.size_bytes for s in group.sizes), beyond_noise(pairs, min_gain), strict=True))
+
+
+def _blocking(evals: list[tuple[GroupResult, TimeEval]], config: str,
+              min_gain: float) -> list[tuple[GroupResult, int, float]]:
+    """Sizes where ``config`` loses beyond noise and that carry more than SHARE_LIMIT of the workload's time."""
+    out = []
+    for g, ev in evals:
+        for size, lost in _lost_beyond_noise(g, config, min_gain):
+            share = ev.share_by_size.get(size, 0.0)
+            if lost and share > SHARE_LIMIT:
+                out.append((g, size, share))
+    return out
+
+
+def _sizes_text(lo: int, hi: int) -> str:
+    return human_size(lo) if lo == hi else f"{human_size(lo)}..{human_size(hi)}"
+
+
+def _span_text(span: SizeRange) -> str:
+    return _sizes_text(span.min_bytes, span.max_bytes)
+
+
+def _why_not(gs: list[GroupResult], config: str, min_gain: float, workload: Workload, saved: float,
+             base_us: float, blocking: list[tuple[GroupResult, int, float]]) -> str:
+    """Why a config that wins somewhere is not one setting for every size, with the time figures."""
+    parts = []
+    kinds: tuple[tuple[Literal["win", "loss"], str], ...] = (("win", "saves"), ("loss", "costs"))
+    for kind, verb in kinds:
+        for g in gs:
+            entries = workload.for_group(g.key.op, g.key.nranks)
+            for key, span in _spans([g], config, kind, min_gain):
+                ev = range_saving(g, entries, span)
+                amount = ev.saved_us if kind == "win" else -ev.saved_us
+                parts.append(f"{verb} {format_us(amount)} per step at {key.label} {_span_text(span)}")
+    net = f"net {'+' if saved > 0 else '-'}{format_us(abs(saved))} of {format_us(base_us)} per step " \
+          f"({saved / base_us * 100:+.1f}%)"
+    text = "; ".join(parts) + ("; " if parts else "") + net
+    if blocking:
+        share = sum(sh for _, _, sh in blocking)
+        sizes = sorted({s for _, s, _ in blocking})
+        text += (f"; it loses beyond noise at {len(sizes)} size(s) ({_sizes_text(sizes[0], sizes[-1])}) that each "
+                 f"carry more than {SHARE_LIMIT:.0%} of the workload's time ({share:.1%} together)")
+    else:
+        text += "; it costs more time than it saves"
+    return text
 
 
 def _spans(groups: list[GroupResult], config: str, kind: Literal["win", "loss"],
