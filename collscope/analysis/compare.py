@@ -11,10 +11,11 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
   against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the
   model's alpha / beta.
 * **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the leading configuration
-  changes **beyond noise** (:mod:`.noise`, the rule recommend uses): the leader starts as the highest median
-  at the first size measured by two or more configurations; another configuration takes over at a size only
-  where it beats the leader beyond noise (>= 3 repeats on both sides, gain > ``min_gain`` and > the combined
-  spread, over >= 2 adjacent measured sizes). A best median that changes within noise is no crossover.
+  changes **beyond noise** (:mod:`.noise`, the rule recommend uses): at the first size measured by two or more
+  configurations the leader is the default (else the highest median), unless some configuration beats it there
+  beyond noise; another configuration takes over at a size only where it beats the leader beyond noise
+  (>= 3 repeats on both sides, gain > ``min_gain`` and > the combined spread, over >= 2 adjacent measured
+  sizes). A best median that changes within noise is no crossover.
 * **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
   ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
   ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), ``spread``
@@ -353,20 +354,23 @@ def _crossovers(sizes: pd.DataFrame, min_gain: float) -> list[Crossover]:
         for row in _rows(group):
             cells.setdefault(str(row["config"]), {})[int(row["size_bytes"])] = _sample(row)
         order = sorted({s for by_size in cells.values() for s in by_size})
+        beats = {(a, b): beyond_noise([(cells[a].get(s), cells[b].get(s)) for s in order], min_gain)
+                 for a in cells for b in cells if a != b}
         leader: str | None = None
         for i, size in enumerate(order):
             here = {c: by_size[size] for c, by_size in cells.items() if size in by_size}
             if len(here) < 2:
                 continue
-            best = max(here, key=lambda c: (here[c].median_gbps, c))
             if leader is None or leader not in here:
-                leader = best
+                # the default leads unless something beats it here; else the best median
+                start = "default" if "default" in here else max(here, key=lambda c: (here[c].median_gbps, c))
+                over = [c for c in here if c != start and beats[(c, start)][i]]
+                leader = max(over, key=lambda c: (here[c].median_gbps, c)) if over else start
                 continue
-            if best == leader:
+            over = [c for c in here if c != leader and beats[(c, leader)][i]]
+            if not over:
                 continue
-            pairs = [(cells[best].get(s), cells[leader].get(s)) for s in order]
-            if not beyond_noise(pairs, min_gain)[i]:
-                continue
+            best = max(over, key=lambda c: (here[c].median_gbps, c))
             k = dict(zip(GROUP_KEYS, key, strict=True))
             nnodes = k["nnodes"]
             out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
