@@ -24,8 +24,8 @@ _RENDER: dict[str, Callable[[Recommendation], str]] = {"env": render_env, "json"
 @click.option("--min-gain", type=float, default=0.03, show_default=True,
               help="Gain over the default a config must exceed (0.03 = 3%), on top of the measured noise.")
 @click.option("--workload", "workload_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="The job's calls per step (JSON or CSV op,size_bytes,calls,nranks; collscope trace "
-                   "--workload-out writes it) [default: one call per measured size].")
+              help="The job's calls per step: JSON {\"workload\": [{op, size_bytes, calls, nranks}]} or CSV "
+                   "op,size_bytes,calls,nranks [default: one call per measured size].")
 @click.option("--op", default=None, metavar="OP", help="Only this collective (all_reduce, all_gather, ...).")
 @click.option("--in-place/--out-of-place", "in_place", default=None,
               help="Use in-place or out-of-place records [default: out-of-place when both were measured].")
