@@ -18,7 +18,8 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
   sizes). A best median that changes within noise is no crossover.
 * **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
   ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
-  ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), ``spread``
+  ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), both only beyond
+  noise (the noise rule at one size: >= 3 repeats each side, the fall larger than the combined spread), ``spread``
   (run-to-run spread above ``spread_threshold``, measured as the noise rule measures it: (max - min) / median
   busbw, for cells with the rule's >= 3 repeats; fewer repeats: a note, no claim),
   ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
@@ -46,7 +47,7 @@ from collscope.analysis.models import (
     model_for_setting,
     ring_bound_busbw_gbps,
 )
-from collscope.analysis.noise import MIN_REPEATS, Sample, beyond_noise, relative_spread
+from collscope.analysis.noise import MIN_REPEATS, Sample, beyond_noise, cell_verdict, relative_spread
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
@@ -271,26 +272,36 @@ def _half_peak(sizes: np.ndarray, bw: np.ndarray) -> tuple[float, float, float |
     return float(b[peak_i]), float(s[peak_i]), float(2 ** (x0 + frac * (x1 - x0)))
 
 
-def _curve_anomalies(key: dict[str, Any], s: np.ndarray, b: np.ndarray, opts: AnalyzeOptions) -> list[Anomaly]:
+def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
+    """Dips and non-monotone curves, each claimed only beyond noise: the higher cell must beat the lower one by
+    more than the threshold and than their combined spread, with >= 3 repeats each (the noise rule at one size;
+    a dip is one size by definition)."""
     out: list[Anomaly] = []
-    good = np.isfinite(b)
-    s, b = s[good], b[good]
+    rows = [r for r in _rows(cell) if math.isfinite(float(r["busbw_gbps"]))]
+    s = [int(r["size_bytes"]) for r in rows]
+    b = [float(r["busbw_gbps"]) for r in rows]
+    cells = [_sample(r) for r in rows]
+
+    def above(hi: int, lo: int, threshold: float) -> bool:
+        # "hi beats lo by more than threshold", as a busbw ratio: b[lo] < (1 - threshold) * b[hi]
+        return cell_verdict(cells[hi], cells[lo], 1 / (1 - threshold) - 1) == "beats"
+
     dips = set()
     for i in range(1, len(b) - 1):
         lower = min(b[i - 1], b[i + 1])
-        if b[i] < (1 - opts.dip_threshold) * lower:
+        if above(i - 1, i, opts.dip_threshold) and above(i + 1, i, opts.dip_threshold):
             dips.add(i)
-            out.append(_anomaly("dip", key, int(s[i]), f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
+            out.append(_anomaly("dip", key, s[i], f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
                                 f"{b[i + 1]:.4g} GB/s ({b[i] / lower - 1:+.0%})"))
     best = -math.inf
     best_i = -1
     for i in range(len(b)):
         if i in dips:
             continue
-        if best > 0 and b[i] < (1 - opts.drop_threshold) * best:
+        if best_i >= 0 and best > 0 and above(best_i, i, opts.drop_threshold):
             below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
-            out.append(_anomaly("non_monotone", key, int(s[i]),
-                                f"busbw falls from {best:.4g} GB/s at {int(s[best_i])} B to {b[i]:.4g} GB/s "
+            out.append(_anomaly("non_monotone", key, s[i],
+                                f"busbw falls from {best:.4g} GB/s at {s[best_i]} B to {b[i]:.4g} GB/s "
                                 f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
             break
         if b[i] > best:
@@ -422,7 +433,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         eff = cell["efficiency"].to_numpy(dtype=float)
         peak_eff.append(float(eff[np.nanargmax(b)]) if np.isfinite(b).any() else math.nan)
         fit_time[cell.index.to_numpy()] = alpha + beta * s
-        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), s, b, opts))
+        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
     sizes["fit_time_us"] = fit_time
     sizes["residual"] = sizes["time_us"] / sizes["fit_time_us"] - 1.0
     configs["peak_busbw_gbps"] = [p[0] for p in peaks]

@@ -74,3 +74,17 @@ def test_wins_need_two_adjacent_sizes_and_three_repeats():
     assert {c.verdict for s in rec.groups[0].sizes for c in s.candidates} == {"too few repeats"}
 
 
+
+
+def test_a_dip_counts_only_beyond_noise():
+    sizes = SIZES[20:]  # 8 MiB .. 1 GiB, where busbw is nearly flat
+    deep = {sizes[4]: 0.6}  # 40% below both neighbours
+
+    def rows(spread: tuple[float, ...]) -> list[dict[str, Any]]:
+        return cell_rows(sizes=sizes, busbw=lambda s: default_bw(s) * deep.get(s, 1.0), repeats=spread)
+
+    quiet = analyze(frame(rows((0.99, 1.0, 1.01))))
+    assert [(a.kind, a.size_bytes) for a in quiet.anomalies if a.kind == "dip"] == [("dip", sizes[4])]
+    noisy_cells = analyze(frame(rows((0.7, 1.0, 1.3))))  # 60% spread per cell: a 40% dip is within noise
+    assert [a for a in noisy_cells.anomalies if a.kind in ("dip", "non_monotone")] == []
+    assert {a.kind for a in noisy_cells.anomalies} == {"spread"}
