@@ -38,6 +38,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.models import (
@@ -47,7 +48,7 @@ from collscope.analysis.models import (
     model_for_setting,
     ring_bound_busbw_gbps,
 )
-from collscope.analysis.noise import MIN_REPEATS, Sample, beyond_noise, cell_verdict, relative_spread
+from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
@@ -56,7 +57,6 @@ __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "Ano
 
 AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
 ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
-GROUP_KEYS = ("backend", "op", "nranks", "nnodes", "in_place")
 _NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure"})
 
 
@@ -93,24 +93,6 @@ class Anomaly:
     nranks: int | None = None
     nnodes: int | None = None
     in_place: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Crossover:
-    backend: str
-    op: str
-    nranks: int
-    nnodes: int | None
-    in_place: bool
-    size_bytes: int
-    """The first size at which ``to_config`` is the best."""
-    from_config: str
-    to_config: str
-    from_busbw_gbps: float
-    to_busbw_gbps: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -280,7 +262,7 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
     rows = [r for r in _rows(cell) if math.isfinite(float(r["busbw_gbps"]))]
     s = [int(r["size_bytes"]) for r in rows]
     b = [float(r["busbw_gbps"]) for r in rows]
-    cells = [_sample(r) for r in rows]
+    cells = [sample(r) for r in rows]
 
     def above(hi: int, lo: int, threshold: float) -> bool:
         # "hi beats lo by more than threshold", as a busbw ratio: b[lo] < (1 - threshold) * b[hi]
@@ -325,7 +307,7 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     for i, row in enumerate(_rows(sizes)):
         size = int(row["size_bytes"])
         n = int(row["n"])
-        spread = relative_spread(_sample(row))
+        spread = relative_spread(sample(row))
         if n >= MIN_REPEATS and spread > opts.spread_threshold:
             out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
                                 f"{n} repeats, time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
@@ -349,46 +331,6 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     for key, reasons in failures.items():
         out.append(_anomaly("failure", dict(zip(CONFIG_KEYS, key, strict=True)), None,
                             f"point(s) of this configuration failed: {', '.join(sorted(reasons))}"))
-    return out
-
-
-def _sample(row: Mapping[str, Any]) -> Sample:
-    return Sample(median_gbps=float(row["busbw_gbps"]), min_gbps=float(row["busbw_min_gbps"]),
-                  max_gbps=float(row["busbw_max_gbps"]), repeats=int(row["n"]))
-
-
-def _crossovers(sizes: pd.DataFrame, min_gain: float) -> list[Crossover]:
-    out: list[Crossover] = []
-    usable = sizes[(sizes["n"] > 0) & np.isfinite(sizes["busbw_gbps"])]
-    for key, group in usable.groupby(list(GROUP_KEYS), observed=True, dropna=False, sort=True):
-        cells: dict[str, dict[int, Sample]] = {}
-        for row in _rows(group):
-            cells.setdefault(str(row["config"]), {})[int(row["size_bytes"])] = _sample(row)
-        order = sorted({s for by_size in cells.values() for s in by_size})
-        beats = {(a, b): beyond_noise([(cells[a].get(s), cells[b].get(s)) for s in order], min_gain)
-                 for a in cells for b in cells if a != b}
-        leader: str | None = None
-        for i, size in enumerate(order):
-            here = {c: by_size[size] for c, by_size in cells.items() if size in by_size}
-            if len(here) < 2:
-                continue
-            if leader is None or leader not in here:
-                # the default leads unless something beats it here; else the best median
-                start = "default" if "default" in here else max(here, key=lambda c: (here[c].median_gbps, c))
-                over = [c for c in here if c != start and beats[(c, start)][i]]
-                leader = max(over, key=lambda c: (here[c].median_gbps, c)) if over else start
-                continue
-            over = [c for c in here if c != leader and beats[(c, leader)][i]]
-            if not over:
-                continue
-            best = max(over, key=lambda c: (here[c].median_gbps, c))
-            k = dict(zip(GROUP_KEYS, key, strict=True))
-            nnodes = k["nnodes"]
-            out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
-                                 nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
-                                 size_bytes=int(size), from_config=leader, to_config=best,
-                                 from_busbw_gbps=here[leader].median_gbps, to_busbw_gbps=here[best].median_gbps))
-            leader = best
     return out
 
 
@@ -449,6 +391,6 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         notes.append("n_half_measured_bytes is NaN where the smallest size measured already reaches half the peak")
     order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
-    crossovers = tuple(_crossovers(sizes, opts.min_gain))
+    crossovers = tuple(find_crossovers(sizes, opts.min_gain))
     return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts)

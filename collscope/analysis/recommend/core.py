@@ -40,14 +40,15 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Hashable, Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from collscope.analysis.noise import beyond_noise, cell_verdict
-from collscope.analysis.recommend.env import human_size
+from collscope.analysis.recommend.choice import SHARE_LIMIT, env_choices
+from collscope.analysis.recommend.ranges import merge_ranges
 from collscope.analysis.recommend.records import (
     DEFAULT_CONFIG,
     Candidate,
@@ -63,7 +64,7 @@ from collscope.analysis.recommend.records import (
     SizeResult,
     Verdict,
 )
-from collscope.analysis.recommend.timing import TimeEval, evaluate, format_us, range_saving
+from collscope.analysis.recommend.timing import evaluate
 from collscope.analysis.recommend.tuner import tuner_rules
 from collscope.analysis.recommend.workload import Workload, per_measured_size
 from collscope.errors import ConfigError
@@ -75,8 +76,6 @@ __all__ = [
     "REQUIRED_COLUMNS", "SHARE_LIMIT",
 ]
 
-SHARE_LIMIT = 0.05
-"""A global setting may lose beyond noise only at sizes carrying at most this share of the workload's time."""
 
 REQUIRED_COLUMNS = ("backend", "op", "size_bytes", "nranks", "nnodes", "busbw_gbps", "ok", "in_place", "config")
 _RECORD_COLUMNS = frozenset({
@@ -112,7 +111,7 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, w
                                       for g in groups])
     else:
         notes.extend(_coverage_notes(groups, workload))
-    env, env_candidates = _env_choices(groups, settings, opts.min_gain, workload)
+    env, env_candidates = env_choices(groups, settings, opts.min_gain, workload)
     return Recommendation(
         options=opts, groups=groups, env=env, env_candidates=env_candidates, excluded=tuple(excluded),
         settings=settings, notes=tuple(notes), sweep_ids=_distinct(work, "sweep_id"),
@@ -325,155 +324,5 @@ def _group_result(key: GroupKey, by_size: dict[int, dict[str, CellStat]], min_ga
         notes.append(f"{key.label}: no usable default at {len(no_base)} size(s) ({', '.join(map(str, no_base))} B); "
                      "nothing is recommended there")
     sizes = _single_sizes(sizes, min_gain)
-    ranges = tuple(_ranges([(s.size_bytes, s.winner, s) for s in sizes]))
+    ranges = tuple(merge_ranges([(s.size_bytes, s.winner, s) for s in sizes]))
     return GroupResult(key=key, default_measured=default_measured, sizes=tuple(sizes), ranges=ranges)
-
-
-def _ranges(items: Iterable[tuple[int, str | None, SizeResult]]) -> list[SizeRange]:
-    """Merge runs of adjacent sizes with the same label (None breaks a run) into SizeRanges."""
-    out: list[SizeRange] = []
-    run: list[tuple[int, str, SizeResult]] = []
-
-    def close() -> None:
-        if run:
-            out.append(_range_of(run[0][1], [s for _, _, s in run]))
-            run.clear()
-
-    for size, label, result in items:
-        if label is None or (run and run[-1][1] != label):
-            close()
-        if label is not None:
-            run.append((size, label, result))
-    close()
-    return out
-
-
-def _range_of(config: str, results: list[SizeResult]) -> SizeRange:
-    gains, repeats, noises = [], [], []
-    for r in results:
-        assert r.baseline is not None
-        cand = r.candidate(config)
-        repeats.append(r.baseline.repeats if cand is None else min(r.baseline.repeats, cand.stat.repeats))
-        gains.append(0.0 if cand is None else cand.gain)
-        noises.append(r.baseline.spread if cand is None else cand.noise)
-    return SizeRange(config=config, min_bytes=results[0].size_bytes, max_bytes=results[-1].size_bytes,
-                     sizes=tuple(r.size_bytes for r in results), gain_min=min(gains), gain_max=max(gains),
-                     repeats_min=min(repeats), noise_max=max(noises))
-
-
-def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, str]], min_gain: float,
-                 workload: Workload) -> tuple[tuple[EnvChoice, ...], tuple[EnvCandidate, ...]]:
-    by_op: dict[tuple[str, str], list[GroupResult]] = {}
-    for g in groups:
-        if g.default_measured:
-            by_op.setdefault((g.key.backend, g.key.op), []).append(g)
-    choices: list[EnvChoice] = []
-    considered: list[EnvCandidate] = []
-    for (backend, op), gs in sorted(by_op.items()):
-        based = [(g, s) for g in gs for s in g.sizes if s.baseline is not None]
-        configs = sorted({c.stat.config for _, s in based for c in s.candidates})
-        scored: list[tuple[float, str, float, float]] = []
-        for config in configs:
-            cands = [s.candidate(config) for _, s in based]
-            present = [c for c in cands if c is not None]
-            if len(present) < len(cands):
-                considered.append(EnvCandidate(
-                    backend=backend, op=op, config=config, total_gain=math.nan, sizes=len(based),
-                    reason=f"not usable at {len(cands) - len(present)} of {len(cands)} default-measured sizes "
-                           "(not measured or excluded), so not safe for all sizes"))
-                continue
-            total = sum(c.gain for c in present)
-            evals = [(g, evaluate(g, workload.for_group(g.key.op, g.key.nranks), config)) for g in gs]
-            base_us = sum(e.default_us for _, e in evals)
-            saved = sum(e.saved_us for _, e in evals)
-            blocking = _blocking(evals, config, min_gain)
-            if not any(c.verdict == "wins" for c in present):
-                why = "wins at no size beyond noise"
-            elif base_us <= 0:
-                why = f"the workload ({workload.source}) has no covered call of {op}: no time to judge it by"
-            elif saved <= 0 or blocking:
-                why = _why_not(gs, config, min_gain, workload, saved, base_us, blocking)
-            else:
-                scored.append((saved, config, total, base_us))
-                continue
-            considered.append(EnvCandidate(backend=backend, op=op, config=config, total_gain=total,
-                                           sizes=len(based), reason=why, time_saved_us=saved,
-                                           workload_time_us=base_us))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        for rank, (saved, config, total, base_us) in enumerate(scored):
-            considered.append(EnvCandidate(
-                backend=backend, op=op, config=config, total_gain=total, sizes=len(based),
-                reason="chosen" if rank == 0 else f"saves less time on the workload than {scored[0][1]}",
-                time_saved_us=saved, workload_time_us=base_us))
-        if scored:
-            saved, config, total, base_us = scored[0]
-            choices.append(EnvChoice(backend=backend, op=op, config=config, settings=settings.get(config, {}),
-                                     total_gain=total, sizes=len(based), wins=_spans(gs, config, "win", min_gain),
-                                     losses=_spans(gs, config, "loss", min_gain), time_saved_us=saved,
-                                     workload_time_us=base_us))
-    return tuple(choices), tuple(considered)
-
-
-def _lost_beyond_noise(group: GroupResult, config: str, min_gain: float) -> list[tuple[int, bool]]:
-    """Per measured size: does the default beat ``config`` beyond noise (the noise rule, sides swapped)?"""
-    pairs = [(s.baseline, None if s.candidate(config) is None else s.candidate(config).stat)  # type: ignore[union-attr]
-             for s in group.sizes]
-    return list(zip((s.size_bytes for s in group.sizes), beyond_noise(pairs, min_gain), strict=True))
-
-
-def _blocking(evals: list[tuple[GroupResult, TimeEval]], config: str,
-              min_gain: float) -> list[tuple[GroupResult, int, float]]:
-    """Sizes where ``config`` loses beyond noise and that carry more than SHARE_LIMIT of the workload's time."""
-    out = []
-    for g, ev in evals:
-        for size, lost in _lost_beyond_noise(g, config, min_gain):
-            share = ev.share_by_size.get(size, 0.0)
-            if lost and share > SHARE_LIMIT:
-                out.append((g, size, share))
-    return out
-
-
-def _sizes_text(lo: int, hi: int) -> str:
-    return human_size(lo) if lo == hi else f"{human_size(lo)}..{human_size(hi)}"
-
-
-def _span_text(span: SizeRange) -> str:
-    return _sizes_text(span.min_bytes, span.max_bytes)
-
-
-def _why_not(gs: list[GroupResult], config: str, min_gain: float, workload: Workload, saved: float,
-             base_us: float, blocking: list[tuple[GroupResult, int, float]]) -> str:
-    """Why a config that wins somewhere is not one setting for every size, with the time figures."""
-    parts = []
-    kinds: tuple[tuple[Literal["win", "loss"], str], ...] = (("win", "saves"), ("loss", "costs"))
-    for kind, verb in kinds:
-        for g in gs:
-            entries = workload.for_group(g.key.op, g.key.nranks)
-            for key, span in _spans([g], config, kind, min_gain):
-                ev = range_saving(g, entries, span)
-                amount = ev.saved_us if kind == "win" else -ev.saved_us
-                parts.append(f"{verb} {format_us(amount)} per step at {key.label} {_span_text(span)}")
-    net = f"net {'+' if saved > 0 else '-'}{format_us(abs(saved))} of {format_us(base_us)} per step " \
-          f"({saved / base_us * 100:+.1f}%)"
-    text = "; ".join(parts) + ("; " if parts else "") + net
-    if blocking:
-        share = sum(sh for _, _, sh in blocking)
-        sizes = sorted({s for _, s, _ in blocking})
-        text += (f"; it loses beyond noise at {len(sizes)} size(s) ({_sizes_text(sizes[0], sizes[-1])}) that each "
-                 f"carry more than {SHARE_LIMIT:.0%} of the workload's time ({share:.1%} together)")
-    else:
-        text += "; it costs more time than it saves"
-    return text
-
-
-def _spans(groups: list[GroupResult], config: str, kind: Literal["win", "loss"],
-           min_gain: float) -> tuple[tuple[GroupKey, SizeRange], ...]:
-    out: list[tuple[GroupKey, SizeRange]] = []
-    for g in groups:
-        items: list[tuple[int, str | None, SizeResult]] = []
-        for s in g.sizes:
-            c = s.candidate(config)
-            hit = c is not None and (c.verdict == "wins" if kind == "win" else c.gain < -min_gain)
-            items.append((s.size_bytes, config if hit else None, s))
-        out.extend((g.key, r) for r in _ranges(items))
-    return tuple(out)
