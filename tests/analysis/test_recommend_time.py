@@ -129,6 +129,9 @@ def test_a_workload_of_small_sizes_makes_ll_worth_exporting():
      "job.json:3: expected calls: an integer, found 'many'"),
     ("op,size,calls\n", "job.json:1: expected the CSV header op,size_bytes,calls,nranks"),
     ('{"workload": []}', "job.json: expected at least one workload entry"),
+    ('{"workload": [{"op": "allreduce", "size_bytes": 8, "calls": 1, "nranks": 8}]}',
+     "job.json: expected workload[0].op: one of all_reduce, "),
+    ("op,size_bytes,calls,nranks\nall_reduce,0,1,8\n", "job.json:2: expected size_bytes: an integer >= 1, found '0'"),
 ])
 def test_workload_decoding_is_strict(text, message):
     from collscope.analysis.recommend.workload import parse_workload

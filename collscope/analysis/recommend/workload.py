@@ -19,6 +19,7 @@ import msgspec
 
 from collscope.errors import ParseError
 from collscope.files import read_input_text
+from collscope.vocab.ops import OPS
 
 __all__ = ["WorkloadEntry", "Workload", "parse_workload", "read_workload", "per_measured_size", "CSV_HEADER"]
 
@@ -70,8 +71,8 @@ def _check(entry: _Entry, source: str, where: int, field_line: bool) -> Workload
                              ("nranks", entry.nranks, 1)):
         if value < low:
             raise ParseError(source, line, f"{label}{name}: an integer >= {low}", found=str(value))
-    if not entry.op.strip():
-        raise ParseError(source, line, f"{label}op: a collective name (all_reduce, all_gather, ...)", found="")
+    if entry.op not in OPS:
+        raise ParseError(source, line, f"{label}op: one of {', '.join(OPS)}", found=entry.op)
     return WorkloadEntry(op=entry.op, size_bytes=entry.size_bytes, calls=entry.calls, nranks=entry.nranks)
 
 
