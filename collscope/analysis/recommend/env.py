@@ -17,7 +17,7 @@ import shlex
 
 from collscope.analysis.noise import MIN_REPEATS, describe_rule
 from collscope.analysis.recommend.records import EnvChoice, Recommendation, SizeRange
-from collscope.analysis.recommend.timing import format_us
+from collscope.analysis.recommend.timing import format_us, range_saving
 from collscope.errors import CollscopeError
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS, describe
 from collscope.vocab.nccl import ALGORITHMS, ALGOS_FOR_FUNC, FUNCTIONS, OP_FUNC, PROTOCOLS, parse_selection
@@ -67,7 +67,8 @@ def workload_line(rec: Recommendation) -> str:
         n = 0 if w is None else len(w.entries)
         return comment(f"workload: one call per measured size ({_count(n, 'call')} per step over the measured "
                        "groups), so each size weighs by its own time; pass --workload FILE for the job's mix")
-    return comment(f"workload: {w.source} ({_count(len(w.entries), 'entry')} of op, size, calls per step, ranks); "
+    n = len(w.entries)
+    return comment(f"workload: {w.source} ({n} entr{'y' if n == 1 else 'ies'}: op, size, calls per step, ranks); "
                    "time figures are per step of it")
 
 
@@ -150,13 +151,19 @@ def _why_not_lines(rec: Recommendation, skip_ops: set[str] | None = None) -> lis
             if not c.reason.startswith(quiet) and c.op not in (skip_ops or set())]
 
 
-def _cost_lines(choice: EnvChoice) -> list[str]:
+def _cost_lines(rec: Recommendation, choice: EnvChoice) -> list[str]:
     lines = []
+    groups = {g.key: g for g in rec.groups}
     for key, r in choice.losses:
         worst, least = percent(-r.gain_min), percent(-r.gain_max)
         loss = worst if worst == least else f"{least}..{worst}"
+        on_workload = ""
+        if rec.workload is not None and key in groups:
+            ev = range_saving(groups[key], rec.workload.for_group(key.op, key.nranks), r)
+            on_workload = (f"; {format_us(-ev.saved_us)} per step on the workload" if ev.covered else
+                           "; no workload call there")
         lines.append(comment(f"cost: {key.label} loses {loss} at {_span(r)} ({_count(len(r.sizes), 'size')}) "
-                             f"with {choice.config}"))
+                             f"with {choice.config}{on_workload}"))
     return lines
 
 
@@ -183,7 +190,7 @@ def render_env(rec: Recommendation) -> str:
         lines.append(comment(f"{choice.op}: {choice.config} "
                              f"{saved_text(choice.time_saved_us, choice.workload_time_us)} on the workload "
                              f"(default: {format_us(choice.workload_time_us)} per step)"))
-        lines += _cost_lines(choice)
+        lines += _cost_lines(rec, choice)
     ops_with_env = {c.op for c in rec.env}
     lines += _why_not_lines(rec, skip_ops=ops_with_env)
     body, notes = _exports(rec)
