@@ -117,8 +117,8 @@ def _why_not(gs: list[GroupResult], config: str, min_gain: float, workload: Work
                 ev = range_saving(g, entries, span)
                 amount = ev.saved_us if kind == "win" else -ev.saved_us
                 parts.append(f"{verb} {format_us(amount)} per step at {key.label} {_span_text(span)}")
-    net = f"net {'+' if saved > 0 else '-'}{format_us(abs(saved))} of {format_us(base_us)} per step " \
-          f"({saved / base_us * 100:+.1f}%)"
+    net = f"in all it {'saves' if saved > 0 else 'costs'} {format_us(abs(saved))} of the default's " \
+          f"{format_us(base_us)} per step ({abs(saved) / base_us * 100:.1f}%)"
     text = "; ".join(parts) + ("; " if parts else "") + net
     if blocking:
         share = sum(sh for _, _, sh in blocking)
