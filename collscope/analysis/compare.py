@@ -10,12 +10,18 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
 * **n_1/2**: the size where the busbw curve first reaches half of its peak, interpolated linearly in busbw
   against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the
   model's alpha / beta.
-* **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the configuration with the
-  highest median busbw changes (only sizes measured by at least two configurations).
+* **crossovers**: per (backend, op, nranks, nnodes, in_place), the sizes where the leading configuration
+  changes **beyond noise** (:mod:`.noise`, the rule recommend uses): at the first size measured by two or more
+  configurations the leader is the default (else the highest median), unless some configuration beats it there
+  beyond noise; another configuration takes over at a size only where it beats the leader beyond noise
+  (>= 3 repeats on both sides, gain > ``min_gain`` and > the combined spread, over >= 2 adjacent measured
+  sizes). A best median that changes within noise is no crossover.
 * **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
   ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
-  ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), ``spread``
-  (run-to-run spread above ``spread_threshold``: max/min - 1 below 5 repeats, IQR/median from 5 on),
+  ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), both only beyond
+  noise (the noise rule at one size: >= 3 repeats each side, the fall larger than the combined spread), ``spread``
+  (run-to-run spread above ``spread_threshold``, measured as the noise rule measures it: (max - min) / median
+  busbw, for cells with the rule's >= 3 repeats; fewer repeats: a note, no claim),
   ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
   ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the ring bound of
   the params by more than ``link_tolerance``; NVLS/CollNet busbw is not a wire rate).
@@ -32,6 +38,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.models import (
@@ -41,6 +48,7 @@ from collscope.analysis.models import (
     model_for_setting,
     ring_bound_busbw_gbps,
 )
+from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
@@ -49,7 +57,6 @@ __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "Ano
 
 AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
 ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
-GROUP_KEYS = ("backend", "op", "nranks", "nnodes", "in_place")
 _NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure"})
 
 
@@ -65,9 +72,11 @@ class AnalyzeOptions:
     """Run-to-run spread above this is reported."""
     link_tolerance: float = 0.05
     """busbw above the link limit by more than this is reported."""
+    min_gain: float = 0.03
+    """A crossover needs the new leader to beat the old one by more than this (and than the noise)."""
 
     def __post_init__(self) -> None:
-        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance"):
+        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance", "min_gain"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 10:
                 raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
@@ -84,24 +93,6 @@ class Anomaly:
     nranks: int | None = None
     nnodes: int | None = None
     in_place: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Crossover:
-    backend: str
-    op: str
-    nranks: int
-    nnodes: int | None
-    in_place: bool
-    size_bytes: int
-    """The first size at which ``to_config`` is the best."""
-    from_config: str
-    to_config: str
-    from_busbw_gbps: float
-    to_busbw_gbps: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,26 +254,36 @@ def _half_peak(sizes: np.ndarray, bw: np.ndarray) -> tuple[float, float, float |
     return float(b[peak_i]), float(s[peak_i]), float(2 ** (x0 + frac * (x1 - x0)))
 
 
-def _curve_anomalies(key: dict[str, Any], s: np.ndarray, b: np.ndarray, opts: AnalyzeOptions) -> list[Anomaly]:
+def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
+    """Dips and non-monotone curves, each claimed only beyond noise: the higher cell must beat the lower one by
+    more than the threshold and than their combined spread, with >= 3 repeats each (the noise rule at one size;
+    a dip is one size by definition)."""
     out: list[Anomaly] = []
-    good = np.isfinite(b)
-    s, b = s[good], b[good]
+    rows = [r for r in _rows(cell) if math.isfinite(float(r["busbw_gbps"]))]
+    s = [int(r["size_bytes"]) for r in rows]
+    b = [float(r["busbw_gbps"]) for r in rows]
+    cells = [sample(r) for r in rows]
+
+    def above(hi: int, lo: int, threshold: float) -> bool:
+        # "hi beats lo by more than threshold", as a busbw ratio: b[lo] < (1 - threshold) * b[hi]
+        return cell_verdict(cells[hi], cells[lo], 1 / (1 - threshold) - 1) == "beats"
+
     dips = set()
     for i in range(1, len(b) - 1):
         lower = min(b[i - 1], b[i + 1])
-        if b[i] < (1 - opts.dip_threshold) * lower:
+        if above(i - 1, i, opts.dip_threshold) and above(i + 1, i, opts.dip_threshold):
             dips.add(i)
-            out.append(_anomaly("dip", key, int(s[i]), f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
+            out.append(_anomaly("dip", key, s[i], f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
                                 f"{b[i + 1]:.4g} GB/s ({b[i] / lower - 1:+.0%})"))
     best = -math.inf
     best_i = -1
     for i in range(len(b)):
         if i in dips:
             continue
-        if best > 0 and b[i] < (1 - opts.drop_threshold) * best:
+        if best_i >= 0 and best > 0 and above(best_i, i, opts.drop_threshold):
             below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
-            out.append(_anomaly("non_monotone", key, int(s[i]),
-                                f"busbw falls from {best:.4g} GB/s at {int(s[best_i])} B to {b[i]:.4g} GB/s "
+            out.append(_anomaly("non_monotone", key, s[i],
+                                f"busbw falls from {best:.4g} GB/s at {s[best_i]} B to {b[i]:.4g} GB/s "
                                 f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
             break
         if b[i] > best:
@@ -306,11 +307,10 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     for i, row in enumerate(_rows(sizes)):
         size = int(row["size_bytes"])
         n = int(row["n"])
-        spread = row["spread_iqr"] if n >= 5 else row["spread_range"]
-        if n >= 2 and spread > opts.spread_threshold:
-            measure = "IQR/median" if n >= 5 else "max/min - 1"
-            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ({measure}) over {n} repeats, "
-                                f"time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
+        spread = relative_spread(sample(row))
+        if n >= MIN_REPEATS and spread > opts.spread_threshold:
+            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
+                                f"{n} repeats, time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
         if row["n_not_ok"]:
             out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
                                 "ok=false (wrong values or out-of-bounds)"))
@@ -334,27 +334,12 @@ def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptio
     return out
 
 
-def _crossovers(sizes: pd.DataFrame) -> list[Crossover]:
-    out: list[Crossover] = []
-    usable = sizes[(sizes["n"] > 0) & np.isfinite(sizes["busbw_gbps"])]
-    for key, group in usable.groupby(list(GROUP_KEYS), observed=True, dropna=False, sort=True):
-        table = group.pivot_table(index="size_bytes", columns="config", values="busbw_gbps", aggfunc="first")
-        previous: tuple[str, float] | None = None
-        for size, row in table.iterrows():
-            row = row.dropna()
-            if len(row) < 2:
-                continue
-            best = str(row.idxmax())
-            if previous is not None and best != previous[0]:
-                k = dict(zip(GROUP_KEYS, key, strict=True))
-                nnodes = k["nnodes"]
-                out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
-                                     nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
-                                     size_bytes=int(size), from_config=previous[0], to_config=best,
-                                     from_busbw_gbps=float(row.get(previous[0], math.nan)),
-                                     to_busbw_gbps=float(row[best])))
-            previous = (best, float(row[best]))
-    return out
+def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
+    few = int(((sizes["n"] > 0) & (sizes["n"] < MIN_REPEATS)).sum())
+    if not few:
+        return None
+    return (f"{few} configuration x size cell(s) have fewer than {MIN_REPEATS} usable repeats: their noise is unknown, "
+            "so no crossover, win or spread is claimed from them (measure with --repeats 3)")
 
 
 def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
@@ -390,7 +375,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         eff = cell["efficiency"].to_numpy(dtype=float)
         peak_eff.append(float(eff[np.nanargmax(b)]) if np.isfinite(b).any() else math.nan)
         fit_time[cell.index.to_numpy()] = alpha + beta * s
-        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), s, b, opts))
+        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
     sizes["fit_time_us"] = fit_time
     sizes["residual"] = sizes["time_us"] / sizes["fit_time_us"] - 1.0
     configs["peak_busbw_gbps"] = [p[0] for p in peaks]
@@ -399,9 +384,13 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     configs["peak_efficiency"] = peak_eff
     anomalies.extend(_cell_anomalies(sizes, limits, opts))
     anomalies.extend(_lost_points(df))
+    few = _few_repeats_note(sizes)
+    if few:
+        notes.append(few)
     if any(p[2] is None and math.isfinite(p[0]) for p in peaks):
         notes.append("n_half_measured_bytes is NaN where the smallest size measured already reaches half the peak")
     order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
-    return Analysis(sizes=sizes, configs=configs, crossovers=tuple(_crossovers(sizes)), anomalies=tuple(anomalies),
+    crossovers = tuple(find_crossovers(sizes, opts.min_gain))
+    return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts)

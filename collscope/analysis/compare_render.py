@@ -61,7 +61,8 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
                      _num(row["peak_efficiency"], ".0%") if row["peak_efficiency"] == row["peak_efficiency"] else "-"])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
                    "n1/2", "n1/2 fit", "eff@peak"], rows)
-    out += ["", "Crossovers (the best median busbw changes)" if analysis.crossovers else "Crossovers: none"]
+    out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
+            "Crossovers: none beyond noise"]
     for c in analysis.crossovers:
         nodes = "" if c.nnodes is None else f"/{c.nnodes}n"
         out.append(f"  {c.op} {c.nranks}r{nodes}{' in-place' if c.in_place else ''}: from {_size(c.size_bytes)} "

@@ -1,5 +1,6 @@
 """Figures of a sweep: busbw vs size per configuration (with spread, model curves and the link limit),
-and a heatmap of each configuration against the measured default by size.
+and a heatmap of each configuration against the measured default by size, boxing per size the configuration
+that beats the default beyond noise (:mod:`collscope.analysis.noise`, the rule recommend uses), else the default.
 
 Pure functions from DataFrames to matplotlib Figures; :mod:`collscope.analysis.report` saves them.
 Bandwidths are decimal GB/s (nccl-tests' busbw); sizes are bytes on a log2 axis.
@@ -18,6 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from collscope.analysis.noise import Sample, beyond_noise  # noqa: E402
 from collscope.units import format_size  # noqa: E402
 
 __all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
@@ -62,8 +64,30 @@ def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFra
     return fig
 
 
-def gain_heatmap(agg: pd.DataFrame, op: str) -> Figure:
-    """Configurations x sizes: median busbw relative to the default (1.0 = same); the best per size boxed."""
+def _boxed_rows(part: pd.DataFrame, ratio: pd.DataFrame, min_gain: float) -> list[int]:
+    """Per size (column of ``ratio``): the row of the best config beating the default beyond noise, else the default."""
+    cells: dict[str, dict[int, Sample]] = {}
+    for row in part.to_dict(orient="records"):
+        cells.setdefault(str(row["config"]), {})[int(row["size_bytes"])] = Sample(
+            median_gbps=float(row["busbw_gbps"]), min_gbps=float(row["busbw_min_gbps"]),
+            max_gbps=float(row["busbw_max_gbps"]), repeats=int(row["n"]))
+    sizes = [int(s) for s in ratio.columns]
+    base = cells.get("default", {})
+    beats = {c: beyond_noise([(by_size.get(s), base.get(s)) for s in sizes], min_gain)
+             for c, by_size in cells.items() if c != "default"}
+    rows = list(ratio.index)
+    out = []
+    for col, size in enumerate(sizes):
+        winners = [c for c, flags in beats.items() if flags[col]]
+        best = max(winners, key=lambda c: (cells[c][size].median_gbps, c), default="default")
+        out.append(rows.index(best))
+    return out
+
+
+def gain_heatmap(agg: pd.DataFrame, op: str, *, min_gain: float = 0.03) -> Figure:
+    """Configurations x sizes: median busbw relative to the default (1.0 = same); boxed per size: the best config
+    that beats the default beyond noise (gain > ``min_gain`` and > the combined spread, >= 3 repeats, >= 2
+    adjacent sizes), else the default."""
     part = agg[(agg["op"] == op) & (agg["n"] > 0)]
     table = part.pivot_table(index="config", columns="size_bytes", values="busbw_gbps", aggfunc="median",
                              observed=True)
@@ -78,11 +102,10 @@ def gain_heatmap(agg: pd.DataFrame, op: str) -> Figure:
     ax.set_yticklabels([_short(str(c)) for c in ratio.index], fontsize=7)
     ax.set_xticks(range(len(ratio.columns)))
     ax.set_xticklabels([format_size(int(s)) for s in ratio.columns], rotation=90, fontsize=6)
-    best = np.nanargmax(np.nan_to_num(ratio.to_numpy(dtype=float), nan=-1.0), axis=0)
-    for col, row in enumerate(best):
+    for col, row in enumerate(_boxed_rows(part, ratio, min_gain)):
         ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=1.5, ec="black"))
     fig.colorbar(image, ax=ax, label="busbw / default busbw (median)")
-    ax.set_title(f"{op}: each configuration against the default (box: best per size)", fontsize=9)
+    ax.set_title(f"{op}: each configuration against the default (box: best beyond noise per size)", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -103,7 +103,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     for op in sorted(str(o) for o in agg["op"].unique()):
         curves, note = _model_curves(agg, fits, op)
         curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
-        heat_png = _png(gain_heatmap(agg, op), out / f"heatmap-{op}.png")
+        heat_png = _png(gain_heatmap(agg, op, min_gain=min_gain), out / f"heatmap-{op}.png")
         op_fits = fits[fits["op"] == op][["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us", "bw_gbps",
                                           "busbw_gbps", "n_half_bytes", "r2"]]
         sections.append(

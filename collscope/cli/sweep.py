@@ -53,7 +53,9 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 @size_range_options(min_default="the spec's", max_default="the spec's")
 @click.option("--iters", type=int, default=None)
 @click.option("--warmup", type=int, default=None)
-@click.option("--repeats", type=int, default=None)
+@click.option("--repeats", type=int, default=None,
+              help="Measurements of each point [default: the spec's; 3 unless it says otherwise: the analysis "
+                   "claims no difference on fewer].")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per point (kills the point).")
 @click.option("--hostfile", default=None, help="mpirun hostfile.")
 @click.option("--mpi-flavour", type=click.Choice(["openmpi", "mpich"]), default="openmpi", show_default=True)

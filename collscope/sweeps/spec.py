@@ -61,8 +61,9 @@ class SweepSpec(MeasureSpec):
     """Op -> extra knob grid that applies to that op only (e.g. Open MPI's allgather algorithm ids)."""
     fixed_env: dict[str, str] = field(default_factory=dict)
     """Variables set for every point (e.g. ``NCCL_DEBUG=INFO``); part of each point's settings."""
-    repeats: int = 1
-    """How many times each point is measured (each repeat is a point of its own, ``repeat`` 0..n-1)."""
+    repeats: int = 3
+    """How many times each point is measured (each repeat is a point of its own, ``repeat`` 0..n-1). 3 by default:
+    the noise rule of the analysis (:mod:`collscope.analysis.noise`) claims no difference on fewer."""
     timeout_s: float = 600.0
     """Wall-clock limit of one point's launch; the whole process group is killed past it."""
     nccl_tests_dir: str | None = None

@@ -4,6 +4,7 @@ or written as a results directory for the real loader (``write_results``)."""
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ def cell_rows(*, op: str = "all_reduce", knobs: Mapping[str, str] | None = None,
               nranks: int = 8, nnodes: int | None = 1, backend: str = "nccl", engine: str = "nccl-tests",
               ok: bool = True, applied: bool | None = None, failure: str | None = None, in_place: bool = False,
               sweep_id: str = "sw-test", nccl_version: str = "2.27.5") -> list[dict[str, Any]]:
-    """One row per (size, repeat): busbw(size) x each factor of ``repeats``."""
+    """One row per (size, repeat): busbw(size) x each factor of ``repeats``; time_us follows from busbw (taken as
+    the algorithm bandwidth: decimal GB/s = 1e3 bytes per microsecond)."""
     knobs = dict(knobs or {})
     out = []
     for size in sizes:
@@ -35,7 +37,8 @@ def cell_rows(*, op: str = "all_reduce", knobs: Mapping[str, str] | None = None,
             bw = base * factor
             row: dict[str, Any] = dict(
                 engine=engine, backend=backend, op=op, size_bytes=size, count=size // 4, dtype="float",
-                redop="sum", root=None, in_place=in_place, nranks=nranks, nnodes=nnodes, time_us=1.0,
+                redop="sum", root=None, in_place=in_place, nranks=nranks, nnodes=nnodes,
+                time_us=size / (bw * 1e3) if bw > 0 else 1.0,
                 algbw_gbps=bw, busbw_gbps=bw, wrong=0, error=None, ok=ok, iters=20, warmup=5, repeat=i,
                 point_id=f"p-{config_of(knobs)}", sweep_id=sweep_id, nccl_version=nccl_version,
                 engine_version="2.13.4", source="synthetic", timestamp="2025-01-01T00:00:00", hosts="node01",
@@ -88,3 +91,37 @@ def _measurement(row: Mapping[str, Any]) -> Measurement:
               "point_id", "sweep_id", "nccl_version", "engine_version", "source", "timestamp")
     settings = {k: str(row[k]) for k in KNOB_COLUMNS if row[k] is not pd.NA}
     return Measurement(**{f: row[f] for f in fields}, settings=settings, hosts=(row["hosts"],))
+
+
+# ---- planted curves of issue 11 (time-weighted recommendations, one noise rule) ----------------------------------
+KIB, MIB = 1 << 10, 1 << 20
+SIZES_1G = [8 << i for i in range(28)]  # 8 B .. 1 GiB
+LL = {"NCCL_PROTO": "LL"}
+TREE_LL = {"NCCL_ALGO": "Tree", "NCCL_PROTO": "LL"}
+RING_SIMPLE = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"}
+
+
+def default_bw(size: int) -> float:
+    """busbw (= algbw here) in GB/s of 10 us + size / 100 GB/s."""
+    return size / (10.0 + size / 100e3) / 1e3
+
+
+def noisy(knobs: dict[str, str], ratio: Any, seed: int, sizes: list[int] = SIZES_1G, **kw: Any) -> list[dict[str, Any]]:
+    """Rows of one config: default_bw x ratio(size), 3 repeats each within +-1% (seeded)."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        factors = tuple(1 + rng.uniform(-0.01, 0.01) for _ in range(3))
+        rows += cell_rows(knobs=knobs, sizes=[size], busbw=default_bw(size) * ratio(size), repeats=factors, **kw)
+    return rows
+
+
+def ll_rows() -> list[list[dict[str, Any]]]:
+    """NCCL_PROTO=LL: +40% at 8 B..512 KiB, -50% at 1 MiB..1 GiB (the mean of per-size gains is +4.6%)."""
+    return [noisy({}, lambda s: 1.0, 1), noisy(LL, lambda s: 1.4 if s <= 512 * KIB else 0.5, 2)]
+
+
+def planted_rows() -> list[list[dict[str, Any]]]:
+    """Tree/LL +30% only <= 64 KiB (-30% above), Ring/Simple +20% only >= 256 MiB (-10% below), default between."""
+    return [noisy({}, lambda s: 1.0, 3), noisy(TREE_LL, lambda s: 1.3 if s <= 64 * KIB else 0.7, 4),
+            noisy(RING_SIMPLE, lambda s: 1.2 if s >= 256 * MIB else 0.9, 5)]

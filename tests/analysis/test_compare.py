@@ -46,19 +46,24 @@ def test_every_planted_anomaly_is_found(planted: Planted, planted_analysis) -> N
         assert set(anomaly.to_dict()) >= {"kind", "op", "config", "size_bytes", "detail"}
 
 
-def test_crossovers_follow_the_best_config(planted: Planted, planted_analysis) -> None:  # type: ignore[no-untyped-def]
+def test_crossovers_follow_the_best_config_beyond_noise(planted: Planted, planted_analysis) -> None:  # type: ignore[no-untyped-def]
     sizes = planted_analysis.sizes
     usable = sizes[sizes["n"] > 0]
     best = usable.loc[usable.groupby("size_bytes")["busbw_gbps"].idxmax()].set_index("size_bytes")["config"]
-    changes = [int(s) for s, prev, cur in zip(best.index[1:], best.to_numpy()[:-1], best.to_numpy()[1:],
-                                              strict=True) if prev != cur]
-    assert [c.size_bytes for c in planted_analysis.crossovers] == changes
     # Tree (alpha 4 us) wins small sizes, default (100 GB/s) large ones; the dip hands 8 MiB to Tree
     assert best.iloc[0] == planted.tree and best.iloc[-1] == planted.default
     assert best[planted.dip_size] != planted.default
-    for c in planted_analysis.crossovers:
-        assert c.to_busbw_gbps >= c.from_busbw_gbps
     assert planted.simple not in set(best)  # a setting that did not apply never wins
+    # The best median changes 6 times, but only one change holds beyond noise over two adjacent sizes: LL's lead
+    # at 512 KiB and the 8 MiB dip are single sizes, and the default's 1 MiB cell has 2 usable repeats (one was
+    # wrong), so the default takes over from Tree at 2 MiB (2 MiB and 4 MiB, 3 repeats each side, +48%, +69%).
+    changes = [s for s, prev, cur in zip(best.index[1:], best.to_numpy()[:-1], best.to_numpy()[1:], strict=True)
+               if prev != cur]
+    assert len(changes) == 6
+    assert [(c.size_bytes, c.from_config, c.to_config) for c in planted_analysis.crossovers] == [
+        (2 * MIB, planted.tree, planted.default)]
+    (c,) = planted_analysis.crossovers
+    assert c.to_busbw_gbps > c.from_busbw_gbps * 1.4
 
 
 def test_half_peak_is_interpolated_on_log_size(planted: Planted, planted_analysis) -> None:  # type: ignore[no-untyped-def]

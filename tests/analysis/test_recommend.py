@@ -78,7 +78,7 @@ def test_clear_winner_env_evidence_and_cost():
     evidence = "all_reduce (8 ranks, 1 node) +35% busbw at 256 KiB..128 MiB (4 sizes, 3 repeats, noise <= 4%)"
     assert exports(text) == [f"export NCCL_ALGO=Ring  # {evidence}", f"export NCCL_PROTO=Simple  # {evidence}"]
     assert "# cost: all_reduce (8 ranks, 1 node) loses 12% at 8 B..4 KiB (4 sizes) with " \
-           "NCCL_ALGO=Ring;NCCL_PROTO=Simple" in text.splitlines()
+           "NCCL_ALGO=Ring;NCCL_PROTO=Simple; 0.0638 us per step on the workload" in text.splitlines()
     assert "disables a loaded NCCL tuner plugin" in text and "--format tuner" in text
     assert 'NCCL_ALGO="allreduce:ring"' in text  # the per-collective alternative
     golden("env-one-winner.sh", text)
@@ -420,12 +420,7 @@ def test_load_results_directory_with_unapplied_and_failed_points(tmp_path):
                for line in lines)
 
 
-def test_single_repeat_wins_carry_a_warning():
-    import pandas as pd
-
-    from collscope.analysis.recommend.core import recommend
-    from collscope.analysis.recommend.env import render_env
-
+def test_single_repeat_wins_are_not_claimed():
     rows = []
     for config, bw in (("default", 10.0), ("NCCL_ALGO=Tree", 20.0)):
         for size in (1024, 2048, 4096):
@@ -434,7 +429,10 @@ def test_single_repeat_wins_carry_a_warning():
                          "repeat": 0, "ok": True, "applied": pd.NA, "failure": pd.NA, "config": config,
                          "NCCL_ALGO": "Tree" if config != "default" else pd.NA, "sweep_id": "s",
                          "nccl_version": "2.24.3", "point_id": f"{config}-p"})
-    frame = pd.DataFrame(rows)
-    text = render_env(recommend(frame))
-    assert "export NCCL_ALGO=Tree" in text
-    assert "WARNING: all_reduce: some wins rest on a single repeat" in text
+    rec = recommend(pd.DataFrame(rows))
+    assert not rec.any_winner and rec.env == ()
+    assert {c.verdict for s in rec.groups[0].sizes for c in s.candidates} == {"too few repeats"}
+    text = render_env(rec)
+    assert exports(text) == []
+    assert "# 3 size(s) where a config gains more than 3% on fewer than 3 repeats: noise unknown, not counted; " \
+           "measure again with --repeats 3" in text.splitlines()

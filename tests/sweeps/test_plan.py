@@ -31,7 +31,7 @@ def plan(spec: SweepSpec, **kw: object) -> Plan:
 
 
 def nccl(**kw: object) -> SweepSpec:
-    base: dict[str, object] = {"name": "t", "engine": "nccl-tests", "nranks": 8}
+    base: dict[str, object] = {"name": "t", "engine": "nccl-tests", "nranks": 8, "repeats": 1}
     return SweepSpec(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -139,7 +139,7 @@ def test_dynamic_rules_off_with_a_forced_algorithm_is_skipped() -> None:
 def test_two_proc_needs_two_ranks() -> None:
     p = plan(SweepSpec(name="x", engine="mpi", ops=("all_gather",), nranks=4, grid={AG: ("two_proc",)}))
     assert "only with 2 ranks" in reason_for(p, "all_gather", **{AG: "6"})
-    assert len(plan(SweepSpec(name="x", engine="mpi", ops=("all_gather",), grid={AG: ("6",)})).points) == 2
+    assert len(plan(SweepSpec(name="x", engine="mpi", ops=("all_gather",), grid={AG: ("6",)}, repeats=1)).points) == 2
 
 
 @pytest.mark.parametrize(("engine", "backend", "name", "value"), [
@@ -150,7 +150,8 @@ def test_two_proc_needs_two_ranks() -> None:
     ("mpi", None, "NCCL_TESTS_SPLIT_MASK", "0x1"),
 ])
 def test_knob_without_effect_on_the_engine(engine: str, backend: str | None, name: str, value: str) -> None:
-    p = plan(SweepSpec(name="x", engine=engine, backend=backend, grid={name: (value,)}))  # type: ignore[arg-type]
+    p = plan(SweepSpec(name="x", engine=engine, backend=backend, grid={name: (value,)},  # type: ignore[arg-type]
+                       repeats=1))
     assert "knob has no effect on this engine" in reason_for(p, "all_reduce", **{name: value})
     assert len(p.points) == 1
 
@@ -337,7 +338,7 @@ def test_pxn_rails_preset_from_rails_and_topology() -> None:
     from_topo = preset("nccl-pxn-rails", rails=topology(nvswitch=True, model="H100"))
     assert from_topo.grid["NCCL_IB_HCA"] == (DEFAULT, "=mlx5_0")
     assert "NCCL_IB_HCA" not in preset("nccl-pxn-rails").grid
-    one_node = plan(preset("nccl-pxn-rails", nnodes=1, nranks=8))
+    one_node = plan(preset("nccl-pxn-rails", nnodes=1, nranks=8, repeats=1))
     assert len(one_node.points) == 2 and all("single node" in s.reason for s in one_node.skipped)
 
 

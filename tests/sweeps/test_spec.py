@@ -157,8 +157,10 @@ def test_yaml_errors_name_the_field_and_what_was_expected(text: str, match: str)
 
 
 # ---- ids did not move ------------------------------------------------------------------------------------------
-# Sweep ids and the last point id of every preset, as computed before SweepSpec became a validated, msgspec-loaded
-# config: an existing results directory must resume under the same ids.
+# Sweep ids and the last point id of every preset with 1 repeat, as computed before SweepSpec became a validated,
+# msgspec-loaded config: an existing results directory must resume under the same ids. Since sweeps default to 3
+# repeats (issue 11), `--repeats 1` reproduces these ids, and a 3-repeat plan keeps every 1-repeat point id (its
+# repeat-0 points are already measured in an old directory).
 IDS = {
     "mpi-algos": ("mpi-algos-f3ade00fe2", "all-gather-allgalgo4-usedynarule1-r0-4689ca016304", 9),
     "nccl-algo-proto": ("nccl-algo-proto-c6ce20d7c7", "reduce-scatter-algonvls-protsimple-r0-a4f8d55703b6", 34),
@@ -171,5 +173,16 @@ IDS = {
 
 @pytest.mark.parametrize("name", sorted(IDS))
 def test_preset_ids_are_unchanged(name: str) -> None:
-    p = plan_sweep(preset(name), env={})
+    p = plan_sweep(preset(name, repeats=1), env={})
     assert (p.sweep_id, p.points[-1].point_id, len(p.points)) == IDS[name]
+    three = plan_sweep(preset(name), env={})
+    assert len(three.points) == 3 * len(p.points)
+    assert {pt.point_id for pt in p.points} <= {pt.point_id for pt in three.points}
+
+
+def test_sweeps_default_to_three_repeats():
+    """The analysis claims no difference on fewer than 3 repeats (collscope.analysis.noise), so sweeps take 3."""
+    assert SweepSpec(name="x").repeats == 3
+    assert {name: preset(name).repeats for name in PRESETS} == {name: 3 for name in PRESETS}
+    assert spec_from_dict({"name": "y"}).repeats == 3
+    assert SweepSpec(name="x", repeats=1).repeats == 1  # still the user's to lower

@@ -17,29 +17,38 @@ The rules, in the order they are applied:
   never wins. The same holds for a default cell: that size then has no baseline.
 * **Baseline.** The default (``config == "default"``, nothing forced) of the same group and size. A group
   without any default cell gets no recommendation (a note says so); a size without one breaks ranges.
-* **Winning a size.** ``gain = median / default_median - 1``; a candidate wins when ``gain > min_gain`` and
-  ``gain > spread + default spread`` (the combined noise). The winner of a size is the winning candidate with
-  the highest median, else the default.
+* **Winning a size** (:mod:`collscope.analysis.noise`, the one noise rule): ``gain = median / default_median - 1``;
+  a candidate wins when both cells have >= 3 repeats, ``gain > min_gain`` and ``gain > spread + default
+  spread`` (the combined noise), at >= 2 adjacent measured sizes (a lone winning size is ``single size``).
+  The winner of a size is the winning candidate with the highest median, else the default.
 * **Ranges.** Adjacent measured sizes with the same winner merge; a range's edges are **measured sizes**
   (inclusive), never midpoints, so a range covers only sizes between evidence for it. Ranges of one group
   are disjoint by construction; the gaps between them are left to NCCL's own choice.
+* **Workload.** Settings are judged by the **time they save on a workload**, never by a mean of per-size
+  percentages: ``--workload F`` (the job's calls per step), else one call per measured size, so that the
+  large sizes weigh by their time (:mod:`.workload`, :mod:`.timing`).
 * **Environment choice** (env variables apply to all sizes). Per ``(backend, op)``: among the configs with a
-  usable cell at *every* size where the default was measured (in every group of that op), the one with the
-  largest total gain (sum of gains over those sizes), provided the total is positive and it wins at least
-  one size. Its costs are the sizes where its median is more than ``min_gain`` below the default's.
+  usable cell at *every* size where the default was measured (in every group of that op), the one that
+  saves the most time per step on the workload, provided it saves time, wins at least one range beyond noise,
+  and loses beyond noise at no measured size carrying more than 5% of the workload's time
+  (:data:`SHARE_LIMIT`). Otherwise no single setting fits every size: the tuner rules (per size range) do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from collections.abc import Hashable, Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.noise import beyond_noise, cell_verdict
+from collscope.analysis.recommend.choice import SHARE_LIMIT, env_choices
+from collscope.analysis.recommend.ranges import merge_ranges
 from collscope.analysis.recommend.records import (
     DEFAULT_CONFIG,
     Candidate,
@@ -55,15 +64,18 @@ from collscope.analysis.recommend.records import (
     SizeResult,
     Verdict,
 )
+from collscope.analysis.recommend.timing import evaluate
 from collscope.analysis.recommend.tuner import tuner_rules
+from collscope.analysis.recommend.workload import Workload, per_measured_size
 from collscope.errors import ConfigError
 from collscope.vocab.knobs import KNOBS
 
 __all__ = [
     "RecommendOptions", "CellStat", "Candidate", "SizeResult", "SizeRange", "GroupKey", "GroupResult",
     "Excluded", "EnvCandidate", "EnvChoice", "Recommendation", "recommend", "render_json", "DEFAULT_CONFIG",
-    "REQUIRED_COLUMNS",
+    "REQUIRED_COLUMNS", "SHARE_LIMIT",
 ]
+
 
 REQUIRED_COLUMNS = ("backend", "op", "size_bytes", "nranks", "nnodes", "busbw_gbps", "ok", "in_place", "config")
 _RECORD_COLUMNS = frozenset({
@@ -76,8 +88,12 @@ _KNOB_NAME = re.compile(r"^(NCCL|OMPI_MCA)_[A-Za-z0-9_]+$")
 
 
 # ---- the analysis -----------------------------------------------------------------------------------------
-def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None) -> Recommendation:
-    """Compare every config with the default per group and size; see the module docstring for the rules."""
+def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, workload: Workload | None = None,
+              algorithms: dict[str, dict[str, str]] | None = None) -> Recommendation:
+    """Compare every config with the default per group and size; see the module docstring for the rules.
+
+    ``workload``: the job's calls per step (None: one call per measured size); ``algorithms``: config -> op ->
+    the algorithm NCCL logged for it (:func:`.logged.logged_algorithms`), used by protocol-only tuner rules."""
     opts = options or RecommendOptions()
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
@@ -90,12 +106,43 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None) -> R
     settings = _settings_by_config(work)
     cells, excluded = _cells(work)
     groups = tuple(_group_result(key, by_size, opts.min_gain, notes) for key, by_size in sorted(cells.items()))
-    env, env_candidates = _env_choices(groups, settings, opts.min_gain)
+    if workload is None:
+        workload = per_measured_size([(g.key.op, g.key.nranks, [s.size_bytes for s in g.sizes if s.baseline])
+                                      for g in groups])
+    else:
+        notes.extend(_coverage_notes(groups, workload))
+    env, env_candidates = env_choices(groups, settings, opts.min_gain, workload)
     return Recommendation(
         options=opts, groups=groups, env=env, env_candidates=env_candidates, excluded=tuple(excluded),
         settings=settings, notes=tuple(notes), sweep_ids=_distinct(work, "sweep_id"),
         nccl_versions=_distinct(work, "nccl_version"), ops=tuple(sorted({k.op for k in cells})),
-        failed_points=_failed_points(frame, opts))
+        failed_points=_failed_points(frame, opts), workload=workload, algorithms=dict(algorithms or {}))
+
+
+def _coverage_notes(groups: tuple[GroupResult, ...], workload: Workload) -> list[str]:
+    """What of a workload file the measurements do not cover, and which sizes were interpolated."""
+    notes: list[str] = []
+    keys = {(g.key.op, g.key.nranks) for g in groups}
+    for op, nranks in sorted({(e.op, e.nranks) for e in workload.entries} - keys):
+        n = len(workload.for_group(op, nranks))
+        notes.append(f"workload {workload.source}: {n} entr{'y' if n == 1 else 'ies'} of {op} on {nranks} ranks "
+                     "not covered: no such measurements")
+    for g in groups:
+        entries = workload.for_group(g.key.op, g.key.nranks)
+        if not entries or not g.default_measured:
+            continue
+        ev = evaluate(g, entries, DEFAULT_CONFIG)
+        measured = [s.size_bytes for s in g.sizes if s.baseline is not None]
+        if ev.interpolated:
+            notes.append(f"workload {workload.source}: {ev.interpolated} {g.key.label} size(s) between measured "
+                         "sizes: time interpolated linearly in log2(size) between the two measured neighbours")
+        if ev.uncovered:
+            shown = ", ".join(f"{e.size_bytes} B x {e.calls}" for e in ev.uncovered[:5])
+            more = "" if len(ev.uncovered) <= 5 else f" and {len(ev.uncovered) - 5} more"
+            notes.append(f"workload {workload.source}: {len(ev.uncovered)} {g.key.label} size(s) not covered "
+                         f"(outside the measured {min(measured)}..{max(measured)} B or next to a size without a "
+                         f"usable default): {shown}{more}; they count in no time figure")
+    return notes
 
 
 def _failed_points(frame: pd.DataFrame, opts: RecommendOptions) -> tuple[dict[str, Any], ...]:
@@ -186,7 +233,8 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
         "nranks": pd.to_numeric(frame["nranks"], errors="coerce").fillna(-1).astype(int),
         "nnodes": pd.to_numeric(frame["nnodes"], errors="coerce").fillna(-1).astype(int),
         "config": frame["config"].astype(str), "size_bytes": pd.to_numeric(frame["size_bytes"]).astype("int64"),
-        "busbw": busbw, "reason": reason, "bad": reason != ""})
+        "busbw": busbw, "time": pd.to_numeric(frame["time_us"], errors="coerce") if "time_us" in frame.columns
+        else np.nan, "reason": reason, "bad": reason != ""})
     cols = ["backend", "op", "nranks", "nnodes", "config", "size_bytes"]
     excluded: list[Excluded] = []
     bad = keys[keys["bad"]]
@@ -195,14 +243,15 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
         excluded.append(Excluded(key=_key(k), config=str(config), size_bytes=int(size), rows=int(rows),
                                  reason=str(why)))
     stats = keys.groupby(cols, sort=True).agg(median=("busbw", "median"), lo=("busbw", "min"), hi=("busbw", "max"),
-                                              n=("busbw", "size"), bad=("bad", "sum"))
+                                              n=("busbw", "size"), bad=("bad", "sum"), time=("time", "median"))
     cells: _Cells = {}
     for vals, row in zip(stats.index, stats.itertuples(index=False), strict=True):
         *k, config, size = _tuple(vals)
         by_size = cells.setdefault(_key(k), {}).setdefault(int(size), {})
         if int(row.bad) == 0:
             by_size[str(config)] = CellStat(config=str(config), median_gbps=float(row.median),
-                                            min_gbps=float(row.lo), max_gbps=float(row.hi), repeats=int(row.n))
+                                            min_gbps=float(row.lo), max_gbps=float(row.hi), repeats=int(row.n),
+                                            time_us=float(row.time))
     return cells, excluded
 
 
@@ -216,17 +265,38 @@ def _key(parts: Sequence[Any]) -> GroupKey:
 
 
 def _judge(stat: CellStat, base: CellStat, min_gain: float) -> Candidate:
+    """The verdict at one size; a "wins" that holds at no adjacent size becomes "single size" later."""
     gain = stat.median_gbps / base.median_gbps - 1 if base.median_gbps > 0 else math.inf
     noise = stat.spread + base.spread
-    if gain > min_gain and gain > noise:
-        verdict: Verdict = "wins"
-    elif gain > min_gain:
-        verdict = "within noise"
-    elif gain < -min_gain:
-        verdict = "loses"
+    cell = cell_verdict(stat, base, min_gain)
+    verdict: Verdict
+    if cell == "beats":
+        verdict = "wins"
+    elif cell != "below min gain":
+        verdict = cell
     else:
-        verdict = "below min gain"
+        verdict = "loses" if gain < -min_gain else "below min gain"
     return Candidate(stat=stat, gain=gain, noise=noise, verdict=verdict)
+
+
+def _single_sizes(sizes: list[SizeResult], min_gain: float) -> list[SizeResult]:
+    """Apply the adjacent-sizes condition of the noise rule: a win at a lone size is "single size"."""
+    configs = sorted({c.stat.config for s in sizes for c in s.candidates})
+    keep: dict[tuple[int, str], bool] = {}
+    for config in configs:
+        pairs = [(None if s.baseline is None or s.candidate(config) is None else s.candidate(config).stat,  # type: ignore[union-attr]
+                  s.baseline) for s in sizes]
+        for s, ok in zip(sizes, beyond_noise(pairs, min_gain), strict=True):
+            keep[(s.size_bytes, config)] = ok
+    out = []
+    for s in sizes:
+        cands = tuple(dataclasses.replace(c, verdict="single size")
+                      if c.verdict == "wins" and not keep[(s.size_bytes, c.stat.config)] else c for c in s.candidates)
+        winners = [c for c in cands if c.verdict == "wins"]
+        best = max(winners, key=lambda c: (c.stat.median_gbps, c.stat.config), default=None)
+        winner = None if s.baseline is None else (best.stat.config if best else DEFAULT_CONFIG)
+        out.append(dataclasses.replace(s, candidates=cands, winner=winner))
+    return out
 
 
 def _group_result(key: GroupKey, by_size: dict[int, dict[str, CellStat]], min_gain: float,
@@ -253,94 +323,6 @@ def _group_result(key: GroupKey, by_size: dict[int, dict[str, CellStat]], min_ga
     if no_base:
         notes.append(f"{key.label}: no usable default at {len(no_base)} size(s) ({', '.join(map(str, no_base))} B); "
                      "nothing is recommended there")
-    ranges = tuple(_ranges([(s.size_bytes, s.winner, s) for s in sizes]))
+    sizes = _single_sizes(sizes, min_gain)
+    ranges = tuple(merge_ranges([(s.size_bytes, s.winner, s) for s in sizes]))
     return GroupResult(key=key, default_measured=default_measured, sizes=tuple(sizes), ranges=ranges)
-
-
-def _ranges(items: Iterable[tuple[int, str | None, SizeResult]]) -> list[SizeRange]:
-    """Merge runs of adjacent sizes with the same label (None breaks a run) into SizeRanges."""
-    out: list[SizeRange] = []
-    run: list[tuple[int, str, SizeResult]] = []
-
-    def close() -> None:
-        if run:
-            out.append(_range_of(run[0][1], [s for _, _, s in run]))
-            run.clear()
-
-    for size, label, result in items:
-        if label is None or (run and run[-1][1] != label):
-            close()
-        if label is not None:
-            run.append((size, label, result))
-    close()
-    return out
-
-
-def _range_of(config: str, results: list[SizeResult]) -> SizeRange:
-    gains, repeats, noises = [], [], []
-    for r in results:
-        assert r.baseline is not None
-        cand = r.candidate(config)
-        repeats.append(r.baseline.repeats if cand is None else min(r.baseline.repeats, cand.stat.repeats))
-        gains.append(0.0 if cand is None else cand.gain)
-        noises.append(r.baseline.spread if cand is None else cand.noise)
-    return SizeRange(config=config, min_bytes=results[0].size_bytes, max_bytes=results[-1].size_bytes,
-                     sizes=tuple(r.size_bytes for r in results), gain_min=min(gains), gain_max=max(gains),
-                     repeats_min=min(repeats), noise_max=max(noises))
-
-
-def _env_choices(groups: tuple[GroupResult, ...], settings: dict[str, dict[str, str]],
-                 min_gain: float) -> tuple[tuple[EnvChoice, ...], tuple[EnvCandidate, ...]]:
-    by_op: dict[tuple[str, str], list[GroupResult]] = {}
-    for g in groups:
-        if g.default_measured:
-            by_op.setdefault((g.key.backend, g.key.op), []).append(g)
-    choices: list[EnvChoice] = []
-    considered: list[EnvCandidate] = []
-    for (backend, op), gs in sorted(by_op.items()):
-        based = [(g, s) for g in gs for s in g.sizes if s.baseline is not None]
-        configs = sorted({c.stat.config for _, s in based for c in s.candidates})
-        scored: list[tuple[float, str]] = []
-        for config in configs:
-            cands = [s.candidate(config) for _, s in based]
-            present = [c for c in cands if c is not None]
-            if len(present) < len(cands):
-                considered.append(EnvCandidate(
-                    backend=backend, op=op, config=config, total_gain=math.nan, sizes=len(based),
-                    reason=f"not usable at {len(cands) - len(present)} of {len(cands)} default-measured sizes "
-                           "(not measured or excluded), so not safe for all sizes"))
-                continue
-            total = sum(c.gain for c in present)
-            if not any(c.verdict == "wins" for c in present):
-                why = "wins at no size beyond noise"
-            elif total <= 0:
-                why = "its losses outweigh its gains over the measured sizes"
-            else:
-                scored.append((total, config))
-                continue
-            considered.append(EnvCandidate(backend=backend, op=op, config=config, total_gain=total,
-                                           sizes=len(based), reason=why))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        for rank, (total, config) in enumerate(scored):
-            considered.append(EnvCandidate(
-                backend=backend, op=op, config=config, total_gain=total, sizes=len(based),
-                reason="chosen" if rank == 0 else f"a smaller total gain than {scored[0][1]}"))
-        if scored:
-            total, config = scored[0]
-            choices.append(EnvChoice(backend=backend, op=op, config=config, settings=settings.get(config, {}),
-                                     total_gain=total, sizes=len(based), wins=_spans(gs, config, "win", min_gain),
-                                     losses=_spans(gs, config, "loss", min_gain)))
-    return tuple(choices), tuple(considered)
-
-
-def _spans(groups: list[GroupResult], config: str, kind: Literal["win", "loss"],
-           min_gain: float) -> tuple[tuple[GroupKey, SizeRange], ...]:
-    out: list[tuple[GroupKey, SizeRange]] = []
-    for g in groups:
-        items: list[tuple[int, str | None, SizeResult]] = []
-        for s in g.sizes:
-            c = s.candidate(config)
-            hit = c is not None and (c.verdict == "wins" if kind == "win" else c.gain < -min_gain)
-            items.append((s.size_bytes, config if hit else None, s))
-        out.extend((g.key, r) for r in _ranges(items))
-    return tuple(out)

@@ -1,8 +1,10 @@
 """``collscope recommend --format env``: ``export`` lines with their evidence, from a :class:`Recommendation`.
 
 Environment variables apply to every message size, so each op gets the one config chosen by
-:func:`~collscope.analysis.recommend.core.recommend` (the largest total gain over the measured sizes), and the
-sizes where that config loses are printed as its cost. Every ``export`` line carries its evidence in a
+:func:`~collscope.analysis.recommend.core.recommend`: the one that saves the most time per step on the workload
+and loses beyond noise at no size carrying more than 5% of its time. The sizes where it loses are printed as its
+cost. When no config qualifies, the text says so, with each candidate's time figures, and points to the tuner
+rules (per size range). Every ``export`` line carries its evidence in a
 comment. NCCL_ALGO / NCCL_PROTO use NCCL's per-collective syntax (``allreduce:tree;allgather:ring``, NCCL
 2.24+) when the ops want different values or some measured op wants none; Open MPI algorithm variables come
 with ``OMPI_MCA_coll_tuned_use_dynamic_rules=1`` and their ``mpirun --mca`` equivalent.
@@ -13,13 +15,15 @@ from __future__ import annotations
 import re
 import shlex
 
+from collscope.analysis.noise import MIN_REPEATS, describe_rule
 from collscope.analysis.recommend.records import EnvChoice, Recommendation, SizeRange
+from collscope.analysis.recommend.timing import format_us, range_saving
 from collscope.errors import CollscopeError
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS, describe
 from collscope.vocab.nccl import ALGORITHMS, ALGOS_FOR_FUNC, FUNCTIONS, OP_FUNC, PROTOCOLS, parse_selection
 
 __all__ = ["render_env", "human_size", "percent", "comment", "provenance_lines", "excluded_lines",
-           "selection_for"]
+           "selection_for", "workload_line", "saved_text", "few_repeats_lines"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -56,13 +60,30 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def workload_line(rec: Recommendation) -> str:
+    """What the time figures assume."""
+    w = rec.workload
+    if w is None or w.per_measured_size:
+        n = 0 if w is None else len(w.entries)
+        return comment(f"workload: one call per measured size ({_count(n, 'call')} per step over the measured "
+                       "groups), so each size weighs by its own time; pass --workload FILE for the job's mix")
+    n = len(w.entries)
+    return comment(f"workload: {w.source} ({n} entr{'y' if n == 1 else 'ies'}: op, size, calls per step, ranks); "
+                   "time figures are per step of it")
+
+
+def saved_text(saved_us: float, total_us: float) -> str:
+    """``saves 12.3 us per step (4.5%)`` or ``costs ...``."""
+    verb = "saves" if saved_us >= 0 else "costs"
+    pct = f" ({abs(saved_us) / total_us * 100:.1f}%)" if total_us > 0 else ""
+    return f"{verb} {format_us(abs(saved_us))} per step{pct}"
+
+
 def provenance_lines(rec: Recommendation) -> list[str]:
     sweeps = ", ".join(rec.sweep_ids) or "unknown"
     versions = ", ".join(rec.nccl_versions) or "unknown"
     return [comment(f"from sweep(s): {sweeps}; NCCL version(s): {versions}"),
-            comment(f"rule: a config wins a size when its median busbw beats the default's by more than "
-                    f"{percent(rec.options.min_gain)} and by more than the noise (spread (max-min)/median over "
-                    "repeats, default's + config's)")]
+            comment(f"rule: {describe_rule(rec.options.min_gain)}"), workload_line(rec)]
 
 
 def excluded_lines(rec: Recommendation) -> list[str]:
@@ -114,13 +135,35 @@ def _evidence(choice: EnvChoice) -> str:
     return "; ".join(parts)
 
 
-def _cost_lines(choice: EnvChoice) -> list[str]:
+def few_repeats_lines(rec: Recommendation) -> list[str]:
+    """A line when gains were left uncounted for want of repeats."""
+    n = sum(1 for g in rec.groups for s in g.sizes if any(c.verdict == "too few repeats" for c in s.candidates))
+    if not n:
+        return []
+    return [comment(f"{n} size(s) where a config gains more than {percent(rec.options.min_gain)} on fewer than "
+                    f"{MIN_REPEATS} repeats: noise unknown, not counted; measure again with --repeats {MIN_REPEATS}")]
+
+
+def _why_not_lines(rec: Recommendation, skip_ops: set[str] | None = None) -> list[str]:
+    """One line per config that wins somewhere but is not one setting for every size, with its time figures."""
+    quiet = ("chosen", "wins at no size beyond noise", "not usable", "saves less time")
+    return [comment(f"{c.config}: {c.reason}") for c in rec.env_candidates
+            if not c.reason.startswith(quiet) and c.op not in (skip_ops or set())]
+
+
+def _cost_lines(rec: Recommendation, choice: EnvChoice) -> list[str]:
     lines = []
+    groups = {g.key: g for g in rec.groups}
     for key, r in choice.losses:
         worst, least = percent(-r.gain_min), percent(-r.gain_max)
         loss = worst if worst == least else f"{least}..{worst}"
+        on_workload = ""
+        if rec.workload is not None and key in groups:
+            ev = range_saving(groups[key], rec.workload.for_group(key.op, key.nranks), r)
+            on_workload = (f"; {format_us(-ev.saved_us)} per step on the workload" if ev.covered else
+                           "; no workload call there")
         lines.append(comment(f"cost: {key.label} loses {loss} at {_span(r)} ({_count(len(r.sizes), 'size')}) "
-                             f"with {choice.config}"))
+                             f"with {choice.config}{on_workload}"))
     return lines
 
 
@@ -129,22 +172,27 @@ def render_env(rec: Recommendation) -> str:
     """Shell text: comments with provenance, evidence and costs, and ``export`` lines (none when nothing wins)."""
     lines = [comment("collscope recommend: environment settings chosen from measurements"), *provenance_lines(rec)]
     lines += [comment(f"note: {n}") for n in rec.notes]
+    lines += few_repeats_lines(rec)
     if not rec.env:
         if not rec.any_winner:
             lines.append(comment(f"nothing beats the default beyond noise (min gain {percent(rec.options.min_gain)})"))
         else:
-            lines.append(comment("no single config beats the default over all measured sizes of an op, so there is "
-                                 "no environment to set; the per-size winners are in --format tuner and json"))
+            lines.append(comment("no single setting fits every size: environment variables apply to every size, and "
+                                 "no config saves time on the workload without losing beyond noise at a size that "
+                                 "carries more than 5% of its time"))
+            lines += _why_not_lines(rec)
+            lines.append(comment("use the per-size-range rules instead: collscope recommend --format tuner "
+                                 "(details: --format json)"))
         return "\n".join(lines + excluded_lines(rec)) + "\n"
-    lines.append(comment("environment variables apply to every size: per op, the config with the largest total "
-                         "gain over the measured sizes"))
+    lines.append(comment("environment variables apply to every size: per op, the config that saves the most time "
+                         "on the workload and loses beyond noise at no size carrying more than 5% of its time"))
     for choice in rec.env:
-        lines.append(comment(f"{choice.op}: {choice.config}, mean gain +{percent(choice.total_gain / choice.sizes)} "
-                             f"over {_count(choice.sizes, 'measured size')}"))
-        lines += _cost_lines(choice)
-        if any(r.repeats_min < 2 for _, r in choice.wins):
-            lines.append(comment(f"WARNING: {choice.op}: some wins rest on a single repeat, so their noise is "
-                                 "unknown (counted as 0); measure again with --repeats 3 before applying"))
+        lines.append(comment(f"{choice.op}: {choice.config} "
+                             f"{saved_text(choice.time_saved_us, choice.workload_time_us)} on the workload "
+                             f"(default: {format_us(choice.workload_time_us)} per step)"))
+        lines += _cost_lines(rec, choice)
+    ops_with_env = {c.op for c in rec.env}
+    lines += _why_not_lines(rec, skip_ops=ops_with_env)
     body, notes = _exports(rec)
     lines += [comment(n) for n in notes]
     lines += body

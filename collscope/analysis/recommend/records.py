@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from collscope.analysis.noise import relative_spread
+from collscope.analysis.recommend.workload import Workload
 from collscope.errors import ConfigError
 from collscope.vocab.configs import DEFAULT_CONFIG
 
@@ -14,7 +16,8 @@ __all__ = [
     "Excluded", "EnvCandidate", "EnvChoice", "Recommendation", "Verdict", "DEFAULT_CONFIG",
 ]
 
-Verdict = Literal["wins", "within noise", "below min gain", "loses"]
+Verdict = Literal["wins", "within noise", "too few repeats", "single size", "below min gain", "loses"]
+"""``single size``: beats the default beyond noise at this size but not at an adjacent one (noise.py's rule)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,14 +46,16 @@ class CellStat:
     min_gbps: float
     max_gbps: float
     repeats: int
+    time_us: float = math.nan
+    """Median time per call over the repeats (what a workload's time is computed from)."""
 
     @property
     def spread(self) -> float:
         """Relative range ``(max - min) / median``; infinite when the median is not positive."""
-        return (self.max_gbps - self.min_gbps) / self.median_gbps if self.median_gbps > 0 else math.inf
+        return relative_spread(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "spread": _finite(self.spread)}
+        return {**asdict(self), "time_us": _finite(self.time_us), "spread": _finite(self.spread)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -156,13 +161,19 @@ class EnvCandidate:
     op: str
     config: str
     total_gain: float
-    """Sum of gains over every size where the default was measured (NaN when not eligible)."""
+    """Sum of gains over every size where the default was measured (NaN when not eligible); shown, never
+    used to choose (a mean of per-size percentages lets many small sizes outvote the large ones)."""
     sizes: int
     reason: str
     """``"chosen"`` or why not."""
+    time_saved_us: float = math.nan
+    """Workload time per step saved against the default (negative: it costs time); NaN when not eligible."""
+    workload_time_us: float = math.nan
+    """The default's time per step on the same workload entries."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total_gain": _finite(self.total_gain)}
+        return {**asdict(self), "total_gain": _finite(self.total_gain), "time_saved_us": _finite(self.time_saved_us),
+                "workload_time_us": _finite(self.workload_time_us)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -177,10 +188,15 @@ class EnvChoice:
     sizes: int
     wins: tuple[tuple[GroupKey, SizeRange], ...]
     losses: tuple[tuple[GroupKey, SizeRange], ...]
+    time_saved_us: float = math.nan
+    """Workload time per step saved against the default."""
+    workload_time_us: float = math.nan
+    """The default's time per step on the workload."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "op": self.op, "config": self.config, "settings": self.settings,
                 "total_gain": self.total_gain, "mean_gain": self.total_gain / self.sizes if self.sizes else None,
+                "time_saved_us": _finite(self.time_saved_us), "workload_time_us": _finite(self.workload_time_us),
                 "sizes": self.sizes,
                 "wins": [{**k.to_dict(), **r.to_dict()} for k, r in self.wins],
                 "losses": [{**k.to_dict(), **r.to_dict()} for k, r in self.losses]}
@@ -202,6 +218,10 @@ class Recommendation:
     """Every op in the data after filtering (used to decide NCCL's per-collective syntax)."""
     failed_points: tuple[dict[str, Any], ...] = ()
     """Points that failed without records (``frame.attrs["failures"]`` of load_results): never candidates."""
+    workload: Workload | None = None
+    """The workload the time figures are computed on (``--workload``, else one call per measured size)."""
+    algorithms: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Config -> op -> the one algorithm NCCL logged for it (sweep check data), for protocol-only tuner rules."""
 
     @property
     def any_winner(self) -> bool:
@@ -209,8 +229,11 @@ class Recommendation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"min_gain": self.options.min_gain, "op": self.options.op, "in_place": self.options.in_place,
-                "noise": "spread = (max - min) / median busbw over repeats; a win needs gain > min_gain and "
-                         "gain > spread(candidate) + spread(default)",
+                "noise": "spread = (max - min) / median busbw over repeats; a win needs >= 3 repeats on both "
+                         "sides, gain > min_gain and gain > spread(candidate) + spread(default), at >= 2 "
+                         "adjacent measured sizes",
+                "workload": None if self.workload is None else self.workload.to_dict(),
+                "algorithms": self.algorithms,
                 "range_edges": "measured sizes, inclusive",
                 "sweep_ids": list(self.sweep_ids), "nccl_versions": list(self.nccl_versions),
                 "notes": list(self.notes), "groups": [g.to_dict() for g in self.groups],

@@ -4,26 +4,36 @@ Format (``reference/nccl-facts.md`` section 3; ``plugins/tuner/example`` of NCCL
 ``#`` comments, columns ``collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,
 numPipeOps,regBuff``; lower-case names; inclusive byte ranges (nccl-tests' total size, NCCL's nBytes); the
 first matching line wins. One line per winning range of a group: the ranges of a group are disjoint and
-their edges are measured sizes, so the rules cover only sizes with evidence. Only a config that forces
-exactly one algorithm and one protocol (and optionally one channel count) is expressible.
+their edges are measured sizes, so the rules cover only sizes with evidence. A config that forces exactly one
+algorithm and one protocol (and optionally one channel count) is expressible; so is a protocol-only win
+(``NCCL_PROTO`` forced, ``NCCL_ALGO`` not): its algorithm is the one NCCL logged for that config in the sweep's
+check data (``points/<id>.check.json``), else Ring, named in a comment as an assumption. Each rule is preceded
+by a comment with its evidence and the time it saves on the workload.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from collscope.analysis.recommend.env import (
     comment,
     excluded_lines,
+    few_repeats_lines,
     human_size,
     percent,
     provenance_lines,
+    saved_text,
     selection_for,
 )
-from collscope.analysis.recommend.records import DEFAULT_CONFIG, GroupKey, Recommendation, SizeRange
+from collscope.analysis.recommend.records import DEFAULT_CONFIG, GroupKey, GroupResult, Recommendation, SizeRange
+from collscope.analysis.recommend.timing import evaluate, range_saving
 
 __all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "tuner_rules", "tuner_rule",
-           "render_tuner"]
+           "render_tuner", "ASSUMED_ALGORITHM"]
+
+ASSUMED_ALGORITHM = "Ring"
+"""The algorithm of a protocol-only rule when the check data names none: every collective the plugin handles
+can run Ring with every protocol."""
 
 TUNER_COLUMNS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
 TUNER_COLLECTIVE = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
@@ -53,6 +63,8 @@ class TunerRule:
     nranks: int = -1
     num_pipe_ops: int = -1
     reg_buff: int = -1
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """Comments that go with the line: evidence, time saved, an assumed algorithm."""
 
     def line(self) -> str:
         return ",".join(str(v) for v in (self.collective, self.min_bytes, self.max_bytes, self.algorithm,
@@ -83,8 +95,10 @@ def _channels(settings: dict[str, str]) -> int:
     return found.pop() if found else -1
 
 
-def tuner_rule(key: GroupKey, span: SizeRange, settings: dict[str, str]) -> TunerRule:
-    """The rule for one winning range; NotExpressible when the config cannot be a rule."""
+def tuner_rule(key: GroupKey, span: SizeRange, settings: dict[str, str],
+               logged_algorithm: str | None = None) -> TunerRule:
+    """The rule for one winning range; NotExpressible when the config cannot be a rule. ``logged_algorithm``:
+    what NCCL ran for a protocol-only config (NCCL's spelling), else :data:`ASSUMED_ALGORITHM` is assumed."""
     if any(name.startswith("OMPI_MCA_") for name in settings):
         raise NotExpressible("Open MPI settings: the NCCL tuner plugin only chooses NCCL algorithms")
     collective = TUNER_COLLECTIVE.get(key.op)
@@ -95,11 +109,22 @@ def tuner_rule(key: GroupKey, span: SizeRange, settings: dict[str, str]) -> Tune
     others = sorted(set(settings) - known)
     if others:
         raise NotExpressible(f"{', '.join(others)} has no tuner column")
-    algorithm = _single("NCCL_ALGO", settings, key.op)
     protocol = _single("NCCL_PROTO", settings, key.op)
+    notes: tuple[str, ...] = ()
+    if "NCCL_ALGO" in settings:
+        algorithm = _single("NCCL_ALGO", settings, key.op)
+    elif logged_algorithm in _ALGORITHM:
+        algorithm = str(logged_algorithm)
+        notes = (f"algorithm {_ALGORITHM[algorithm]}: what NCCL logged for {key.op} with NCCL_PROTO={protocol} "
+                 "(sweep check data)",)
+    else:
+        algorithm = ASSUMED_ALGORITHM
+        notes = (f"assumed algorithm {_ALGORITHM[algorithm]}: NCCL_PROTO={protocol} was measured with NCCL's own "
+                 "algorithm choice and the sweep's check data names none; verify with NCCL_DEBUG=INFO "
+                 "NCCL_DEBUG_SUBSYS=TUNING (or measure NCCL_ALGO x NCCL_PROTO)",)
     return TunerRule(collective=collective, min_bytes=span.min_bytes, max_bytes=span.max_bytes,
                      algorithm=_ALGORITHM[algorithm], protocol=_PROTOCOL[protocol], channels=_channels(settings),
-                     nnodes=-1 if key.nnodes is None else key.nnodes, nranks=key.nranks)
+                     nnodes=-1 if key.nnodes is None else key.nnodes, nranks=key.nranks, notes=notes)
 
 
 def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
@@ -113,11 +138,28 @@ def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
             where = (f"{group.key.label} {human_size(span.min_bytes)}..{human_size(span.max_bytes)} "
                      f"{span.config}")
             try:
-                rules.append(tuner_rule(group.key, span, rec.settings.get(span.config, {})))
+                rule = tuner_rule(group.key, span, rec.settings.get(span.config, {}),
+                                  rec.algorithms.get(span.config, {}).get(group.key.op))
+                rules.append(replace(rule, notes=(_evidence(rec, group, span), *rule.notes)))
             except NotExpressible as exc:
                 skipped.append(f"not expressible: {where}: {exc}")
     rules.sort(key=lambda r: (r.collective, r.nnodes, r.nranks, r.min_bytes))
     return rules, skipped
+
+
+def _evidence(rec: Recommendation, group: GroupResult, span: SizeRange) -> str:
+    gains = percent(span.gain_min) if percent(span.gain_min) == percent(span.gain_max) else \
+        f"{percent(span.gain_min)}..{percent(span.gain_max)}"
+    where = f"{group.key.label} {human_size(span.min_bytes)}..{human_size(span.max_bytes)}: {span.config} +{gains} " \
+            f"busbw ({len(span.sizes)} sizes, {span.repeats_min} repeats, noise <= {percent(span.noise_max)})"
+    if rec.workload is None:
+        return where
+    entries = rec.workload.for_group(group.key.op, group.key.nranks)
+    total = evaluate(group, entries, DEFAULT_CONFIG).default_us
+    saved = range_saving(group, entries, span)
+    if saved.covered == 0:
+        return f"{where}; no workload call in this range, so it saves 0 us per step"
+    return f"{where}; {saved_text(saved.saved_us, total)} of the workload's {group.key.op} time"
 
 
 def render_tuner(rec: Recommendation) -> str:
@@ -130,6 +172,7 @@ def render_tuner(rec: Recommendation) -> str:
                      "NCCL's nBytes); outside them NCCL's own tuning applies; first match wins, no overlaps"),
              comment("channels -1 keeps NCCL's count; nNodes/nRanks are those measured; numPipeOps, regBuff -1: any")]
     lines += [comment(f"note: {n}") for n in rec.notes]
+    lines += few_repeats_lines(rec)
     lines += [comment(s) for s in skipped]
     lines += excluded_lines(rec)
     if not rules:
@@ -137,5 +180,7 @@ def render_tuner(rec: Recommendation) -> str:
             f"nothing beats the default beyond noise (min gain {percent(rec.options.min_gain)})"
             if not rec.any_winner else "no winning range is expressible as a tuner rule")))
     lines.append(comment(TUNER_COLUMNS))
-    lines += [r.line() for r in rules]
+    for r in rules:
+        lines += [comment(n) for n in r.notes]
+        lines.append(r.line())
     return "\n".join(lines) + "\n"
