@@ -23,7 +23,7 @@ from collscope.collectives.nccl_tests.records import (
     nccl_version_from_code,
     op_from_binary,
 )
-from collscope.collectives.nccl_tests.text import Layout, RepeatKey, convert_block, layout_from_header, layout_from_row
+from collscope.collectives.nccl_tests.text import Layout, Seen, convert_block, layout_from_header, layout_from_row, new_seen
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
 
@@ -82,7 +82,7 @@ class _State:
         self.warnings: list[str] = []
         self.blocks: list[Block] = []
         self.layout: Layout | None = None
-        self.seen: dict[RepeatKey, int] = {}
+        self.seen: Seen = new_seen()
 
     def is_last(self, lineno: int) -> bool:
         """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""

@@ -254,7 +254,7 @@ def _placement_records(b: Block, p: Placement, template: Measurement, all_bad: b
                        unchecked: bool) -> list[Measurement]:
     """The records of one placement of a block; the columns uniform over the block are set once, in a template."""
     if not _FAST <= b.uniform:
-        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place), p.time_us,
+        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place, len(b.size_bytes)), p.time_us,
                             p.algbw_gbps, p.busbw_gbps, p.wrong, p.error, b.timestamp, b.repeat, strict=True),
                         template, all_bad, unchecked)
     make = msgspec.structs.replace

@@ -13,18 +13,45 @@ retries its lines one by one, which places any error on its line.
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import add
+from collections import defaultdict
+from itertools import count
 from typing import Any, NamedTuple
+
+import msgspec
 
 from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement
 from collscope.errors import ParseError
 
-__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "RepeatKey"]
+__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "new_seen", "Seen"]
 
 _NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
 RepeatKey = tuple[int, str, "str | None", "int | None"]
+Seen = defaultdict[Any, "count[int]"]
+"""Per (size, type, redop, root): a counter of the rows seen so far (``next`` gives a row's ``repeat``)."""
+_INTS = msgspec.json.Decoder(list[int]).decode
+_FLOATS = msgspec.json.Decoder(list[float]).decode
+
+
+def new_seen() -> Seen:
+    return defaultdict(count)
+
+
+def _numbers(tokens: list[str], kind: type) -> list[Any]:
+    """``list(map(kind, tokens))`` for ``int`` or ``float``, at C speed when the tokens are JSON numbers.
+
+    A JSON number reads as the same value as ``int(token)``/``float(token)``; anything else (``nan``, ``+1``,
+    ``012``, a number too large for JSON, a float ``-0...``) goes through ``kind`` itself, which then accepts or rejects it.
+    """
+    text = "[" + ",".join(tokens) + "]"
+    if kind is int or ("[-0" not in text and ",-0" not in text):  # JSON reads float -0.0 as 0.0
+        try:
+            values: list[Any] = (_INTS if kind is int else _FLOATS)(text)
+            if len(values) == len(tokens):  # a token "1,2" reads as two
+                return values
+        except msgspec.DecodeError:
+            pass
+    return list(map(kind, tokens))
 
 
 class Layout(NamedTuple):
@@ -105,7 +132,7 @@ def _names(tokens: list[str], what: str) -> list[str]:
     return tokens
 
 
-def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int], out: list[Block]) -> None:
+def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: Seen, out: list[Block]) -> None:
     """Append the :class:`Block` of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
 
     ``seen`` counts rows per (size, type, redop, root) over the whole run, for ``repeat`` (``-N`` cycles).
@@ -116,8 +143,8 @@ def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, in
         raise ValueError("rows do not line up with the header")
     none = [None] * nrows
     uniform = {"root", "timestamp", "wrong", "error"}
-    sizes = list(map(int, tokens[0::n]))
-    counts = list(map(int, tokens[lay.i_count::n])) if lay.i_count >= 0 else none
+    sizes = _numbers(tokens[0::n], int)
+    counts = _numbers(tokens[lay.i_count::n], int) if lay.i_count >= 0 else none
     dtypes = _names(tokens[lay.i_type::n], "type")
     redops: list[Any] = none
     if lay.i_redop >= 0:
@@ -138,7 +165,7 @@ def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, in
     placements = []
     in_place_flags = (False, True) if len(lay.groups) == 2 else (True,)  # trace replays print in-place only
     for in_place, (ti, ai, bi, ci, kind) in zip(in_place_flags, lay.groups, strict=True):
-        times = list(map(float, tokens[ti::n]))
+        times = _numbers(tokens[ti::n], float)
         if not (min(times) >= 0.0 and sum(times) == sum(times)):  # sum is NaN when a time is
             raise ValueError("a negative or undefined time")
         checks = none
@@ -149,17 +176,8 @@ def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, in
             else:
                 checks = _check_column(column, kind)
                 uniform.discard(kind)
-        placements.append(Placement(in_place, times, list(map(float, tokens[ai::n])),
-                                    list(map(float, tokens[bi::n])), none if kind == "error" else checks,
+        placements.append(Placement(in_place, times, _numbers(tokens[ai::n], float),
+                                    _numbers(tokens[bi::n], float), none if kind == "error" else checks,
                                     checks if kind == "error" else none))
-    keys = list(zip(sizes, dtypes, redops, roots, strict=True))
-    if len(set(keys)) == nrows:  # the usual block: no key twice, so every count comes from earlier blocks
-        repeats = list(map(seen.get, keys, repeat(0, nrows)))
-        seen.update(zip(keys, map(add, repeats, repeat(1, nrows)), strict=True))
-    else:
-        repeats = []
-        for key in keys:
-            count = seen.get(key, 0)
-            seen[key] = count + 1
-            repeats.append(count)
+    repeats = list(map(next, map(seen.__getitem__, zip(sizes, dtypes, redops, roots, strict=True))))
     out.append(Block(sizes, counts, dtypes, redops, roots, stamps, repeats, tuple(placements), frozenset(uniform)))
