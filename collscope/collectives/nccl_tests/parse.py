@@ -14,16 +14,23 @@ import re
 
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
+    Block,
     NcclTestsDevice,
     NcclTestsHeader,
-    Block,
     NcclTestsRun,
     TableRows,
     build_run,
     nccl_version_from_code,
     op_from_binary,
 )
-from collscope.collectives.nccl_tests.text import Layout, Seen, convert_block, layout_from_header, layout_from_row, new_seen
+from collscope.collectives.nccl_tests.text import (
+    Layout,
+    Seen,
+    convert_block,
+    layout_from_header,
+    layout_from_row,
+    new_seen,
+)
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
 

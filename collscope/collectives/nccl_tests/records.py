@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import msgspec
@@ -212,6 +213,7 @@ class Block(NamedTuple):
 
 
 _FAST = frozenset({"root", "timestamp", "wrong", "error"})
+_BUSBW = attrgetter("busbw_gbps")
 
 
 class TableRows:
@@ -231,7 +233,8 @@ class TableRows:
         return self._len
 
 
-def _records(rows: Iterable[Row], template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
+def _records(rows: Iterable[tuple[Any, ...]], template: Measurement, all_bad: bool,
+             unchecked: bool) -> list[Measurement]:
     """One Measurement per row: the run's values from ``template``, the row's own values replaced.
 
     ``unchecked``: the run did not check values (``validation: 0``), so a printed ``#wrong`` of 0 means nothing.
@@ -254,8 +257,9 @@ def _placement_records(b: Block, p: Placement, template: Measurement, all_bad: b
                        unchecked: bool) -> list[Measurement]:
     """The records of one placement of a block; the columns uniform over the block are set once, in a template."""
     if not _FAST <= b.uniform:
-        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place, len(b.size_bytes)), p.time_us,
-                            p.algbw_gbps, p.busbw_gbps, p.wrong, p.error, b.timestamp, b.repeat, strict=True),
+        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place, len(b.size_bytes)),
+                            p.time_us, p.algbw_gbps, p.busbw_gbps, p.wrong, p.error, b.timestamp, b.repeat,
+                            strict=True),
                         template, all_bad, unchecked)
     make = msgspec.structs.replace
     wrong = None if unchecked else p.wrong[0]
@@ -398,8 +402,8 @@ def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: boo
 # ---------------------------------------------------------------------------------------------------------
 
 
-def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice], ranks_elided: bool,
-              header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
+def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice],
+              ranks_elided: bool, header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
               avg_busbw_gbps: float | None, out_of_bounds: int | None, oob_failed: bool, min_bw_failed: bool,
               complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
               settings: dict[str, str] | None = None, timestamp: str | None = None,
@@ -429,7 +433,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
         raise ParseError(source, None, "values a Measurement record can hold", found=str(exc)) from None
 
     if avg_busbw_gbps is not None and records and not ranks_elided:
-        mean = sum(r.busbw_gbps for r in records) / len(records)
+        mean = sum(map(_BUSBW, records)) / len(records)
         if abs(mean - avg_busbw_gbps) > max(0.02 * abs(avg_busbw_gbps), 0.01):
             warnings.append(f"Avg bus bandwidth {avg_busbw_gbps:g} differs from the mean of the rows shown "
                             f"({mean:.4g}): rows missing or edited")

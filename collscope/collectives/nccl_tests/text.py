@@ -41,7 +41,7 @@ def _numbers(tokens: list[str], kind: type) -> list[Any]:
     """``list(map(kind, tokens))`` for ``int`` or ``float``, at C speed when the tokens are JSON numbers.
 
     A JSON number reads as the same value as ``int(token)``/``float(token)``; anything else (``nan``, ``+1``,
-    ``012``, a number too large for JSON, a float ``-0...``) goes through ``kind`` itself, which then accepts or rejects it.
+    ``012``, a number too large for JSON, a float ``-0...``) goes through ``kind`` itself, which accepts or rejects it.
     """
     text = "[" + ",".join(tokens) + "]"
     if kind is int or ("[-0" not in text and ",-0" not in text):  # JSON reads float -0.0 as 0.0
@@ -141,7 +141,7 @@ def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: Seen, out: l
     n = lay.ntokens
     if len(tokens) != n * nrows:
         raise ValueError("rows do not line up with the header")
-    none = [None] * nrows
+    none: list[Any] = [None] * nrows
     uniform = {"root", "timestamp", "wrong", "error"}
     sizes = _numbers(tokens[0::n], int)
     counts = _numbers(tokens[lay.i_count::n], int) if lay.i_count >= 0 else none
