@@ -1,9 +1,9 @@
 """What an nccl-tests run printed, as records: the run, its devices, its header, and its Measurements.
 
-The text parser (:mod:`.nccl_tests_parse`) and the ``-J`` JSON reader (:mod:`.nccl_tests_json`) both
-make one :class:`Row` per size and placement of what the table says and hand them to :func:`build_run`,
-which infers what the output does not say outright (number of ranks, per-size ok flags) and makes one
-:class:`~collscope.collectives.record.Measurement` of each row. Formats and facts:
+The ``-J`` JSON reader (:mod:`.json`) makes one :class:`Row` per size and placement; the text parser
+(:mod:`.parse`) hands over the same rows column by column, as :class:`Block` s in a :class:`TableRows`. Both
+go to :func:`build_run`, which infers what the output does not say outright (number of ranks, per-size ok
+flags) and makes one :class:`~collscope.collectives.record.Measurement` of each row. Formats and facts:
 ``shared/reference/nccl-facts.md`` section 4.
 """
 

@@ -1,13 +1,15 @@
-"""The results table of nccl-tests text output: column layout from the header, lines -> Rows.
+"""The results table of nccl-tests text output: column layout from the header, row lines -> Blocks.
 
 Columns are found by the names of the header line (nccl-tests ``src/util.cu`` writeResultHeader, and the
 older generations in ``shared/reference/nccl-facts.md`` 4.3): ``size count type [redop] [root]``, then per
 placement ``time|cputime algbw busbw [#wrong|error]`` with optional ``i_min i_max i_p99 i_cv%`` columns,
 and an optional trailing ``timestamp`` (two tokens: date and time).
 
-Rows are converted a block at a time: the tokens of consecutive rows are split once and each column is
-converted with ``map(int|float, ...)`` over a stride of the token list. This is the ingest hot path; a block
-whose tokens do not line up (a damaged row, noise starting with a digit) raises ValueError and the caller
+Rows are converted a block at a time, column by column (the ingest hot path): the tokens of consecutive rows
+are split once, each column is a stride of the token list, numbers are read by msgspec's JSON decoder (the
+same values as ``int``/``float``, which take over for anything that is not a JSON number), and a column that
+holds one value throughout (``-1`` roots, ``0`` wrong counts) is noted as uniform instead of converted. A
+block whose tokens do not line up (a damaged row, noise starting with a digit) raises ValueError and the caller
 retries its lines one by one, which places any error on its line.
 """
 
@@ -27,13 +29,14 @@ __all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "
 _NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
 RepeatKey = tuple[int, str, "str | None", "int | None"]
-Seen = defaultdict[Any, "count[int]"]
+Seen = defaultdict[RepeatKey, "count[int]"]
 """Per (size, type, redop, root): a counter of the rows seen so far (``next`` gives a row's ``repeat``)."""
 _INTS = msgspec.json.Decoder(list[int]).decode
 _FLOATS = msgspec.json.Decoder(list[float]).decode
 
 
 def new_seen() -> Seen:
+    """An empty repeat counter for one run."""
     return defaultdict(count)
 
 
