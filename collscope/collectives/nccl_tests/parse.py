@@ -252,12 +252,15 @@ def _lines(st: _State, chunk: str, lineno: int) -> None:
 def _block(st: _State, block: str, lineno: int, nlines: int) -> None:
     """``nlines`` consecutive lines starting with a digit, the first numbered ``lineno``: converted at once when
     they line up with the table's columns, else line by line (which places an error on its line)."""
+    start = 0
     while st.layout is None:  # no header yet: a first row without one sets the columns
-        end = block.find("\n")
-        _line(st, block if end < 0 else block[:end], lineno)
+        end = block.find("\n", start)
+        _line(st, block[start:] if end < 0 else block[start:end], lineno)
         if end < 0:
             return
-        block, lineno, nlines = block[end + 1:], lineno + 1, nlines - 1
+        start, lineno, nlines = end + 1, lineno + 1, nlines - 1
+    if start:
+        block = block[start:]
     try:
         convert_block(st.layout, block.split(), nlines, st.seen, st.blocks)
     except (ValueError, IndexError, OverflowError):
@@ -301,10 +304,11 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     if st.layout is not None and st.layout.cputime:
         st.warnings.append("times are CPU time per op (-C 1), not latency")
     header = NcclTestsHeader(**st.params)
-    return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided, header=header,
-                     nccl_version=st.nccl_version, nccl_tests_version=st.tests_version, avg_busbw_gbps=st.avg,
-                     out_of_bounds=st.oob, oob_failed=st.oob_failed, min_bw_failed=st.min_bw_failed,
-                     complete=st.complete, errors=st.errors, warnings=st.warnings, source=source, nranks=nranks)
+    return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
+                     header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
+                     avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
+                     min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
+                     source=source, nranks=nranks)
 
 
 def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *,
