@@ -14,15 +14,23 @@ import re
 
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
+    Block,
     NcclTestsDevice,
     NcclTestsHeader,
     NcclTestsRun,
-    Row,
+    TableRows,
     build_run,
     nccl_version_from_code,
     op_from_binary,
 )
-from collscope.collectives.nccl_tests.text import Layout, RepeatKey, convert_rows, layout_from_header, layout_from_row
+from collscope.collectives.nccl_tests.text import (
+    Layout,
+    Seen,
+    convert_block,
+    layout_from_header,
+    layout_from_row,
+    new_seen,
+)
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
 
@@ -60,8 +68,11 @@ def looks_like_nccl_tests(text: str) -> bool:
 
 
 class _State:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, text: str) -> None:
         self.source = source
+        self.text = text
+        """The text with every line break a ``\\n`` (as ``str.splitlines`` breaks it)."""
+        self.last_lineno: int | None = None
         self.op_started: tuple[str, int] | None = None
         self.op_command: tuple[str, int] | None = None
         self.params: dict[str, int] = {}
@@ -76,9 +87,15 @@ class _State:
         self.complete = False
         self.errors: list[str] = []
         self.warnings: list[str] = []
-        self.rows: list[Row] = []
+        self.blocks: list[Block] = []
         self.layout: Layout | None = None
-        self.seen: dict[RepeatKey, int] = {}
+        self.seen: Seen = new_seen()
+
+    def is_last(self, lineno: int) -> bool:
+        """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""
+        if self.last_lineno is None:
+            self.last_lineno = self.text.rstrip().count("\n") + 1
+        return lineno == self.last_lineno
 
 
 def _other_line(st: _State, line: str, lineno: int) -> None:
@@ -90,7 +107,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
         names = body.split()
         if "algbw" in names:
             lay = layout_from_header(names, st.source, lineno)
-            if st.layout is not None and st.rows and lay != st.layout:
+            if st.layout is not None and st.blocks and lay != st.layout:
                 raise ParseError(st.source, lineno, "one results table per run (a second, different header "
                                  "follows rows); split the file per run", found=body)
             st.layout = lay
@@ -104,7 +121,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
                                               pid=int(m[3]), host=m[4], device=int(m[5]), bus_id=m[6], name=m[7]))
         return
     if body.startswith("nThread"):
-        if st.rows:
+        if st.blocks:
             raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split "
                              "the file per run", found=body)
         for m in _PARAM.finditer(body):
@@ -126,7 +143,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
         if m:
             op = op_from_binary(m[2])
             if m[1] == "starting":
-                if st.rows:
+                if st.blocks:
                     raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts "
                                      "here); split the file per run", found=body)
                 if op:
@@ -172,7 +189,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
                 break
 
 
-def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
+def _table_row(st: _State, parts: list[str], lineno: int) -> None:
     """One line starting with digits, on its own: a first headerless row, an odd row, or noise."""
     lay = st.layout
     if lay is None:
@@ -184,27 +201,27 @@ def _table_row(st: _State, parts: list[str], lineno: int, last: bool) -> None:
     n = len(parts)
     try:
         if n == lay.ntokens:
-            convert_rows(lay, parts, 1, st.seen, st.rows)
+            convert_block(lay, parts, 1, st.seen, st.blocks)
             return
         if n == lay.ntokens - 1 and lay.i_redop >= 0 and not parts[lay.i_redop].isalpha():
             # Old alltoall: the redop field is printed empty.
-            convert_rows(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.rows)
+            convert_block(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.blocks)
             return
     except (ValueError, IndexError, OverflowError):
         pass
-    if last:
+    if st.is_last(lineno):
         st.warnings.append(f"line {lineno}: last row incomplete (output cut off); ignored")
         return
     raise ParseError(st.source, lineno, f"a data row with the {lay.ntokens} columns '{lay.described}'",
                      found=" ".join(parts))
 
 
-def _line(st: _State, line: str, lineno: int, last: bool) -> None:
+def _line(st: _State, line: str, lineno: int) -> None:
     parts = line.split()
     if not parts:
         return
     if parts[0].isdigit():
-        _table_row(st, parts, lineno, last)
+        _table_row(st, parts, lineno)
     else:
         _other_line(st, line, lineno)
 
@@ -220,38 +237,58 @@ def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
     return op
 
 
-def _block(st: _State, lines: list[str], start: int, stop: int, last_index: int) -> None:
-    lay = st.layout
-    assert lay is not None
+_ROWS = re.compile(r"^[ \t]*[0-9][^\n]*(?:\n[ \t]*[0-9][^\n]*){0,4095}", re.M)
+"""Up to 4096 consecutive lines that start with a digit: table rows, converted as one block."""
+_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_BREAKS_NOT_ASCII = ("\x85", "\u2028", "\u2029")
+
+
+def _lines(st: _State, chunk: str, lineno: int) -> None:
+    """Each line of ``chunk`` (whole lines, the first numbered ``lineno``) on its own."""
+    for i, line in enumerate(chunk.split("\n")):
+        _line(st, line, lineno + i)
+
+
+def _block(st: _State, block: str, lineno: int, nlines: int) -> None:
+    """``nlines`` consecutive lines starting with a digit, the first numbered ``lineno``: converted at once when
+    they line up with the table's columns, else line by line (which places an error on its line)."""
+    start = 0
+    while st.layout is None:  # no header yet: a first row without one sets the columns
+        end = block.find("\n", start)
+        _line(st, block[start:] if end < 0 else block[start:end], lineno)
+        if end < 0:
+            return
+        start, lineno, nlines = end + 1, lineno + 1, nlines - 1
+    if start:
+        block = block[start:]
     try:
-        convert_rows(lay, " ".join(lines[start:stop]).split(), stop - start, st.seen, st.rows)
+        convert_block(st.layout, block.split(), nlines, st.seen, st.blocks)
     except (ValueError, IndexError, OverflowError):
-        for i in range(start, stop):
-            _line(st, lines[i], i + 1, i == last_index)
+        _lines(st, block, lineno)
 
 
 def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
-    st = _State(source)
-    lines = text.splitlines()
-    last_index = len(lines) - 1
-    while last_index >= 0 and not lines[last_index].strip():
-        last_index -= 1
-    # Consecutive lines that start with a digit are converted as one block once a header is known; a block
-    # that does not line up (noise, a damaged row) is retried line by line.
-    start = -1
-    for i, line in enumerate(lines):
-        if line.lstrip()[:1].isdigit() and st.layout is not None:
-            if start < 0:
-                start = i
-            continue
-        if start >= 0:
-            _block(st, lines, start, i, last_index)
-            start = -1
-        _line(st, line, i + 1, i == last_index)
-    if start >= 0:
-        _block(st, lines, start, len(lines), last_index)
+    if any(c in text for c in _BREAKS) or (not text.isascii() and any(c in text for c in _BREAKS_NOT_ASCII)):
+        text = "\n".join(text.splitlines())  # every line break a "\n", the lines (and their numbers) the same
+    st = _State(source, text)
+    # Runs of lines that start with a digit are found by one regex over the text (no Python work per row line)
+    # and converted a block at a time; the lines between them are handled one by one.
+    pos, lineno = 0, 1
+    for m in _ROWS.finditer(text):
+        start = m.start()
+        if start > pos:
+            gap = text[pos:start - 1]  # whole lines, without the break before the block
+            _lines(st, gap, lineno)
+            lineno += gap.count("\n") + 1
+        block = m[0]
+        nlines = block.count("\n") + 1
+        _block(st, block, lineno, nlines)
+        lineno += nlines
+        pos = m.end() + 1
+    if pos < len(text):
+        _lines(st, text[pos:], lineno)
 
-    if not st.rows and st.layout is None and not st.params and not st.devices and not st.complete:
+    if not st.blocks and st.layout is None and not st.params and not st.devices and not st.complete:
         raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
                          "'Out of bounds values' summary)")
     found = st.op_started or st.op_command
@@ -267,10 +304,11 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     if st.layout is not None and st.layout.cputime:
         st.warnings.append("times are CPU time per op (-C 1), not latency")
     header = NcclTestsHeader(**st.params)
-    return build_run(op=op, rows=st.rows, devices=st.devices, ranks_elided=st.ranks_elided, header=header,
-                     nccl_version=st.nccl_version, nccl_tests_version=st.tests_version, avg_busbw_gbps=st.avg,
-                     out_of_bounds=st.oob, oob_failed=st.oob_failed, min_bw_failed=st.min_bw_failed,
-                     complete=st.complete, errors=st.errors, warnings=st.warnings, source=source, nranks=nranks)
+    return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
+                     header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
+                     avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
+                     min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
+                     source=source, nranks=nranks)
 
 
 def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *,

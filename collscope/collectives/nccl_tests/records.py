@@ -1,17 +1,19 @@
 """What an nccl-tests run printed, as records: the run, its devices, its header, and its Measurements.
 
-The text parser (:mod:`.nccl_tests_parse`) and the ``-J`` JSON reader (:mod:`.nccl_tests_json`) both
-make one :class:`Row` per size and placement of what the table says and hand them to :func:`build_run`,
-which infers what the output does not say outright (number of ranks, per-size ok flags) and makes one
-:class:`~collscope.collectives.record.Measurement` of each row. Formats and facts:
+The ``-J`` JSON reader (:mod:`.json`) makes one :class:`Row` per size and placement; the text parser
+(:mod:`.parse`) hands over the same rows column by column, as :class:`Block` s in a :class:`TableRows`. Both
+go to :func:`build_run`, which infers what the output does not say outright (number of ranks, per-size ok
+flags) and makes one :class:`~collscope.collectives.record.Measurement` of each row. Formats and facts:
 ``shared/reference/nccl-facts.md`` section 4.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import msgspec
@@ -19,7 +21,8 @@ import msgspec
 from collscope.collectives.record import OPS, Measurement, Settings, busbw_factor
 from collscope.errors import ParseError
 
-__all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "build_run",
+__all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "Block", "Placement", "TableRows",
+           "build_run",
            "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES"]
 
 # nccl-tests src/common.cu test_typenames (current and pre-NCCL-2.10 names) -> bytes per element.
@@ -171,7 +174,67 @@ class Row(NamedTuple):
     """Earlier rows of the same (size, type, redop, root): the ``-N`` cycle."""
 
 
-def _records(rows: Sequence[Row], template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
+class Placement(NamedTuple):
+    """One placement (out-of-place or in-place) of a :class:`Block`: its columns, one item per row."""
+
+    in_place: bool
+    time_us: list[float]
+    algbw_gbps: list[float]
+    busbw_gbps: list[float]
+    wrong: list[int | None]
+    error: list[float | None]
+
+
+class Block(NamedTuple):
+    """Consecutive rows of a text table, column by column (the ingest hot path: no tuple per row).
+
+    Each list holds one item per row; ``placements`` holds the timing columns in output order (out-of-place
+    first). ``uniform`` names the columns (``root``, ``timestamp``, ``wrong``, ``error``) that hold one value in
+    every row and placement, so that their value is set once per block, not once per record.
+    """
+
+    size_bytes: list[int]
+    elements: list[int | None]
+    dtype: list[str]
+    redop: list[str | None]
+    root: list[int | None]
+    timestamp: list[str | None]
+    repeat: list[int]
+    placements: tuple[Placement, ...]
+    uniform: frozenset[str]
+
+    def rows(self) -> Iterator[Row]:
+        """The block's Rows in output order (per row, each placement)."""
+        for i in range(len(self.size_bytes)):
+            for p in self.placements:
+                yield Row(self.size_bytes[i], self.elements[i], self.dtype[i], self.redop[i], self.root[i],
+                          p.in_place, p.time_us[i], p.algbw_gbps[i], p.busbw_gbps[i], p.wrong[i], p.error[i],
+                          self.timestamp[i], self.repeat[i])
+
+
+_FAST = frozenset({"root", "timestamp", "wrong", "error"})
+_BUSBW = attrgetter("busbw_gbps")
+
+
+class TableRows:
+    """The rows of a text table as the :class:`Block` s the parser converted; iterates as Rows."""
+
+    __slots__ = ("blocks", "_len")
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self.blocks = blocks
+        self._len = sum(len(b.size_bytes) * len(b.placements) for b in blocks)
+
+    def __iter__(self) -> Iterator[Row]:
+        for b in self.blocks:
+            yield from b.rows()
+
+    def __len__(self) -> int:
+        return self._len
+
+
+def _records(rows: Iterable[tuple[Any, ...]], template: Measurement, all_bad: bool,
+             unchecked: bool) -> list[Measurement]:
     """One Measurement per row: the run's values from ``template``, the row's own values replaced.
 
     ``unchecked``: the run did not check values (``validation: 0``), so a printed ``#wrong`` of 0 means nothing.
@@ -182,12 +245,46 @@ def _records(rows: Sequence[Row], template: Measurement, all_bad: bool, unchecke
     if unchecked:
         return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
                      time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=None, error=error, ok=not all_bad,
-                     timestamp=stamp if ts is None else ts, repeat=rep)
+                     repeat=rep, timestamp=stamp if ts is None else ts)
                 for size, count, dtype, redop, root, in_place, time_us, alg, bus, _, error, ts, rep in rows]
     return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
                  time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=wrong, error=error,
-                 ok=not (all_bad or wrong), timestamp=stamp if ts is None else ts, repeat=rep)
+                 ok=not (all_bad or wrong), repeat=rep, timestamp=stamp if ts is None else ts)
             for size, count, dtype, redop, root, in_place, time_us, alg, bus, wrong, error, ts, rep in rows]
+
+
+def _placement_records(b: Block, p: Placement, template: Measurement, all_bad: bool,
+                       unchecked: bool) -> list[Measurement]:
+    """The records of one placement of a block; the columns uniform over the block are set once, in a template."""
+    if not _FAST <= b.uniform:
+        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place, len(b.size_bytes)),
+                            p.time_us, p.algbw_gbps, p.busbw_gbps, p.wrong, p.error, b.timestamp, b.repeat,
+                            strict=True),
+                        template, all_bad, unchecked)
+    make = msgspec.structs.replace
+    wrong = None if unchecked else p.wrong[0]
+    ts = b.timestamp[0]
+    same = make(template, root=b.root[0], in_place=p.in_place, wrong=wrong, error=p.error[0],
+                ok=not (all_bad or wrong), timestamp=template.timestamp if ts is None else ts)
+    return [make(same, size_bytes=size, count=count, dtype=dtype, redop=redop, time_us=time_us, algbw_gbps=alg,
+                 busbw_gbps=bus, repeat=rep)
+            for size, count, dtype, redop, time_us, alg, bus, rep in zip(
+                b.size_bytes, b.elements, b.dtype, b.redop, p.time_us, p.algbw_gbps, p.busbw_gbps, b.repeat,
+                strict=True)]
+
+
+def _table_records(table: TableRows, template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
+    """The records of every block, in output order (a row's out-of-place record, then its in-place one)."""
+    out: list[Measurement] = []
+    for b in table.blocks:
+        placements = [_placement_records(b, p, template, all_bad, unchecked) for p in b.placements]
+        if len(placements) == 2:  # interleave
+            rows = placements[0] + placements[1]
+            rows[0::2], rows[1::2] = placements[0], placements[1]
+            out += rows
+        else:
+            out += placements[0]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -218,7 +315,7 @@ def _n_bounds(op: str, lo: float, hi: float) -> tuple[float, float] | None:
     return n_lo, n_hi
 
 
-def nranks_from_bandwidths(op: str, rows: Sequence[Row]) -> tuple[int, int | None] | None:
+def nranks_from_bandwidths(op: str, rows: Iterable[Row]) -> tuple[int, int | None] | None:
     """Solve busbw = algbw x factor(n) for n over all rows, printing precision included.
 
     Returns the lowest and highest whole n consistent with every row (highest None: unbounded), or None when
@@ -245,7 +342,7 @@ def nranks_from_bandwidths(op: str, rows: Sequence[Row]) -> tuple[int, int | Non
     return (first, last) if last is None or first <= last else (first, -1)
 
 
-def _nranks_from_counts(op: str, rows: Sequence[Row]) -> int | None:
+def _nranks_from_counts(op: str, rows: Iterable[Row]) -> int | None:
     """all_gather / reduce_scatter print the per-rank count and the total size: n = size / (count x type size)."""
     if op not in ("all_gather", "reduce_scatter"):
         return None
@@ -261,7 +358,8 @@ def _nranks_from_counts(op: str, rows: Sequence[Row]) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool, rows: Sequence[Row],
+def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool,
+                  rows: Sequence[Row] | TableRows,
                   explicit: int | None, source: str, warnings: list[str]) -> tuple[int, str]:
     listed = None
     if devices and not ranks_elided:
@@ -304,8 +402,8 @@ def _infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: boo
 # ---------------------------------------------------------------------------------------------------------
 
 
-def build_run(*, op: str | None, rows: Sequence[Row], devices: Sequence[NcclTestsDevice], ranks_elided: bool,
-              header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
+def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice],
+              ranks_elided: bool, header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
               avg_busbw_gbps: float | None, out_of_bounds: int | None, oob_failed: bool, min_bw_failed: bool,
               complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
               settings: dict[str, str] | None = None, timestamp: str | None = None,
@@ -328,12 +426,14 @@ def build_run(*, op: str | None, rows: Sequence[Row], devices: Sequence[NcclTest
                                warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
                                nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
                                timestamp=timestamp)
-        records = _records(rows, template, all_bad, unchecked=header.validation == 0)
+        unchecked = header.validation == 0
+        records = (_table_records(rows, template, all_bad, unchecked) if isinstance(rows, TableRows)
+                   else _records(rows, template, all_bad, unchecked))
     except ValueError as exc:
         raise ParseError(source, None, "values a Measurement record can hold", found=str(exc)) from None
 
     if avg_busbw_gbps is not None and records and not ranks_elided:
-        mean = sum(r.busbw_gbps for r in records) / len(records)
+        mean = sum(map(_BUSBW, records)) / len(records)
         if abs(mean - avg_busbw_gbps) > max(0.02 * abs(avg_busbw_gbps), 0.01):
             warnings.append(f"Avg bus bandwidth {avg_busbw_gbps:g} differs from the mean of the rows shown "
                             f"({mean:.4g}): rows missing or edited")

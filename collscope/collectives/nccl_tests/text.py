@@ -1,34 +1,60 @@
-"""The results table of nccl-tests text output: column layout from the header, lines -> Rows.
+"""The results table of nccl-tests text output: column layout from the header, row lines -> Blocks.
 
 Columns are found by the names of the header line (nccl-tests ``src/util.cu`` writeResultHeader, and the
 older generations in ``shared/reference/nccl-facts.md`` 4.3): ``size count type [redop] [root]``, then per
 placement ``time|cputime algbw busbw [#wrong|error]`` with optional ``i_min i_max i_p99 i_cv%`` columns,
 and an optional trailing ``timestamp`` (two tokens: date and time).
 
-Rows are converted a block at a time: the tokens of consecutive rows are split once and each column is
-converted with ``map(int|float, ...)`` over a stride of the token list. This is the ingest hot path; a block
-whose tokens do not line up (a damaged row, noise starting with a digit) raises ValueError and the caller
+Rows are converted a block at a time, column by column (the ingest hot path): the tokens of consecutive rows
+are split once, each column is a stride of the token list, numbers are read by msgspec's JSON decoder (the
+same values as ``int``/``float``, which take over for anything that is not a JSON number), and a column that
+holds one value throughout (``-1`` roots, ``0`` wrong counts) is noted as uniform instead of converted. A
+block whose tokens do not line up (a damaged row, noise starting with a digit) raises ValueError and the caller
 retries its lines one by one, which places any error on its line.
 """
 
 from __future__ import annotations
 
-from functools import partial
-from itertools import repeat
-from operator import add
+from collections import defaultdict
+from itertools import count
 from typing import Any, NamedTuple
 
-from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Row
+import msgspec
+
+from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement
 from collscope.errors import ParseError
 
-__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_rows", "RepeatKey"]
+__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "new_seen", "Seen"]
 
-_row = partial(tuple.__new__, Row)
-"""A Row of a plain tuple in field order (C-level: no per-row Python frame)."""
-_NON_NEGATIVE = (0.0).__le__
 _NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
 RepeatKey = tuple[int, str, "str | None", "int | None"]
+Seen = defaultdict[RepeatKey, "count[int]"]
+"""Per (size, type, redop, root): a counter of the rows seen so far (``next`` gives a row's ``repeat``)."""
+_INTS = msgspec.json.Decoder(list[int]).decode
+_FLOATS = msgspec.json.Decoder(list[float]).decode
+
+
+def new_seen() -> Seen:
+    """An empty repeat counter for one run."""
+    return defaultdict(count)
+
+
+def _numbers(tokens: list[str], kind: type) -> list[Any]:
+    """``list(map(kind, tokens))`` for ``int`` or ``float``, at C speed when the tokens are JSON numbers.
+
+    A JSON number reads as the same value as ``int(token)``/``float(token)``; anything else (``nan``, ``+1``,
+    ``012``, a number too large for JSON, a float ``-0...``) goes through ``kind`` itself, which accepts or rejects it.
+    """
+    text = "[" + ",".join(tokens) + "]"
+    if kind is int or ("[-0" not in text and ",-0" not in text):  # JSON reads float -0.0 as 0.0
+        try:
+            values: list[Any] = (_INTS if kind is int else _FLOATS)(text)
+            if len(values) == len(tokens):  # a token "1,2" reads as two
+                return values
+        except msgspec.DecodeError:
+            pass
+    return list(map(kind, tokens))
 
 
 class Layout(NamedTuple):
@@ -109,8 +135,8 @@ def _names(tokens: list[str], what: str) -> list[str]:
     return tokens
 
 
-def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int], out: list[Row]) -> None:
-    """Append one Row per placement of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
+def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: Seen, out: list[Block]) -> None:
+    """Append the :class:`Block` of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
 
     ``seen`` counts rows per (size, type, redop, root) over the whole run, for ``repeat`` (``-N`` cycles).
     Raises ValueError when the tokens are not ``nrows`` rows of this layout, or a time is negative.
@@ -118,9 +144,10 @@ def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int
     n = lay.ntokens
     if len(tokens) != n * nrows:
         raise ValueError("rows do not line up with the header")
-    none = [None] * nrows
-    sizes = list(map(int, tokens[0::n]))
-    counts = list(map(int, tokens[lay.i_count::n])) if lay.i_count >= 0 else none
+    none: list[Any] = [None] * nrows
+    uniform = {"root", "timestamp", "wrong", "error"}
+    sizes = _numbers(tokens[0::n], int)
+    counts = _numbers(tokens[lay.i_count::n], int) if lay.i_count >= 0 else none
     dtypes = _names(tokens[lay.i_type::n], "type")
     redops: list[Any] = none
     if lay.i_redop >= 0:
@@ -128,43 +155,32 @@ def convert_rows(lay: Layout, tokens: list[str], nrows: int, seen: dict[Any, int
         redops = list(map(_NO_REDOP.get, names, names))  # "none" -> None, C-level
     roots: list[Any] = none
     if lay.i_root >= 0:
-        values = list(map(int, tokens[lay.i_root::n]))
-        if max(values) >= 0:  # -1 (no root) in every row of the usual table: all None
-            roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
+        column = tokens[lay.i_root::n]
+        if column.count("-1") != nrows:  # -1 (no root) in every row of the usual table: all None
+            values = list(map(int, column))
+            if max(values) >= 0:
+                roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
+                uniform.discard("root")
     stamps: list[Any] = none
     if lay.timestamp:
         stamps = [f"{d} {t}" for d, t in zip(tokens[n - 2::n], tokens[n - 1::n], strict=True)]
-    columns = []
-    for ti, ai, bi, ci, kind in lay.groups:
-        columns.append((list(map(float, tokens[ti::n])), list(map(float, tokens[ai::n])),
-                        list(map(float, tokens[bi::n])), _check_column(tokens[ci::n], kind) if ci >= 0 else none,
-                        kind == "error"))
-    if len(columns) == 1:  # trace replays print the in-place group only
-        in_place_flags = [True]
-    else:
-        in_place_flags = [False, True]
-
-    if not all(all(map(_NON_NEGATIVE, group[0])) for group in columns):
-        raise ValueError("a negative or undefined time")
-    keys = list(zip(sizes, dtypes, redops, roots, strict=True))
-    if len(set(keys)) == nrows:  # the usual block: no key twice, so every count comes from earlier blocks
-        repeats = list(map(seen.get, keys, repeat(0, nrows)))
-        seen.update(zip(keys, map(add, repeats, repeat(1, nrows)), strict=True))
-    else:
-        repeats = []
-        for key in keys:
-            count = seen.get(key, 0)
-            seen[key] = count + 1
-            repeats.append(count)
+        uniform.discard("timestamp")
     placements = []
-    for in_place, (times, algs, buses, checks, is_error) in zip(in_place_flags, columns, strict=True):
-        wrongs = none if is_error else checks
-        errors = checks if is_error else none
-        placements.append(list(map(_row, zip(sizes, counts, dtypes, redops, roots, repeat(in_place, nrows), times,
-                                              algs, buses, wrongs, errors, stamps, repeats, strict=True))))
-    if len(placements) == 2:  # interleave: out-of-place then in-place of each row, in output order
-        rows = placements[0] + placements[1]
-        rows[0::2], rows[1::2] = placements[0], placements[1]
-        out.extend(rows)
-    else:
-        out.extend(placements[0])
+    in_place_flags = (False, True) if len(lay.groups) == 2 else (True,)  # trace replays print in-place only
+    for in_place, (ti, ai, bi, ci, kind) in zip(in_place_flags, lay.groups, strict=True):
+        times = _numbers(tokens[ti::n], float)
+        if not (min(times) >= 0.0 and sum(times) == sum(times)):  # sum is NaN when a time is
+            raise ValueError("a negative or undefined time")
+        checks = none
+        if ci >= 0:
+            column = tokens[ci::n]
+            if kind == "wrong" and column.count("0") == nrows:
+                checks = [0] * nrows
+            else:
+                checks = _check_column(column, kind)
+                uniform.discard(kind)
+        placements.append(Placement(in_place, times, _numbers(tokens[ai::n], float),
+                                    _numbers(tokens[bi::n], float), none if kind == "error" else checks,
+                                    checks if kind == "error" else none))
+    repeats = list(map(next, map(seen.__getitem__, zip(sizes, dtypes, redops, roots, strict=True))))
+    out.append(Block(sizes, counts, dtypes, redops, roots, stamps, repeats, tuple(placements), frozenset(uniform)))
