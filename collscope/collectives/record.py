@@ -115,6 +115,11 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     point_id: str | None = None
     sweep_id: str | None = None
     hosts: tuple[str, ...] = ()
+    gpu: str | None = None
+    """GPU model as the tools print it (``NVIDIA H200``); None when unknown (CPU ranks, a table without devices)."""
+    cluster: str | None = None
+    """Cluster identity: Slurm's ClusterName (``SLURM_CLUSTER_NAME``) where the measurement ran; None when unknown
+    (analysis then tells machines apart by their hosts)."""
     nccl_version: str | None = None
     engine_version: str | None = None
     source: str | None = None

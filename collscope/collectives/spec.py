@@ -169,4 +169,5 @@ def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, 
         root=spec.root if spec.op == "broadcast" else None, in_place=in_place, nnodes=len(hosts) or None,
         wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=dict(settings), hosts=hosts,
         engine_version=engine_version, nccl_version=nccl_version, source=source,
+        cluster=os.environ.get("SLURM_CLUSTER_NAME") or None,
         timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **dict(extra or {}))

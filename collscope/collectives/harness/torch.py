@@ -247,7 +247,8 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, device: Any, 
         record = make_record(spec, engine="torch", backend=backend, size_bytes=size, count=count, nranks=n,
                              time_us=int(worst.item()) / spec.iters / 1e3, wrong=wrong, in_place=in_place,
                              hosts=hosts, engine_version=version, nccl_version=nccl, settings=settings,
-                             source=f"collscope bench --engine torch --backend {backend}")
+                             source=f"collscope bench --engine torch --backend {backend}",
+                             extra={"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else None)
         records.append(record)
         if on_record is not None:
             on_record(record)

@@ -216,6 +216,20 @@ _FAST = frozenset({"root", "timestamp", "wrong", "error"})
 _BUSBW = attrgetter("busbw_gbps")
 
 
+def gpu_model(devices: Sequence[NcclTestsDevice], warnings: list[str]) -> str | None:
+    """The GPU model of the device lines (``NVIDIA H100 80GB HBM3``); several models are named together, warned."""
+    names = list(dict.fromkeys(d.name.strip() for d in devices if d.name.strip()))
+    if len(names) > 1:
+        warnings.append(f"the ranks run on different GPU models: {', '.join(names)}")
+        return " + ".join(names)
+    return names[0] if names else None
+
+
+ERROR_LIMIT = 1e-2
+"""An old-format ``error`` (largest deviation per size) at or above this is a wrong result, not rounding: rounding
+shows up to ~1e-3 (half precision; float ~1e-7, e.g. ``4e-07``), corrupted data ~1e+00 (nccl-facts.md 4.3)."""
+
+
 class TableRows:
     """The rows of a text table as the :class:`Block` s the parser converted; iterates as Rows."""
 
@@ -415,22 +429,31 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     n, how = _infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings)
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
     nnodes = len(hosts) if devices and not ranks_elided else None
+    gpu = gpu_model(devices, warnings)
 
     all_bad = oob_failed and not any(d.wrong for d in rows)  # no per-size count: every record is suspect
-    if oob_failed and not any(d.wrong is not None for d in rows):
+    by_error = all_bad and any(d.error is not None and d.error >= ERROR_LIMIT for d in rows)
+    if by_error:  # old formats: the float error column says which sizes failed
+        all_bad = False
+        warnings.append(f"out-of-bounds FAILED: sizes whose error column is >= {ERROR_LIMIT:g} are marked not ok "
+                        "(older nccl-tests print the largest deviation per size, not a count)")
+    elif oob_failed and not any(d.wrong is not None for d in rows):
         warnings.append("out-of-bounds FAILED without per-size #wrong counts: every record is marked not ok")
     try:
         template = Measurement(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes, size_bytes=0,
                                count=None, dtype="", redop=None, root=None, in_place=False, time_us=0.0,
                                algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
                                warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
-                               nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
+                               gpu=gpu, nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
                                timestamp=timestamp)
         unchecked = header.validation == 0
         records = (_table_records(rows, template, all_bad, unchecked) if isinstance(rows, TableRows)
                    else _records(rows, template, all_bad, unchecked))
     except ValueError as exc:
         raise ParseError(source, None, "values a Measurement record can hold", found=str(exc)) from None
+    if by_error:
+        records = [msgspec.structs.replace(r, ok=False) if r.error is not None and r.error >= ERROR_LIMIT else r
+                   for r in records]
 
     if avg_busbw_gbps is not None and records and not ranks_elided:
         mean = sum(map(_BUSBW, records)) / len(records)
