@@ -2,7 +2,9 @@
 
 Every launch goes through :func:`collscope.proc.run` with ``kill_on_parent_death`` (a killed sweep leaves no
 process behind) and its output appended to the point's log. A point is done only when its records are
-written (temp file + rename); rerunning the same command skips done points and redoes the rest.
+written (temp file + rename); rerunning the same command skips done points and redoes the rest. A point whose
+records file is damaged (empty, undecodable, not a regular file) is not done: the rerun moves the file aside
+(``<id>.jsonl.damaged-<time>``, never deleted), says so, and measures the point again.
 """
 
 from __future__ import annotations
@@ -101,11 +103,17 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
 
     results.prepare(plan.sweep_id, plan.spec.to_dict(), plan.to_dict(), meta or {})
     failures = results.failures()
-    todo = [p for p in points if not results.is_done(p.point_id)
-            and (options.retry_failed or p.point_id not in failures)]
+    files = {p.point_id: results.point_file(p.point_id) for p in points}
+    states = {pid: f.state for pid, f in files.items()}
+    for pid, found in files.items():
+        if found.state == "damaged":  # measured again, after its file is moved aside (never deleted)
+            echo(f"point {pid}: damaged ({found.problem}); moved aside to {results.move_aside(pid).name}, "
+                 "running it again")
+    todo = [p for p in points if states[p.point_id] != "done"
+            and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged")]
     for p in points:
         if p not in todo:
-            outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if results.is_done(p.point_id)
+            outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if states[p.point_id] == "done"
                                                  else "failed before (use --retry-failed)"))
     bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
     try:
