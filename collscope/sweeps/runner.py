@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
 from collscope.collectives.record import Measurement, Settings, write_jsonl
 from collscope.errors import CollscopeError, ConfigError, ParseError
 from collscope.results.decode import read_jsonl
+from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
@@ -111,6 +113,11 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                  "running it again")
     todo = [p for p in points if states[p.point_id] != "done"
             and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged")]
+    for p in todo:
+        log_path = results.log_path(p.point_id)
+        if os.path.lexists(log_path) and not log_path.is_file():  # a FIFO would block the append below
+            echo(f"point {p.point_id}: {log_path.name} is not a regular file; moved aside to "
+                 f"{move_aside(log_path).name}, a new log is started")
     for p in points:
         if p not in todo:
             outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if states[p.point_id] == "done"

@@ -232,3 +232,13 @@ def test_failure_entries_are_typed_strictly():
     with pytest.raises(ParseError, match="^F:1: "):  # a complete but invalid last line is no half-written line
         decode_failure_lines(b"\x00\x01 binary without newline", "F")
 
+
+
+@pytest.mark.parametrize("name", ["sweep.json", "failures.jsonl"])
+@pytest.mark.parametrize("cmd", READERS)
+def test_a_fifo_for_sweep_json_or_failures_jsonl_is_refused_without_blocking(tmp_path, cmd, name):
+    results = _results(tmp_path / "r")
+    path = results.root / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    _assert_user_error(_invoke(*cmd, str(results.root)), f"{path}: expected", "FIFO")

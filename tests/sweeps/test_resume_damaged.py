@@ -121,3 +121,16 @@ def test_damaged_point_is_moved_aside_said_and_measured_again(copy, damage):
     assert [r.size_bytes for r in records] == [r.size_bytes for r in decode_records(before, "before")]
     status = results.status()
     assert (status.done, status.damaged, status.pending) == (2, 0, 0)
+
+
+def test_a_fifo_as_a_point_log_is_moved_aside_not_opened(copy):
+    spec, results, points = copy
+    results.records_path(points[0]).unlink()  # the point is pending again
+    log = results.log_path(points[0])
+    log.unlink()
+    os.mkfifo(log)
+    result = CliRunner().invoke(main, _args(spec, results.root))
+    assert result.exit_code == 0, result.output
+    aside = sorted(results.points_dir.glob(f"{log.name}.damaged-*"))
+    assert len(aside) == 1 and f"moved aside to {aside[0].name}, a new log is started" in result.stderr
+    assert log.is_file() and results.is_done(points[0])
