@@ -284,7 +284,7 @@ def _load(sources: list[Path]) -> pd.DataFrame:
         raise ParseError("<no paths>", None, "at least one results directory or file")
     for path in sources:
         if path.is_dir():
-            if not (path / "sweep.json").exists():
+            if not os.path.lexists(path / "sweep.json"):
                 raise ParseError(str(path), None, "a sweep results directory (sweep.json missing)")
             dir_parts, dir_lost = _load_results_dir(path)
             parts.extend(dir_parts)

@@ -4,7 +4,7 @@ A point is done only when its ``.jsonl`` is a regular file holding at least one 
 that is empty, not UTF-8 JSON lines, of wrong types, cut mid-line, or not a regular file (a FIFO, a directory, a
 dangling symlink) is *damaged*: it is never counted as done and never opened for a blocking read
 (:func:`collscope.files.read_input_bytes`); a resumed sweep moves it aside (:func:`move_aside`, never deleted)
-before running the point again.
+before running the point again (``<point_id>.jsonl.damaged-<UTC time>``, ``-<n>`` added when taken).
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ from collscope.errors import ParseError
 from collscope.files import read_input_bytes
 from collscope.results.decode import decode_records
 
-__all__ = ["PointFile", "PointState", "DamagedPointsError", "inspect_point_file", "read_point_file", "move_aside",
-           "DAMAGED_SUFFIX"]
+__all__ = ["PointFile", "PointState", "DamagedPointsError", "inspect_point_file", "read_point_file", "move_aside"]
 
 PointState = Literal["missing", "done", "damaged"]
-DAMAGED_SUFFIX = ".damaged-"
-"""A damaged file is renamed ``<point_id>.jsonl.damaged-<UTC time>`` (``-<n>`` added when taken)."""
 EXPECTED_POINT = "a Measurement JSONL file (the records of a finished point)"
 
 
@@ -62,14 +59,17 @@ def inspect_point_file(path: Path) -> PointFile:
     return PointFile(path=path, state="done", records=tuple(records))
 
 
-def move_aside(path: Path) -> Path:
-    """Rename the damaged file ``path`` to ``<name>.damaged-<UTC time>`` next to it (never deleted); the new path."""
+def move_aside(path: Path, label: str = "damaged") -> Path:
+    """Rename ``path`` to ``<name>.<label>-<UTC time>`` next to it (never deleted); the new path.
+
+    ``damaged``: a records file or log that cannot be used; ``attempt``: the partial records of an earlier attempt.
+    """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{stamp}")
+    target = path.with_name(f"{path.name}.{label}-{stamp}")
     n = 1
     while os.path.lexists(target):
         n += 1
-        target = path.with_name(f"{path.name}{DAMAGED_SUFFIX}{stamp}-{n}")
+        target = path.with_name(f"{path.name}.{label}-{stamp}-{n}")
     os.rename(path, target)
     return target
 

@@ -6,7 +6,8 @@
     DIR/points/<point_id>.partial.jsonl   records of an attempt that did not finish (kept, never counted)
     DIR/points/<point_id>.check.json      what the NCCL log says about the forced settings
     DIR/failures.jsonl              one line per failed attempt: point id, reason, detail, log tail
-    DIR/points/<point_id>.jsonl.damaged-<time>   a damaged records file, moved aside by a resumed sweep
+    DIR/points/<point_id>.jsonl.damaged-<time>   a damaged records file (or log), moved aside by a resumed sweep
+    DIR/points/<point_id>.partial.jsonl.attempt-<time>   an earlier attempt's partial records, kept on a retry
 
 A point is done when its ``.jsonl`` is a regular file of valid records (:mod:`collscope.results.points`);
 nothing else marks progress, so a killed sweep resumes where it stopped. A ``.jsonl`` that is empty, undecodable

@@ -151,7 +151,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     spec = plan.spec
     pid = point.point_id
     partial = results.partial_path(pid)
-    partial.unlink(missing_ok=True)
+    if os.path.lexists(partial):  # an earlier attempt's records are kept, never deleted (and never counted)
+        move_aside(partial, "attempt")
     log_path = results.log_path(pid)
     try:
         cmd = build_launch(options.launcher, spec, point, partial, _launch_options_for(spec, point, options))

@@ -134,3 +134,16 @@ def test_a_fifo_as_a_point_log_is_moved_aside_not_opened(copy):
     aside = sorted(results.points_dir.glob(f"{log.name}.damaged-*"))
     assert len(aside) == 1 and f"moved aside to {aside[0].name}, a new log is started" in result.stderr
     assert log.is_file() and results.is_done(points[0])
+
+
+def test_an_earlier_attempts_partial_records_are_kept_on_a_new_attempt(copy):
+    spec, results, points = copy
+    path = results.records_path(points[0])
+    kept = path.read_bytes()
+    path.unlink()  # pending again, with the records of an attempt that did not finish
+    results.partial_path(points[0]).write_bytes(kept)
+    result = CliRunner().invoke(main, _args(spec, results.root))
+    assert result.exit_code == 0, result.output
+    earlier = sorted(results.points_dir.glob(f"{points[0]}.partial.jsonl.attempt-*"))
+    assert len(earlier) == 1 and earlier[0].read_bytes() == kept
+    assert results.is_done(points[0]) and not results.partial_path(points[0]).exists()
