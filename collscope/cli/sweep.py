@@ -152,10 +152,10 @@ def render_adaptive(outcome: AdaptiveOutcome, out_dir: Path) -> list[str]:
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"points", "done", "failed", "pending", "damaged", ...}.')
 def status(directory: Path, as_json: bool) -> None:
-    """Progress of a sweep results directory: points, done, failed (with reasons), pending, damaged.
+    """Progress of a sweep: points done, failed (with reasons), pending and damaged.
 
     A damaged point has a records file that is empty, undecodable or not a regular file: it is not done, and
-    rerunning the same ``sweep run`` moves the file aside and measures the point again.
+    rerunning the same sweep run moves the file aside (never deleted) and measures the point again.
 
     \b
     Example:
