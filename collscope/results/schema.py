@@ -102,7 +102,7 @@ class _FailureLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_STEP = re.compile(r'\.([^.\[]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
 def _json_type(value: Any) -> str:
@@ -118,9 +118,21 @@ def _shown(value: Any) -> str:
 
 
 def _at(doc: Any, path: str) -> Any:
-    for key, index in _STEP.findall(path):
-        doc = doc[int(index)] if index else doc[key]
+    for key, index, quoted in _STEP.findall(path):
+        doc = doc[int(index)] if index else doc[json.loads(quoted) if quoted else key]
     return doc
+
+
+def _bad_key(mapping: Any, expected: str, path: str, field: str) -> tuple[str, str]:
+    """The path and field name of the first value of ``mapping`` that is not of the ``expected`` types."""
+    allowed = {t.strip() for t in expected.split("|")}
+    if "float" in allowed:
+        allowed.add("int")
+    for key, value in mapping.items():
+        if _json_type(value) not in allowed:
+            step = f"[{json.dumps(key)}]"
+            return f"{path[: -len('[...]')]}{step}", f"{field[: -len('[...]')]}{step}"
+    raise KeyError(path)
 
 
 def _problem(exc: msgspec.ValidationError, doc: Any, root: str) -> tuple[str, str | None]:
@@ -136,11 +148,13 @@ def _problem(exc: msgspec.ValidationError, doc: Any, root: str) -> tuple[str, st
     if what.startswith("Object contains unknown field "):
         name = what.rsplit(" ", 1)[1].strip("`")
         return f"only the known fields of {field}", f"unknown field {name!r}"
+    expected = what.split(",", 1)[0].removeprefix("Expected ").replace("`", "")
     try:
+        if path.endswith("[...]"):  # a value of a mapping (settings, versions): msgspec does not say which key
+            path, field = _bad_key(_at(doc, path[: -len("[...]")]), expected, path, field)
         value = _at(doc, path)
     except (KeyError, IndexError, TypeError):
         return f"{field}: {what}", None
-    expected = what.split(",", 1)[0].removeprefix("Expected ").replace("`", "")
     if expected == what.replace("`", ""):  # not a type message (a constraint, say): say it as msgspec does
         return f"{field}: {what}", _shown(value)
     return f"{field} of type {expected}", _shown(value)
