@@ -265,7 +265,12 @@ def load_results(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
     """One DataFrame of every record in ``paths``: results directories (``sweep.json`` + ``points/*.jsonl``;
     ``*.partial.jsonl`` never counts), Measurement JSONL files, nccl-tests outputs (text or ``-J`` JSON).
 
-    Raises ParseError naming the file (and line) that is none of these, or that is damaged.
+    Raises ParseError naming the file (and line) that is none of these, or that is damaged. A results directory
+    is read strictly (``sweep.json``, ``failures.jsonl``: see :mod:`collscope.results.schema`); a damaged point
+    file (empty, undecodable, not a regular file) is never skipped: one
+    :class:`~collscope.results.points.DamagedPointsError` names every damaged file of the directory, one line
+    each, and nothing is loaded from it (``collscope sweep run`` with the same spec moves them aside and measures
+    those points again). ``analyze``, ``recommend`` and ``report`` all read through here, so all three exit 2.
     """
     sources = _as_paths(paths)
     gc_was_enabled = gc.isenabled()
