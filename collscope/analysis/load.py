@@ -42,6 +42,7 @@ from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
 from collscope.files import decode_text, read_input_bytes
 from collscope.results.decode import decode_records, read_bytes
+from collscope.results.points import DamagedPointsError, read_point_file
 from collscope.results.store import ResultsDir
 from collscope.vocab.configs import (
     DEFAULT_CONFIG,
@@ -94,7 +95,7 @@ def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
 
 def _check_verdict(path: str) -> bool | None:
     try:
-        doc = msgspec.json.decode(read_bytes(path))
+        doc = msgspec.json.decode(read_bytes(path, "the JSON check file written by collscope sweep run"))
     except msgspec.DecodeError as exc:
         raise ParseError(path, None, "the JSON check file written by collscope sweep run", found=str(exc)) from exc
     value = doc.get("applied") if isinstance(doc, dict) else None
@@ -102,35 +103,50 @@ def _check_verdict(path: str) -> bool | None:
 
 
 def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
+    """The records of every finished point of ``root``, and its failed points without records.
+
+    Damaged points (a ``points/*.jsonl`` that is empty, undecodable, cut mid-line or not a regular file) stop
+    the load with one :class:`~collscope.results.points.DamagedPointsError` naming every damaged file: nothing
+    is analysed from a directory that lost measurements without saying so, and nothing is dropped silently.
+    """
     results = ResultsDir(root)
-    meta = results.read_sweep_json()
+    meta = results.read_sweep()
+    results.check_layout()
     failures = results.failures()
     parts: list[_Part] = []
     points_dir = str(results.points_dir)
     try:
         names = os.listdir(points_dir)
-    except FileNotFoundError:
-        names = []
+    except OSError as exc:
+        raise ParseError(points_dir, None, "a readable points/ directory", found=exc.strerror or str(exc)) from None
     checks = {n for n in names if n.endswith(".check.json")}
     files = sorted(n for n in names if n.endswith(".jsonl") and not n.endswith(".partial.jsonl")
                    and not n.startswith("."))
+    damaged: list[ParseError] = []
     for name in files:
         point_id = name[: -len(".jsonl")]
         path = os.path.join(points_dir, name)
+        try:
+            records = read_point_file(path)
+        except ParseError as exc:
+            damaged.append(exc)
+            continue
         check = f"{point_id}.check.json"
         applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
-        failure = failures.get(point_id, {}).get("reason")
-        parts.append(_Part(decode_records(read_bytes(path), path), point_id, applied,
-                           None if failure is None else str(failure)))
+        failure = failures.get(point_id)
+        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason))
+    if damaged:
+        raise DamagedPointsError(str(root), damaged)
     seen = {name[: -len(".jsonl")] for name in files}
-    planned = {str(p.get("point_id")): p for p in meta.get("plan", {}).get("points", []) if isinstance(p, dict)}
+    planned = {p.point_id: p for p in meta.plan.points}
     lost = []
     for point_id, entry in sorted(failures.items()):
         if point_id in seen:
             continue
-        plan = planned.get(point_id, {})
-        lost.append({"point_id": point_id, "op": plan.get("op"), "config": config_of(plan.get("settings") or {}),
-                     "reason": entry.get("reason"), "detail": entry.get("detail"), "source": str(root)})
+        plan = planned.get(point_id)
+        lost.append({"point_id": point_id, "op": None if plan is None else plan.op,
+                     "config": config_of(dict(plan.settings) if plan is not None else {}),
+                     "reason": entry.reason, "detail": entry.detail, "source": str(root)})
     return parts, lost
 
 
@@ -229,8 +245,9 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
     columns["config"] = _from_codes(lookup[codes], list(config_names))
 
     verdicts = [p.applied for p in parts]
-    columns["applied"] = pd.arrays.BooleanArray(np.repeat(np.array([v is True for v in verdicts]), counts),
-                                                np.repeat(np.array([v is None for v in verdicts]), counts))
+    columns["applied"] = pd.arrays.BooleanArray(
+        np.repeat(np.array([v is True for v in verdicts], dtype=bool), counts),
+        np.repeat(np.array([v is None for v in verdicts], dtype=bool), counts))
     fcodes, funiq = _encode(np.repeat(np.array([p.failure for p in parts], dtype=object), counts))
     columns["failure"] = _categorical(fcodes, funiq)
 
@@ -256,7 +273,12 @@ def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = N
     ``op`` and ``nranks`` are for nccl-tests outputs that do not tell them (a table without its header), as
     ``collscope ingest --op/--nranks``; an output that names another op is an error.
 
-    Raises ParseError naming the file (and line) that is none of these, or that is damaged.
+    Raises ParseError naming the file (and line) that is none of these, or that is damaged. A results directory
+    is read strictly (``sweep.json``, ``failures.jsonl``: see :mod:`collscope.results.schema`); a damaged point
+    file (empty, undecodable, not a regular file) is never skipped: one
+    :class:`~collscope.results.points.DamagedPointsError` names every damaged file of the directory, one line
+    each, and nothing is loaded from it (``collscope sweep run`` with the same spec moves them aside and measures
+    those points again). ``analyze``, ``recommend`` and ``report`` all read through here, so all three exit 2.
     """
     sources = _as_paths(paths)
     gc_was_enabled = gc.isenabled()
@@ -275,7 +297,7 @@ def _load(sources: list[Path], op: str | None, nranks: int | None) -> pd.DataFra
         raise ParseError("<no paths>", None, "at least one results directory or file")
     for path in sources:
         if path.is_dir():
-            if not (path / "sweep.json").exists():
+            if not os.path.lexists(path / "sweep.json"):
                 raise ParseError(str(path), None, "a sweep results directory (sweep.json missing)")
             dir_parts, dir_lost = _load_results_dir(path)
             parts.extend(dir_parts)

@@ -154,9 +154,13 @@ def render_adaptive(outcome: AdaptiveOutcome, out_dir: Path) -> list[str]:
 
 @sweep.command("status")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help='Print {"points", "done", "failed", "pending", ...}.')
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"points", "done", "failed", "pending", "damaged", ...}.')
 def status(directory: Path, as_json: bool) -> None:
-    """Progress of a sweep results directory: points, done, failed (with reasons), pending.
+    """Progress of a sweep: points done, failed (with reasons), pending and damaged.
+
+    A damaged point has a records file that is empty, undecodable or not a regular file: it is not done, and
+    rerunning the same sweep run moves the file aside (never deleted) and measures the point again.
 
     \b
     Example:
@@ -169,8 +173,11 @@ def status(directory: Path, as_json: bool) -> None:
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(f"{directory}: sweep {doc['sweep_id']}: {doc['points']} points, {doc['done']} done, "
-               f"{doc['failed']} failed, {doc['pending']} pending, {doc['skipped']} skipped by constraints")
+               f"{doc['failed']} failed, {doc['pending']} pending, {doc['damaged']} damaged, "
+               f"{doc['skipped']} skipped by constraints")
     for reason, n in sorted(doc["failure_reasons"].items()):
         click.echo(f"  {reason}: {n}")
     for f in doc["failures"]:
         click.echo(f"  {f['point_id']}: {f['reason']}: {f['detail']}")
+    for d in doc["damaged_points"]:
+        click.echo(f"  {d['point_id']}: damaged: {d['problem']}")

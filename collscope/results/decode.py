@@ -19,6 +19,7 @@ import msgspec
 
 from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
+from collscope.files import read_input_bytes
 
 __all__ = ["decode_records", "read_jsonl", "read_bytes", "EXPECTED_RECORD"]
 
@@ -78,13 +79,10 @@ def decode_records(data: bytes, source: str) -> list[Measurement]:
         return _line_by_line(data, source)
 
 
-def read_bytes(path: Path | str) -> bytes:
-    """The bytes of ``path``; an unreadable file is a ParseError naming it."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise ParseError(str(path), None, "a readable file", found=exc.strerror or str(exc)) from exc
+def read_bytes(path: Path | str, what: str = "a Measurement JSONL file") -> bytes:
+    """The bytes of the regular file ``path`` (:func:`collscope.files.read_input_bytes`: a FIFO, a directory or
+    a dangling symlink is a ParseError naming it, never opened for a blocking read)."""
+    return read_input_bytes(path, what)
 
 
 def read_jsonl(path: Path | str) -> list[Measurement]:

@@ -6,14 +6,23 @@
     DIR/points/<point_id>.partial.jsonl   records of an attempt that did not finish (kept, never counted)
     DIR/points/<point_id>.check.json      what the NCCL log says about the forced settings
     DIR/failures.jsonl              one line per failed attempt: point id, reason, detail, log tail
+    DIR/points/<point_id>.jsonl.damaged-<time>   a damaged records file (or log), moved aside by a resumed sweep
+    DIR/points/<point_id>.partial.jsonl.attempt-<time>   an earlier attempt's partial records, kept on a retry
 
-A point is done when its ``.jsonl`` exists; nothing else marks progress, so a killed sweep resumes where
-it stopped.
+A point is done when its ``.jsonl`` is a regular file of valid records (:mod:`collscope.results.points`);
+nothing else marks progress, so a killed sweep resumes where it stopped. A ``.jsonl`` that is empty, undecodable
+or not a regular file makes its point *damaged*: never done, listed by ``sweep status``, moved aside (never
+deleted) and run again by a resumed sweep, an error for ``load_results``.
+
+``sweep.json`` and ``failures.jsonl`` are decoded strictly (:mod:`collscope.results.schema`): a wrong type, a
+missing required field or an unknown field is a ParseError naming the file, the line and the field. Every file
+is read through :func:`collscope.files.read_input_bytes` (a FIFO is refused, never opened for a blocking read).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterable
@@ -24,9 +33,19 @@ from typing import Any, Literal
 from collscope.atomic import write_text_atomic
 from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError, ParseError
-from collscope.results.decode import read_jsonl
+from collscope.files import decode_text, kind_of, read_input_bytes
+from collscope.results.points import PointFile, inspect_point_file, move_aside, read_point_file
+from collscope.results.schema import (
+    FailureEntry,
+    SweepDoc,
+    convert_doc,
+    decode_failure_lines,
+    decode_json_doc,
+)
 
-__all__ = ["ResultsDir", "SweepStatus", "PointFailure", "FailureReason", "LOG_TAIL_CHARS"]
+__all__ = ["ResultsDir", "SweepStatus", "PointFailure", "DamagedPoint", "FailureReason", "LOG_TAIL_CHARS"]
+
+log = logging.getLogger(__name__)
 
 FailureReason = Literal["timeout", "exit code", "parse error", "wrong values", "setting not applied", "launch error"]
 LOG_TAIL_CHARS = 4000
@@ -46,6 +65,18 @@ class PointFailure:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DamagedPoint:
+    """A planned point whose records file exists but cannot count as done."""
+
+    point_id: str
+    problem: str
+    """The ParseError's message: file, line, what was expected and found."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"point_id": self.point_id, "problem": self.problem}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SweepStatus:
     """Progress of a results directory (``collscope sweep status``): planned points and where each stands."""
 
@@ -53,21 +84,27 @@ class SweepStatus:
     points: int
     """Points in the plan."""
     done: int
-    """Points whose ``.jsonl`` exists and that have no unresolved failure."""
+    """Points whose ``.jsonl`` holds valid records and that have no unresolved failure."""
     failed: int
+    """Points whose latest attempt failed (and whose file, if any, is not damaged)."""
     pending: int
-    """Neither done nor failed: not run yet (or killed mid-run)."""
+    """Neither done, failed nor damaged: not run yet (or killed mid-run)."""
     skipped: int
     """Points the plan's constraints left out."""
     failure_reasons: dict[str, int] = field(default_factory=dict)
     """Failed points per reason."""
     failures: tuple[PointFailure, ...] = ()
+    damaged: int = 0
+    """Points whose ``.jsonl`` exists but is empty, undecodable or not a regular file (never done; a resumed
+    sweep moves the file aside and runs the point again)."""
+    damaged_points: tuple[DamagedPoint, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON of ``sweep status --json``: ``{"points", "done", "failed", "pending", ...}``."""
+        """The JSON of ``sweep status --json``: ``{"points", "done", "failed", "pending", "damaged", ...}``."""
         return {"sweep_id": self.sweep_id, "points": self.points, "done": self.done, "failed": self.failed,
-                "pending": self.pending, "skipped": self.skipped, "failure_reasons": dict(self.failure_reasons),
-                "failures": [f.to_dict() for f in self.failures]}
+                "pending": self.pending, "damaged": self.damaged, "skipped": self.skipped,
+                "failure_reasons": dict(self.failure_reasons), "failures": [f.to_dict() for f in self.failures],
+                "damaged_points": [d.to_dict() for d in self.damaged_points]}
 
 
 @dataclass(frozen=True)
@@ -102,14 +139,19 @@ class ResultsDir:
     def prepare(self, sweep_id: str, spec: dict[str, Any], plan: dict[str, Any], meta: dict[str, Any]) -> None:
         """Create the directory, or verify that an existing one belongs to the same sweep (resume).
 
-        ``spec`` and ``plan`` are the JSON documents of the sweep's spec and plan (``Plan.to_dict()``).
+        ``spec`` and ``plan`` are the JSON documents of the sweep's spec and plan (``Plan.to_dict()``). An
+        existing ``sweep.json`` that is damaged is a ParseError (nothing is overwritten).
         """
-        self.points_dir.mkdir(parents=True, exist_ok=True)
-        if self.sweep_json.exists():
-            existing = self.read_sweep_json()
-            if existing.get("sweep_id") != sweep_id:
+        try:
+            self.points_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError(f"{self.points_dir}: {_kind(self.points_dir)}, not the points/ directory of a "
+                              "results directory; use another --out") from None
+        if os.path.lexists(self.sweep_json):
+            existing = self.read_sweep()
+            if existing.sweep_id != sweep_id:
                 raise ConfigError(
-                    f"{self.root} holds sweep {existing.get('sweep_id')!r}, not {sweep_id!r} (the spec or "
+                    f"{self.root} holds sweep {existing.sweep_id!r}, not {sweep_id!r} (the spec or "
                     "options differ); use another --out, or the same spec and options to resume")
             return
         doc = {"sweep_id": sweep_id, "created_at": _now(), "spec": spec, "plan": plan,
@@ -117,19 +159,43 @@ class ResultsDir:
         write_text_atomic(self.sweep_json, json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
     def read_sweep_json(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.sweep_json.read_text())
-        except FileNotFoundError as exc:
-            raise ParseError(str(self.sweep_json), None, "a sweep results directory (sweep.json missing)") from exc
-        except json.JSONDecodeError as exc:
-            raise ParseError(str(self.sweep_json), exc.lineno, "JSON written by collscope sweep run") from exc
-        if not isinstance(data, dict):
-            raise ParseError(str(self.sweep_json), 1, "a JSON object")
-        return data
+        """``sweep.json`` as its JSON object, after a strict check against :class:`SweepDoc` (ParseError naming
+        the field otherwise); the object itself, so that a rewrite keeps every field as it was."""
+        doc, _ = self._sweep_doc()
+        return dict(doc)
+
+    def read_sweep(self) -> SweepDoc:
+        """``sweep.json`` as a typed :class:`SweepDoc` (strict: ParseError naming the field)."""
+        return self._sweep_doc()[1]
+
+    def _sweep_doc(self) -> tuple[dict[str, Any], SweepDoc]:
+        source = str(self.sweep_json)
+        if not os.path.lexists(self.sweep_json):
+            raise ParseError(source, None, "a sweep results directory (sweep.json missing)")
+        text = decode_text(read_input_bytes(self.sweep_json, "sweep.json written by collscope sweep run"), source,
+                           "sweep.json written by collscope sweep run (UTF-8 JSON)")
+        doc = decode_json_doc(text, source, what="JSON written by collscope sweep run")
+        typed = convert_doc(doc, SweepDoc, source, None, root="sweep.json")
+        return doc, typed
+
+    def check_layout(self) -> None:
+        """ParseError when ``points/`` is missing or not a directory (``sweep.json`` is checked when read)."""
+        if not self.points_dir.is_dir():
+            raise ParseError(str(self.points_dir), None, "the points/ directory of a sweep results directory "
+                             "(sweep.json, points/, failures.jsonl)", found=_kind(self.points_dir))
 
     # ---- points ------------------------------------------------------------------------------
+    def point_file(self, point_id: str) -> PointFile:
+        """Whether the point's records file is missing, done (valid records) or damaged (and why)."""
+        return inspect_point_file(self.records_path(point_id))
+
     def is_done(self, point_id: str) -> bool:
-        return self.records_path(point_id).exists()
+        """The point's ``.jsonl`` is a regular file of valid records (a damaged file is not done)."""
+        return self.point_file(point_id).state == "done"
+
+    def move_aside(self, point_id: str) -> Path:
+        """Rename the point's damaged records file to ``<id>.jsonl.damaged-<time>`` (never deleted); its new path."""
+        return move_aside(self.records_path(point_id))
 
     def finish_point(self, point_id: str, records: Iterable[Measurement]) -> int:
         """Write the point's records atomically: after this the point is done."""
@@ -140,16 +206,20 @@ class ResultsDir:
         return n
 
     def read_point(self, point_id: str) -> list[Measurement]:
-        return read_jsonl(self.records_path(point_id))
+        """The point's records; ParseError naming the file when it is damaged (empty, undecodable, a FIFO...)."""
+        return read_point_file(self.records_path(point_id))
 
     def write_check(self, point_id: str, check: dict[str, Any]) -> None:
         write_text_atomic(self.check_path(point_id), json.dumps(check, indent=2, sort_keys=True) + "\n")
 
     def record_failure(self, point_id: str, reason: str, detail: str, *, attempt_s: float | None = None) -> None:
         tail = ""
-        log = self.log_path(point_id)
-        if log.exists():
-            tail = log.read_bytes()[-LOG_TAIL_CHARS:].decode("utf-8", "replace")
+        log_path = self.log_path(point_id)
+        if os.path.lexists(log_path):
+            try:
+                tail = read_input_bytes(log_path)[-LOG_TAIL_CHARS:].decode("utf-8", "replace")
+            except ParseError as exc:  # a log that is not a regular file: say so instead of its tail
+                tail = f"(no log tail: {exc})"
         self._append_failure_line({"point_id": point_id, "reason": reason, "detail": detail, "log_tail": tail,
                                    "duration_s": attempt_s, "time": _now()})
 
@@ -162,40 +232,60 @@ class ResultsDir:
         finally:
             os.close(fd)
 
-    def failures(self) -> dict[str, dict[str, Any]]:
-        """The latest failure of each point (a half-written last line from a crash is ignored)."""
-        out: dict[str, dict[str, Any]] = {}
-        if not self.failures_path.exists():
+    def failures(self) -> dict[str, FailureEntry]:
+        """The latest unresolved failure of each point.
+
+        Strict (:func:`~collscope.results.schema.decode_failure_lines`): only a half-written last line is skipped,
+        with a warning; any other bad line is a ParseError naming it.
+        """
+        out: dict[str, FailureEntry] = {}
+        if not os.path.lexists(self.failures_path):
             return out
-        for line in self.failures_path.read_text().splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(entry, dict) or "point_id" not in entry:
-                continue
-            if entry.get("resolved"):  # a later attempt finished the point
-                out.pop(str(entry["point_id"]), None)
-            else:
-                out[str(entry["point_id"])] = entry
+        source = str(self.failures_path)
+        entries, notes = decode_failure_lines(read_input_bytes(self.failures_path, "failures.jsonl"), source)
+        for note in notes:
+            log.warning("%s", note)
+        for entry in entries:
+            if isinstance(entry, FailureEntry):
+                out[entry.point_id] = entry
+            else:  # a later attempt finished the point
+                out.pop(entry.point_id, None)
         return out
 
     def status(self) -> SweepStatus:
-        """How many planned points are done, failed and pending, with the failure reasons (DESIGN.md)."""
-        meta = self.read_sweep_json()
-        point_ids = [p["point_id"] for p in meta.get("plan", {}).get("points", [])]
+        """How many planned points are done, failed, damaged and pending, with the failure reasons (DESIGN.md).
+
+        Damaged points (a records file that exists but is empty, undecodable or not a regular file) are neither
+        done nor failed: they are counted apart with their problem, whatever failures.jsonl says of them.
+        """
+        meta = self.read_sweep()
+        self.check_layout()
+        point_ids = [p.point_id for p in meta.plan.points]
         failures = self.failures()
-        done = [p for p in point_ids if self.is_done(p) and p not in failures]
-        failed = [p for p in point_ids if p in failures]
-        pending = [p for p in point_ids if p not in done and p not in failed]
+        files = {p: self.point_file(p) for p in point_ids}
+        damaged = [p for p in point_ids if files[p].state == "damaged"]
+        failed = [p for p in point_ids if p in failures and files[p].state != "damaged"]
+        done = [p for p in point_ids if files[p].state == "done" and p not in failures]
+        pending = [p for p in point_ids if files[p].state == "missing" and p not in failures]
         reasons: dict[str, int] = {}
         for p in failed:
-            reasons[failures[p]["reason"]] = reasons.get(failures[p]["reason"], 0) + 1
+            reasons[failures[p].reason] = reasons.get(failures[p].reason, 0) + 1
         return SweepStatus(
-            sweep_id=meta.get("sweep_id"), points=len(point_ids), done=len(done), failed=len(failed),
-            pending=len(pending), skipped=len(meta.get("plan", {}).get("skipped", [])), failure_reasons=reasons,
-            failures=tuple(PointFailure(point_id=p, reason=failures[p]["reason"], detail=failures[p]["detail"])
-                           for p in failed))
+            sweep_id=meta.sweep_id, points=len(point_ids), done=len(done), failed=len(failed),
+            pending=len(pending), skipped=len(meta.plan.skipped), failure_reasons=reasons,
+            failures=tuple(PointFailure(point_id=p, reason=failures[p].reason, detail=failures[p].detail)
+                           for p in failed),
+            damaged=len(damaged),
+            damaged_points=tuple(DamagedPoint(point_id=p, problem=str(files[p].problem)) for p in damaged))
+
+
+def _kind(path: Path) -> str:
+    try:
+        return kind_of(path.stat().st_mode)
+    except FileNotFoundError:
+        return "a symlink to a missing target" if path.is_symlink() else "no such directory"
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _now() -> str:

@@ -2,13 +2,16 @@
 
 Every launch goes through :func:`collscope.proc.run` with ``kill_on_parent_death`` (a killed sweep leaves no
 process behind) and its output appended to the point's log. A point is done only when its records are
-written (temp file + rename); rerunning the same command skips done points and redoes the rest.
+written (temp file + rename); rerunning the same command skips done points and redoes the rest. A point whose
+records file is damaged (empty, undecodable, not a regular file) is not done: the rerun moves the file aside
+(``<id>.jsonl.damaged-<time>``, never deleted), says so, and measures the point again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +29,7 @@ from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
 from collscope.collectives.record import Measurement, Settings, write_jsonl
 from collscope.errors import CollscopeError, ConfigError, ParseError
 from collscope.results.decode import read_jsonl
+from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
@@ -101,11 +105,22 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
 
     results.prepare(plan.sweep_id, plan.spec.to_dict(), plan.to_dict(), meta or {})
     failures = results.failures()
-    todo = [p for p in points if not results.is_done(p.point_id)
-            and (options.retry_failed or p.point_id not in failures)]
+    files = {p.point_id: results.point_file(p.point_id) for p in points}
+    states = {pid: f.state for pid, f in files.items()}
+    for pid, found in files.items():
+        if found.state == "damaged":  # measured again, after its file is moved aside (never deleted)
+            echo(f"point {pid}: damaged ({found.problem}); moved aside to {results.move_aside(pid).name}, "
+                 "running it again")
+    todo = [p for p in points if states[p.point_id] != "done"
+            and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged")]
+    for p in todo:
+        log_path = results.log_path(p.point_id)
+        if os.path.lexists(log_path) and not log_path.is_file():  # a FIFO would block the append below
+            echo(f"point {p.point_id}: {log_path.name} is not a regular file; moved aside to "
+                 f"{move_aside(log_path).name}, a new log is started")
     for p in points:
         if p not in todo:
-            outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if results.is_done(p.point_id)
+            outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if states[p.point_id] == "done"
                                                  else "failed before (use --retry-failed)"))
     bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
     try:
@@ -136,7 +151,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     spec = plan.spec
     pid = point.point_id
     partial = results.partial_path(pid)
-    partial.unlink(missing_ok=True)
+    if os.path.lexists(partial):  # an earlier attempt's records are kept, never deleted (and never counted)
+        move_aside(partial, "attempt")
     log_path = results.log_path(pid)
     try:
         cmd = build_launch(options.launcher, spec, point, partial, _launch_options_for(spec, point, options))
