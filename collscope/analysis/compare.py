@@ -358,7 +358,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     opts = options or AnalyzeOptions()
     if df.empty and not df.attrs.get("failures"):
         raise ConfigError("no records to analyze")
-    notes: list[str] = []
+    notes: list[str] = list(df.attrs.get("notes", ()))
     sizes = aggregate(df)
     configs = fit_alpha_beta(sizes)
     used: dict[str, Any] = {}

@@ -39,7 +39,7 @@ import pandas as pd
 
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
 from collscope.collectives.record import Measurement
-from collscope.errors import ParseError
+from collscope.errors import ConfigError, ParseError
 from collscope.files import decode_text, read_input_bytes
 from collscope.results.decode import decode_records, read_bytes
 from collscope.results.points import DamagedPointsError, read_point_file
@@ -312,4 +312,50 @@ def _load(sources: list[Path], op: str | None, nranks: int | None) -> pd.DataFra
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
     frame.attrs["failures"] = lost
+    _one_machine(frame, sources)
     return frame
+
+
+def machine_of(cluster: Any, hosts: Any, gpu: Any, nccl_version: Any) -> str:
+    """A machine's identity in words: its cluster name (else its hosts), GPU model and NCCL version."""
+    where = f"cluster {cluster}" if isinstance(cluster, str) and cluster else (
+        f"hosts {hosts}" if isinstance(hosts, str) and hosts else "unnamed hosts")
+    parts = [where]
+    if isinstance(gpu, str) and gpu:
+        parts.append(gpu)
+    if isinstance(nccl_version, str) and nccl_version:
+        parts.append(f"NCCL {nccl_version}")
+    return ", ".join(parts)
+
+
+def _one_machine(frame: pd.DataFrame, sources: list[Path]) -> None:
+    """Records of different machines never pool (DESIGN: group by hosts or cluster, GPU, NCCL version).
+
+    When the same configuration cell (op, config, nranks, nnodes, in-place, size) holds records of two machines,
+    analysing them together would take one machine's results for repeats of the other's: a ConfigError names
+    each machine and where its records came from. Machines measured on different cells are kept, with a note
+    in ``frame.attrs["notes"]``.
+    """
+    if frame.empty:
+        return
+    cols = ["cluster", "hosts", "gpu", "nccl_version"]
+    ident = frame[cols].astype(object).where(frame[cols].notna(), None)
+    labels = [machine_of(*row) for row in ident.itertuples(index=False)]
+    machines = pd.Series(labels, index=frame.index, dtype=object)
+    distinct = list(dict.fromkeys(labels))
+    if len(distinct) < 2:
+        return
+    cell = ["backend", "op", "config", "nranks", "nnodes", "in_place", "size_bytes"]
+    keyed = frame[cell].astype(object).where(frame[cell].notna(), None).assign(machine=machines)
+    per_cell = keyed.drop_duplicates().groupby(cell, dropna=False, sort=False)["machine"].nunique()
+    lines = []
+    for label in distinct:
+        mask = (machines == label).to_numpy()
+        origin = sorted({str(v) for v in frame.loc[mask, "source"].dropna().unique()})[:2]
+        lines.append(f"  {label}: {int(mask.sum())} records (e.g. {', '.join(origin) or '?'})")
+    if (per_cell > 1).any():
+        raise ConfigError(f"{', '.join(str(s) for s in sources)}: records from {len(distinct)} different machines "
+                          "measure the same configurations; collscope never pools them as repeats of one "
+                          "configuration. Analyse each machine's results on its own:\n" + "\n".join(lines))
+    frame.attrs["notes"] = [f"records from {len(distinct)} machines, kept apart (no configuration was measured "
+                            "on two of them): " + "; ".join(line.strip() for line in lines)]
