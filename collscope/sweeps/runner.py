@@ -123,19 +123,42 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
             outcome.outcomes.append(PointOutcome(p.point_id, "skipped", "done" if states[p.point_id] == "done"
                                                  else "failed before (use --retry-failed)"))
     bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
+    started = time.monotonic()
     try:
-        for point in todo:
+        for index, point in enumerate(todo, 1):
+            point_start = time.monotonic()
             result = run_point(results, plan, point, options)
             outcome.outcomes.append(result)
             if bar is not None:
                 bar.set_postfix_str(f"{point.point_id[:32]} {result.status}", refresh=False)
                 bar.update(1)
-            elif result.status == "failed":
-                echo(f"point {point.point_id}: {result.reason} ({result.detail})")
+            else:  # no terminal (a Slurm .out file): one line per finished point
+                echo(progress_line(index, len(todo), point.point_id, result, time.monotonic() - point_start,
+                                   time.monotonic() - started))
     finally:
         if bar is not None:
             bar.close()
     return outcome
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def progress_line(done: int, total: int, point_id: str, result: PointOutcome, point_s: float,
+                  elapsed_s: float) -> str:
+    """``[3/21] point all-reduce-...: ok in 1.6s; elapsed 5s, ETA 29s`` (ETA from the mean time per point)."""
+    status = result.status if result.status != "failed" else f"FAILED {result.reason} ({result.detail})"
+    eta = elapsed_s / done * (total - done) if done else 0.0
+    return (f"[{done}/{total}] point {point_id}: {status} in {point_s:.1f}s; elapsed {_duration(elapsed_s)}, "
+            f"ETA {_duration(eta)}")
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool) -> Any:
