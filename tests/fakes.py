@@ -38,6 +38,8 @@ else:
     sys.exit(9)
 echo = ["%s set by environment to %s" % (k, os.environ[k]) for k in config["echo_env"] if k in os.environ]
 lines = open(answer["stdout_file"]).read().splitlines(True) if answer["stdout_file"] else []
+if config["info_at_debug_info"] and os.environ.get("NCCL_DEBUG", "").upper() != "INFO":
+    lines, echo = [l for l in lines if " NCCL INFO " not in l], []  # as NCCL: INFO lines only at NCCL_DEBUG=INFO
 out = []
 for line in lines:
     if echo and not line.startswith("#"):
@@ -76,11 +78,13 @@ class FakeTools:
 
     def add(self, name: str, answers: Answer | Mapping[str, Answer] | None = None, *,
             record_to: Path | None = None, echo_env: Sequence[str] = (), host: str = "gpu-a01",
-            directory: Path | None = None) -> Path:
+            directory: Path | None = None, info_at_debug_info: bool = False) -> Path:
         """Write the fake ``name``; ``answers`` maps an argument pattern (``fnmatch``, ``"*"`` for any) to an
         :class:`Answer`. ``record_to`` receives ``{"argv", "cwd", "env"}`` of the last call; ``echo_env``
         names NCCL variables echoed as ``NCCL INFO X set by environment to V`` before the first line of
-        output that is not a ``#`` header, as NCCL does when they are set. Returns the executable's path."""
+        output that is not a ``#`` header, as NCCL does when they are set; ``info_at_debug_info``: the ``NCCL INFO``
+        lines (recorded and echoed) appear only when ``NCCL_DEBUG=INFO``, as with NCCL. Returns the executable's
+        path."""
         where = self.bin_dir if directory is None else directory
         where.mkdir(parents=True, exist_ok=True)
         if answers is None:
@@ -92,6 +96,7 @@ class FakeTools:
                          "exit_code": a.exit_code, "hang_as": a.hang_as} for pattern, a in table.items()],
             "record_to": None if record_to is None else str(record_to),
             "echo_env": list(echo_env),
+            "info_at_debug_info": info_at_debug_info,
             "host": host,
         }))
         return write_executable(where / name, _PROGRAM.format(python=sys.executable, name=name, config=str(config)))
@@ -133,10 +138,12 @@ class FakeTools:
     def nccl_tests(self, op: str = "all_reduce",
                    output: Path = NCCL_TESTS_FIXTURES / "all_reduce_perf-v2.19.6-2x4-wrong-redop-root.txt", *,
                    exit_code: int = 0, hang_as: str | None = None, record_to: Path | None = None,
-                   echo_env: Sequence[str] = (), directory: Path | None = None) -> Path:
+                   echo_env: Sequence[str] = (), directory: Path | None = None,
+                   info_at_debug_info: bool = False) -> Path:
         """``<op>_perf`` printing a recorded nccl-tests output, whatever its arguments."""
         return self.add(f"{op}_perf", Answer(stdout=output, exit_code=exit_code, hang_as=hang_as),
-                        record_to=record_to, echo_env=echo_env, directory=directory)
+                        record_to=record_to, echo_env=echo_env, directory=directory,
+                        info_at_debug_info=info_at_debug_info)
 
     def env(self) -> dict[str, str]:
         """This process's environment (``PATH`` already starts with the bin directory)."""

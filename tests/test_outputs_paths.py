@@ -51,7 +51,7 @@ def test_ingest_out_that_is_a_directory(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_sweep_run_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("collscope.sweeps.session.run_session", _never)
+    monkeypatch.setattr("collscope.sweeps.session.run_sweep", _never)  # the check comes before any work
     result = CliRunner().invoke(main, ["sweep", "run", "--preset", "mpi-algos", "--nranks", "2", "--out", str(bad_dir)])
     assert str(bad_dir) in _one_error_line(result)
 

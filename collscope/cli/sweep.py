@@ -11,7 +11,6 @@ import click
 
 from collscope.cli.options import engine_option, nccl_tests_dir_option, size_range_options, topo_option
 from collscope.errors import ConfigError
-from collscope.files import check_output_dir
 
 if TYPE_CHECKING:
     from collscope.sweeps.adaptive.run import AdaptiveOutcome
@@ -101,8 +100,6 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
 
     if (spec_file is None) == (preset is None):
         raise click.UsageError("give either SPEC.yaml or --preset NAME")
-    if not dry_run:
-        check_output_dir(out_dir, "--out")
     overrides = {"nranks": nranks, "nnodes": nnodes, "engine": engine, "backend": backend,
                  "nccl_tests_dir": None if nccl_tests_dir is None else str(nccl_tests_dir), "min_bytes": min_bytes,
                  "max_bytes": max_bytes, "iters": iters, "warmup": warmup, "repeats": repeats, "timeout_s": timeout_s}

@@ -56,13 +56,14 @@ def launch_options(launcher: LauncherKind, engine: str, *, flavour: MpiFlavour =
     The interpreter is this one (``sys.executable``), root is detected (Open MPI's run-as-root pair), the local
     launcher learns the cores (for its ``--oversubscribe`` choice), mpirun is found by :func:`find_tool`
     (else its bare name, or a ConfigError with ``require_mpirun``), and srun gets ``--mpi=pmix`` for the mpi
-    engine unless ``srun_mpi`` says otherwise (Open MPI 5 speaks only PMIx).
+    engine and for nccl-tests (whose binaries under srun are the MPI-built ones, one process per rank) unless
+    ``srun_mpi`` says otherwise (Open MPI 5 speaks only PMIx; under another PMI each rank is a singleton).
     """
     mpirun = find_tool("mpirun")
     if mpirun is None and require_mpirun:
         raise ConfigError(f"mpirun not found: {MPIRUN_HINT}")
     if launcher == "srun":
-        srun_mpi = srun_mpi or ("pmix" if engine == "mpi" else None)
+        srun_mpi = srun_mpi or ("pmix" if engine in ("mpi", "nccl-tests") else None)
     else:
         srun_mpi = None
     return LaunchOptions(

@@ -213,6 +213,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         return PointOutcome(pid, "failed", "parse error", detail, len(records), duration)
 
     check = verify_settings(spec, point, attempt_text)
+    if check is not None and spec.engine != "mpi" and check.applied is None:
+        check = _verification_run(results, spec, point, options) or check
     results.finish_point(pid, records)
     if check is not None:
         results.write_check(pid, check.to_dict())
@@ -227,6 +229,46 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         results.record_failure(pid, "setting not applied", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "setting not applied", detail, len(records), duration)
     return PointOutcome(pid, "done", None, "", len(records), duration)
+
+
+VERIFY_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"}
+"""The environment of a point's verification run: NCCL's log then shows which algorithm, protocol and settings
+really ran (``shared/reference/nccl-facts.md`` section 5)."""
+VERIFY_ITERS = 2
+
+
+def _verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options: RunOptions) -> SettingsCheck | None:
+    """A short run of the point at NCCL_DEBUG=INFO (2 iterations, no warm-up), only to read what NCCL did.
+
+    The timed run stays at the preset's NCCL_DEBUG (WARN): INFO logging inside the timed loop (NCCL >= 2.24 logs
+    every call) would change what is measured. The log goes to ``points/<id>.verify.log``; None when the run could
+    not be launched (the timed run's check stands).
+    """
+    short = dataclasses.replace(spec, iters=VERIFY_ITERS, warmup=0, fixed_env={**spec.fixed_env, **VERIFY_ENV})
+    pid = point.point_id
+    settings = {k: v for k, v in point.settings.items() if k not in VERIFY_ENV}
+    probe = dataclasses.replace(point, settings=settings)
+    out = results.points_dir / f"{pid}.verify.out"
+    log = results.points_dir / f"{pid}.verify.log"
+    try:
+        cmd = build_launch(options.launcher, short, probe, out, _launch_options_for(short, probe, options))
+        with log.open("w") as fh:
+            fh.write(f"=== collscope verification run (NCCL_DEBUG=INFO) {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+                     f"{cmd.display()}\n===\n")
+        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env={**cmd.env, **VERIFY_ENV},
+                          output_path=log, kill_on_parent_death=True)
+    except (CollscopeError, OSError) as exc:
+        return SettingsCheck(applied=None, note=f"verification run not started: {exc}")
+    text = _read_from(log, 0)
+    if result.timed_out or result.returncode != 0:
+        why = f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}"
+        return SettingsCheck(applied=None, note=f"verification run at NCCL_DEBUG=INFO failed ({why}); see {log.name}")
+    check = verify_settings(spec, point, text)
+    if check is None:
+        return None
+    return dataclasses.replace(check, note=(check.note + "; " if check.note else "") +
+                               f"verified in a separate {VERIFY_ITERS}-iteration run at NCCL_DEBUG=INFO ({log.name}); "
+                               "the timed run logged at the preset's NCCL_DEBUG")
 
 
 def _launch_options_for(spec: SweepSpec, point: Point, options: RunOptions) -> LaunchOptions:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from collscope.errors import ConfigError
+from collscope.files import check_output_dir
 from collscope.sweeps.environment import check_launcher, launch_options
 from collscope.sweeps.launchers import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, run_sweep
@@ -128,6 +129,8 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     topology = _topology(request.topo_paths)
     plan = plan_sweep(spec, topology=topology)
     check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run)
+    if not request.dry_run:  # after the spec and the launcher are known good: a bad spec leaves no directory
+        check_output_dir(request.out_dir, "--out")
     launch = launch_options(request.launcher, spec.engine, flavour=request.mpi_flavour, hostfile=request.hostfile,
                             srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe)
     options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,

@@ -313,8 +313,7 @@ def test_presets_build_and_plan() -> None:
         p = plan(spec)
         assert p.points[0].is_default
         if spec.engine == "nccl-tests":
-            assert spec.fixed_env["NCCL_DEBUG"] == "INFO"
-            assert spec.fixed_env["NCCL_DEBUG_SUBSYS"] == "INIT,ENV,TUNING"
+            assert spec.fixed_env == {"NCCL_DEBUG": "WARN"}  # timed at WARN; verified in a separate INFO run
 
 
 def test_demo_preset_is_small() -> None:
@@ -356,7 +355,7 @@ def test_preset_errors_and_overrides() -> None:
     with pytest.raises(ConfigError, match="unknown spec field 'sizes'"):
         preset("demo", sizes="1M")
     spec = preset("nccl-algo-proto", nranks=16, fixed_env={"NCCL_SOCKET_IFNAME": "eth0"})
-    assert spec.nranks == 16 and spec.fixed_env["NCCL_DEBUG"] == "INFO"
+    assert spec.nranks == 16 and spec.fixed_env["NCCL_DEBUG"] == "WARN"
     assert spec.fixed_env["NCCL_SOCKET_IFNAME"] == "eth0"
 
 

@@ -18,6 +18,7 @@ from collscope.cli import main
 from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.presets import preset
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from tests.fakes import NCCL_TESTS_FIXTURES, Answer
@@ -161,7 +162,7 @@ def test_mpi_algos_preset_under_mpirun_every_point_done(tmp_path):
         for k, v in algos.items():
             assert records[0].settings[DYN] == "1"
             forced.setdefault(k, set()).add(v)
-    assert defaults == 2  # all_reduce and all_gather
+    assert defaults == 2 * 3  # all_reduce and all_gather, 3 repeats each (the default)
     assert len(forced[ALGO]) >= 3
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["versions"]["mpirun"].startswith("mpirun (Open MPI)")
@@ -231,3 +232,27 @@ def test_oversubscribe_option_reaches_mpirun_and_only_mpirun(tmp_path):
     assert all(" -np 4 --oversubscribe " in line for line in result.stdout.splitlines() if "mpirun" in line)
     local = CliRunner().invoke(main, [*args, "--launcher", "local", "--oversubscribe"])
     assert local.exit_code == 2 and "--oversubscribe applies to --launcher mpirun" in local.stderr
+
+
+def test_timed_run_at_warn_and_settings_verified_in_a_separate_info_run(tmp_path, fake_tools):
+    """NCCL_DEBUG=INFO changes what it measures (per-call logging in NCCL >= 2.24): the timed run logs at WARN,
+    a short second run at INFO + TUNING says whether the forced setting applied."""
+    bin_dir = tmp_path / "nccl-tests"
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, echo_env=("NCCL_DEBUG_SUBSYS", "NCCL_ALGO"),
+                          directory=bin_dir, info_at_debug_info=True)
+    spec = preset("nccl-algo-proto", nranks=2, min_bytes=8, max_bytes=64, factor=8, timeout_s=60,
+                  nccl_tests_dir=str(bin_dir), ops=("all_reduce",), repeats=1)
+    assert spec.fixed_env == {"NCCL_DEBUG": "WARN"}
+    plan = _plan(spec, [{"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}])
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert [o.status for o in outcome.outcomes] == ["done", "failed"]
+    results = ResultsDir(tmp_path / "res")
+    ring, tree = plan.points
+    timed_log = results.log_path(ring.point_id).read_text()
+    assert " NCCL INFO " not in timed_log and "NCCL_DEBUG=WARN" in timed_log
+    verify_log = (results.points_dir / f"{ring.point_id}.verify.log").read_text()
+    assert "NCCL INFO NCCL_ALGO set by environment to Ring" in verify_log
+    ring_check = json.loads(results.check_path(ring.point_id).read_text())
+    assert ring_check["applied"] is True and "separate 2-iteration run at NCCL_DEBUG=INFO" in ring_check["note"]
+    assert json.loads(results.check_path(tree.point_id).read_text())["applied"] is False
+    assert [r.size_bytes for r in results.read_point(ring.point_id)] == [8, 8, 64, 64]

@@ -4,8 +4,9 @@ A config that forces ``NCCL_PROTO`` alone leaves the algorithm to NCCL; a tuner 
 per point of a results directory:
 
 * ``points/<id>.check.json``: ``effects.NCCL_ALGO.used`` when the log echoed NCCL_ALGO;
-* else ``points/<id>.log``, when it holds NCCL's INFO output with the TUNING choice lines: the algorithms NCCL
-  chose for the point's collective.
+* else ``points/<id>.verify.log`` (the point's short verification run at NCCL_DEBUG=INFO) or ``points/<id>.log``
+  (a timed run that logged at INFO itself), when it holds NCCL's TUNING choice lines: the algorithms NCCL chose
+  for the point's collective.
 
 A config gets an algorithm for an op only when all its points agree on exactly one; otherwise none (the tuner
 rule then names its assumption). Unreadable or damaged evidence is skipped: it can only withhold a name.
@@ -67,6 +68,7 @@ def logged_algorithms(directories: Iterable[Path], frame: pd.DataFrame) -> dict[
         used = None
         for root in dirs:
             used = _from_check(root / "points" / f"{point_id}.check.json") or \
+                _from_log(root / "points" / f"{point_id}.verify.log", op) or \
                 _from_log(root / "points" / f"{point_id}.log", op)
             if used:
                 break
