@@ -3,7 +3,7 @@
 Which algorithm ran, per configuration and size (the first that applies; ``algo_source`` says which):
 
 1. ``"NCCL log"``: NCCL's own choice for this size, from the point's debug log (``points/<id>.log`` TUNING
-   lines, :mod:`.logged_choices`);
+   lines) or the algorithm its settings check saw (``points/<id>.check.json``), :mod:`.logged_choices`;
 2. ``"forced (NCCL_ALGO=...)"``: the configuration forces NCCL_ALGO (and/or NCCL_PROTO): NCCL's model picks
    among what the setting leaves enabled (one algorithm: that one);
 3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology.
@@ -95,11 +95,21 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
     protos, proto_text = _selection(settings, "NCCL_PROTO", PROTOCOLS, func)
     if logged is not None:
         algo, proto = logged
-        time = nccl_time_us(inputs, op, algo, proto, size)
+        time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
         if time is not None and time > 0:
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
             return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
                             bound=algorithm_bound(op, algo, params))
+        if not proto and algo in ALGORITHMS:  # the check file names the algorithm only
+            try:
+                choice = nccl_choice(inputs, op, size, algos=[algo],
+                                     protos=sorted(protos) if protos is not None else None)
+            except ConfigError:
+                choice = None
+            if choice is not None:
+                return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
+                                algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
+                                busbw_gbps=choice.busbw_gbps, bound=algorithm_bound(op, algo, params))
     forced = ", ".join(t for t in (algo_text, proto_text) if t)
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,

@@ -156,3 +156,60 @@ def test_bounds_per_algorithm() -> None:
     # every all_gather algorithm is bounded like the ring; alpha-beta names map to NCCL's
     assert algorithm_bound("all_gather", "NVLS", two).busbw_gbps == 400.0
     assert algorithm_bound("all_reduce", "double_binary_tree", two).algo == "Tree"
+
+
+def _h200_results(root: Path, log_text: str | None, check: dict[str, object] | None) -> Path:
+    from collscope.collectives.record import Measurement
+    from collscope.results.store import ResultsDir
+
+    results = ResultsDir(root)
+    results.points_dir.mkdir(parents=True)
+    point_id = "all-reduce-default-r0"
+    records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=16, nnodes=2, time_us=time,
+                                       engine="nccl-tests", backend="nccl", count=size // 4, dtype="float",
+                                       redop="sum", root=None, in_place=False, wrong=0, ok=True, iters=20,
+                                       warmup=5, repeat=0, settings={}, point_id=point_id, sweep_id="h200",
+                                       hosts=("gpu-a01", "gpu-a02"), nccl_version="2.24.3")
+               for size, time in ((1 << 30, 4389.5), (9 << 30, 37069.0))]
+    results.finish_point(point_id, records)
+    if log_text is not None:
+        (results.points_dir / f"{point_id}.log").write_text(log_text)
+    if check is not None:
+        results.write_check(point_id, check)
+    results.sweep_json.write_text('{"sweep_id": "h200", "plan": {"points": []}}')
+    return root
+
+
+_TUNING_LINES = "".join(
+    f"gpu-a01:41000:41000 [0] NCCL INFO AllReduce: {size} Bytes -> Algo {algo} proto SIMPLE channel{{Lo..Hi}}="
+    f"{{0..15}}\n" for size, algo in ((1 << 30, "NVLS_TREE"), (9 << 30, "RING")))
+
+
+def test_the_point_log_says_per_size_which_algorithm_ran(tmp_path: Path) -> None:
+    from collscope.analysis.logged_choices import logged_choices
+
+    root = _h200_results(tmp_path / "r", "NCCL version 2.24.3+cuda12.4\n" + _TUNING_LINES, None)
+    frame = load_results([root])
+    logged = logged_choices([root], frame)
+    assert logged == {("default", "all_reduce", 1 << 30): ("NVLSTree", "Simple"),
+                      ("default", "all_reduce", 9 << 30): ("Ring", "Simple")}
+    sizes = analyze(frame, params=_h200_params, logged=logged).sizes.set_index("size_bytes")
+    assert sizes.loc[1 << 30, "model"] == "NVLSTree/Simple" and sizes.loc[1 << 30, "verdict"] == "normal"
+    assert sizes.loc[9 << 30, "model"] == "Ring/Simple" and sizes.loc[9 << 30, "verdict"] == "suspicious"
+    assert set(sizes["algo_source"]) == {"NCCL log"}
+
+
+def test_a_check_file_naming_one_algorithm_is_used_and_damaged_evidence_is_skipped(tmp_path: Path) -> None:
+    from collscope.analysis.logged_choices import logged_choices
+
+    root = _h200_results(tmp_path / "r", None, {"applied": True, "effects": {"NCCL_ALGO": {
+        "forced": "Tree", "used": ["Tree"], "applied": True, "outside": []}}})
+    frame = load_results([root])
+    assert set(logged_choices([root], frame).values()) == {("Tree", "")}
+    sizes = analyze(frame, params=_h200_params, logged=logged_choices([root], frame)).sizes
+    assert sizes["model"].str.startswith("Tree/").all()
+    assert sizes["algo_source"].str.startswith("NCCL log").all()
+    damaged = _h200_results(tmp_path / "d", "\x00garbage AllReduce: x Bytes -> Algo\n", None)
+    damaged_frame = load_results([damaged])
+    (damaged / "points" / "all-reduce-default-r0.check.json").write_text("{not json")  # after loading
+    assert logged_choices([damaged], damaged_frame) == {}
