@@ -9,23 +9,19 @@ from typing import Any
 import pandas as pd
 
 from collscope.analysis.compare import Analysis
-from collscope.units import format_size
+from collscope.analysis.formats import num_text, pct_text, size_text
 
 __all__ = ["render_text", "render_csv"]
 
 
 def _size(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    rounded = int(round(float(value)))
-    text = format_size(rounded)
-    return text if text.endswith(("K", "M", "G", "T")) or rounded < 1024 else f"{rounded / 1024:.3g}K"
+    return size_text(value)
 
 
-def _num(value: Any, fmt: str = ".3g") -> str:
+def _num(value: Any, fmt: str | None = None) -> str:
     if value is None or pd.isna(value) or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
-    return format(float(value), fmt)
+    return num_text(value) if fmt is None else format(float(value), fmt)
 
 
 def _interval(mid: Any, lo: Any, hi: Any) -> str:
@@ -46,9 +42,43 @@ def _group(row: Any) -> str:
     return f"{int(row['nranks'])}r{nodes}{place}"
 
 
-def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
-    """A readable summary: fits per configuration, half-peak sizes, crossovers, anomalies (the first
-    ``max_per_kind`` of each kind), notes."""
+def _source_label(source: Any) -> str:
+    text = str(source)
+    for prefix, label in (("NCCL log", "log"), ("forced", "forced"), ("collscope's model", "modelled"),
+                          ("alpha-beta", "alpha-beta")):
+        if text.startswith(prefix):
+            return label
+    return text
+
+
+def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
+    sizes = analysis.sizes
+    if "verdict" not in sizes.columns or sizes["model_busbw_gbps"].isna().all():
+        return []
+    opts = analysis.options
+    out = ["", f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
+           f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
+           f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
+           f"the algorithm's own bound by more than {opts.link_tolerance:.0%}"]
+    rows = []
+    for row in sizes[sizes["model_busbw_gbps"].notna()].to_dict(orient="records"):
+        rows.append([str(row["op"]), str(row["config"]), _group(row), _size(row["size_bytes"]), _num(row["busbw_gbps"]),
+                     str(row["model"]), _source_label(row["algo_source"]), _num(row["model_busbw_gbps"]),
+                     pct_text(row["efficiency"]), f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})",
+                     str(row["verdict"] or "-")])
+    out += _table(["op", "config", "ranks", "size", "busbw", "algorithm", "from", "model", "eff", "bound",
+                   "verdict"], rows[:max_rows])
+    if len(rows) > max_rows:
+        out.append(f"  {len(rows) - max_rows} more rows (--csv lists all)")
+    out.append("  from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
+               "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
+               "no NCCL model (Open MPI, or no GPU generation)")
+    return out
+
+
+def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40) -> str:
+    """A readable summary: fits per configuration, half-peak sizes, efficiency per size (the first ``max_rows``),
+    crossovers, anomalies (the first ``max_per_kind`` of each kind), notes."""
     configs = analysis.configs
     out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"]
     out += ["", "Fits: time = alpha + size x beta (95% intervals); bw = 1/beta (algbw), busbw = bw x factor"]
@@ -58,9 +88,10 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
                      row["alpha_hi_us"]), _interval(row["bw_gbps"], row["bw_lo_gbps"], row["bw_hi_gbps"]),
                      _num(row["busbw_gbps"]), _num(row["r2"], ".2f"), _num(row["peak_busbw_gbps"]),
                      _size(row["peak_size_bytes"]), _size(row["n_half_measured_bytes"]), _size(row["n_half_bytes"]),
-                     _num(row["peak_efficiency"], ".0%") if row["peak_efficiency"] == row["peak_efficiency"] else "-"])
+                     pct_text(row["peak_efficiency"])])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
                    "n1/2", "n1/2 fit", "eff@peak"], rows)
+    out += _efficiency_lines(analysis, max_rows)
     out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
             "Crossovers: none beyond noise"]
     for c in analysis.crossovers:
