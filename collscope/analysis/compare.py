@@ -44,6 +44,7 @@ import pandas as pd
 from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
+from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
 from collscope.errors import ConfigError
@@ -206,8 +207,8 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
         lower = min(b[i - 1], b[i + 1])
         if above(i - 1, i, opts.dip_threshold) and above(i + 1, i, opts.dip_threshold):
             dips.add(i)
-            out.append(_anomaly("dip", key, s[i], f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
-                                f"{b[i + 1]:.4g} GB/s ({b[i] / lower - 1:+.0%})"))
+            out.append(_anomaly("dip", key, s[i], f"busbw {num_text(b[i])} GB/s, neighbours {num_text(b[i - 1])} and "
+                                f"{num_text(b[i + 1])} GB/s ({b[i] / lower - 1:+.0%})"))
     best = -math.inf
     best_i = -1
     for i in range(len(b)):
@@ -216,7 +217,8 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
         if best_i >= 0 and best > 0 and above(best_i, i, opts.drop_threshold):
             below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
             out.append(_anomaly("non_monotone", key, s[i],
-                                f"busbw falls from {best:.4g} GB/s at {s[best_i]} B to {b[i]:.4g} GB/s "
+                                f"busbw falls from {num_text(best)} GB/s at {size_text(s[best_i])} to "
+                                f"{num_text(b[i])} GB/s "
                                 f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
             break
         if b[i] > best:
@@ -243,14 +245,14 @@ def _cell_anomalies(sizes: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
         spread = relative_spread(sample(row))
         if n >= MIN_REPEATS and spread > opts.spread_threshold:
             out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
-                                f"{n} repeats, time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
+                                f"{n} repeats, time {num_text(row['time_min_us'])}..{num_text(row['time_max_us'])} us"))
         if row["n_not_ok"]:
             out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
                                 "ok=false (wrong values or out-of-bounds)"))
         limit = float(row["bound_busbw_gbps"])
         if math.isfinite(limit) and row["busbw_gbps"] > limit * (1 + opts.link_tolerance):
-            out.append(_anomaly("above_link_limit", row, size, f"busbw {row['busbw_gbps']:.4g} GB/s above "
-                                f"{limit:.4g} GB/s, the bound of {row['bound_algo']} (set by its "
+            out.append(_anomaly("above_link_limit", row, size, f"busbw {num_text(row['busbw_gbps'])} GB/s above "
+                                f"{num_text(limit)} GB/s, the bound of {row['bound_algo']} (set by its "
                                 f"{row['bound_limited_by']}; algorithm: {row['algo_source']}), by more than the "
                                 f"{opts.link_tolerance:.0%} link tolerance"))
         key = tuple(row[k] for k in CONFIG_KEYS)
