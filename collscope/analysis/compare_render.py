@@ -51,7 +51,17 @@ def _source_label(source: Any) -> str:
     return text
 
 
+def _span(texts: list[str], *, sort: bool = False) -> str:
+    """``first-last`` of a run of cells (numerically lowest-highest with ``sort``), one value when equal."""
+    if sort:
+        known = [t for t in texts if t not in ("-", "")]
+        texts = sorted(known, key=float) if known else texts
+    lo, hi = texts[0], texts[-1]
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
 def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
+    """One row per run of adjacent sizes with the same algorithm, source, bound and verdict."""
     sizes = analysis.sizes
     if "verdict" not in sizes.columns or sizes["model_busbw_gbps"].isna().all():
         return []
@@ -60,16 +70,24 @@ def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
            f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
            f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
            f"the algorithm's own bound by more than {opts.link_tolerance:.0%}"]
-    rows = []
+    runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
     for row in sizes[sizes["model_busbw_gbps"].notna()].to_dict(orient="records"):
-        rows.append([str(row["op"]), str(row["config"]), _group(row), _size(row["size_bytes"]), _num(row["busbw_gbps"]),
-                     str(row["model"]), _source_label(row["algo_source"]), _num(row["model_busbw_gbps"]),
-                     pct_text(row["efficiency"]), f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})",
-                     str(row["verdict"] or "-")])
-    out += _table(["op", "config", "ranks", "size", "busbw", "algorithm", "from", "model", "eff", "bound",
+        key = (str(row["op"]), str(row["config"]), _group(row), str(row["model"]), _source_label(row["algo_source"]),
+               f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})", str(row["verdict"] or "-"))
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(row)
+        else:
+            runs.append((key, [row]))
+    rows = []
+    for (op, config, group, model, source, bound, verdict), cells in runs:
+        rows.append([op, config, group, _span([_size(c["size_bytes"]) for c in cells]),
+                     _span([_num(c["busbw_gbps"]) for c in cells], sort=True), model, source,
+                     _span([_num(c["model_busbw_gbps"]) for c in cells], sort=True),
+                     _span([pct_text(c["efficiency"]).rstrip("%") for c in cells], sort=True) + "%", bound, verdict])
+    out += _table(["op", "config", "ranks", "sizes", "busbw", "algorithm", "from", "model", "eff", "bound",
                    "verdict"], rows[:max_rows])
     if len(rows) > max_rows:
-        out.append(f"  {len(rows) - max_rows} more rows (--csv lists all)")
+        out.append(f"  {len(rows) - max_rows} more rows (--csv lists every size)")
     out.append("  from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
                "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
                "no NCCL model (Open MPI, or no GPU generation)")
@@ -77,7 +95,8 @@ def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
 
 
 def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40) -> str:
-    """A readable summary: fits per configuration, half-peak sizes, efficiency per size (the first ``max_rows``),
+    """A readable summary: fits per configuration, half-peak sizes, the efficiency verdict per size (runs of
+    sizes with one verdict, the first ``max_rows``),
     crossovers, anomalies (the first ``max_per_kind`` of each kind), notes."""
     configs = analysis.configs
     out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"]

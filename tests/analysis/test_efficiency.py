@@ -213,3 +213,18 @@ def test_a_check_file_naming_one_algorithm_is_used_and_damaged_evidence_is_skipp
     damaged_frame = load_results([damaged])
     (damaged / "points" / "all-reduce-default-r0.check.json").write_text("{not json")  # after loading
     assert logged_choices([damaged], damaged_frame) == {}
+
+
+def test_analyze_cli_prints_the_h200_verdicts_and_no_link_limit() -> None:
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    result = CliRunner().invoke(main, ["analyze", str(H200_FIXTURE), "--topo", str(sample_path()), "--gpu", "H200"])
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.output.splitlines() if "NVLSTree/Simple" in line]
+    assert len(lines) == 2  # out-of-place and in-place, each one run of 1G-9G
+    assert all(words[3:5] == ["1G-9G", "459-489"] or words[4:6] == ["1G-9G", "465-487"] for words in lines)
+    assert all(words[-1] == "normal" and "modelled" in words for words in lines)
+    assert "above_link_limit" not in result.output and "Anomalies: none" in result.output
+    assert "106%" in result.output.split("Efficiency")[0]  # eff@peak against NVLSTree, not 123% against the ring
