@@ -111,8 +111,9 @@ class Analysis:
     """What :func:`analyze` found; ``sizes`` and ``configs`` are DataFrames, the rest plain values."""
 
     sizes: pd.DataFrame
-    """Per configuration and size: aggregate columns + model, model_busbw_gbps, efficiency, fit_time_us,
-    residual."""
+    """Per configuration and size: aggregate columns + model (``"NVLSTree/Simple"`` or an alpha-beta name),
+    model_kind (nccl | alpha-beta), algo_source, model_busbw_gbps, efficiency, bound_algo, bound_busbw_gbps,
+    bound_limited_by, margin, verdict (normal | low | suspicious), fit_time_us, residual (:mod:`.efficiency`)."""
     configs: pd.DataFrame
     """Per configuration: the fit (fit_alpha_beta columns) + peak_busbw_gbps, peak_size_bytes, n_half_measured_bytes,
     model."""
