@@ -2,11 +2,13 @@
 
 Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggregate`:
 
-* **efficiency** = measured median busbw / model busbw. The model is the alpha-beta model
-  (:mod:`.models`) of the algorithm the configuration runs: the forced Open MPI algorithm
-  (:func:`~.models.model_for_setting`); for NCCL the ring (the double binary tree for ``NCCL_ALGO=Tree``
-  all_reduce); for an Open MPI default, the fastest model at that size (Open MPI picks per size). The model
-  needs :class:`~.models.LinkParams` (``params``); without them efficiency is NA and a note says so.
+* **efficiency** = measured median busbw / the busbw of the model of the algorithm that ran, with a ``verdict``
+  per size (normal / low / suspicious) and that algorithm's own bound (:mod:`.efficiency`, :mod:`.bounds`).
+  For NCCL: NCCL's cost model of the (algorithm, protocol) NCCL's log names for that size, else the forced
+  one, else collscope's model of NCCL's choice (``algo_source`` says which). For Open MPI (and NCCL without a GPU
+  generation) the alpha-beta model (:mod:`.models`) of the forced algorithm, for an Open MPI default the fastest
+  at that size. The models need :class:`~.models.LinkParams` (``params``); without them efficiency is NA and a
+  note says so.
 * **n_1/2**: the size where the busbw curve first reaches half of its peak, interpolated linearly in busbw
   against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the
   model's alpha / beta.
@@ -23,15 +25,16 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
   (run-to-run spread above ``spread_threshold``, measured as the noise rule measures it: (max - min) / median
   busbw, for cells with the rule's >= 3 repeats; fewer repeats: a note, no claim),
   ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
-  ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the ring bound of
-  the params by more than ``link_tolerance``; NVLS/CollNet busbw is not a wire rate).
+  ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the bound of the
+  algorithm that ran by more than ``link_tolerance``; the ring's NIC bound is no limit for Tree/NVLS/NVLSTree/
+  CollNet, which move less across the NICs).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -39,24 +42,17 @@ import numpy as np
 import pandas as pd
 
 from collscope.analysis.crossovers import Crossover, find_crossovers, sample
+from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
+from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.load import RECORD_COLUMNS
-from collscope.analysis.models import (
-    ALPHA_BETA_MODELS,
-    LinkParams,
-    alpha_beta_time_us,
-    model_for_setting,
-    ring_bound_busbw_gbps,
-)
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
-from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
-from collscope.units import algbw_gbps
 
-__all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource"]
+__all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource",
+           "model_name"]
 
 AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
-ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
 _NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure"})
 
 
@@ -71,12 +67,24 @@ class AnalyzeOptions:
     spread_threshold: float = 0.10
     """Run-to-run spread above this is reported."""
     link_tolerance: float = 0.05
-    """busbw above the link limit by more than this is reported."""
+    """busbw above the bound of the algorithm that ran (:mod:`.bounds`) by more than this is ``above_link_limit``
+    (and ``suspicious``). The bound is bytes on the busiest link over its data rate: 5% covers the rates' rounding
+    (NVLink 25 GB/s per link, NIC 400 Gb/s = 50 GB/s) and the timer."""
+    nccl_model_error: float = 0.15
+    """The error margin of NCCL's cost model as collscope computes it: a busbw more than this above (below) the
+    model is ``suspicious`` (``low``). 15% is one step of the per-channel speed list NCCL's topology search walks
+    (sm90: 40 -> 45 -> 48 GB/s across nodes is 6-12%, 50 -> 60 inside a node 20%): which step NCCL lands on is
+    what collscope's approximation of that search (:mod:`.nccl_model.search`) can get wrong, and the model's
+    tables are NCCL's tuning heuristic, not a calibrated predictor."""
+    alpha_beta_error: float = 0.10
+    """The margin of the alpha-beta models: their bandwidth term is the links' data rate, which a collective
+    cannot beat; 10% covers the latency constants (NCCL's hwLatencies, not measured here) and timer noise."""
     min_gain: float = 0.03
     """A crossover needs the new leader to beat the old one by more than this (and than the noise)."""
 
     def __post_init__(self) -> None:
-        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance", "min_gain"):
+        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance", "min_gain",
+                     "nccl_model_error", "alpha_beta_error"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 10:
                 raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
@@ -103,8 +111,9 @@ class Analysis:
     """What :func:`analyze` found; ``sizes`` and ``configs`` are DataFrames, the rest plain values."""
 
     sizes: pd.DataFrame
-    """Per configuration and size: aggregate columns + model, model_busbw_gbps, efficiency, fit_time_us,
-    residual."""
+    """Per configuration and size: aggregate columns + model (``"NVLSTree/Simple"`` or an alpha-beta name),
+    model_kind (nccl | alpha-beta), algo_source, model_busbw_gbps, efficiency, bound_algo, bound_busbw_gbps,
+    bound_limited_by, margin, verdict (normal | low | suspicious), fit_time_us, residual (:mod:`.efficiency`)."""
     configs: pd.DataFrame
     """Per configuration: the fit (fit_alpha_beta columns) + peak_busbw_gbps, peak_size_bytes, n_half_measured_bytes,
     model."""
@@ -154,7 +163,6 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _plain(v) for k, v in row.items()} for row in _rows(frame)]
 
 
-# ---- models ------------------------------------------------------------------------------------------------
 def _settings_by_config(df: pd.DataFrame) -> dict[str, dict[str, str]]:
     knobs = [c for c in df.columns if c not in _NOT_KNOBS]
     if not knobs or df.empty:
@@ -162,79 +170,6 @@ def _settings_by_config(df: pd.DataFrame) -> dict[str, dict[str, str]]:
     firsts = df[["config", *knobs]].astype({k: object for k in knobs}).groupby("config", observed=True).first()
     return {str(cfg): {k: str(v) for k, v in row.items() if v is not None and not pd.isna(v)}
             for cfg, row in firsts.iterrows()}
-
-
-def model_name(op: str, backend: str, settings: Mapping[str, str]) -> str | None:
-    """The alpha-beta model a configuration is compared with (module docstring); ``"best"`` = the fastest."""
-    models = ALPHA_BETA_MODELS.get(op)
-    if models is None:
-        return None
-    forced = model_for_setting(op, settings)
-    if forced is not None:
-        return forced
-    algo = settings.get("NCCL_ALGO", "").strip().lower()
-    if algo == "tree" and "double_binary_tree" in models:
-        return "double_binary_tree"
-    if backend == "mpi":
-        return "best"
-    return "ring" if "ring" in models else "best"
-
-
-def _model_time(op: str, model: str, params: LinkParams, size: int) -> float:
-    if model == "best":
-        return min(alpha_beta_time_us(op, a, params, size) for a in ALPHA_BETA_MODELS[op])
-    return alpha_beta_time_us(op, model, params, size)
-
-
-def _params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str]) -> LinkParams | None:
-    if source is None:
-        return None
-    nodes = 1 if nnodes is None or pd.isna(nnodes) else int(nnodes)
-    if isinstance(source, LinkParams):
-        if source.nranks == nranks and source.nnodes == nodes:
-            return source
-        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): the link parameters are for "
-                     f"{source.nranks} ranks on {source.nnodes} node(s)")
-        return None
-    try:
-        return source(nranks, nodes)
-    except ConfigError as exc:
-        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): {exc}")
-        return None
-
-
-def _add_models(sizes: pd.DataFrame, configs: pd.DataFrame, settings: dict[str, dict[str, str]],
-                source: ParamsSource, notes: list[str], used: dict[str, Any]) -> list[float]:
-    """Fill model columns in place; return the link limit (ring bound busbw) per sizes row (NaN if none)."""
-    model_col: list[str | None] = []
-    model_bw = np.full(len(sizes), np.nan)
-    limits = [math.nan] * len(sizes)
-    cache: dict[tuple[int, Any], LinkParams | None] = {}
-    for i, row in enumerate(_rows(sizes)):
-        op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
-        name = model_name(op, str(row["backend"]), settings.get(str(row["config"]), {}))
-        model_col.append(name)
-        key = (nranks, row["nnodes"])
-        if key not in cache:
-            cache[key] = _params_for(source, nranks, row["nnodes"], notes) if nranks >= 2 else None
-            if cache[key] is not None:
-                used[f"{nranks}x{cache[key].nnodes}"] = cache[key].to_dict()  # type: ignore[union-attr]
-        params = cache[key]
-        if params is None:
-            continue
-        limits[i] = ring_bound_busbw_gbps(params)
-        if name is None or size <= 0:
-            continue
-        model_bw[i] = algbw_gbps(size, _model_time(op, name, params, size)) * busbw_factor(op, nranks)
-    sizes["model"] = model_col
-    sizes["model_busbw_gbps"] = model_bw
-    sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
-    if source is None:
-        notes.append("efficiency not computed: no link parameters (pass --topo PATH or --gpu NAME, or "
-                     "analyze(df, params=LinkParams(...)))")
-    first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
-    configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None
-    return limits
 
 
 # ---- per configuration measures ---------------------------------------------------------------------------------
@@ -273,8 +208,8 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
         lower = min(b[i - 1], b[i + 1])
         if above(i - 1, i, opts.dip_threshold) and above(i + 1, i, opts.dip_threshold):
             dips.add(i)
-            out.append(_anomaly("dip", key, s[i], f"busbw {b[i]:.4g} GB/s, neighbours {b[i - 1]:.4g} and "
-                                f"{b[i + 1]:.4g} GB/s ({b[i] / lower - 1:+.0%})"))
+            out.append(_anomaly("dip", key, s[i], f"busbw {num_text(b[i])} GB/s, neighbours {num_text(b[i - 1])} and "
+                                f"{num_text(b[i + 1])} GB/s ({b[i] / lower - 1:+.0%})"))
     best = -math.inf
     best_i = -1
     for i in range(len(b)):
@@ -283,7 +218,8 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
         if best_i >= 0 and best > 0 and above(best_i, i, opts.drop_threshold):
             below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
             out.append(_anomaly("non_monotone", key, s[i],
-                                f"busbw falls from {best:.4g} GB/s at {s[best_i]} B to {b[i]:.4g} GB/s "
+                                f"busbw falls from {num_text(best)} GB/s at {size_text(s[best_i])} to "
+                                f"{num_text(b[i])} GB/s "
                                 f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
             break
         if b[i] > best:
@@ -300,24 +236,26 @@ def _anomaly(kind: AnomalyKind, key: Mapping[str, Any], size: int | None, detail
                    in_place=None if key.get("in_place") is None else bool(key["in_place"]))
 
 
-def _cell_anomalies(sizes: pd.DataFrame, limits: list[float], opts: AnalyzeOptions) -> list[Anomaly]:
+def _cell_anomalies(sizes: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
     out: list[Anomaly] = []
     not_applied: dict[tuple[Any, ...], int] = {}
     failures: dict[tuple[Any, ...], set[str]] = {}
-    for i, row in enumerate(_rows(sizes)):
+    for row in _rows(sizes):
         size = int(row["size_bytes"])
         n = int(row["n"])
         spread = relative_spread(sample(row))
         if n >= MIN_REPEATS and spread > opts.spread_threshold:
             out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
-                                f"{n} repeats, time {row['time_min_us']:.4g}..{row['time_max_us']:.4g} us"))
+                                f"{n} repeats, time {num_text(row['time_min_us'])}..{num_text(row['time_max_us'])} us"))
         if row["n_not_ok"]:
             out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
                                 "ok=false (wrong values or out-of-bounds)"))
-        limit = limits[i]
+        limit = float(row["bound_busbw_gbps"])
         if math.isfinite(limit) and row["busbw_gbps"] > limit * (1 + opts.link_tolerance):
-            out.append(_anomaly("above_link_limit", row, size, f"busbw {row['busbw_gbps']:.4g} GB/s above the link "
-                                f"limit {limit:.4g} GB/s (ring bound of the params; NVLS/CollNet are not wire rates)"))
+            out.append(_anomaly("above_link_limit", row, size, f"busbw {num_text(row['busbw_gbps'])} GB/s above "
+                                f"{num_text(limit)} GB/s, the bound of {row['bound_algo']} (set by its "
+                                f"{row['bound_limited_by']}; algorithm: {row['algo_source']}), by more than the "
+                                f"{opts.link_tolerance:.0%} link tolerance"))
         key = tuple(row[k] for k in CONFIG_KEYS)
         if row["n_not_applied"]:
             not_applied[key] = not_applied.get(key, 0) + int(row["n_not_applied"])
@@ -351,10 +289,12 @@ def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
     return out
 
 
-def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None) -> Analysis:
+def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None,
+            logged: Logged | None = None) -> Analysis:
     """Fits, efficiency against the models, half-peak sizes, crossovers and anomalies of ``df``
     (:func:`~.load.load_results`). ``params`` is one LinkParams (used for the ranks and nodes it describes) or
-    a function (nranks, nnodes) -> LinkParams | None; None leaves efficiency NA."""
+    a function (nranks, nnodes) -> LinkParams | None; None leaves efficiency NA. ``logged``: what NCCL's logs say
+    ran per (config, op, size) (:func:`~.logged_choices.logged_choices`)."""
     opts = options or AnalyzeOptions()
     if df.empty and not df.attrs.get("failures"):
         raise ConfigError("no records to analyze")
@@ -362,7 +302,10 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     sizes = aggregate(df)
     configs = fit_alpha_beta(sizes)
     used: dict[str, Any] = {}
-    limits = _add_models(sizes, configs, _settings_by_config(df), params, notes, used)
+    margins = Margins(nccl=opts.nccl_model_error, alpha_beta=opts.alpha_beta_error, link=opts.link_tolerance)
+    add_expected(sizes, _settings_by_config(df), params, margins, notes, used, logged)
+    first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
+    configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None
     fit_time = np.full(len(sizes), np.nan)
     peaks: list[tuple[float, float, float | None]] = []
     peak_eff: list[float] = []
@@ -382,7 +325,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     configs["peak_size_bytes"] = [p[1] for p in peaks]
     configs["n_half_measured_bytes"] = [math.nan if p[2] is None else p[2] for p in peaks]
     configs["peak_efficiency"] = peak_eff
-    anomalies.extend(_cell_anomalies(sizes, limits, opts))
+    anomalies.extend(_cell_anomalies(sizes, opts))
     anomalies.extend(_lost_points(df))
     few = _few_repeats_note(sizes)
     if few:

@@ -9,23 +9,19 @@ from typing import Any
 import pandas as pd
 
 from collscope.analysis.compare import Analysis
-from collscope.units import format_size
+from collscope.analysis.formats import num_text, pct_text, size_text
 
 __all__ = ["render_text", "render_csv"]
 
 
 def _size(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    rounded = int(round(float(value)))
-    text = format_size(rounded)
-    return text if text.endswith(("K", "M", "G", "T")) or rounded < 1024 else f"{rounded / 1024:.3g}K"
+    return size_text(value)
 
 
-def _num(value: Any, fmt: str = ".3g") -> str:
+def _num(value: Any, fmt: str | None = None) -> str:
     if value is None or pd.isna(value) or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
-    return format(float(value), fmt)
+    return num_text(value) if fmt is None else format(float(value), fmt)
 
 
 def _interval(mid: Any, lo: Any, hi: Any) -> str:
@@ -46,9 +42,62 @@ def _group(row: Any) -> str:
     return f"{int(row['nranks'])}r{nodes}{place}"
 
 
-def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
-    """A readable summary: fits per configuration, half-peak sizes, crossovers, anomalies (the first
-    ``max_per_kind`` of each kind), notes."""
+def _source_label(source: Any) -> str:
+    text = str(source)
+    for prefix, label in (("NCCL log", "log"), ("forced", "forced"), ("collscope's model", "modelled"),
+                          ("alpha-beta", "alpha-beta")):
+        if text.startswith(prefix):
+            return label
+    return text
+
+
+def _span(texts: list[str], *, sort: bool = False) -> str:
+    """``first-last`` of a run of cells (numerically lowest-highest with ``sort``), one value when equal."""
+    if sort:
+        known = [t for t in texts if t not in ("-", "")]
+        texts = sorted(known, key=float) if known else texts
+    lo, hi = texts[0], texts[-1]
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
+    """One row per run of adjacent sizes with the same algorithm, source, bound and verdict."""
+    sizes = analysis.sizes
+    if "verdict" not in sizes.columns or sizes["model_busbw_gbps"].isna().all():
+        return []
+    opts = analysis.options
+    out = ["", f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
+           f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
+           f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
+           f"the algorithm's own bound by more than {opts.link_tolerance:.0%}"]
+    runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
+    for row in sizes[sizes["model_busbw_gbps"].notna()].to_dict(orient="records"):
+        key = (str(row["op"]), str(row["config"]), _group(row), str(row["model"]), _source_label(row["algo_source"]),
+               f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})", str(row["verdict"] or "-"))
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(row)
+        else:
+            runs.append((key, [row]))
+    rows = []
+    for (op, config, group, model, source, bound, verdict), cells in runs:
+        rows.append([op, config, group, _span([_size(c["size_bytes"]) for c in cells]),
+                     _span([_num(c["busbw_gbps"]) for c in cells], sort=True), model, source,
+                     _span([_num(c["model_busbw_gbps"]) for c in cells], sort=True),
+                     _span([pct_text(c["efficiency"]).rstrip("%") for c in cells], sort=True) + "%", bound, verdict])
+    out += _table(["op", "config", "ranks", "sizes", "busbw", "algorithm", "from", "model", "eff", "bound",
+                   "verdict"], rows[:max_rows])
+    if len(rows) > max_rows:
+        out.append(f"  {len(rows) - max_rows} more rows (--csv lists every size)")
+    out.append("  from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
+               "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
+               "no NCCL model (Open MPI, or no GPU generation)")
+    return out
+
+
+def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40) -> str:
+    """A readable summary: fits per configuration, half-peak sizes, the efficiency verdict per size (runs of
+    sizes with one verdict, the first ``max_rows``),
+    crossovers, anomalies (the first ``max_per_kind`` of each kind), notes."""
     configs = analysis.configs
     out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"]
     out += ["", "Fits: time = alpha + size x beta (95% intervals); bw = 1/beta (algbw), busbw = bw x factor"]
@@ -58,9 +107,10 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8) -> str:
                      row["alpha_hi_us"]), _interval(row["bw_gbps"], row["bw_lo_gbps"], row["bw_hi_gbps"]),
                      _num(row["busbw_gbps"]), _num(row["r2"], ".2f"), _num(row["peak_busbw_gbps"]),
                      _size(row["peak_size_bytes"]), _size(row["n_half_measured_bytes"]), _size(row["n_half_bytes"]),
-                     _num(row["peak_efficiency"], ".0%") if row["peak_efficiency"] == row["peak_efficiency"] else "-"])
+                     pct_text(row["peak_efficiency"])])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
                    "n1/2", "n1/2 fit", "eff@peak"], rows)
+    out += _efficiency_lines(analysis, max_rows)
     out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
             "Crossovers: none beyond noise"]
     for c in analysis.crossovers:

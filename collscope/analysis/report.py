@@ -18,6 +18,7 @@ import pandas as pd
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.fit import aggregate, fit_alpha_beta
+from collscope.analysis.formats import markdown_table, num_text, size_text
 from collscope.analysis.load import load_results
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
 from collscope.analysis.params import link_params
@@ -80,8 +81,29 @@ def _model_curves(agg: pd.DataFrame, fits: pd.DataFrame, op: str) -> tuple[dict[
     return curves, note
 
 
-def _table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, border=0, classes="t", float_format=lambda v: f"{v:.4g}", na_rep="")
+_FIT_HEADER = ["config", "ranks", "alpha us", "alpha 95%", "bw GB/s", "busbw GB/s", "n1/2 (fit)", "r2"]
+_ANOMALY_HEADER = ["kind", "op", "config", "size", "detail"]
+
+
+def _fit_rows(op_fits: pd.DataFrame) -> list[list[str]]:
+    rows = []
+    for r in op_fits.to_dict(orient="records"):
+        lo, hi = num_text(r["alpha_lo_us"]), num_text(r["alpha_hi_us"])
+        interval = "-" if "-" in (lo, hi) else f"{lo}..{hi}"
+        rows.append([str(r["config"]), str(int(r["nranks"])), num_text(r["alpha_us"]), interval,
+                     num_text(r["bw_gbps"]), num_text(r["busbw_gbps"]), size_text(r["n_half_bytes"]),
+                     "-" if pd.isna(r["r2"]) else f"{float(r['r2']):.2f}"])
+    return rows
+
+
+def _anomaly_rows(analysis: Any) -> list[list[str]]:
+    return [[a.kind, a.op, a.config, size_text(a.size_bytes), a.detail] for a in analysis.anomalies]
+
+
+def _table_html(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table class='t'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: list[str] | None = None,
@@ -111,9 +133,9 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
             f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
             + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else "")
             + f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
-            f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(op_fits)}")
+            f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(_FIT_HEADER, _fit_rows(op_fits))}")
         md += [f"## {op}", "", f"![busbw]({curve_png})", "", f"![heatmap]({heat_png})", "",
-               "```", op_fits.to_string(index=False), "```", ""]
+               "### Fitted time = alpha + size / bandwidth", "", *markdown_table(_FIT_HEADER, _fit_rows(op_fits)), ""]
     topo_html = ""
     if topo_paths:
         from collscope.topo.draw import draw_png
@@ -123,8 +145,8 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
         draw_png(node, out / "topology.png")
         topo_html = f"<h2>Topology</h2><img src='{_data_uri(out / 'topology.png')}' alt='topology'>"
         md += ["## Topology", "", "![topology](topology.png)", ""]
-    anomalies = pd.DataFrame([a.to_dict() for a in analysis.anomalies])
-    anomalies_html = _table_html(anomalies) if len(anomalies) else "<p>none</p>"
+    anomaly_rows = _anomaly_rows(analysis)
+    anomalies_html = _table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>"
     caveats = "".join(f"<li>{html.escape(c)}</li>" for c in CAVEATS)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>collscope report</title>
@@ -147,6 +169,7 @@ table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font
 """
     index = out / "index.html"
     index.write_text(page)
+    md += ["## Anomalies", "", *(markdown_table(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else ["none"]), ""]
     md += ["## Recommendation", "", "```", env_text.rstrip(), "```", "", "## How to read this", ""]
     md += [f"- {c}" for c in CAVEATS]
     (out / "report.md").write_text("\n".join(md) + "\n")

@@ -11,6 +11,7 @@ import click
 from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import render_csv, render_text
 from collscope.analysis.load import load_results
+from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
 from collscope.cli.options import gpu_option, topo_option
@@ -72,7 +73,8 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     source = _params_source(topo, gpu, alpha_us, bw_gbps)
-    result = analyze(load_results(paths, op=op, nranks=nranks), params=source)
+    frame = load_results(paths, op=op, nranks=nranks)
+    result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif as_csv:

@@ -1,0 +1,84 @@
+"""The busbw an algorithm cannot exceed on given links: its bytes on the busiest link against that link's rate.
+
+Per rank (inside a node) and per node (across its NICs), in units of S, the collective's size, per direction
+(``../shared/reference/nccl-facts.md`` section 7; sjeaugey in https://github.com/NVIDIA/nccl/issues/457: "for
+tree it would be 2*S", ring 2(n-1)S/n, "CollNet: 2S intra-node, S inter-node"):
+
+=====================  ==============================  =================================================
+all_reduce algorithm   bytes per rank inside a node    bytes per node across its NICs
+=====================  ==============================  =================================================
+Ring                   2(n-1)/n                        2(n-1)/n (the ring passes through every node)
+Tree                   2 (chain: reduce up, bcast      1 on 2 nodes (each node roots one of the two trees
+                       down, two trees of S/2)         of S/2); 2 on more (interior in one tree)
+NVLS                   1 + 1/ppn (to the switch once,  1 (CollNet/SHARP reduces in the network)
+                       its shard back, then the
+                       multicast result)
+NVLSTree               1 + 1/ppn                       as Tree, on the node's reduced data
+CollNetDirect/Chain    2                               1
+=====================  ==============================  =================================================
+
+busbw = f S / T with f the busbw factor, so the bound is ``f / max(intra bytes / intra GB/s, NIC bytes / node
+NIC GB/s)``. For Ring this is the multi-node ring bound min(intra, NICs x NIC) of :func:`.models.ring_bound_busbw_gbps`;
+Tree, NVLS, NVLSTree and CollNet move less than 2(n-1)/n S across the NICs, so the ring NIC bound is no limit
+for them. Other collectives (all_gather, reduce_scatter, broadcast, reduce) move at least (n-1)/n S (S for
+broadcast/reduce) per rank whatever the algorithm [derived: every rank must receive the others' data], so the ring
+bound is their bound for every algorithm. Alpha-beta model names map to NCCL's: ``double_binary_tree`` is Tree,
+the others are point-to-point algorithms bounded like the ring (Patarasuk & Yuan's lower bound, nccl-facts 7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collscope.analysis.models import LinkParams, ring_bound_busbw_gbps
+from collscope.collectives.record import busbw_factor
+
+__all__ = ["Bound", "algorithm_bound"]
+
+_AB_TO_NCCL = {"double_binary_tree": "Tree"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bound:
+    """The busbw limit of one algorithm on some links, and what sets it."""
+
+    algo: str
+    """NCCL's algorithm name (``Ring``, ``Tree``, ``NVLSTree``, ...)."""
+    busbw_gbps: float
+    limited_by: str
+    """``"intra-node links"`` or ``"NICs"``: the link that sets the bound."""
+
+
+def _traffic(algo: str, ppn: int, nnodes: int, nranks: int) -> tuple[float, float]:
+    """(bytes per rank inside a node, bytes per node across NICs) in units of S, all_reduce (module table)."""
+    ring = 2 * (nranks - 1) / nranks
+    tree_nic = 0.0 if nnodes == 1 else 1.0 if nnodes == 2 else 2.0
+    if algo == "Tree":
+        return (2.0 if ppn > 1 else 0.0), tree_nic
+    if algo == "NVLS":
+        return 1 + 1 / ppn, (0.0 if nnodes == 1 else 1.0)
+    if algo == "NVLSTree":
+        return 1 + 1 / ppn, tree_nic
+    if algo in ("CollNetDirect", "CollNetChain"):
+        return (2.0 if ppn > 1 else 0.0), (0.0 if nnodes == 1 else 1.0)
+    return ring, (ring if nnodes > 1 else 0.0)
+
+
+def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
+    """The busbw ``algo`` (NCCL's name or an alpha-beta model name) cannot exceed for ``op`` on ``params``."""
+    name = _AB_TO_NCCL.get(algo, algo)
+    if op != "all_reduce" or name not in ("Tree", "NVLS", "NVLSTree", "CollNetDirect", "CollNetChain"):
+        ring = ring_bound_busbw_gbps(params)
+        by_nic = params.nnodes > 1 and params.inter_bw_gbps is not None and params.inter_bw_gbps < params.intra_gbps
+        return Bound(algo=name, busbw_gbps=ring,
+                     limited_by="NICs" if by_nic else "intra-node links")
+    intra_bytes, nic_bytes = _traffic(name, params.ppn, params.nnodes, params.nranks)
+    f = busbw_factor(op, params.nranks)
+    intra_t = intra_bytes / params.intra_gbps
+    nic_gbps = params.inter_bw_gbps if params.inter_bw_gbps is not None else params.bw_gbps
+    nic_t = nic_bytes / nic_gbps if params.nnodes > 1 else 0.0
+    if intra_t <= 0 and nic_t <= 0:
+        return Bound(algo=name, busbw_gbps=ring_bound_busbw_gbps(params), limited_by="intra-node links")
+    return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
+                 limited_by="NICs" if nic_t > intra_t else "intra-node links")
+

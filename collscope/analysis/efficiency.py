@@ -1,0 +1,259 @@
+"""Efficiency: a measurement against the model of the algorithm that ran, and that algorithm's own bound.
+
+Which algorithm ran, per configuration and size (the first that applies; ``algo_source`` says which):
+
+1. ``"NCCL log"``: NCCL's own choice for this size, from the point's debug log (``points/<id>.log`` TUNING
+   lines) or the algorithm its settings check saw (``points/<id>.check.json``), :mod:`.logged_choices`;
+2. ``"forced (NCCL_ALGO=...)"``: the configuration forces NCCL_ALGO (and/or NCCL_PROTO): NCCL's model picks
+   among what the setting leaves enabled (one algorithm: that one);
+3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology.
+
+For NCCL that needs a GPU generation (``LinkParams.gpu``); the model is then NCCL's cost model of that
+(algorithm, protocol). Without a GPU generation, and for Open MPI, the alpha-beta model of the configuration
+(:func:`.compare.model_name`) is used and ``algo_source`` says so.
+
+Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
+the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than
+the margin; else ``normal``. The margins and why they are what they are: :class:`~.compare.AnalyzeOptions`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from collscope.analysis.bounds import Bound, algorithm_bound
+from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us, model_for_setting
+from collscope.analysis.nccl_model.model import NcclGraphInputs, nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.collectives.record import busbw_factor
+from collscope.errors import ConfigError
+from collscope.units import algbw_gbps
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
+
+__all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclInputsCache", "add_expected",
+           "model_name", "params_for", "ParamsSource", "Logged"]
+
+Verdict = Literal["normal", "low", "suspicious"]
+SOURCE_MODELLED = "collscope's model of NCCL's choice"
+SOURCE_LOGGED = "NCCL log"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expected:
+    """What a configuration should reach at one size."""
+
+    model: str
+    """``"NVLSTree/Simple"`` (NCCL's model of that pair) or an alpha-beta model name (``"ring"``)."""
+    kind: Literal["nccl", "alpha-beta"]
+    algo_source: str
+    """How the algorithm that ran was known (module doc)."""
+    busbw_gbps: float
+    bound: Bound
+
+
+class NcclInputsCache:
+    """NCCL's graph inputs per LinkParams, computed once; None where NCCL's model cannot run."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, NcclGraphInputs | None] = {}
+        self.notes: list[str] = []
+
+    def get(self, params: LinkParams) -> NcclGraphInputs | None:
+        key = id(params)
+        if key not in self._cache:
+            inputs = None
+            if params.gpu is not None:
+                try:
+                    inputs = graph_inputs_from_topology(params)
+                except ConfigError as exc:
+                    self.notes.append(f"NCCL's model not used for {params.nranks} ranks: {exc}")
+            self._cache[key] = inputs
+        return self._cache[key]
+
+
+def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
+               func: str) -> tuple[frozenset[str] | None, str]:
+    value = settings.get(var)
+    if not value:
+        return None, ""
+    try:
+        return enabled(parse_selection(value, vocabulary, var), func, vocabulary), f"{var}={value}"
+    except ConfigError:
+        return None, ""
+
+
+def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: LinkParams, inputs: NcclGraphInputs,
+                   logged: tuple[str, str] | None) -> Expected | None:
+    func = OP_FUNC[op]
+    algos, algo_text = _selection(settings, "NCCL_ALGO", ALGORITHMS, func)
+    protos, proto_text = _selection(settings, "NCCL_PROTO", PROTOCOLS, func)
+    if logged is not None:
+        algo, proto = logged
+        time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
+        if time is not None and time > 0:
+            busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
+            return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
+                            bound=algorithm_bound(op, algo, params))
+        if not proto and algo in ALGORITHMS:  # the check file names the algorithm only
+            try:
+                choice = nccl_choice(inputs, op, size, algos=[algo],
+                                     protos=sorted(protos) if protos is not None else None)
+            except ConfigError:
+                choice = None
+            if choice is not None:
+                return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
+                                algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
+                                busbw_gbps=choice.busbw_gbps, bound=algorithm_bound(op, algo, params))
+    forced = ", ".join(t for t in (algo_text, proto_text) if t)
+    try:
+        choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
+                             protos=sorted(protos) if protos is not None else None)
+    except ConfigError:
+        return None
+    source = f"forced ({forced})" if forced else SOURCE_MODELLED
+    return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
+                    busbw_gbps=choice.busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
+
+
+def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, source: str) -> Expected:
+    if name == "best":
+        algo = min(ALPHA_BETA_MODELS[op], key=lambda a: alpha_beta_time_us(op, a, params, size))
+    else:
+        algo = name
+    time = alpha_beta_time_us(op, algo, params, size)
+    busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks) if time > 0 else float("nan")
+    return Expected(model=name, kind="alpha-beta", algo_source=source, busbw_gbps=busbw,
+                    bound=algorithm_bound(op, algo, params))
+
+
+def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str], params: LinkParams,
+                   ab_model: str | None, inputs: NcclGraphInputs | None,
+                   logged: tuple[str, str] | None = None) -> Expected | None:
+    """The model of the algorithm that ran for one configuration x size (module doc); None without a model."""
+    if size <= 0:
+        return None
+    if backend == "nccl" and op in OP_FUNC and inputs is not None:
+        found = _nccl_expected(op, size, settings, params, inputs, logged)
+        if found is not None:
+            return found
+    if ab_model is None:
+        return None
+    if backend == "nccl":
+        source = "alpha-beta (no GPU generation for NCCL's model)"
+    elif ab_model == "best":
+        source = "alpha-beta, fastest at this size (Open MPI picks per size)"
+    else:
+        source = "alpha-beta of the configured algorithm"
+    return _alpha_beta_expected(op, size, ab_model, params, source)
+
+
+def verdict(busbw_gbps: float, expected: Expected, *, margin: float, link_tolerance: float) -> Verdict:
+    """normal / low / suspicious (module doc)."""
+    eff = busbw_gbps / expected.busbw_gbps
+    if eff > 1 + margin or busbw_gbps > expected.bound.busbw_gbps * (1 + link_tolerance):
+        return "suspicious"
+    return "low" if eff < 1 - margin else "normal"
+
+
+# ---- per configuration x size rows ---------------------------------------------------------------------------
+ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
+Logged = Mapping[tuple[str, str, int], tuple[str, str]]
+"""(config, op, size_bytes) -> (algorithm, protocol) NCCL logged for that size."""
+
+
+def model_name(op: str, backend: str, settings: Mapping[str, str]) -> str | None:
+    """The alpha-beta model a configuration is compared with when NCCL's model is not used: the forced Open MPI
+    algorithm; for NCCL the ring (the double binary tree for ``NCCL_ALGO=Tree`` all_reduce); for an Open MPI
+    default ``"best"``, the fastest model at each size."""
+    models = ALPHA_BETA_MODELS.get(op)
+    if models is None:
+        return None
+    forced = model_for_setting(op, settings)
+    if forced is not None:
+        return forced
+    algo = settings.get("NCCL_ALGO", "").strip().lower()
+    if algo == "tree" and "double_binary_tree" in models:
+        return "double_binary_tree"
+    if backend == "mpi":
+        return "best"
+    return "ring" if "ring" in models else "best"
+
+
+def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str]) -> LinkParams | None:
+    """The LinkParams of one (nranks, nnodes) group from ``analyze``'s ``params``; None with a note."""
+    if source is None:
+        return None
+    nodes = 1 if nnodes is None or pd.isna(nnodes) else int(nnodes)
+    if isinstance(source, LinkParams):
+        if source.nranks == nranks and source.nnodes == nodes:
+            return source
+        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): the link parameters are for "
+                     f"{source.nranks} ranks on {source.nnodes} node(s)")
+        return None
+    try:
+        return source(nranks, nodes)
+    except ConfigError as exc:
+        notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): {exc}")
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Margins:
+    """The error margins of the verdict (fractions); :class:`~.compare.AnalyzeOptions` says why."""
+
+    nccl: float
+    alpha_beta: float
+    link: float
+
+
+def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]], source: ParamsSource,
+                 margins: Margins, notes: list[str], used: dict[str, Any], logged: Logged | None = None) -> None:
+    """Fill, in place, per sizes row: ``model``, ``model_kind``, ``algo_source``, ``model_busbw_gbps``,
+    ``efficiency``, ``bound_algo``, ``bound_busbw_gbps``, ``bound_limited_by``, ``margin`` and ``verdict``."""
+    n = len(sizes)
+    cols: dict[str, list[Any]] = {k: [None] * n for k in ("model", "model_kind", "algo_source", "bound_algo",
+                                                          "bound_limited_by", "verdict")}
+    nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin")}
+    cache: dict[tuple[int, Any], LinkParams | None] = {}
+    nccl = NcclInputsCache()
+    for i, row in enumerate(sizes.to_dict(orient="records")):
+        op, nranks, size, config = str(row["op"]), int(row["nranks"]), int(row["size_bytes"]), str(row["config"])
+        backend, conf = str(row["backend"]), settings.get(config, {})
+        ab_name = model_name(op, backend, conf)
+        cols["model"][i] = ab_name
+        key = (nranks, row["nnodes"])
+        if key not in cache:
+            cache[key] = params_for(source, nranks, row["nnodes"], notes) if nranks >= 2 else None
+            if cache[key] is not None:
+                used[f"{nranks}x{cache[key].nnodes}"] = cache[key].to_dict()  # type: ignore[union-attr]
+        params = cache[key]
+        if params is None:
+            continue
+        inputs = nccl.get(params) if backend == "nccl" else None
+        exp = expected_busbw(op, backend, size, conf, params, ab_name, inputs,
+                             (logged or {}).get((config, op, size)))
+        if exp is None:
+            continue
+        margin = margins.nccl if exp.kind == "nccl" else margins.alpha_beta
+        cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
+        cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
+        nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
+        nums["margin"][i] = margin
+        busbw = float(row["busbw_gbps"])
+        if math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
+            cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link)
+    for k, v in cols.items():
+        sizes[k] = v
+    for k, a in nums.items():
+        sizes[k] = a
+    sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
+    notes.extend(nccl.notes)
+    if source is None:
+        notes.append("efficiency not computed: no link parameters (pass --topo PATH or --gpu NAME, or "
+                     "analyze(df, params=LinkParams(...)))")

@@ -1,0 +1,69 @@
+"""How the analysis outputs print numbers: one size formatter, one bandwidth formatter, one Markdown table.
+
+Sizes: the largest binary unit that fits, with three significant figures (``1M``, ``9G``, ``9.5M``,
+976563 B -> ``954K``; integers from 100 up: ``512K``), bytes below 1K as integers; never an exponent. Exact
+multiples print as :func:`collscope.units.format_size` does, up to its choice of unit (it writes 9.5 MiB as
+``9728K``, this ``9.5M``). Bandwidths and times: three significant figures, integers from 100 up
+(``489``, ``1234``, ``3.4``, ``0.0123``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["size_text", "num_text", "pct_text", "markdown_table"]
+
+_UNITS = (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024))
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def size_text(value: Any) -> str:
+    """A size in bytes as ``976K`` / ``1M`` / ``9.5M`` (module doc); ``-`` when missing."""
+    if _missing(value):
+        return "-"
+    size = float(value)
+    rounded = int(round(size))
+    if rounded < 1024:
+        return str(rounded)
+    for i, (suffix, factor) in enumerate(_UNITS):
+        if rounded >= factor:
+            scaled = rounded / factor
+            text = f"{scaled:.0f}" if scaled >= 100 else f"{scaled:.3g}"
+            if float(text) >= 1024 and i > 0:  # 1023.6K rounds to 1024K: that is 1M
+                return f"1{_UNITS[i - 1][0]}"
+            return f"{text}{suffix}"
+    return str(rounded)
+
+
+def num_text(value: Any) -> str:
+    """Three significant figures without an exponent from 100 up; ``-`` when missing."""
+    if _missing(value):
+        return "-"
+    v = float(value)
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def pct_text(value: Any) -> str:
+    """A fraction as a whole percentage (``0.973`` -> ``97%``); ``-`` when missing."""
+    return "-" if _missing(value) else f"{float(value):.0%}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """``| a | b |`` lines with a header separator; ``|`` in cells escaped."""
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(str(c)) for c in row) + " |" for row in rows]
+    return out
