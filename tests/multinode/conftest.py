@@ -1,0 +1,130 @@
+"""The simulated multi-node cluster (scripts/local-cluster.sh) for the ``multinode`` tests.
+
+The tests need the cluster up (``scripts/local-cluster.sh up``, as root); without it they SKIP, saying so, and a
+skip is not a pass: CI brings the cluster up before the tests (``.ci/run``). Work files go under pytest's
+``tmp_path`` (``/tmp/pytest-of-<user>/...``), which the cluster shares with every node like an NFS home.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "scripts" / "local-cluster.sh"
+BIN = Path(sys.executable).parent
+COLLSCOPE = BIN / "collscope"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.multinode)
+
+
+def _status() -> tuple[bool, str]:
+    if not CLUSTER.exists():
+        return False, f"{CLUSTER} is missing"
+    if os.geteuid() != 0:
+        return False, "the simulated cluster needs root (network namespaces)"
+    try:
+        out = subprocess.run(["bash", str(CLUSTER), "status"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return False, "scripts/local-cluster.sh status timed out"
+    text = (out.stdout + out.stderr).strip().splitlines()
+    if out.returncode != 0:
+        return False, ("simulated cluster not up (run 'scripts/local-cluster.sh up'): "
+                       + (text[-1] if text else f"status exited {out.returncode}"))
+    return True, text[-1] if text else ""
+
+
+@dataclass
+class Cluster:
+    """Runs things on the simulated cluster; every call has a timeout."""
+
+    def run(self, *args: str, timeout_s: float = 120, check: bool = True,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        argv = ["bash", str(CLUSTER), *args]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=cwd)
+        if check and out.returncode != 0:
+            raise AssertionError(f"{shlex.join(argv)} exited {out.returncode}:\n{out.stdout[-3000:]}\n"
+                                 f"{out.stderr[-3000:]}")
+        return out
+
+    def env_args(self, **extra: str) -> list[str]:
+        """``env`` arguments for a client command: this checkout first on PYTHONPATH, this venv's collscope."""
+        base = {"PYTHONPATH": str(ROOT), "COLLSCOPE": str(COLLSCOPE), "PATH": f"{BIN}:{os.environ['PATH']}"}
+        return ["env", *(f"{k}={v}" for k, v in {**base, **extra}.items())]
+
+    def sbatch(self, work: Path, *args: str, timeout_s: float = 150, env: dict[str, str] | None = None,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``sbatch -W ARGS`` from ``work`` (job output in ``work/job-%j.out``); waits for the job."""
+        return self.run("exec", *self.env_args(**(env or {})), "sbatch", "-W", f"--output={work}/job-%j.out",
+                        *args, timeout_s=timeout_s, check=check, cwd=work)
+
+    def pids(self, node: str) -> list[int]:
+        """Processes left in ``node``'s network namespace, slurmd excepted."""
+        out = subprocess.run(["ip", "netns", "pids", f"cs-{node}"], capture_output=True, text=True, timeout=10)
+        pids = [int(p) for p in out.stdout.split()]
+        return [p for p in pids if _comm(p) not in ("slurmd", "")]
+
+    def wait_no_job_processes(self, nodes: list[str], timeout_s: float = 30) -> dict[str, list[str]]:
+        """Wait until no process but slurmd runs on ``nodes``; returns what is left (empty when clean)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = {n: [f"{p} {_cmdline(p)}" for p in self.pids(n)] for n in nodes}
+            left = {n: v for n, v in left.items() if v}
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.5)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "(gone)"
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    up, why = _status()
+    if not up:
+        pytest.skip(why)
+    yield Cluster()
+
+
+def records(out_dir: Path) -> list[dict]:
+    """Every record of a results directory."""
+    found = []
+    for path in sorted((out_dir / "points").glob("*.jsonl")):
+        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return found
+
+
+def failures(out_dir: Path) -> list[dict]:
+    path = out_dir / "failures.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def job_output(work: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(work.glob("job-*.out")))
