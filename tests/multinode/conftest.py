@@ -1,8 +1,9 @@
 """The simulated multi-node cluster (scripts/local-cluster.sh) for the ``multinode`` tests.
 
 The tests need the cluster up (``scripts/local-cluster.sh up``, as root); without it they SKIP, saying so, and a
-skip is not a pass: CI brings the cluster up before the tests (``.ci/run``). Work files go under pytest's
-``tmp_path`` (``/tmp/pytest-of-<user>/...``), which the cluster shares with every node like an NFS home.
+skip is not a pass: CI brings the cluster up before the tests (``.ci/run``). Work files go under
+``/var/tmp/collscope-multinode`` (the ``work`` fixture): every node sees /var/tmp as it is, while /tmp is private
+to each node, and pytest's own ``tmp_path`` directories are deleted by any later pytest run on the machine.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,11 +75,13 @@ class Cluster:
         return self.run("exec", *self.env_args(**(env or {})), "sbatch", "-W", f"--output={work}/job-%j.out",
                         *args, timeout_s=timeout_s, check=check, cwd=work)
 
-    def pids(self, node: str) -> list[int]:
-        """Processes left in ``node``'s network namespace, slurmd excepted."""
+    def pids(self, node: str, *, slurm: bool = False) -> list[int]:
+        """Processes in ``node``'s network namespace, Slurm's daemons (slurmd, and slurmstepd unless ``slurm``)
+        excepted: slurmstepd may outlive a failed step's tasks while it reports to slurmctld."""
         out = subprocess.run(["ip", "netns", "pids", f"cs-{node}"], capture_output=True, text=True, timeout=10)
         pids = [int(p) for p in out.stdout.split()]
-        return [p for p in pids if _comm(p) not in ("slurmd", "")]
+        skip = ("slurmd", "") if slurm else ("slurmd", "slurmstepd", "")
+        return [p for p in pids if _comm(p) not in skip]
 
     def wait_no_job_processes(self, nodes: list[str], timeout_s: float = 30) -> dict[str, list[str]]:
         """Wait until no process but slurmd runs on ``nodes``; returns what is left (empty when clean)."""
@@ -111,10 +116,35 @@ def cluster() -> Iterator[Cluster]:
     yield Cluster()
 
 
+WORK_BASE = Path("/var/tmp/collscope-multinode")
+
+
+@pytest.fixture
+def work(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A fresh directory every node sees; removed after a passing test, kept (and named) after a failure."""
+    WORK_BASE.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{request.node.name[:40]}-", dir=WORK_BASE))
+    path.chmod(0o755)
+    yield path
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed:
+        print(f"work directory kept: {path}")
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+
+
 def records(out_dir: Path) -> list[dict]:
-    """Every record of a results directory."""
+    """Every record of a results directory's finished points (not the ``.partial.jsonl`` of failed ones)."""
     found = []
-    for path in sorted((out_dir / "points").glob("*.jsonl")):
+    for path in sorted(p for p in (out_dir / "points").glob("*.jsonl") if not p.name.endswith(".partial.jsonl")):
         found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return found
 

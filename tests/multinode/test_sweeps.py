@@ -21,11 +21,11 @@ def _two_node_records(out_dir: Path, points: int) -> list[dict]:
     return recs
 
 
-def test_sbatch_two_nodes_mpi_algos(cluster: Cluster, tmp_path: Path) -> None:
-    out = tmp_path / "mpi-algos"
-    cluster.sbatch(tmp_path, "-N", "2", "--ntasks-per-node=1", str(ROOT / "slurm" / "sweep.sh"),
+def test_sbatch_two_nodes_mpi_algos(cluster: Cluster, work: Path) -> None:
+    out = work / "mpi-algos"
+    cluster.sbatch(work, "-N", "2", "--ntasks-per-node=1", str(ROOT / "slurm" / "sweep.sh"),
                    "--preset", "mpi-algos", *TINY, "--out", str(out))
-    log = job_output(tmp_path)
+    log = job_output(work)
     assert "ran 9 point(s)" in log and ", 0 failed" in log, log
     recs = _two_node_records(out, 9)
     assert {r["op"] for r in recs} == {"all_reduce", "all_gather"}
@@ -34,22 +34,22 @@ def test_sbatch_two_nodes_mpi_algos(cluster: Cluster, tmp_path: Path) -> None:
     assert "srun --ntasks 2 --nodes 2 --export=ALL" in point_log and "--mpi=pmix" in point_log, point_log
 
 
-def test_sbatch_two_nodes_torch_gloo(cluster: Cluster, tmp_path: Path) -> None:
-    out = tmp_path / "torch"
-    cluster.sbatch(tmp_path, "-N", "2", "--ntasks-per-node=1", str(ROOT / "slurm" / "sweep.sh"),
+def test_sbatch_two_nodes_torch_gloo(cluster: Cluster, work: Path) -> None:
+    out = work / "torch"
+    cluster.sbatch(work, "-N", "2", "--ntasks-per-node=1", str(ROOT / "slurm" / "sweep.sh"),
                    "--preset", "demo", "--engine", "torch", "--backend", "gloo", *TINY, "--out", str(out))
-    log = job_output(tmp_path)
+    log = job_output(work)
     assert ", 0 failed" in log, log
     recs = _two_node_records(out, 1)
     assert {r["engine"] for r in recs} == {"torch"} and {r["backend"] for r in recs} == {"gloo"}
 
 
-def test_srun_pmix_mpi4py_across_nodes(cluster: Cluster, tmp_path: Path) -> None:
+def test_srun_pmix_mpi4py_across_nodes(cluster: Cluster, work: Path) -> None:
     code = ("from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; "
             "h = c.allgather(socket.gethostname()); s = c.allreduce(c.rank + 1); "
             "print('RESULT', c.size, s, ','.join(h)) if c.rank == 0 else None")
     out = cluster.run("exec", *cluster.env_args(), "srun", "-N", "2", "--ntasks-per-node=1", "--mpi=pmix",
-                      str(Path(__import__("sys").executable)), "-c", code, timeout_s=90, cwd=tmp_path)
+                      str(Path(__import__("sys").executable)), "-c", code, timeout_s=90, cwd=work)
     assert "RESULT 2 3 node1,node2" in out.stdout, out.stdout + out.stderr
 
 
@@ -72,17 +72,17 @@ python3 {probe} dry-run.txt NCCL_MARKER_CS UCX_MARKER_CS OMPI_MCA_btl_tcp_if_inc
 """
 
 
-def test_mpirun_in_allocation_forwards_user_env(cluster: Cluster, tmp_path: Path) -> None:
-    script = tmp_path / "job.sh"
-    script.write_text(MPIRUN_JOB.format(work=tmp_path, probe=Path(__file__).with_name("probe_env.py")))
-    cluster.sbatch(tmp_path, "-N", "2", "--ntasks-per-node=1", str(script), timeout_s=120)
-    dry = (tmp_path / "dry-run.txt").read_text()
+def test_mpirun_in_allocation_forwards_user_env(cluster: Cluster, work: Path) -> None:
+    script = work / "job.sh"
+    script.write_text(MPIRUN_JOB.format(work=work, probe=Path(__file__).with_name("probe_env.py")))
+    cluster.sbatch(work, "-N", "2", "--ntasks-per-node=1", str(script), timeout_s=120)
+    dry = (work / "dry-run.txt").read_text()
     assert "-x NCCL_MARKER_CS" in dry and "-x UCX_MARKER_CS" in dry and "-x OMPI_MCA_btl_tcp_if_include" in dry
-    ranks = [json.loads(ln) for ln in (tmp_path / "probe.txt").read_text().splitlines() if ln.startswith("{")]
+    ranks = [json.loads(ln) for ln in (work / "probe.txt").read_text().splitlines() if ln.startswith("{")]
     assert sorted(r["host"] for r in ranks) == ["node1", "node2"], ranks
     for rank in ranks:
         assert rank["env"] == {"NCCL_MARKER_CS": 'a value, with "quotes" and spaces', "UCX_MARKER_CS": "ucx",
                                "OMPI_MCA_btl_tcp_if_include": "cl0"}, rank
-    out = tmp_path / "r"
+    out = work / "r"
     assert not failures(out), failures(out)
     _two_node_records(out, 3)
