@@ -11,7 +11,7 @@ import re
 
 __all__ = ["launch_diagnosis"]
 
-_CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+_CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?:,[^*\n]*)? \*\*\*")
 _NODE_FAIL = re.compile(r"srun: error: Node failure on (\S+)")
 _TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Exited with exit code \d+|"
                    r"Terminated|Aborted)")
