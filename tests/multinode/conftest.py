@@ -1,7 +1,8 @@
 """The simulated multi-node cluster (scripts/local-cluster.sh) for the ``multinode`` tests.
 
 The tests need the cluster up (``scripts/local-cluster.sh up``, as root); without it they SKIP, saying so, and a
-skip is not a pass: CI brings the cluster up before the tests (``.ci/run``). Work files go under
+skip is not a pass: CI brings the cluster up before the tests (``.ci/run``) and sets
+``COLLSCOPE_REQUIRE_CLUSTER=1``, which turns the skip into a failure. Work files go under
 ``/var/tmp/collscope-multinode`` (the ``work`` fixture): every node sees /var/tmp as it is, while /tmp is private
 to each node, and pytest's own ``tmp_path`` directories are deleted by any later pytest run on the machine.
 """
@@ -112,6 +113,8 @@ def _cmdline(pid: int) -> str:
 def cluster() -> Iterator[Cluster]:
     up, why = _status()
     if not up:
+        if os.environ.get("COLLSCOPE_REQUIRE_CLUSTER") == "1":  # CI: the cluster was brought up for these tests
+            pytest.fail(f"COLLSCOPE_REQUIRE_CLUSTER=1 but {why}")
         pytest.skip(why)
     yield Cluster()
 
