@@ -153,6 +153,25 @@ def _on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+def _cancel_job_steps(timeout_s: float = 10.0) -> None:
+    """After a timed-out srun point: cancel (SIGKILL) the job steps still running in this allocation. Killing srun
+    alone leaves a hung or stopped task (and its step's resources) behind on the other nodes, so the next point's
+    step could not start. Only numbered steps are ours; the batch step runs this sweep."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return
+    try:
+        listed = proc.run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], timeout_s=timeout_s)
+        steps = [s.strip() for s in listed.stdout.split() if s.strip().startswith(f"{job}.")
+                 and s.strip().split(".", 1)[1].isdigit()]
+        if steps:
+            log.warning("cancelling job step(s) %s left by the timed-out point", ", ".join(steps))
+            proc.run(["scancel", "--signal=KILL", *steps], timeout_s=timeout_s)
+            proc.run(["scancel", *steps], timeout_s=timeout_s)
+    except CollscopeError as exc:
+        log.warning("could not cancel the job steps of the timed-out point: %s", exc)
+
+
 def _slurm_nodes_down(timeout_s: float = 3.0) -> str | None:
     """Nodes of this Slurm allocation that Slurm does not consider up (``node2 down*``), from ``sinfo``."""
     nodes = os.environ.get("SLURM_JOB_NODELIST")
@@ -208,6 +227,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         results.record_failure(pid, "launch error", str(exc), attempt_s=time.monotonic() - start)
         return PointOutcome(pid, "failed", "launch error", str(exc))
     duration = time.monotonic() - start
+    if result.timed_out and options.launcher == "srun":
+        _cancel_job_steps()
     attempt_text = _read_from(log_path, offset_after_header)
 
     records, parse_problem = _collect_records(spec, point, partial, attempt_text, log_path)

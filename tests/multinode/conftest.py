@@ -70,11 +70,34 @@ class Cluster:
         base = {"PYTHONPATH": str(ROOT), "COLLSCOPE": str(COLLSCOPE), "PATH": f"{BIN}:{os.environ['PATH']}"}
         return ["env", *(f"{k}={v}" for k, v in {**base, **extra}.items())]
 
+    def submit(self, work: Path, *args: str, env: dict[str, str] | None = None) -> str:
+        """``sbatch --parsable ARGS`` from ``work`` (job output in ``work/job-<id>.out``); returns the job id."""
+        out = self.run("exec", *self.env_args(**(env or {})), "sbatch", "--parsable",
+                       f"--output={work}/job-%j.out", *args, timeout_s=60, cwd=work)
+        return out.stdout.strip().split(";")[0]
+
+    def wait(self, job: str, timeout_s: float = 150) -> tuple[str, str]:
+        """Wait for ``job`` to end; returns its (JobState, ExitCode). Polls scontrol twice a second: ``sbatch -W``
+        polls with growing sleeps and would add up to half a minute to every job."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.run("exec", "scontrol", "show", "job", "-o", job, timeout_s=30).stdout
+            fields = dict(f.split("=", 1) for f in text.split() if "=" in f)
+            state = fields.get("JobState", "?")
+            if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING",
+                             "SUSPENDED", "?"):
+                return state, fields.get("ExitCode", "?")
+            assert time.monotonic() < deadline, f"job {job} still {state} after {timeout_s:g} s"
+            time.sleep(0.5)
+
     def sbatch(self, work: Path, *args: str, timeout_s: float = 150, env: dict[str, str] | None = None,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
-        """``sbatch -W ARGS`` from ``work`` (job output in ``work/job-%j.out``); waits for the job."""
-        return self.run("exec", *self.env_args(**(env or {})), "sbatch", "-W", f"--output={work}/job-%j.out",
-                        *args, timeout_s=timeout_s, check=check, cwd=work)
+               check: bool = True) -> tuple[str, str]:
+        """Submit ``ARGS`` from ``work`` and wait for the job; with ``check``, it must have COMPLETED with 0."""
+        job = self.submit(work, *args, env=env)
+        state, code = self.wait(job, timeout_s)
+        if check:
+            assert (state, code) == ("COMPLETED", "0:0"), f"job {job}: {state} exit {code}\n" + job_output(work)
+        return state, code
 
     def pids(self, node: str, *, slurm: bool = False) -> list[int]:
         """Processes in ``node``'s network namespace, Slurm's daemons (slurmd, and slurmstepd unless ``slurm``)
