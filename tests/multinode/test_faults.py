@@ -65,7 +65,9 @@ def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: P
         killed = True
         state, code = cluster.wait(job, timeout_s=120)
         print(f"job {job}: {state} (exit {code}) {time.monotonic() - t_kill:.1f} s after the kill")
-        assert state == "NODE_FAIL", state
+        # Either Slurm declared node2 down and cancelled the job (NODE_FAIL: the sweep, stopped by SIGTERM, wrote
+        # the point down as cancelled), or the step failed first and the sweep ended on its own (FAILED, exit 1).
+        assert state in ("NODE_FAIL", "FAILED"), state
         log = job_output(work)
         print(log)
         fails = failures(out)
@@ -75,7 +77,7 @@ def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: P
         assert fails[0]["reason"] in ("cancelled", "exit code", "timeout")
         assert any(w in fails[0]["detail"] for w in ("down: node2", "node failure", "not answering")), fails
         assert fails[0]["point_id"] in log and fails[0]["detail"].split(" (")[0] in log
-        assert "NODE FAILURE" in log or "node failure" in log, log
+        assert state == "FAILED" or "NODE FAILURE" in log, log
         # Records already written are intact; nothing is left running on either node.
         assert {p.name: p.read_text() for p in points.glob("*.jsonl") if ".partial" not in p.name} == done_before
         assert all(json.loads(line)["ok"] for text in done_before.values() for line in text.splitlines())
