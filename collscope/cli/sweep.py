@@ -63,6 +63,9 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 @click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default=None,
               help="srun --mpi=... (default pmix for the mpi engine: Open MPI 5 speaks only PMIx).")
 @topo_option("topo_paths", cluster=False)
+@click.option("--rails", "rails", default=None, metavar="NAME,NAME",
+              help="Rail presets (mpi-rails, gloo-rails, nccl-pxn-rails): the rails, e.g. cl0,cl1 (interfaces) or "
+                   "mlx5_0,mlx5_3 (HCAs); default: from --topo, else the preset's.")
 @click.option("--shard", default=None, metavar="I/N", help="Run only every N-th point starting at I (job arrays).")
 @click.option("--retry-failed", is_flag=True, help="Run points whose last attempt failed again.")
 @click.option("--dry-run", is_flag=True, help="Print every command and environment; run nothing.")
@@ -77,7 +80,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: Path | None,
         min_bytes: int | None, max_bytes: int | None, iters: int | None, warmup: int | None, repeats: int | None,
         timeout_s: float | None, hostfile: str | None, mpi_flavour: str, oversubscribe: bool, srun_mpi: str | None,
-        topo_paths: tuple[str, ...],
+        topo_paths: tuple[str, ...], rails: str | None,
         shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
         progress: bool | None) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
@@ -107,6 +110,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         spec_file=spec_file, preset=preset, out_dir=out_dir, overrides=overrides,
         launcher=launcher, mpi_flavour=mpi_flavour, hostfile=hostfile,  # type: ignore[arg-type]
         srun_mpi=srun_mpi, oversubscribe=oversubscribe, topo_paths=topo_paths,  # type: ignore[arg-type]
+        rails=tuple(r.strip() for r in rails.split(",") if r.strip()) if rails else (),
         shard=_parse_shard(shard), retry_failed=retry_failed, dry_run=dry_run, strategy=strategy,  # type: ignore[arg-type]
         min_gain=min_gain, max_rounds=max_rounds, progress=sys.stderr.isatty() if progress is None else progress)
     outcome = run_session(request, echo=lambda m: click.echo(m, err=True))

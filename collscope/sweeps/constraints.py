@@ -111,6 +111,8 @@ def _engine(op: str, settings: Mapping[str, str], ctx: PlanContext) -> str | Non
             ok = engine == "nccl-tests" or (engine == "torch" and backend in (None, "nccl"))
         elif family == "ompi":
             ok = engine == "mpi" or (engine == "torch" and backend == "mpi")
+        elif family == "gloo":
+            ok = engine == "torch" and backend in (None, "gloo")
         else:
             ok = engine == "nccl-tests"
         if not ok:

@@ -18,7 +18,12 @@ from pathlib import Path
 from collscope.errors import ConfigError
 from collscope.sweeps.launchers import LauncherKind, LaunchOptions, MpiFlavour, SrunMpi
 
-__all__ = ["MPIRUN_HINT", "check_launcher", "find_tool", "launch_options", "local_cores"]
+__all__ = ["FORWARD_PREFIXES", "MPIRUN_HINT", "check_launcher", "find_tool", "forwarded_names", "launch_options",
+           "local_cores"]
+
+FORWARD_PREFIXES: tuple[str, ...] = ("NCCL_", "UCX_", "OMPI_MCA_", "GLOO_", "CUDA_", "TORCH_", "PYTHONPATH")
+"""The user's variables that reach every rank on every node: mpirun does not carry the environment to other
+hosts, so these are forwarded with ``-x NAME`` (srun exports everything with ``--export=ALL``)."""
 
 MPIRUN_HINT = "install Open MPI (pip install 'collscope[mpi]' brings mpirun and mpi4py)"
 
@@ -35,6 +40,14 @@ def find_tool(tool: str) -> str | None:
 def local_cores() -> int:
     """Cores this process may run on (its CPU affinity)."""
     return len(os.sched_getaffinity(0))
+
+
+def forwarded_names(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The names of ``env`` (this process's environment) that start with one of :data:`FORWARD_PREFIXES`,
+    sorted; names that are not plain variable names are left out (mpirun could not forward them)."""
+    env = os.environ if env is None else env
+    return tuple(sorted(n for n in env if n.startswith(FORWARD_PREFIXES) and n.isascii()
+                        and n.replace("_", "a").isalnum() and not n[0].isdigit()))
 
 
 def check_launcher(launcher: LauncherKind, *, oversubscribe: bool = False, dry_run: bool = False,
@@ -75,4 +88,5 @@ def launch_options(launcher: LauncherKind, engine: str, *, flavour: MpiFlavour =
         mpirun=mpirun or "mpirun",
         oversubscribe=True if oversubscribe else None,
         srun_mpi=srun_mpi,
+        forward_env=forwarded_names() if launcher == "mpirun" and flavour == "openmpi" else (),
     )

@@ -18,7 +18,9 @@ Environment: the point's variables (``spec.fixed_env``, then the point's setting
 launcher's (Open MPI's run-as-root pair, ``MASTER_ADDR``/``MASTER_PORT`` for torch) are returned in
 ``env``, to be ADDED to the caller's environment, never written into a shell string. Open MPI does not carry
 the environment to other hosts, so every name is also forwarded with ``-x NAME`` (the value stays in the
-environment, so commas, quotes and newlines survive); Hydra gets ``-genv NAME VALUE`` pairs as argv elements.
+environment, so commas, quotes and newlines survive), and so is every name of the user's own environment that
+the caller lists in ``LaunchOptions.forward_env`` (NCCL_*, UCX_*, OMPI_MCA_*, GLOO_*, CUDA_*, ...); Hydra gets
+``-genv NAME VALUE`` pairs as argv elements (and forwards the caller's whole environment by itself).
 srun exports the environment it was started with; ``--export=ALL`` is explicit because a batch script started
 with ``sbatch --export=NONE`` sets ``SLURM_EXPORT_ENV`` and would otherwise leave the settings behind, and the
 values are not written as ``--export=ALL,VAR=value`` because Slurm splits that list on commas, so a value with
@@ -134,6 +136,9 @@ class LaunchOptions:
     """The per-rank program's own timeout (``--timeout``, nccl-tests ``-T``); ``None``: 90 % of the spec's."""
     extra_args: tuple[str, ...] = ()
     """Launcher arguments added before the program (not for a local nccl-tests launch, which has none)."""
+    forward_env: tuple[str, ...] = ()
+    """Names of the caller's own variables that Open MPI's mpirun forwards to every rank with ``-x NAME`` (the
+    caller fills it from its environment, see :data:`FORWARD_PREFIXES`); the values stay in the environment."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.python, str) or not self.python:
@@ -156,6 +161,10 @@ class LaunchOptions:
             _no_nul(name, getattr(self, name))
         for arg in self.extra_args:
             _no_nul("extra_args", arg)
+        if not isinstance(self.forward_env, tuple) or not all(
+                isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in self.forward_env):
+            raise ConfigError(f"forward_env={self.forward_env!r} is invalid; valid: a tuple of environment "
+                              "variable names (letters, digits and _)")
 
 
 def _choice(name: str, value: object, valid: tuple[str, ...]) -> None:
@@ -368,7 +377,7 @@ def _mpirun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: L
     argv += _placement(options, "--")
     if options.oversubscribe:
         argv.append("--oversubscribe")
-    for name in env:
+    for name in (*env, *(n for n in options.forward_env if n not in env)):
         argv += ["-x", name]
     argv += [*options.extra_args, *program]
     return LaunchCommand(argv=tuple(argv), env=env, records_from=_records_from(spec))

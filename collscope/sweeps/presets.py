@@ -17,7 +17,10 @@ from collscope.topo.model import NodeTopology
 from collscope.vocab.nccl import ALGORITHMS, PROTOCOLS
 from collscope.vocab.ompi import ompi_algorithm_knob
 
-__all__ = ["PRESETS", "preset", "NCCL_DEBUG_ENV"]
+__all__ = ["PRESETS", "preset", "NCCL_DEBUG_ENV", "SIMULATED_RAILS", "rail_interfaces"]
+
+RAIL_PRESETS = ("nccl-pxn-rails", "mpi-rails", "gloo-rails")
+"""Presets that take ``rails=`` (names, or the topology given with ``--topo``)."""
 
 NCCL_DEBUG_ENV: dict[str, str] = {"NCCL_DEBUG": "WARN"}
 """Fixed environment of every NCCL preset's timed runs: warnings only, so that logging does not change what is
@@ -83,6 +86,45 @@ def nccl_pxn_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overr
     }, overrides)
 
 
+SIMULATED_RAILS: tuple[str, ...] = ("cl0", "cl1")
+"""The rail interfaces of ``scripts/local-cluster.sh`` (2 rails), the default of the CPU rail presets."""
+
+
+def rail_interfaces(rails: Sequence[str] | NodeTopology | None) -> tuple[str, ...]:
+    """The rail interfaces: given by name, or a topology's interface NICs that are up (``topo collect`` on a node
+    without RDMA NICs, see :mod:`collscope.topo.netif`), else :data:`SIMULATED_RAILS`."""
+    if isinstance(rails, NodeTopology):
+        g = rails.graph
+        found = tuple(n for n in rails.nics if g.nodes[n].get("ifname")
+                      and any(p.get("state") == "Active" for p in g.nodes[n].get("ports") or []))
+        if not found:
+            raise ConfigError(f"the topology of {rails.host} has no network interface that is up to use as a rail "
+                              "(capture it with 'collscope topo collect' on the node, or give the interfaces)")
+        return found
+    return tuple(rails) if rails else SIMULATED_RAILS
+
+
+def mpi_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overrides: Any) -> SweepSpec:
+    """One rail at a time on a CPU cluster: Open MPI's TCP transport (and its runtime) over one interface per
+    point (``OMPI_MCA_btl_tcp_if_include=cl<r>``), next to the default; the twin of ``nccl-pxn-rails``'s
+    ``NCCL_IB_HCA``. Interfaces from ``rails`` (names or a topology), else the simulated cluster's cl0, cl1."""
+    variants = tuple({"OMPI_MCA_btl_tcp_if_include": nif, "OMPI_MCA_oob_tcp_if_include": nif}
+                     for nif in rail_interfaces(rails))
+    return _make({
+        "name": "mpi-rails", "engine": "mpi", "ops": ("all_reduce",), "min_bytes": 64 * KIB, "max_bytes": 16 * MIB,
+        "nnodes": 2, "nranks": 2, "variants": ({}, *variants),
+    }, overrides)
+
+
+def gloo_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overrides: Any) -> SweepSpec:
+    """One rail at a time for torch's gloo backend (``GLOO_SOCKET_IFNAME=cl<r>``), next to the default."""
+    variants = tuple({"GLOO_SOCKET_IFNAME": nif} for nif in rail_interfaces(rails))
+    return _make({
+        "name": "gloo-rails", "engine": "torch", "backend": "gloo", "ops": ("all_reduce",), "min_bytes": 64 * KIB,
+        "max_bytes": 16 * MIB, "nnodes": 2, "nranks": 2, "variants": ({}, *variants),
+    }, overrides)
+
+
 def nccl_channels(**overrides: Any) -> SweepSpec:
     """A forced channel count: NCCL_MIN_CTAS = NCCL_MAX_CTAS in 4, 8, 16, 32, and the same with the older
     NCCL_MIN/MAX_NCHANNELS (for NCCL before 2.17)."""
@@ -109,6 +151,8 @@ PRESETS: dict[str, Callable[..., SweepSpec]] = {
     "nccl-algo-proto": nccl_algo_proto,
     "nccl-pxn-rails": nccl_pxn_rails,
     "nccl-channels": nccl_channels,
+    "mpi-rails": mpi_rails,
+    "gloo-rails": gloo_rails,
     "demo": demo,
 }
 """Preset name -> function returning its SweepSpec (keyword overrides replace fields)."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from collscope.errors import CollscopeError, ConfigError, ParseError
 from collscope.results.decode import read_jsonl
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
+from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 
@@ -124,10 +127,15 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                                                  else "failed before (use --retry-failed)"))
     bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
     started = time.monotonic()
+    previous = _on_sigterm()
     try:
         for index, point in enumerate(todo, 1):
             point_start = time.monotonic()
-            result = run_point(results, plan, point, options)
+            try:
+                result = run_point(results, plan, point, options)
+            except SweepTerminated as exc:
+                echo(f"point {point.point_id}: cancelled ({exc.detail})")
+                raise
             outcome.outcomes.append(result)
             if bar is not None:
                 bar.set_postfix_str(f"{point.point_id[:32]} {result.status}", refresh=False)
@@ -136,6 +144,8 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                 echo(progress_line(index, len(todo), point.point_id, result, time.monotonic() - point_start,
                                    time.monotonic() - started))
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if bar is not None:
             bar.close()
     return outcome
@@ -159,6 +169,59 @@ def progress_line(done: int, total: int, point_id: str, result: PointOutcome, po
     eta = elapsed_s / done * (total - done) if done else 0.0
     return (f"[{done}/{total}] point {point_id}: {status} in {point_s:.1f}s; elapsed {_duration(elapsed_s)}, "
             f"ETA {_duration(eta)}")
+
+
+class SweepTerminated(CollscopeError):
+    """The sweep process got SIGTERM (Slurm cancelling the job: a node failed, the time ran out, scancel)."""
+
+    detail: str = ""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise SweepTerminated(f"the sweep was stopped by {signal.Signals(signum).name}")
+
+
+def _on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`SweepTerminated` while the sweep runs (main thread only), so the running point is
+    written down as cancelled, with why, before the process ends; returns the previous handler (None when not
+    installed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def _cancel_job_steps(timeout_s: float = 10.0) -> None:
+    """After a timed-out srun point: cancel (SIGKILL) the job steps still running in this allocation. Killing srun
+    alone leaves a hung or stopped task (and its step's resources) behind on the other nodes, so the next point's
+    step could not start. Only numbered steps are ours; the batch step runs this sweep."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return
+    try:
+        listed = proc.run(["squeue", "-h", "-s", "-j", job, "-o", "%i"], timeout_s=timeout_s)
+        steps = [s.strip() for s in listed.stdout.split() if s.strip().startswith(f"{job}.")
+                 and s.strip().split(".", 1)[1].isdigit()]
+        if steps:
+            log.warning("cancelling job step(s) %s left by the timed-out point", ", ".join(steps))
+            proc.run(["scancel", "--signal=KILL", *steps], timeout_s=timeout_s)
+            proc.run(["scancel", *steps], timeout_s=timeout_s)
+    except CollscopeError as exc:
+        log.warning("could not cancel the job steps of the timed-out point: %s", exc)
+
+
+def _slurm_nodes_down(timeout_s: float = 3.0) -> str | None:
+    """Nodes of this Slurm allocation that Slurm does not consider up (``node2 down*``), from ``sinfo``."""
+    nodes = os.environ.get("SLURM_JOB_NODELIST")
+    if not nodes:
+        return None
+    try:
+        result = proc.run(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N %T"], timeout_s=timeout_s)
+    except CollscopeError:
+        return None
+    bad = sorted({line.strip() for line in result.stdout.splitlines()
+                  if line.strip() and line.split()[-1].rstrip("*~#$@+") not in ("idle", "mixed", "allocated",
+                                                                              "completing")})
+    return ", ".join(bad) or None
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool) -> Any:
@@ -189,10 +252,21 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     try:
         result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env=cmd.env, output_path=log_path,
                           kill_on_parent_death=True)
+    except SweepTerminated as exc:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        diagnosis = launch_diagnosis(_read_from(log_path, offset_after_header))
+        down = _slurm_nodes_down() if options.launcher == "srun" else None
+        exc.detail = str(exc) + " while this point ran" + (f"; Slurm reports down: {down}" if down else "") + (
+            f" ({diagnosis})" if diagnosis else " (Slurm cancels a job when a node fails, its time runs out, or "
+            "on scancel)")
+        results.record_failure(pid, "cancelled", exc.detail, attempt_s=time.monotonic() - start)
+        raise
     except CollscopeError as exc:
         results.record_failure(pid, "launch error", str(exc), attempt_s=time.monotonic() - start)
         return PointOutcome(pid, "failed", "launch error", str(exc))
     duration = time.monotonic() - start
+    if result.timed_out and options.launcher == "srun":
+        _cancel_job_steps()
     attempt_text = _read_from(log_path, offset_after_header)
 
     records, parse_problem = _collect_records(spec, point, partial, attempt_text, log_path)
@@ -201,6 +275,9 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     if result.timed_out or result.returncode not in (0, 1) or (result.returncode == 1 and not _any_wrong(records)):
         reason = "timeout" if result.timed_out else "exit code"
         detail = (f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}")
+        diagnosis = launch_diagnosis(attempt_text)
+        if diagnosis:
+            detail += f" ({diagnosis})"
         _keep_partial(results, pid, records)
         results.record_failure(pid, reason, detail + (f"; {len(records)} record(s) kept in "
                                                       f"{results.partial_path(pid).name}" if records else ""),

@@ -54,6 +54,9 @@ class SweepRequest:
     """mpirun: allow more ranks than cores."""
     topo_paths: tuple[str, ...] = ()
     """Topology of the node the sweep runs on (captures or ``topo show --json``), for constraints and sweep.json."""
+    rails: tuple[str, ...] = ()
+    """Rail presets (``mpi-rails``, ``gloo-rails``, ``nccl-pxn-rails``): the rails by name (interfaces or HCAs);
+    empty: from the topology of ``topo_paths`` when given, else the preset's default."""
     shard: tuple[int, int] | None = None
     """``(i, n)``: run only every n-th point starting at i (grid only)."""
     retry_failed: bool = False
@@ -101,12 +104,22 @@ class SessionOutcome:
         return list(run.failed) if run is not None else []
 
 
-def load_request_spec(request: SweepRequest) -> SweepSpec:
-    """The request's spec (file or preset) with its overrides applied."""
+def load_request_spec(request: SweepRequest, topology: NodeTopology | None = None) -> SweepSpec:
+    """The request's spec (file or preset) with its overrides applied; a rail preset gets ``request.rails``, else
+    ``topology`` (its rails)."""
     from collscope.sweeps.plan import load_spec
     from collscope.sweeps.plan import preset as make_preset
+    from collscope.sweeps.presets import RAIL_PRESETS
 
-    spec = load_spec(request.spec_file) if request.spec_file is not None else make_preset(str(request.preset))
+    if request.rails and request.preset not in RAIL_PRESETS:
+        raise ConfigError(f"--rails applies to the presets {', '.join(RAIL_PRESETS)}, not "
+                          f"{request.preset or str(request.spec_file)!r}")
+    if request.spec_file is not None:
+        spec = load_spec(request.spec_file)
+    elif request.preset in RAIL_PRESETS and (request.rails or topology is not None):
+        spec = make_preset(str(request.preset), rails=request.rails or topology)
+    else:
+        spec = make_preset(str(request.preset))
     overrides = {k: v for k, v in request.overrides.items() if v is not None}
     return dataclasses.replace(spec, **overrides) if overrides else spec
 
@@ -125,8 +138,8 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     from collscope.sweeps.meta import sweep_meta
     from collscope.sweeps.plan import plan_sweep
 
-    spec = load_request_spec(request)
     topology = _topology(request.topo_paths)
+    spec = load_request_spec(request, topology)
     plan = plan_sweep(spec, topology=topology)
     check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run)
     if not request.dry_run:  # after the spec and the launcher are known good: a bad spec leaves no directory

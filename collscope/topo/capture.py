@@ -40,6 +40,7 @@ class CaptureTool:
 
 _NVSMI_HINT = "install the NVIDIA driver utilities (nvidia-smi), or pass --from with captured files"
 _IB_HINT = "install infiniband-diags / rdma-core (ibstat, ibv_devinfo) or MLNX_OFED (ibdev2netdev)"
+_IP_HINT = "install iproute2 (ip)"
 TOOLS: tuple[CaptureTool, ...] = (
     CaptureTool("nvidia-smi-topo.txt", ("nvidia-smi", "topo", "-m"), _NVSMI_HINT),
     CaptureTool("nvidia-smi-query-gpu.csv",
@@ -48,6 +49,9 @@ TOOLS: tuple[CaptureTool, ...] = (
     CaptureTool("nvidia-smi-nvlink.txt", ("nvidia-smi", "nvlink", "-s"), _NVSMI_HINT),
     CaptureTool("ibstat.txt", ("ibstat",), _IB_HINT),
     CaptureTool("ibdev2netdev.txt", ("ibdev2netdev", "-v"), _IB_HINT),
+    # Network interfaces (the rails of a CPU cluster): see collscope.topo.netif.
+    CaptureTool("ip-addr.json", ("ip", "-j", "addr"), _IP_HINT),
+    CaptureTool("ip-link.json", ("ip", "-j", "-s", "link"), _IP_HINT),
 )
 
 
@@ -74,6 +78,7 @@ def capture_raw(timeout_s: float = 60.0) -> tuple[dict[str, str], dict[str, Any]
             what = "timed out" if result.timed_out else f"exited {result.returncode}"
             errors.append(f"{' '.join(tool.argv)} {what}: {tail}")
         tools[tool.filename] = entry
+    _add_netif_speeds(outputs)
     meta = {
         "host": socket.gethostname(),
         "collscope_version": __version__,
@@ -84,6 +89,19 @@ def capture_raw(timeout_s: float = 60.0) -> tuple[dict[str, str], dict[str, Any]
                                                                     "SLURM_NODEID", "SLURMD_NODENAME"))},
     }
     return outputs, meta
+
+
+def _add_netif_speeds(outputs: dict[str, str]) -> None:
+    """``netif-speeds.json``: the interfaces' speeds from /sys, when that /sys is this namespace's."""
+    from collscope.topo import netif
+
+    try:
+        names = [n.name for n in netif.parse_ip_addr_json(outputs["ip-addr.json"])]
+    except (KeyError, ParseError):
+        return
+    speeds = netif.read_speeds(names)
+    if speeds:
+        outputs["netif-speeds.json"] = json.dumps({netif.SPEEDS_KEY: speeds}, sort_keys=True) + "\n"
 
 
 def captures_from_raw(outputs: dict[str, str], meta: dict[str, Any]) -> NodeCaptures:

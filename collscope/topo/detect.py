@@ -14,6 +14,7 @@ from pathlib import Path
 
 from collscope.errors import ParseError
 from collscope.files import kind_of, read_input_text
+from collscope.topo import netif
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
 from collscope.topo.meta import META_FILE, read_meta
@@ -86,6 +87,17 @@ def _set_fabric(parse: Callable[[str, str], ibnd.IbFabric]) -> Callable[[NodeCap
     return store
 
 
+def _netifs(parse: Callable[[str, str], list[netif.NetInterface]]) -> Callable[[NodeCaptures, str, str], None]:
+    def store(c: NodeCaptures, text: str, source: str) -> None:
+        c.netifs = netif.merge_interfaces(c.netifs, parse(text, source))
+
+    return store
+
+
+def _set_speeds(c: NodeCaptures, text: str, source: str) -> None:
+    c.netif_speeds.update(netif.parse_speeds_json(text, source))
+
+
 # Order matters: the more specific sniffers first.
 FORMATS: tuple[CaptureFormat, ...] = (
     CaptureFormat("nccl-graph-xml", xml.looks_like_nccl_graph_xml, _set_graphs, "NCCL graph XML"),
@@ -103,6 +115,9 @@ FORMATS: tuple[CaptureFormat, ...] = (
     CaptureFormat("ibv_devinfo", ib.looks_like_ibv_devinfo, _hcas(ib.parse_ibv_devinfo)),
     CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _set_nic_names),
     CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs, "ibdev2netdev listing"),
+    CaptureFormat("ip-addr-json", netif.looks_like_ip_addr_json, _netifs(netif.parse_ip_addr_json)),
+    CaptureFormat("ip-link-json", netif.looks_like_ip_link_json, _netifs(netif.parse_ip_link_json)),
+    CaptureFormat("netif-speeds", netif.looks_like_speeds_json, _set_speeds),
 )
 FORMAT_NAMES = tuple(f.name for f in FORMATS)
 

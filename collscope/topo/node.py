@@ -11,6 +11,7 @@ from collscope.topo.infiniband.host import Hca, NetdevMap, merge_netdevs
 from collscope.topo.model import NodeTopology
 from collscope.topo.nccl_xml.graph import add_xml_topology
 from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml
+from collscope.topo.netif import NetInterface, merge_interfaces
 from collscope.topo.nvidia_smi.graph import graph_from_matrix
 from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
 from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, nvlink_data_gbps_per_link, pcie_gbps
@@ -34,6 +35,10 @@ class NodeCaptures:
     fabric: IbFabric | None = None
     nic_names: list[str] = field(default_factory=list)
     """RDMA devices known only by name (``ibv_devices``)."""
+    netifs: list[NetInterface] = field(default_factory=list)
+    """Network interfaces (``ip -j addr`` / ``ip -j -s link``)."""
+    netif_speeds: dict[str, int] = field(default_factory=dict)
+    """Interface -> Mb/s, where the kernel said (``netif-speeds.json`` of ``topo collect``)."""
     sources: list[str] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)
     """Per kind of capture a node has at most one of (``CaptureFormat.single``): the file it came from."""
@@ -42,7 +47,7 @@ class NodeCaptures:
 
     @property
     def empty(self) -> bool:
-        return self.matrix is None and self.xml is None and not self.hcas and not self.gpu_info
+        return self.matrix is None and self.xml is None and not self.hcas and not self.gpu_info and not self.netifs
 
 
 def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | None = None) -> NodeTopology:
@@ -70,7 +75,12 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     for name in captures.nic_names:
         if name not in graph:
             add_device(graph, name, "nic")
-    extras = {k: v for k, v in (("nccl_graphs", captures.graphs), ("fabric", captures.fabric)) if v is not None}
+    interfaces = merge_interfaces(captures.netifs, speeds=captures.netif_speeds)
+    _add_interface_nics(graph, interfaces)
+    extras: dict[str, object] = {k: v for k, v in (("nccl_graphs", captures.graphs), ("fabric", captures.fabric))
+                                 if v is not None}
+    if interfaces:
+        extras["netifs"] = interfaces
     return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample,
                         extras=extras)
 
@@ -148,6 +158,23 @@ def _add_hcas(graph: nx.Graph, hcas: tuple[Hca, ...]) -> None:
 
 
 
+
+
+def _add_interface_nics(graph: nx.Graph, interfaces: list[NetInterface]) -> None:
+    """On a node without RDMA NICs, its data interfaces (Ethernet/IPoIB, not loopback) are its NICs: the rails of a
+    CPU cluster, by interface name. With RDMA NICs they stay in ``extras["netifs"]`` only (``ib0`` is already an
+    HCA's netdev, ``eth0`` a front-end port)."""
+    if any(d.get("kind") == "nic" for _, d in graph.nodes(data=True)):
+        return
+    for nif in interfaces:
+        if not nif.is_rail_candidate:
+            continue
+        gbps = nif.speed_mbps / 1000 if nif.speed_mbps else None
+        layer = "InfiniBand" if nif.link_type == "infiniband" else "Ethernet"
+        add_device(graph, nif.name, "nic", ifname=nif.name, addresses=list(nif.addresses), mtu=nif.mtu,
+                   netdev=nif.name, speed_gbps=gbps if nif.is_up else None,
+                   ports=[{"port": 1, "state": "Active" if nif.is_up else "Down", "physical_state": nif.operstate,
+                           "rate_gbps": gbps, "link_layer": layer, "lid": None, "netdev": nif.name}])
 
 
 def _add_netdev_only(graph: nx.Graph, maps: list[NetdevMap]) -> None:

@@ -1,6 +1,10 @@
 """The registry of knobs a sweep may set: NCCL and nccl-tests environment variables and Open MPI's
 ``coll tuned`` algorithm parameters, each with a validator that returns the normalised value.
 
+The CPU twin of NCCL's NIC choice (``NCCL_IB_HCA``) is the network interface: Open MPI's TCP transport takes
+``OMPI_MCA_btl_tcp_if_include`` (and its runtime ``OMPI_MCA_oob_tcp_if_include``), torch's gloo backend
+``GLOO_SOCKET_IFNAME``; a rail of a CPU cluster is one interface name on every node.
+
 Values are data: they are validated as text and handed to a process environment as they are, never to a
 shell. Newlines, NUL and other control characters are rejected everywhere. Facts: ``reference/nccl-facts.md``
 sections 2 (NCCL variables, NCCL 2.30.7) and 8 (Open MPI, here re-read on the installed Open MPI, see
@@ -34,7 +38,7 @@ __all__ = [
     "requires", "describe", "knob", "ompi_algorithm_knob",
 ]
 
-KnobFamily = Literal["nccl", "ompi", "nccl-tests"]
+KnobFamily = Literal["nccl", "ompi", "nccl-tests", "gloo"]
 _MAX_LEN = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -51,7 +55,8 @@ class Knob:
     name: str
     """The environment variable, e.g. ``NCCL_ALGO``."""
     family: KnobFamily
-    """Who reads it: ``nccl`` (the NCCL library), ``ompi`` (Open MPI) or ``nccl-tests`` (the test binaries)."""
+    """Who reads it: ``nccl`` (the NCCL library), ``ompi`` (Open MPI), ``nccl-tests`` (the test binaries) or
+    ``gloo`` (torch's gloo backend)."""
     doc: str
     """One line: what it does."""
     validator: Callable[[str], str]
@@ -159,6 +164,29 @@ def _ib_hca(text: str) -> str:
     return prefix + ",".join(out)
 
 
+_IFNAME = re.compile(r"[A-Za-z0-9_.:@\-]{1,15}")
+_CIDR = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}")
+
+
+def _interfaces(*, subnets: bool) -> Callable[[str], str]:
+    """A comma list of network interface names (Linux: at most 15 characters), or with ``subnets`` also IPv4
+    subnets ``a.b.c.d/n`` (Open MPI's ``*_if_include`` takes both)."""
+    def check(text: str) -> str:
+        items = [item.strip() for item in text.split(",")]
+        for item in items:
+            if subnets and _CIDR.fullmatch(item):
+                if not all(int(x) <= 255 for x in item.split("/")[0].split(".")) or int(item.split("/")[1]) > 32:
+                    raise _Invalid(f"bad subnet {item!r}")
+                continue
+            if not _IFNAME.fullmatch(item):
+                raise _Invalid(f"bad interface name {item!r}")
+        return ",".join(items)
+    return check
+
+
+_IF_VALID = "a comma list of interface names (cl0, eth1; letters, digits, _ . : @ -, at most 15 characters)"
+
+
 def _split_mask(text: str) -> str:
     # nccl-tests reads the mask with strtoul(s, NULL, 16): "10" would mean 0x10. Normalise to 0x form.
     t = text.strip().lower()
@@ -261,6 +289,15 @@ def _build() -> dict[str, Knob]:
              doc="nccl-tests splits ranks into communicators by rank & mask (rail-isolated runs)",
              valid="a mask '0x..' (hex, as nccl-tests reads it) or a single decimal digit",
              describer=lambda v: f"communicators split by rank & {v}"),
+        Knob(name="OMPI_MCA_btl_tcp_if_include", family="ompi", validator=_interfaces(subnets=True),
+             inter_node=True, doc="Open MPI: the interfaces (or subnets) its TCP transport sends over: the rail",
+             valid=_IF_VALID + " or subnets a.b.c.d/n", describer=lambda v: f"Open MPI TCP over {v}"),
+        Knob(name="OMPI_MCA_oob_tcp_if_include", family="ompi", validator=_interfaces(subnets=True),
+             inter_node=True, doc="Open MPI: the interfaces (or subnets) of its runtime's control traffic",
+             valid=_IF_VALID + " or subnets a.b.c.d/n", describer=lambda v: f"Open MPI runtime over {v}"),
+        Knob(name="GLOO_SOCKET_IFNAME", family="gloo", validator=_interfaces(subnets=False), inter_node=True,
+             doc="torch gloo: the interfaces its sockets use (several: one device each): the rail",
+             valid=_IF_VALID, describer=lambda v: f"gloo over {v}"),
         Knob(name=DYNAMIC_RULES, family="ompi", validator=_ompi_bool,
              doc="Open MPI: allow forcing coll tuned algorithms", valid=f"{', '.join(_TRUE)} / {', '.join(_FALSE)}",
              describer=lambda v: "Open MPI dynamic rules " + ("on" if v == "1" else "off")),

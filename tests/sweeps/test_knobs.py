@@ -68,6 +68,9 @@ VALID = [
     ("NCCL_P2P_LEVEL", "NVL", "NVL"),
     ("NCCL_SHM_DISABLE", "1", "1"),
     ("NCCL_P2P_DISABLE", False, "0"),
+    ("OMPI_MCA_btl_tcp_if_include", "cl0", "cl0"),
+    ("OMPI_MCA_oob_tcp_if_include", "10.99.0.0/24", "10.99.0.0/24"),
+    ("GLOO_SOCKET_IFNAME", "eth1,eth2", "eth1,eth2"),
     ("NCCL_TESTS_SPLIT_MASK", "0x7", "0x7"),
     ("NCCL_TESTS_SPLIT_MASK", "0X0F", "0xf"),
     ("NCCL_TESTS_SPLIT_MASK", "3", "0x3"),
@@ -131,6 +134,9 @@ INVALID = [
     ("NCCL_P2P_LEVEL", "NVLINK"),
     ("NCCL_SHM_DISABLE", "true"),
     ("NCCL_P2P_DISABLE", "2"),
+    ("OMPI_MCA_btl_tcp_if_include", "cl0 cl1"),
+    ("OMPI_MCA_oob_tcp_if_include", "300.1.1.1/24"),
+    ("GLOO_SOCKET_IFNAME", "cl0/24"),
     ("NCCL_TESTS_SPLIT_MASK", "10"),  # nccl-tests would read this as 0x10
     ("NCCL_TESTS_SPLIT_MASK", "0xg"),
     ("NCCL_TESTS_SPLIT_MASK", "ff"),
@@ -171,7 +177,7 @@ def test_every_knob_has_a_valid_and_an_invalid_case() -> None:
 def test_knob_fields() -> None:
     for name, k in KNOBS.items():
         assert k.name == name
-        assert k.family in ("nccl", "ompi", "nccl-tests")
+        assert k.family in ("nccl", "ompi", "nccl-tests", "gloo")
         assert k.doc and k.valid
     assert KNOBS[AR].collective == "all_reduce"
     assert KNOBS["OMPI_MCA_coll_tuned_bcast_algorithm"].collective == "broadcast"

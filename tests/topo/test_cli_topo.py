@@ -104,8 +104,10 @@ def test_collect_then_show_and_cluster(tmp_path, fake_tools):
     proc = subprocess.run([sys.executable, "-m", "collscope", "topo", "collect", "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["ibstat.txt", "meta.json", "nvidia-smi-nvlink.txt",
-                                                     "nvidia-smi-query-gpu.csv", "nvidia-smi-topo.txt"]
+    # (ip-addr.json / ip-link.json come from this machine's real `ip`: the network interfaces, test_netif.py)
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(("ip-", "netif-"))) == [
+        "ibstat.txt", "meta.json", "nvidia-smi-nvlink.txt",
+        "nvidia-smi-query-gpu.csv", "nvidia-smi-topo.txt"]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tools"]["ibdev2netdev.txt"]["returncode"] == 1
     assert any("ibdev2netdev -v exited 1" in e for e in meta["errors"])

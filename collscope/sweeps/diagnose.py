@@ -1,0 +1,45 @@
+"""Why a launch died, in words, from what the launcher printed (pure: text in, sentence out).
+
+A point whose ranks ran on several nodes can fail because a node went away, Slurm cancelled the step, or a
+rank was killed; the exit code alone ("exit code 14") does not say which. :func:`launch_diagnosis` reads the
+attempt's output for the messages srun, slurmstepd and Open MPI's runtime print in those cases.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["launch_diagnosis"]
+
+_CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?:,[^*\n]*)? \*\*\*")
+_NODE_FAIL = re.compile(r"srun: error: Node failure on (\S+)")
+_TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentation fault|Exited with exit code \d+|"
+                   r"Terminated|Aborted)")
+_NO_STEP = re.compile(r"srun: error: (Unable to create step for job \S+: .*)")
+_STEP_TIMEOUT = "srun: error: Timed out waiting for job step to complete"
+_LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
+                          re.IGNORECASE)
+
+
+def launch_diagnosis(text: str) -> str | None:
+    """One line naming what went wrong according to the launcher's messages in ``text``; None when it said
+    nothing recognisable."""
+    found: list[str] = []
+    for node in dict.fromkeys(_NODE_FAIL.findall(text)):
+        found.append(f"node failure on {node}")
+    for kind, what, node, why in _CANCELLED.findall(text):
+        cause = f" due to {why.lower()}" if why else " (a node of the allocation failed or stopped answering, "\
+            "or the job was cancelled)"
+        found.append(f"Slurm cancelled {kind.lower()} {what} on {node}{cause}")
+        break
+    tasks = [f"{node}: task {task}: {state.lower()}" for node, task, state in _TASK.findall(text)]
+    if tasks:
+        found.append("; ".join(dict.fromkeys(tasks)))
+    match = _NO_STEP.search(text)
+    if match:
+        found.append(f"srun could not start the step ({match.group(1).strip()})")
+    if _STEP_TIMEOUT in text:
+        found.append("srun timed out waiting for the step's tasks to end (a node is not answering)")
+    if _LOST_DAEMON.search(text):
+        found.append("Open MPI lost contact with a remote node's daemon")
+    return "; ".join(found) if found else None
