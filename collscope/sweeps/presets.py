@@ -71,7 +71,7 @@ def nccl_pxn_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overr
     """PXN on/off x NCCL_CROSS_NIC 0/1 x one rail at a time (``NCCL_IB_HCA==<nic>``, when ``rails`` or a
     topology's NICs are given) x rail-isolated communicators (``NCCL_TESTS_SPLIT_MASK`` = ranks per node - 1,
     when that is a power of two), on 2 nodes of 8 GPUs unless overridden."""
-    nics = rails.nics if isinstance(rails, NodeTopology) else list(rails or ())
+    nics = _compute_nics(rails) if isinstance(rails, NodeTopology) else list(rails or ())
     nnodes = int(overrides.get("nnodes", 2))
     nranks = int(overrides.get("nranks", 8 * nnodes))
     ppn = nranks // max(1, nnodes)
@@ -84,6 +84,13 @@ def nccl_pxn_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overr
         "name": "nccl-pxn-rails", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather"), "min_bytes": 8,
         "max_bytes": GIB, "nnodes": nnodes, "nranks": nranks, "grid": grid, "fixed_env": dict(NCCL_DEBUG_ENV),
     }, overrides)
+
+
+def _compute_nics(node: NodeTopology) -> list[str]:
+    """The rails of a node for NCCL: its compute NICs (an Active port at the node's fastest rate; NICs of unknown
+    state count), never a down port or a slower front-end NIC (:mod:`collscope.topo.nic_choice`)."""
+    choices = node.nic_choices()
+    return [nic for nic in node.nics if not choices[nic].left_out] if choices else list(node.nics)
 
 
 SIMULATED_RAILS: tuple[str, ...] = ("cl0", "cl1")

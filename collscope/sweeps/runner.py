@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -245,8 +245,12 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     except CollscopeError as exc:
         results.record_failure(pid, "launch error", str(exc))
         return PointOutcome(pid, "failed", "launch error", str(exc))
+    replaced = overridden_user_env(cmd.env, os.environ)
     with log_path.open("a") as fh:
-        fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n===\n")
+        fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n")
+        fh.write("".join(f"=== {line}\n" for line in replaced) + "===\n")
+    for line in replaced:
+        log.warning("point %s: %s", pid, line)
     offset_after_header = log_path.stat().st_size
     start = time.monotonic()
     try:
@@ -346,6 +350,13 @@ def _verification_run(results: ResultsDir, spec: SweepSpec, point: Point, option
     return dataclasses.replace(check, note=(check.note + "; " if check.note else "") +
                                f"verified in a separate {VERIFY_ITERS}-iteration run at NCCL_DEBUG=INFO ({log.name}); "
                                "the timed run logged at the preset's NCCL_DEBUG")
+
+
+def overridden_user_env(point_env: dict[str, str], user_env: Mapping[str, str]) -> list[str]:
+    """``NCCL_ALGO: yours Ring -> this point's Tree``: the variables a point sets that the user had set otherwise
+    (a sweep never changes a user's variable silently; DESIGN, domain rules)."""
+    return [f"{name}: your {user_env[name]!r} -> this point's {value!r}" for name, value in sorted(point_env.items())
+            if name in user_env and user_env[name] != value]
 
 
 def _launch_options_for(spec: SweepSpec, point: Point, options: RunOptions) -> LaunchOptions:

@@ -256,3 +256,20 @@ def test_timed_run_at_warn_and_settings_verified_in_a_separate_info_run(tmp_path
     assert ring_check["applied"] is True and "separate 2-iteration run at NCCL_DEBUG=INFO" in ring_check["note"]
     assert json.loads(results.check_path(tree.point_id).read_text())["applied"] is False
     assert [r.size_bytes for r in results.read_point(ring.point_id)] == [8, 8, 64, 64]
+
+
+def test_a_point_that_replaces_a_users_variable_says_old_and_new(tmp_path, fake_tools, monkeypatch, caplog):
+    """The user exported NCCL_ALGO=Ring; the point forcing Tree says so, in its log and on stderr."""
+    bin_dir = tmp_path / "nccl-tests"
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, directory=bin_dir)
+    monkeypatch.setenv("NCCL_ALGO", "Ring")
+    spec = SweepSpec(name="user-env", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
+                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=1)
+    plan = _plan(spec, [{"NCCL_ALGO": "Tree"}, {"NCCL_ALGO": "Ring"}])
+    with caplog.at_level("WARNING"):
+        run_sweep(plan, tmp_path / "res", _options(), meta={})
+    results = ResultsDir(tmp_path / "res")
+    tree, ring = plan.points
+    assert "=== NCCL_ALGO: your 'Ring' -> this point's 'Tree'" in results.log_path(tree.point_id).read_text()
+    assert "your 'Ring'" not in results.log_path(ring.point_id).read_text()  # same value: nothing to say
+    assert any("NCCL_ALGO: your 'Ring' -> this point's 'Tree'" in r.getMessage() for r in caplog.records)
