@@ -55,6 +55,9 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
     missing = sum(1 for c in calls if c.size_bytes is None)
     if missing:
         warnings.append(NO_SHAPES.format(n=missing))
+    if any(c.op == "reduce_scatter" and c.stream is not None for c in calls) and backend == "gloo":
+        warnings.append("gloo runs reduce_scatter as an all-reduce of the full input: about twice the useful "
+                        "bytes cross the wire, so its busbw (counted on the useful bytes) is not the wire's")
     if unpaired:
         warnings.append(f"{unpaired} c10d calls have no gloo worker event: their duration is unknown")
     if backend != "gloo" and calls:
