@@ -1,6 +1,6 @@
 """A tiny real DDP training on 2 CPU ranks (gloo) under torch.profiler: one Kineto trace per rank.
 
-Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/rank<N>.json`` and ``OUT_DIR/expected.json`` (the
+Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json`` and ``OUT_DIR/expected.json`` (the
 model's parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
 Used by ``test_ddp_gloo.py``; the sizes are chosen here so the test can check them exactly.
 """
@@ -46,7 +46,7 @@ def _run(rank: int, out_dir: str, port: int) -> None:
     x, y = torch.randn(32, LAYERS[0][0]), torch.randn(32, LAYERS[-1][1])
 
     def export(prof: profile) -> None:
-        prof.export_chrome_trace(str(Path(out_dir) / f"rank{rank}.json"))
+        prof.export_chrome_trace(str(Path(out_dir) / "traces" / f"rank{rank}.json"))
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                  schedule=schedule(wait=1, warmup=1, active=STEPS - 2), on_trace_ready=export) as prof:
@@ -73,7 +73,7 @@ def _run(rank: int, out_dir: str, port: int) -> None:
 def main(out_dir: str) -> None:
     import torch.multiprocessing as mp
 
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "traces").mkdir(parents=True, exist_ok=True)
     mp.start_processes(_run, args=(out_dir, _free_port()), nprocs=WORLD, join=True, start_method="spawn")
 
 
