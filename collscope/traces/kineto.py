@@ -9,7 +9,7 @@ gloo backend: see :mod:`collscope.traces.gloo`. Facts: ``reference/traces.md``.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import Any, Literal
 
 from collscope.errors import ParseError
 from collscope.traces.gloo import gloo_calls
@@ -65,6 +65,7 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
     backend = _backend(info, nccl_kernels, comm_cpu)
     nests = build_nests(comm_cpu)
     warnings: list[str] = []
+    device: Literal["gpu", "cpu"]
     if nccl_kernels:
         calls = _nccl_calls(rank, nccl_kernels, nests, launches, index, pgs, world, warnings)
         nccl_streams = {k.args.stream for k in nccl_kernels if k.args is not None}
@@ -97,17 +98,17 @@ def _backend(info: dict[str, Any], kernels: list[Event], comm: list[Event]) -> A
 def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: dict[Any, Event], index: StepIndex,
                 pgs: PgInfo, world: int | None, warnings: list[str]) -> list[CollectiveCall]:
     by_ext: dict[Any, Nest] = {}
-    for nest in nests:
-        for ext in nest.external_ids:
-            by_ext[ext] = nest
+    for each in nests:
+        for ext in each.external_ids:
+            by_ext[ext] = each
     by_tid: dict[Any, list[Nest]] = {}
-    for nest in nests:
-        by_tid.setdefault(nest.tid, []).append(nest)
+    for each in nests:
+        by_tid.setdefault(each.tid, []).append(each)
     starts = {tid: [n.start_us for n in ns] for tid, ns in by_tid.items()}
     groups: dict[int, tuple[Nest | None, list[Event]]] = {}
     for k in sorted(kernels, key=lambda e: e.ts):
         args = k.args or Args()
-        nest = by_ext.get(args.external_id) if args.external_id is not None else None
+        nest: Nest | None = by_ext.get(args.external_id) if args.external_id is not None else None
         if nest is None and args.correlation in launches:
             launch = launches[args.correlation]
             nest = _containing(by_tid.get(launch.tid, []), starts.get(launch.tid, []), launch.ts)
@@ -115,8 +116,8 @@ def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: di
         groups.setdefault(key, (nest, []))[1].append(k)  # the kernels one CPU call launched are one call
     calls: list[CollectiveCall] = []
     unsized = 0
-    for nest, ks in groups.values():
-        call = _kernel_call(rank, ks, nest, index, pgs, world)
+    for linked, ks in groups.values():
+        call = _kernel_call(rank, ks, linked, index, pgs, world)
         if call is None:
             continue
         if call.size_bytes is None:

@@ -40,7 +40,7 @@ class SummaryRow:
     verdict: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}  # type: ignore[attr-defined]
+        return {f: getattr(self, f) for f in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,7 +126,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     if bench is not None and any(r.bench_busbw_gbps is None for r in summary):
         warnings.append(f"some sizes are outside the sweep's measured range ({bench.source}): no benchmark figure")
     worlds = [t.world_size for t in traces if t.world_size is not None]
-    backends = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
+    backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
     return TraceReport(world_size=worlds[0] if worlds else None, backend=",".join(backends),
                        ranks=tuple(sorted({t.rank for t in traces})), sources=tuple(t.source for t in traces),
                        collectives=tuple(rows), steps=tuple(steps), summary=tuple(summary),

@@ -97,7 +97,8 @@ def test_flight_recorder_dumps(tmp_path):
     assert _calls(traces[1]) == [("all_reduce", 4000, None, "0", 2), ("all_gather", 80, None, "0", 2)]
     report = analyze_traces(traces)
     ar = [row for row in report.collectives if row["op"] == "all_reduce"]
-    assert {row["transfer_us"] for row in ar} == {500.0} and [row["skew_us"] for row in ar] == [pytest.approx(5.0, abs=0.5)] * 2
+    assert {row["transfer_us"] for row in ar} == {500.0}
+    assert [row["skew_us"] for row in ar] == [pytest.approx(5.0, abs=0.5)] * 2
 
 
 def test_inspector_jsonl(tmp_path):
