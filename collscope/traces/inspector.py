@@ -54,7 +54,7 @@ _EXPECTED = "an NCCL Inspector JSON object with header{id, rank, n_ranks} and co
 
 
 def looks_like_inspector(data: bytes) -> bool:
-    head = data.lstrip()[:400]
+    head = data[:400].lstrip()
     return head.startswith(b"{") and b'"header"' in head and (b'"coll_perf"' in data[:4000] or
                                                               b'"metadata"' in head)
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from collscope.errors import ParseError
 from collscope.traces.gloo import gloo_calls
-from collscope.traces.kineto_schema import Args, Event, TraceDoc
+from collscope.traces.kineto_schema import Args, Event, RawEvent, TraceDoc, with_args
 from collscope.traces.names import element_bytes, is_nccl_kernel, op_of
 from collscope.traces.nests import Nest, build_nests, is_comm_cpu_event
 from collscope.traces.pgroups import PgInfo, pg_infos
@@ -36,29 +36,26 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
     comm_cpu: list[Event] = []
     nccl_kernels: list[Event] = []
     other_kernels: list[Event] = []
-    launches: dict[Any, Event] = {}
-    aten_by_tid: dict[Any, list[tuple[float, float]]] = {}
+    runtime: list[RawEvent] = []
     step_tids: set[Any] = set()
-    for ev in doc.traceEvents:
-        if ev.ph != "X":
-            continue
-        ev.ts += base_us
-        cat = ev.cat
-        if cat == "kernel":
-            (nccl_kernels if is_nccl_kernel(ev.name) else other_kernels).append(ev)
-        elif cat in ("cuda_runtime", "cuda_driver"):
-            if ev.args is not None and ev.args.correlation is not None:
-                launches[ev.args.correlation] = ev
-        elif cat in ("cpu_op", "user_annotation"):
-            if ev.name.startswith("ProfilerStep#"):
-                n = parse_step(ev.name)
+    for raw in doc.traceEvents:
+        cat = raw.cat
+        if cat == "cpu_op" or cat == "user_annotation":
+            name = raw.name
+            if name.startswith("aten::") or raw.ph != "X":
+                continue  # compute on the CPU: read in a second pass, only for traces without GPU kernels
+            if name.startswith("ProfilerStep#"):
+                n = parse_step(name)
                 if n is not None:
-                    steps.append(StepSpan(step=n, start_us=ev.ts, duration_us=ev.dur))
-                    step_tids.add(ev.tid)
-            elif is_comm_cpu_event(ev):
-                comm_cpu.append(ev)
-            elif ev.name.startswith("aten::"):
-                aten_by_tid.setdefault(ev.tid, []).append((ev.ts, ev.ts + ev.dur))
+                    steps.append(StepSpan(step=n, start_us=raw.ts + base_us, duration_us=raw.dur))
+                    step_tids.add(raw.tid)
+            elif is_comm_cpu_event(raw):
+                comm_cpu.append(with_args(raw, raw.ts + base_us))
+        elif cat == "kernel" and raw.ph == "X":
+            ev = with_args(raw, raw.ts + base_us)
+            (nccl_kernels if is_nccl_kernel(raw.name) else other_kernels).append(ev)
+        elif (cat == "cuda_runtime" or cat == "cuda_driver") and raw.ph == "X":
+            runtime.append(raw)
     steps.sort(key=lambda s: s.start_us)
     index = StepIndex(steps)
     pgs = pg_infos(info)
@@ -67,6 +64,7 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
     warnings: list[str] = []
     device: Literal["gpu", "cpu"]
     if nccl_kernels:
+        launches = _launches(runtime, base_us, nccl_kernels, nests)
         calls = _nccl_calls(rank, nccl_kernels, nests, launches, index, pgs, world, warnings)
         nccl_streams = {k.args.stream for k in nccl_kernels if k.args is not None}
         compute = [(k.ts, k.ts + k.dur) for k in other_kernels
@@ -74,12 +72,35 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
         device = "gpu"
     else:
         calls = gloo_calls(rank, nests, index, pgs, world, warnings, backend=backend)
-        main = step_tids or set(aten_by_tid) and {max(aten_by_tid, key=lambda t: len(aten_by_tid[t]))}
-        compute = [span for tid in main for span in aten_by_tid.get(tid, [])]
+        compute = _main_thread_aten(doc, base_us, step_tids)
         device = "cpu"
     return RankTrace(source=source, kind="kineto", rank=rank, world_size=world, backend=backend, device=device,
                      calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
                      warnings=tuple(warnings))
+
+
+def _launches(runtime: list[RawEvent], base_us: float, kernels: list[Event], nests: list[Nest]) -> dict[Any, Event]:
+    """correlation -> launch event, decoded only when some NCCL kernel cannot be linked by its External id."""
+    linked = {ext for n in nests for ext in n.external_ids}
+    if all(k.args is not None and (k.args.collective or k.args.external_id in linked) for k in kernels):
+        return {}
+    out: dict[Any, Event] = {}
+    for raw in runtime:
+        ev = with_args(raw, raw.ts + base_us)
+        if ev.args is not None and ev.args.correlation is not None:
+            out[ev.args.correlation] = ev
+    return out
+
+
+def _main_thread_aten(doc: TraceDoc, base_us: float, step_tids: set[Any]) -> list[tuple[float, float]]:
+    """The ``aten::`` op spans of the main thread (the one of the ProfilerStep spans, else the busiest)."""
+    by_tid: dict[Any, list[tuple[float, float]]] = {}
+    for raw in doc.traceEvents:
+        if raw.cat == "cpu_op" and raw.ph == "X" and raw.name.startswith("aten::"):
+            ts = raw.ts + base_us
+            by_tid.setdefault(raw.tid, []).append((ts, ts + raw.dur))
+    main = step_tids or (set(by_tid) and {max(by_tid, key=lambda t: len(by_tid[t]))})
+    return [span for tid in main for span in by_tid.get(tid, [])]
 
 
 def _int(value: Any, default: int | None) -> int | None:

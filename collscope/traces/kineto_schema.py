@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Args", "Event", "TraceDoc", "decode_dims"]
+__all__ = ["Args", "Event", "RawEvent", "TraceDoc", "decode_dims", "with_args"]
 
 _Id = int | str | None
 _NONE = msgspec.Raw(b"")
@@ -36,7 +36,22 @@ class Args(msgspec.Struct, gc=False):
     input_type: msgspec.Raw = msgspec.field(default=_NONE, name="Input type")
 
 
+class RawEvent(msgspec.Struct, gc=False):
+    """An event as decoded: ``args`` stays raw bytes (most events, the ``aten::`` ops, never need them)."""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str = ""
+    pid: _Id = None
+    tid: _Id = None
+    ts: float = 0.0
+    dur: float = 0.0
+    args: msgspec.Raw = _NONE
+
+
 class Event(msgspec.Struct, gc=False):
+    """An event the readers use, with its ``args`` decoded (:func:`with_args`)."""
+
     ph: str = ""
     cat: str | None = None
     name: str = ""
@@ -47,8 +62,22 @@ class Event(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
+_ARGS = msgspec.json.Decoder(Args)
+
+
+def with_args(ev: RawEvent, ts: float) -> Event:
+    """``ev`` with its args decoded and its start moved to ``ts``; args of an unexpected shape count as absent."""
+    args = None
+    if len(ev.args):
+        try:
+            args = _ARGS.decode(ev.args)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            args = None
+    return Event(ph=ev.ph, cat=ev.cat, name=ev.name, pid=ev.pid, tid=ev.tid, ts=ts, dur=ev.dur, args=args)
+
+
 class TraceDoc(msgspec.Struct, gc=False):
-    traceEvents: list[Event]  # noqa: N815 - the trace's key
+    traceEvents: list[RawEvent]  # noqa: N815 - the trace's key
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | None = None  # noqa: N815
 

@@ -75,7 +75,7 @@ def _line_of(data: bytes, message: str) -> int | None:
 def parse_trace_bytes(data: bytes, source: str, *, rank_hint: int | None = None) -> list[RankTrace]:
     """The rank traces in one file's bytes (gzip or not); the format is detected from the content."""
     data = _decompress(data, source)
-    head = data.lstrip()[:1]
+    head = data[:64].lstrip()[:1]
     if head != b"{" and head != b"[":
         raise ParseError(source, 1, _EXPECTED, found=data[:60].decode("utf-8", "replace"))
     if looks_like_inspector(data):

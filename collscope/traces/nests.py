@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collscope.traces.kineto_schema import Args, Event, decode_dims
+from collscope.traces.kineto_schema import Args, Event, RawEvent, decode_dims
 from collscope.traces.names import op_of
 
 __all__ = ["Nest", "is_comm_cpu_event", "build_nests"]
@@ -19,7 +19,7 @@ __all__ = ["Nest", "is_comm_cpu_event", "build_nests"]
 _PREFIXES = ("c10d::", "nccl:", "gloo:", "_c10d_functional::", "c10d_functional::")
 
 
-def is_comm_cpu_event(ev: Event) -> bool:
+def is_comm_cpu_event(ev: Event | RawEvent) -> bool:
     name = ev.name
     return name == "record_param_comms" or name.startswith(_PREFIXES)
 
