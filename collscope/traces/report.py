@@ -123,8 +123,8 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                         "bandwidth is computed from their own duration, which includes waiting for peers")
     rank_steps = sum(len(t.steps) for t in traces)
     summary = _summary(per_size, rank_steps, bench, model)
-    if bench is not None and any(r.bench_busbw_gbps is None for r in summary):
-        warnings.append(f"some sizes are outside the sweep's measured range ({bench.source}): no benchmark figure")
+    if bench is not None:
+        warnings.extend(_bench_gaps(summary, bench))
     worlds = [t.world_size for t in traces if t.world_size is not None]
     backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
     return TraceReport(world_size=worlds[0] if worlds else None, backend=",".join(backends),
@@ -157,6 +157,21 @@ def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: i
                          busbw_gbps=busbw, bench_busbw_gbps=bench_bw, model_busbw_gbps=model_b, goodput_ratio=ratio,
                          exposed_us_per_step=exposed, calls_per_step=per_step, verdict="")
         out.append(_with_verdict(row))
+    return out
+
+
+def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
+    """Which rows have no sweep figure, and why: the op / rank count is not in the sweep, or the size is outside."""
+    missing = sorted({(r.op, r.nranks) for r in summary if (r.op, r.nranks) not in bench.curves and r.nranks > 1})
+    outside = sorted({(r.op, r.nranks) for r in summary
+                      if (r.op, r.nranks) in bench.curves and r.bench_busbw_gbps is None})
+    out = []
+    if missing:
+        out.append(f"the sweep ({bench.source}) has no " + ", ".join(f"{op} on {n} ranks" for op, n in missing)
+                   + ": no benchmark figure for them")
+    if outside:
+        out.append(f"some sizes of {', '.join(op for op, _ in outside)} are outside the sweep's measured range "
+                   f"({bench.source}): no benchmark figure there")
     return out
 
 
