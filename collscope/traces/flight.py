@@ -74,7 +74,7 @@ def parse_flight_recorder(data: bytes, source: str, *, rank: int | None) -> Rank
         if op is None:
             continue
         pg = e.process_group[0] if e.process_group else (None if e.pg_id is None else str(e.pg_id))
-        group = sizes.get(pg or "", only or 1)
+        group = max(sizes.get(pg or "", only or 1), 1)
         dtype = dtype_of(e.input_dtypes[0] if e.input_dtypes else None)
         eb = element_bytes(dtype)
         elems_in = sum(prod(s) for s in e.input_sizes)

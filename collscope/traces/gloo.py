@@ -14,7 +14,7 @@ from collscope.traces.names import dtype_of, element_bytes
 from collscope.traces.nests import Nest
 from collscope.traces.pgroups import PgInfo
 from collscope.traces.record import Backend, CollectiveCall, SizeSource
-from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems
+from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems, tensor_elems
 from collscope.traces.steps import StepIndex
 
 __all__ = ["gloo_calls", "NO_SHAPES"]
@@ -34,23 +34,20 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
         warnings.append(f"the trace declares {len(pgs.sizes)} process groups and its gloo events name none: calls "
                         "are matched across ranks by their order over all groups")
     group = pgs.size_of(pg) or world or 1
-    used = [False] * len(workers)
+    queues = _Queues(workers)
     calls: list[CollectiveCall] = []
     unpaired = 0
     for caller in callers:
         op = caller.op()
         assert op is not None
-        worker = None
-        if workers:
-            worker = _take(workers, used, caller, _RUNS_AS.get(op, op), op)
+        worker = queues.take(caller.start_us - _TOLERANCE_US, (_RUNS_AS.get(op, op), op), _largest(caller))
         if worker is None and backend == "gloo":
             unpaired += 1
         calls.append(_call(rank, op, caller, worker, index, pgs, pg, group, backend))
-    for i, worker in enumerate(workers):
-        if not used[i]:
-            op = worker.op()
-            assert op is not None
-            calls.append(_call(rank, op, None, worker, index, pgs, pg, group, backend))
+    for worker in queues.left():
+        op = worker.op()
+        assert op is not None
+        calls.append(_call(rank, op, None, worker, index, pgs, pg, group, backend))
     calls.sort(key=lambda c: c.start_us)
     missing = sum(1 for c in calls if c.size_bytes is None)
     if missing:
@@ -66,14 +63,55 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
     return calls
 
 
-def _take(workers: list[Nest], used: list[bool], caller: Nest, *ops: str) -> Nest | None:
-    for i, worker in enumerate(workers):
-        if used[i] or worker.start_us < caller.start_us - _TOLERANCE_US:
-            continue
-        if worker.op() in ops:
-            used[i] = True
-            return worker
-    return None
+def _largest(nest: Nest) -> int | None:
+    """The largest tensor a call lists (elements): the same on the caller and its worker event (a gloo
+    reduce_scatter's worker all-reduces the caller's full input)."""
+    found = nest.dims()
+    elems = tensor_elems(found[0]) if found is not None else []
+    return max(elems) if elems else None
+
+
+_Key = tuple[str, int | None]
+
+
+class _Queues:
+    """The worker events of each (op, largest tensor) in start order. A caller takes the first one not yet
+    taken that starts after it, of its op and tensor size when it lists one (two worker threads may start
+    their events in either order), else of its op. Callers come in start order, so an event skipped once is
+    never anyone's: it stays left."""
+
+    def __init__(self, workers: list[Nest]) -> None:
+        self._queues: dict[_Key, list[Nest]] = {}
+        for w in workers:
+            self._queues.setdefault((w.op() or "", _largest(w)), []).append(w)
+        self._next = dict.fromkeys(self._queues, 0)
+        self._taken: set[int] = set()
+
+    def _first(self, key: _Key, not_before_us: float) -> Nest | None:
+        queue = self._queues[key]
+        i = self._next[key]
+        while i < len(queue) and (queue[i].start_us < not_before_us or id(queue[i]) in self._taken):
+            i += 1
+        self._next[key] = i
+        return queue[i] if i < len(queue) else None
+
+    def take(self, not_before_us: float, ops: tuple[str, ...], elems: int | None) -> Nest | None:
+        keys = [(op, elems) for op in dict.fromkeys(ops) if (op, elems) in self._queues]
+        if not keys:
+            keys = [k for k in self._queues if k[0] in ops]
+        best: tuple[float, _Key, Nest] | None = None
+        for key in keys:
+            w = self._first(key, not_before_us)
+            if w is not None and (best is None or w.start_us < best[0]):
+                best = (w.start_us, key, w)
+        if best is None:
+            return None
+        _, key, worker = best
+        self._taken.add(id(worker))
+        return worker
+
+    def left(self) -> list[Nest]:
+        return [w for q in self._queues.values() for w in q if id(w) not in self._taken]
 
 
 def _call(rank: int, op: str, caller: Nest | None, worker: Nest | None, index: StepIndex, pgs: PgInfo,

@@ -79,7 +79,8 @@ def parse_inspector(data: bytes, source: str) -> list[RankTrace]:
         start = perf.event_trace_ts.coll_start_ts if perf.event_trace_ts else None
         stamp = line.metadata.get("dump_timestamp_us")
         calls.setdefault(head.rank, []).append(CollectiveCall(
-            rank=head.rank, op=op, size_bytes=size, dtype=None, group_size=head.n_ranks, process_group=head.id,
+            rank=head.rank, op=op, size_bytes=max(size, 0), dtype=None, group_size=max(head.n_ranks, 1),
+            process_group=head.id,
             seq=perf.coll_sn, step=None, start_us=float(start if start is not None else stamp or 0.0),
             duration_us=perf.coll_exec_time_us, stream=None, size_source="inspector"))
     if not calls:

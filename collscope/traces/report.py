@@ -75,7 +75,7 @@ def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, f
     if call.size_bytes is None or time_us is None or time_us <= 0:
         return None, None
     alg = algbw_gbps(call.size_bytes, time_us)
-    return alg, alg * busbw_factor(call.op, call.group_size)
+    return alg, alg * busbw_factor(call.op, max(call.group_size, 1))
 
 
 def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = None,

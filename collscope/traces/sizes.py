@@ -17,7 +17,8 @@ __all__ = ["size_from_nelems", "size_from_dims", "tensor_elems", "dtype_from_typ
 
 def size_from_nelems(op: str, in_nelems: int, out_nelems: int | None, elem_bytes: int, group_size: int) -> int:
     """nccl-tests size from the ``In msg nelems`` / ``Out msg nelems`` metadata."""
-    out = in_nelems if out_nelems is None else out_nelems
+    in_nelems = max(in_nelems, 0)
+    out = in_nelems if out_nelems is None else max(out_nelems, 0)
     if op == "all_gather":
         elems = out if out > in_nelems else in_nelems * group_size
     elif op == "reduce_scatter":
@@ -37,11 +38,15 @@ def tensor_elems(dims: Any) -> list[int]:
     for arg in dims:
         if not isinstance(arg, list) or not arg:
             continue
-        if all(isinstance(d, int) for d in arg):
+        if all(_dim(d) for d in arg):
             out.append(prod(arg))
         else:
-            out.extend(prod(t) for t in arg if isinstance(t, list) and t and all(isinstance(d, int) for d in t))
+            out.extend(prod(t) for t in arg if isinstance(t, list) and t and all(_dim(d) for d in t))
     return out
+
+
+def _dim(d: Any) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and d >= 0
 
 
 def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int) -> int | None:
