@@ -1,6 +1,7 @@
 """A tiny real DDP training on 2 CPU ranks (gloo) under torch.profiler: one Kineto trace per rank.
 
-Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json`` and ``OUT_DIR/expected.json`` (the
+Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json``, the
+Flight Recorder dump of each rank (``OUT_DIR/fr/rank<N>.json``, ``_dump_fr_trace_json()``) and ``OUT_DIR/expected.json`` (the
 model's parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
 Used by ``test_ddp_gloo.py``; the sizes are chosen here so the test can check them exactly.
 """
@@ -32,7 +33,7 @@ def _run(rank: int, out_dir: str, port: int) -> None:
     from torch.nn.parallel import DistributedDataParallel
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCH_FR_BUFFER_SIZE="2000")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     torch.manual_seed(0)
@@ -60,9 +61,11 @@ def _run(rank: int, out_dir: str, port: int) -> None:
             dist.reduce_scatter_tensor(shard, torch.ones(SCATTER_ELEMS))
             dist.broadcast(torch.ones(BCAST_ELEMS), src=0)
             prof.step()
+    fr = torch._C._distributed_c10d._dump_fr_trace_json()
+    (Path(out_dir) / "fr" / f"rank{rank}.json").write_text(fr if isinstance(fr, str) else fr.decode())
     if rank == 0:
         param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-        expected = {"param_bytes": param_bytes, "world_size": WORLD, "active_steps": STEPS - 2,
+        expected = {"param_bytes": param_bytes, "world_size": WORLD, "active_steps": STEPS - 2, "steps": STEPS,
                     "explicit": [{"op": "all_gather", "size_bytes": GATHER_ELEMS * 4 * WORLD},
                                  {"op": "reduce_scatter", "size_bytes": SCATTER_ELEMS * 4},
                                  {"op": "broadcast", "size_bytes": BCAST_ELEMS * 4}]}
@@ -74,6 +77,7 @@ def main(out_dir: str) -> None:
     import torch.multiprocessing as mp
 
     (Path(out_dir) / "traces").mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "fr").mkdir(exist_ok=True)
     mp.start_processes(_run, args=(out_dir, _free_port()), nprocs=WORLD, join=True, start_method="spawn")
 
 

@@ -59,6 +59,25 @@ def test_every_collective_found_with_its_size(job):
     assert all(row["transfer_us"] is not None for row in report.collectives)  # matched across both ranks
 
 
+def test_flight_recorder_dumps_of_the_same_run(job):
+    out, expected = job
+    fr = read_traces([out.parent / "fr"])
+    kineto = read_traces([out])
+    assert [(t.kind, t.rank) for t in fr] == [("flight_recorder", 0), ("flight_recorder", 1)]
+    for t in fr:
+        sizes = Counter((c.op, c.size_bytes) for c in t.calls)
+        for e in expected["explicit"]:
+            # gloo records its reduce_scatter as the all-reduce it runs
+            key = ("all_reduce", e["size_bytes"]) if e["op"] == "reduce_scatter" else (e["op"], e["size_bytes"])
+            assert sizes[key] == expected["steps"], (key, sizes)
+        assert [c.seq for c in t.calls] == list(range(1, len(t.calls) + 1))
+        buckets = {c.size_bytes for c in kineto[t.rank].calls if c.op == "all_reduce"}
+        assert buckets <= {c.size_bytes for c in t.calls if c.op == "all_reduce"}
+    report = analyze_traces(fr)  # matched by process group + sequence number; gloo records no durations
+    assert all(row["skew_us"] is not None for row in report.collectives)
+    assert any("no duration" in w for w in report.warnings)
+
+
 def _sweep(path: Path, sizes: list[int]) -> Path:
     """A sweep of all_reduce on 2 ranks: the default and NCCL_ALGO=Ring 30% faster, 3 repeats per size."""
     records = []
