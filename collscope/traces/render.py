@@ -26,6 +26,10 @@ def render_text(report: TraceReport) -> str:
                      f"communication {human_us(comm)}, exposed {human_us(exp)} ({exp / dur:.0%} of the step)"
                      if dur > 0 else f"steps: {len(steps)}")
     lines.append("")
+    if not report.summary:
+        lines.append("no collective carries a size: no bandwidth or goodput to compute (see the warnings)")
+        lines += [""] + [f"warning: {w}" for w in report.warnings]
+        return "\n".join(lines)
     head = f"{'op':<15}{'size':>10}{'ranks':>6}{'calls':>7}{'busbw':>9}{'sweep':>9}{'model':>9}{'goodput':>9}" \
            f"{'exposed/step':>14}"
     lines += [head, "-" * len(head)]

@@ -112,8 +112,9 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
             cell = per_size[(call.op, call.size_bytes, call.group_size)]
             cell["calls"] += 1
             cell["total_us"] += call.duration_us or 0.0
-            cell["exposed_us"] += call.exposed_us or 0.0
-            cell["in_steps"] += call.step is not None
+            if call.step is not None:
+                cell["exposed_us"] += call.exposed_us or 0.0
+                cell["in_steps"] += 1
         first = m.calls[0]
         _, bus = _busbw(first, time_us if time_us is not None else first.duration_us)
         if bus is not None:
@@ -122,7 +123,10 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
         warnings.append(f"{from_duration} calls have no transfer time (one rank known, or ranks unmatched): their "
                         "bandwidth is computed from their own duration, which includes waiting for peers")
     rank_steps = sum(len(t.steps) for t in traces)
-    summary = _summary(per_size, rank_steps, bench, model)
+    if not rank_steps and per_size:
+        warnings.append("no ProfilerStep#N spans: no per-step figures, and the workload counts each rank's calls "
+                        "over the whole trace as one step")
+    summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}))
     if bench is not None:
         warnings.extend(_bench_gaps(summary, bench))
     worlds = [t.world_size for t in traces if t.world_size is not None]
@@ -134,7 +138,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
 
 
 def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: int, bench: BenchCurves | None,
-             model: ModelFn | None) -> list[SummaryRow]:
+             model: ModelFn | None, nranks_traced: int) -> list[SummaryRow]:
     model_bw: dict[tuple[str, int, int], float] = {}
     if model is not None:
         by_group: dict[tuple[str, int], list[int]] = defaultdict(list)
@@ -152,7 +156,7 @@ def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: i
         ref = bench_bw if bench_bw else model_b
         ratio = busbw / ref if busbw is not None and ref else None
         exposed = cell["exposed_us"] / rank_steps if rank_steps else None
-        per_step = cell["in_steps"] / rank_steps if rank_steps else None
+        per_step = cell["in_steps"] / rank_steps if rank_steps else cell["calls"] / max(nranks_traced, 1)
         row = SummaryRow(op=op, size_bytes=size, nranks=n, calls=cell["calls"], total_us=cell["total_us"],
                          busbw_gbps=busbw, bench_busbw_gbps=bench_bw, model_busbw_gbps=model_b, goodput_ratio=ratio,
                          exposed_us_per_step=exposed, calls_per_step=per_step, verdict="")

@@ -48,6 +48,9 @@ def test_bad_inputs_exit_2_with_the_file_named(tmp_path):
 
 def test_workload_out_without_sizes_exits_2(tmp_path):
     fx.write(tmp_path / "rank0.json", fx.gloo_trace(0, record_shapes=False))
+    res = _run(str(tmp_path / "rank0.json"))
+    assert res.exit_code == 0 and "no collective carries a size" in res.output
+    assert "record_shapes=True" in res.output
     res = _run(str(tmp_path / "rank0.json"), "--workload-out", str(tmp_path / "w.json"))
     assert res.exit_code == 2 and "record_shapes=True" in res.output
     assert not (tmp_path / "w.json").exists()

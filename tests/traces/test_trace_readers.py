@@ -109,7 +109,8 @@ def test_inspector_jsonl(tmp_path):
     assert _calls(traces[0])[-1] == ("reduce_scatter", 2 << 20, None, "0x7f8c496ae9f661", 2)
     report = analyze_traces(traces)
     row = next(r for r in report.summary if r.op == "all_reduce")
-    assert row.busbw_gbps == pytest.approx((16 << 20) / 1000e-6 / 1e9 * 1.0)
+    assert row.busbw_gbps == pytest.approx((16 << 20) / 1000e-6 / 1e9 * 1.0)  # rank 0's 1000 us, not rank 1's
+    assert row.calls_per_step == 3 and any("no ProfilerStep" in w for w in report.warnings)
 
 
 def test_gzip_and_plain_give_the_same_calls(tmp_path):
