@@ -1,8 +1,8 @@
 """A tiny real DDP training on 2 CPU ranks (gloo) under torch.profiler: one Kineto trace per rank.
 
-Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json``, the
-Flight Recorder dump of each rank (``OUT_DIR/fr/rank<N>.json``, ``_dump_fr_trace_json()``) and ``OUT_DIR/expected.json`` (the
-model's parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
+Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json``, the Flight Recorder dump of
+each rank (``OUT_DIR/fr/rank<N>.json``, ``_dump_fr_trace_json()``) and ``OUT_DIR/expected.json`` (the model's
+parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
 Used by ``test_ddp_gloo.py``; the sizes are chosen here so the test can check them exactly.
 """
 
