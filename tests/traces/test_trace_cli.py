@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 from click.testing import CliRunner
 
+from collscope.analysis.recommend.workload import read_workload
 from collscope.cli import main
+from tests.cli_timeout import invoke_with_timeout
 from tests.traces import trace_fixtures as fx
 
 
@@ -54,3 +57,20 @@ def test_workload_out_without_sizes_exits_2(tmp_path):
     res = _run(str(tmp_path / "rank0.json"), "--workload-out", str(tmp_path / "w.json"))
     assert res.exit_code == 2 and "record_shapes=True" in res.output
     assert not (tmp_path / "w.json").exists()
+
+
+def test_a_fifo_is_refused_without_hanging(tmp_path):
+    fifo = tmp_path / "rank0.json"
+    os.mkfifo(fifo)
+    res = invoke_with_timeout(["trace", str(fifo)], fifo)
+    assert res.exit_code == 2 and str(fifo) in res.stderr and "FIFO" in res.stderr
+
+
+def test_workload_out_meets_recommend_reader(tmp_path):
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_kernel_metadata(r))
+    out = tmp_path / "job.json"
+    assert _run(str(tmp_path), "--workload-out", str(out)).exit_code == 0
+    workload = read_workload(out)
+    assert [(e.op, e.size_bytes, e.calls, e.nranks) for e in workload.entries] == \
+        [("all_reduce", 4194304, 1, 2), ("all_gather", 8000, 1, 2)]
