@@ -53,13 +53,14 @@ def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int) -> int 
     """nccl-tests size from ``Input Dims``; None when no tensor is listed (``record_shapes=False``).
 
     The first tensor is the rank's input (``nccl:*``, ``gloo:*``), except reduce_scatter whose full input is the
-    largest tensor listed and all_gather whose gathered total is the largest or n x the input."""
+    largest tensor listed, and all_gather: the largest tensor when a larger output is listed
+    (``c10d::_allgather_base_``: output, input), else n x the input (an output list of n inputs' size)."""
     elems = tensor_elems(dims)
     if not elems:
         return None
     first, largest = elems[0], max(elems)
     if op == "all_gather":
-        total = max(largest, first * group_size)
+        total = largest if largest > min(elems) else first * group_size
     elif op == "reduce_scatter":
         total = largest
     else:

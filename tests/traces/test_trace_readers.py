@@ -163,3 +163,19 @@ def test_not_a_trace(tmp_path, text):
     with pytest.raises(ParseError) as err:
         read_traces([path])
     assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(("name", "dims", "expected"), [
+    ("c10d::_allgather_base_", [[6000], [3000], [], []], 6000 * 4),  # output (gathered), input
+    ("c10d::allgather_", [[[3000], [3000]], [[3000]], [], []], 6000 * 4),  # output list, input list
+    ("gloo:all_gather", [[3000]], 6000 * 4),  # the worker lists the input only
+])
+def test_all_gather_size_from_input_dims_is_the_gathered_total(tmp_path, name, dims, expected):
+    doc = fx.gloo_trace(0)
+    doc["traceEvents"] = [fx._step(1, fx.STEP0_US, 1000),
+                          {"ph": "X", "cat": "user_annotation" if name.startswith("gloo") else "cpu_op",
+                           "name": name, "pid": 1, "tid": 50, "ts": fx.STEP0_US + 10, "dur": 100,
+                           "args": {"Input Dims": dims, "Input type": ["float"]}}]
+    fx.write(tmp_path / "rank0.json", doc)
+    [t] = read_traces([tmp_path])
+    assert [(c.op, c.size_bytes) for c in t.calls] == [("all_gather", expected)]
