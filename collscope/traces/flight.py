@@ -16,7 +16,7 @@ import msgspec
 
 from collscope.errors import ParseError
 from collscope.traces.names import dtype_of, element_bytes, op_of
-from collscope.traces.record import CollectiveCall, RankTrace
+from collscope.traces.record import Backend, CollectiveCall, RankTrace
 
 __all__ = ["FrEntry", "FrDump", "parse_flight_recorder", "looks_like_flight_recorder"]
 
@@ -94,5 +94,8 @@ def parse_flight_recorder(data: bytes, source: str, *, rank: int | None) -> Rank
     if untimed:
         warnings.append(f"{source}: {untimed} Flight Recorder entries carry no duration (set "
                         "TORCH_NCCL_ENABLE_TIMING=1; gloo records none): sizes and order only")
-    return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=None, backend="unknown",
+    names = {e.profiling_name.partition(":")[0] for e in dump.entries}
+    backend: Backend = "nccl" if "nccl" in names else "gloo" if "gloo" in names else "unknown"
+    world = max(sizes.values()) if sizes else None  # the largest group declared: the default one
+    return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=world, backend=backend,
                      device="cpu", calls=tuple(calls), warnings=tuple(warnings))

@@ -35,7 +35,7 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
                         "are matched across ranks by their order over all groups")
     group = pgs.size_of(pg) or world or 1
     queues = _Queues(workers)
-    calls: list[CollectiveCall] = []
+    issued: list[tuple[float, CollectiveCall]] = []
     unpaired = 0
     for caller in callers:
         op = caller.op()
@@ -43,12 +43,13 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
         worker = queues.take(caller.start_us - _TOLERANCE_US, (_RUNS_AS.get(op, op), op), _largest(caller))
         if worker is None and backend == "gloo":
             unpaired += 1
-        calls.append(_call(rank, op, caller, worker, index, pgs, pg, group, backend))
+        issued.append((caller.start_us, _call(rank, op, caller, worker, index, pgs, pg, group, backend)))
     for worker in queues.left():
         op = worker.op()
         assert op is not None
-        calls.append(_call(rank, op, None, worker, index, pgs, pg, group, backend))
-    calls.sort(key=lambda c: c.start_us)
+        issued.append((worker.start_us, _call(rank, op, None, worker, index, pgs, pg, group, backend)))
+    # issue order, not start order: two worker threads may start the calls of one step in either order
+    calls = [call for _, call in sorted(issued, key=lambda pair: pair[0])]
     missing = sum(1 for c in calls if c.size_bytes is None)
     if missing:
         warnings.append(NO_SHAPES.format(n=missing))

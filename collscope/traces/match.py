@@ -42,7 +42,7 @@ def match_calls(traces: Sequence[RankTrace]) -> tuple[list[Matched], list[str]]:
     groups: dict[tuple[object, ...], list[CollectiveCall]] = defaultdict(list)
     for trace in traces:
         counters: dict[tuple[object, ...], int] = defaultdict(int)
-        for call in sorted(trace.calls, key=lambda c: c.start_us):
+        for call in trace.calls:  # the readers give each rank's calls in issue order
             scope = (call.process_group, call.step if call.seq is None else None)
             groups[_key(call, counters[scope])].append(call)
             counters[scope] += 1

@@ -65,6 +65,7 @@ class RankTrace:
     backend: Backend
     device: Literal["gpu", "cpu"]
     calls: tuple[CollectiveCall, ...]
+    """In the order the rank issued them (matching across ranks relies on it)."""
     steps: tuple[StepSpan, ...] = ()
     compute_spans: tuple[tuple[float, float], ...] = ()
     """Compute intervals (start, end) in us: kernels on non-NCCL streams (GPU) or the main thread's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
@@ -160,7 +160,7 @@ def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: i
         row = SummaryRow(op=op, size_bytes=size, nranks=n, calls=cell["calls"], total_us=cell["total_us"],
                          busbw_gbps=busbw, bench_busbw_gbps=bench_bw, model_busbw_gbps=model_b, goodput_ratio=ratio,
                          exposed_us_per_step=exposed, calls_per_step=per_step, verdict="")
-        out.append(_with_verdict(row))
+        out.append(_with_verdict(row, rank_steps > 0))
     return out
 
 
@@ -179,8 +179,7 @@ def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
     return out
 
 
-def _with_verdict(row: SummaryRow) -> SummaryRow:
-    from dataclasses import replace
-
+def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
     return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
-                                        row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step))
+                                        row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
+                                        has_steps=has_steps))

@@ -23,10 +23,10 @@ def human_us(us: float) -> str:
 
 
 def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float | None, bench: float | None,
-            model: float | None, exposed_per_step_us: float | None) -> str:
+            model: float | None, exposed_per_step_us: float | None, *, has_steps: bool = True) -> str:
     what = f"{op} {human_bytes(size_bytes)}"
     if calls_per_step and calls_per_step >= 1.5:
-        what += f" (x{calls_per_step:.3g} per step)"
+        what += f" (x{calls_per_step:.3g} {'per step' if has_steps else 'per rank in the trace'})"
     if busbw is None:
         head = f"{what}: bandwidth unknown (no duration)"
     elif bench:

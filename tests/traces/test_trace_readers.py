@@ -179,3 +179,25 @@ def test_all_gather_size_from_input_dims_is_the_gathered_total(tmp_path, name, d
     fx.write(tmp_path / "rank0.json", doc)
     [t] = read_traces([tmp_path])
     assert [(c.op, c.size_bytes) for c in t.calls] == [("all_gather", expected)]
+
+
+def test_gloo_workers_starting_out_of_issue_order_still_pair_and_match(tmp_path):
+    """Two buckets issued A then B; on rank 1 the second worker thread starts B before the first starts A."""
+    def doc(rank: int) -> dict:
+        t0 = fx.STEP0_US
+        starts = {"A": t0 + 110, "B": t0 + 160} if rank == 0 else {"A": t0 + 170, "B": t0 + 155}
+        ev = [fx._step(1, t0, 2000)]
+        for name, elems, issued, tid in (("A", 1000, t0 + 100, 50), ("B", 2000, t0 + 150, 51)):
+            ev += [{"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 1, "tid": 1, "ts": issued,
+                    "dur": 5, "args": {"Input Dims": [[[elems]], [], []], "Input type": ["TensorList", "", ""]}},
+                   {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": tid,
+                    "ts": starts[name], "dur": 100 + elems / 100 + rank,
+                    "args": {"Input Dims": [[elems]], "Input type": ["float"]}}]
+        return {"distributedInfo": fx._info(rank, 2, "gloo"), "traceEvents": ev}
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", doc(r))
+    traces = read_traces([tmp_path])
+    for t in traces:
+        assert [c.size_bytes for c in t.calls] == [4000, 8000]  # issue order, each with its own worker's size
+    report = analyze_traces(traces)
+    assert sorted(row["transfer_us"] for row in report.collectives) == [110.0, 110.0, 120.0, 120.0]
