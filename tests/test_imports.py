@@ -155,6 +155,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "sweeps": {"demo", "cli"},
     "topo": {"analysis", "sweeps", "demo", "cli"},
     "collectives": {"analysis", "sweeps", "demo", "cli"},
+    "traces": {"analysis", "sweeps", "demo", "cli", "topo", "results"},
     "results": {"analysis", "sweeps", "demo", "cli"},
     "vocab": {"topo", "collectives", "results", "analysis", "sweeps", "demo", "cli"},
     **{bottom: {"vocab", "topo", "collectives", "results", "analysis", "sweeps", "demo", "cli"}

@@ -28,6 +28,7 @@ COMMANDS = {
     "report": "collscope.cli.report:report",
     "sweep": "collscope.cli.sweep:sweep",
     "topo": "collscope.cli.topo:topo",
+    "trace": "collscope.cli.trace:trace_command",
 }
 """Command name -> ``module:attribute`` of its click command."""
 

@@ -1,0 +1,85 @@
+"""``collscope trace``: a training job's collectives from its traces, and whether their throughput is goodput."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from collscope.atomic import write_text_atomic
+from collscope.cli.options import check_output_file, gpu_option, topo_option
+from collscope.errors import ConfigError, ParseError
+from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
+from collscope.traces.load import read_traces
+from collscope.traces.render import render_text
+from collscope.traces.report import analyze_traces
+
+
+def _bench(against: str | None) -> BenchCurves | None:
+    if against is None:
+        return None
+    from collscope.analysis.load import load_results
+
+    return bench_curves(load_results(against), against)
+
+
+def _model(topo: tuple[str, ...], gpu: str | None) -> ModelFn | None:
+    """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm (one node)."""
+    if not topo and gpu is None:
+        return None
+    from collscope.analysis.predict import load_topology, predict
+
+    topology = load_topology(topo, gpu=gpu) if topo else None
+
+    def busbw(op: str, nranks: int, sizes: list[int]) -> dict[int, float]:
+        try:
+            result = predict(op, topology=topology, gpu=gpu, nranks=nranks, sizes=sizes)
+        except ConfigError:
+            return {}  # an op the models do not cover (alltoall, sendrecv)
+        if result.nccl_choice:
+            return {c.size_bytes: c.busbw_gbps for c in result.nccl_choice}
+        best: dict[int, float] = {}
+        for p in result.predictions:
+            best[p.size_bytes] = max(best.get(p.size_bytes, 0.0), p.busbw_gbps)
+        return best
+
+    return busbw
+
+
+@click.command("trace")
+@click.argument("paths", nargs=-1, required=True, metavar="FILE|DIR...")
+@click.option("--against", default=None, metavar="RESULTS_DIR",
+              help="A sweep (results directory or Measurement/nccl-tests files) of the same fabric to compare with.")
+@topo_option()
+@gpu_option
+@click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
+@click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
+              help="Write the job's size mix per step (the workload file recommend --workload reads).")
+def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
+                  as_json: bool, workload_out: Path | None) -> None:
+    """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
+
+    Reads PyTorch profiler (Kineto) traces, .json or .json.gz, one file per rank (NCCL or gloo backend),
+    Flight Recorder dumps and NCCL Inspector JSONL. Per (op, size): the job's busbw from the transfer time
+    (minimum over ranks), the sweep's at that size (--against), the model's (--topo/--gpu), the goodput
+    ratio, and the communication each step leaves exposed.
+
+    \b
+    Example:
+      collscope trace traces/ --against results/ --workload-out job.json
+      collscope trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz --gpu A100 --json
+    """
+    if workload_out is not None:
+        check_output_file(workload_out, "--workload-out")
+    report = analyze_traces(read_traces(paths), bench=_bench(against), model=_model(topo, gpu))
+    if not report.collectives:
+        click.echo(f"no collectives in {', '.join(report.sources)}: nothing to report")
+        return
+    if workload_out is not None:
+        workload = report.workload()
+        if not workload["workload"]:
+            raise ParseError(", ".join(report.sources), None, "collectives with sizes to write a workload "
+                             "(profile with record_shapes=True)")
+        write_text_atomic(workload_out, json.dumps(workload, indent=2) + "\n")
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else render_text(report))

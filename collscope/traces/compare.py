@@ -1,0 +1,65 @@
+"""What the fabric gives at a size: a benchmark sweep's busbw interpolated in log size, or a model's.
+
+The sweep comes as Measurement records in a DataFrame (``collscope.analysis.load_results``); only the default
+configuration counts (the job ran with its own settings, which is what a recommendation would change), ``ok``
+records only, the median over repeats per size. Between two measured sizes busbw is interpolated linearly in
+log(size); outside the measured range there is no figure (and the report says so).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+__all__ = ["BenchCurves", "ModelFn", "bench_curves", "interpolate_log"]
+
+ModelFn = Callable[[str, int, list[int]], dict[int, float]]
+"""(op, nranks, sizes) -> busbw (GB/s) per size, from a cost model."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchCurves:
+    curves: dict[tuple[str, int], list[tuple[int, float]]]
+    """(op, nranks) -> [(size_bytes, median busbw_gbps)] ascending."""
+    source: str
+
+    def busbw_at(self, op: str, nranks: int, size_bytes: int) -> float | None:
+        return interpolate_log(self.curves.get((op, nranks), []), size_bytes)
+
+
+def interpolate_log(points: list[tuple[int, float]], size_bytes: int) -> float | None:
+    """busbw at ``size_bytes``, linear in log(size) between the two nearest measured sizes; None outside."""
+    if not points or size_bytes <= 0:
+        return None
+    sizes = [s for s, _ in points]
+    i = bisect.bisect_left(sizes, size_bytes)
+    if i < len(sizes) and sizes[i] == size_bytes:
+        return points[i][1]
+    if i == 0 or i == len(sizes):
+        return None
+    (s0, b0), (s1, b1) = points[i - 1], points[i]
+    t = (math.log(size_bytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
+    return b0 + t * (b1 - b0)
+
+
+def bench_curves(frame: Any, source: str) -> BenchCurves:
+    """The default configuration's median busbw per (op, nranks, size) of a loaded sweep."""
+    rows = frame
+    if "ok" in rows.columns:
+        rows = rows[rows["ok"].astype(bool)]
+    if "config" in rows.columns and (rows["config"].astype(str) == "default").any():
+        rows = rows[rows["config"].astype(str) == "default"]
+    values: dict[tuple[str, int, int], list[float]] = defaultdict(list)
+    for op, nranks, size, bw in zip(rows["op"].astype(str), rows["nranks"], rows["size_bytes"], rows["busbw_gbps"],
+                                    strict=True):
+        if size > 0 and bw == bw:
+            values[(op, int(nranks), int(size))].append(float(bw))
+    curves: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
+    for (op, nranks, size), bws in sorted(values.items()):
+        curves[(op, nranks)].append((size, median(bws)))
+    return BenchCurves(curves=dict(curves), source=source)

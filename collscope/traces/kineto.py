@@ -1,0 +1,210 @@
+"""Read a PyTorch profiler (Kineto) Chrome trace into a :class:`RankTrace`.
+
+NCCL backend: one call per NCCL kernel (``ncclKernel_*`` / ``ncclDevKernel_*``), timed on the GPU; its size from
+the metadata on the kernel (PyTorch >= 2.2), else from the CPU call it links to (``External id``, else the
+``correlation`` of its launch inside the call's span): ``record_param_comms`` keys, else ``Input Dims``.
+gloo backend: see :mod:`collscope.traces.gloo`. Facts: ``reference/traces.md``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, Literal
+
+from collscope.errors import ParseError
+from collscope.traces.gloo import gloo_calls
+from collscope.traces.kineto_schema import Args, Event, RawEvent, TraceDoc, with_args
+from collscope.traces.names import element_bytes, is_nccl_kernel, op_of
+from collscope.traces.nests import Nest, build_nests, is_comm_cpu_event
+from collscope.traces.pgroups import PgInfo, pg_infos
+from collscope.traces.record import CollectiveCall, RankTrace, SizeSource, StepSpan
+from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems
+from collscope.traces.steps import StepIndex, parse_step
+
+__all__ = ["parse_kineto"]
+
+
+def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) -> RankTrace:
+    """The collectives, steps and compute spans of one rank's Kineto trace."""
+    info = doc.distributedInfo or {}
+    rank = _int(info.get("rank"), rank_hint)
+    if rank is None:
+        raise ParseError(source, None, "distributedInfo.rank in the trace, or a rank number in the file name")
+    world = _int(info.get("world_size"), None)
+    base_us = (doc.baseTimeNanoseconds or 0) / 1000.0
+    steps: list[StepSpan] = []
+    comm_cpu: list[Event] = []
+    nccl_kernels: list[Event] = []
+    other_kernels: list[Event] = []
+    runtime: list[RawEvent] = []
+    step_tids: set[Any] = set()
+    for raw in doc.traceEvents:
+        cat = raw.cat
+        if cat == "cpu_op" or cat == "user_annotation":
+            name = raw.name
+            if name.startswith("aten::") or raw.ph != "X":
+                continue  # compute on the CPU: read in a second pass, only for traces without GPU kernels
+            if name.startswith("ProfilerStep#"):
+                n = parse_step(name)
+                if n is not None:
+                    steps.append(StepSpan(step=n, start_us=raw.ts + base_us, duration_us=raw.dur))
+                    step_tids.add(raw.tid)
+            elif is_comm_cpu_event(raw):
+                comm_cpu.append(with_args(raw, raw.ts + base_us))
+        elif cat == "kernel" and raw.ph == "X":
+            ev = with_args(raw, raw.ts + base_us)
+            (nccl_kernels if is_nccl_kernel(raw.name) else other_kernels).append(ev)
+        elif (cat == "cuda_runtime" or cat == "cuda_driver") and raw.ph == "X":
+            runtime.append(raw)
+    steps.sort(key=lambda s: s.start_us)
+    index = StepIndex(steps)
+    pgs = pg_infos(info)
+    backend = _backend(info, nccl_kernels, comm_cpu)
+    nests = build_nests(comm_cpu)
+    warnings: list[str] = []
+    device: Literal["gpu", "cpu"]
+    if nccl_kernels:
+        launches = _launches(runtime, base_us, nccl_kernels, nests)
+        calls = _nccl_calls(rank, nccl_kernels, nests, launches, index, pgs, world, warnings)
+        nccl_streams = {k.args.stream for k in nccl_kernels if k.args is not None}
+        compute = [(k.ts, k.ts + k.dur) for k in other_kernels
+                   if k.args is None or k.args.stream not in nccl_streams]
+        device = "gpu"
+    else:
+        calls = gloo_calls(rank, nests, index, pgs, world, warnings, backend=backend)
+        compute = _main_thread_aten(doc, base_us, step_tids)
+        device = "cpu"
+    return RankTrace(source=source, kind="kineto", rank=rank, world_size=world, backend=backend, device=device,
+                     calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
+                     warnings=tuple(warnings))
+
+
+def _launches(runtime: list[RawEvent], base_us: float, kernels: list[Event], nests: list[Nest]) -> dict[Any, Event]:
+    """correlation -> launch event, decoded only when some NCCL kernel cannot be linked by its External id."""
+    linked = {ext for n in nests for ext in n.external_ids}
+    if all(k.args is not None and (k.args.collective or k.args.external_id in linked) for k in kernels):
+        return {}
+    out: dict[Any, Event] = {}
+    for raw in runtime:
+        ev = with_args(raw, raw.ts + base_us)
+        if ev.args is not None and ev.args.correlation is not None:
+            out[ev.args.correlation] = ev
+    return out
+
+
+def _main_thread_aten(doc: TraceDoc, base_us: float, step_tids: set[Any]) -> list[tuple[float, float]]:
+    """The ``aten::`` op spans of the main thread (the one of the ProfilerStep spans, else the busiest)."""
+    by_tid: dict[Any, list[tuple[float, float]]] = {}
+    for raw in doc.traceEvents:
+        if raw.cat == "cpu_op" and raw.ph == "X" and raw.name.startswith("aten::"):
+            ts = raw.ts + base_us
+            by_tid.setdefault(raw.tid, []).append((ts, ts + raw.dur))
+    main = step_tids or (set(by_tid) and {max(by_tid, key=lambda t: len(by_tid[t]))})
+    return [span for tid in main for span in by_tid.get(tid, [])]
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _backend(info: dict[str, Any], kernels: list[Event], comm: list[Event]) -> Any:
+    name = str(info.get("backend") or "").lower()
+    if "nccl" in name or kernels or any(e.name.startswith("nccl:") for e in comm):
+        return "nccl"
+    if "gloo" in name or any(e.name.startswith("gloo:") for e in comm):
+        return "gloo"
+    return "unknown"
+
+
+def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: dict[Any, Event], index: StepIndex,
+                pgs: PgInfo, world: int | None, warnings: list[str]) -> list[CollectiveCall]:
+    by_ext: dict[Any, Nest] = {}
+    for each in nests:
+        for ext in each.external_ids:
+            by_ext[ext] = each
+    by_tid: dict[Any, list[Nest]] = {}
+    for each in nests:
+        by_tid.setdefault(each.tid, []).append(each)
+    starts = {tid: [n.start_us for n in ns] for tid, ns in by_tid.items()}
+    groups: dict[int, tuple[Nest | None, list[Event]]] = {}
+    for k in sorted(kernels, key=lambda e: e.ts):
+        args = k.args or Args()
+        nest: Nest | None = by_ext.get(args.external_id) if args.external_id is not None else None
+        if nest is None and args.correlation in launches:
+            launch = launches[args.correlation]
+            nest = _containing(by_tid.get(launch.tid, []), starts.get(launch.tid, []), launch.ts)
+        key = id(nest) if nest is not None and not args.collective else id(k)
+        groups.setdefault(key, (nest, []))[1].append(k)  # the kernels one CPU call launched are one call
+    calls: list[CollectiveCall] = []
+    unsized = 0
+    for linked, ks in groups.values():
+        call = _kernel_call(rank, ks, linked, index, pgs, world)
+        if call is None:
+            continue
+        if call.size_bytes is None:
+            unsized += 1
+        calls.append(call)
+    calls.sort(key=lambda c: c.start_us)
+    if unsized:
+        warnings.append(f"{unsized} NCCL kernels carry no size and link to no CPU op that does (older PyTorch "
+                        "without record_shapes=True): their bandwidth is unknown")
+    return calls
+
+
+def _containing(nests: list[Nest], starts: list[float], ts: float) -> Nest | None:
+    i = bisect.bisect_right(starts, ts) - 1
+    while i >= 0:
+        if nests[i].start_us <= ts <= nests[i].end_us:
+            return nests[i]
+        if ts - nests[i].end_us > 1e6:
+            break
+        i -= 1
+    return None
+
+
+def _kernel_call(rank: int, ks: list[Event], nest: Nest | None, index: StepIndex, pgs: PgInfo,
+                 world: int | None) -> CollectiveCall | None:
+    k = ks[0]
+    args = k.args or Args()
+    end = max(e.ts + e.dur for e in ks)
+    meta = args if args.collective else (nest.meta() if nest is not None else None)
+    op = (op_of(meta.collective) if meta is not None and meta.collective else None)
+    if op is None and meta is not None and meta.collective and op_of(meta.collective) is None:
+        return None  # a wait or barrier kernel
+    if op is None and nest is not None:
+        op = nest.op()
+    if op is None:
+        op = op_of(k.name)
+    if op is None:
+        return None
+    pg_key = meta.pg_name if meta is not None and meta.pg_name is not None else (
+        meta.pg_id if meta is not None else None)
+    pg = pgs.name_of(pg_key)
+    group = (meta.group_size if meta is not None and meta.group_size else None) or pgs.size_of(pg) or world or 1
+    size, dtype, source = _size(op, args, meta, nest, group)
+    issued = nest.start_us if nest is not None else k.ts
+    return CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=group, process_group=pg,
+                          seq=meta.seq if meta is not None else None, step=index.step_at(issued), start_us=k.ts,
+                          duration_us=end - k.ts, stream=None if args.stream is None else str(args.stream),
+                          size_source=source)
+
+
+def _size(op: str, args: Args, meta: Args | None, nest: Nest | None,
+          group: int) -> tuple[int | None, str | None, SizeSource]:
+    from collscope.traces.names import dtype_of
+
+    if meta is not None and meta.in_nelems is not None:
+        dtype = dtype_of(meta.dtype)
+        eb = element_bytes(dtype)
+        if eb is not None:
+            source: SizeSource = "kernel" if meta is args else "record_param_comms"
+            return size_from_nelems(op, meta.in_nelems, meta.out_nelems, eb, group), dtype, source
+    if nest is not None:
+        found = nest.dims()
+        if found is not None:
+            dims, types, _ = found
+            dtype = dtype_from_types(types)
+            eb = element_bytes(dtype)
+            if eb is not None:
+                return size_from_dims(op, dims, eb, group), dtype, "input_dims"
+    return None, None, "none"

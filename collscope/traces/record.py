@@ -1,0 +1,73 @@
+"""The records every trace reader returns: one :class:`CollectiveCall` per collective seen on one rank, the
+steps and compute spans of that rank, gathered in a :class:`RankTrace`.
+
+Times are microseconds on the trace's own clock (Kineto: ``ts`` + ``baseTimeNanoseconds``; Flight Recorder:
+``time_created_ns``), sizes follow nccl-tests (all_gather / reduce_scatter / alltoall: the total over ranks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CollectiveCall", "StepSpan", "RankTrace", "Backend", "SizeSource"]
+
+Backend = Literal["nccl", "gloo", "unknown"]
+SizeSource = Literal["kernel", "record_param_comms", "input_dims", "flight_recorder", "inspector", "none"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveCall:
+    """One collective on one rank."""
+
+    rank: int
+    op: str
+    """collscope's name (:data:`collscope.vocab.ops.OPS`)."""
+    size_bytes: int | None
+    """nccl-tests' size: all_gather / reduce_scatter / alltoall the total over the group; None when the trace
+    does not carry it (gloo without ``record_shapes=True``)."""
+    dtype: str | None
+    group_size: int
+    process_group: str | None
+    seq: int | None
+    """The per-process-group sequence number, when the trace records one (``Seq``, Flight Recorder)."""
+    step: int | None
+    """N of the ``ProfilerStep#N`` the call was issued in."""
+    start_us: float
+    duration_us: float | None
+    stream: str | None
+    """The CUDA stream (GPU kernels) or the thread (gloo worker) the call ran on."""
+    size_source: SizeSource = "none"
+    exposed_us: float | None = None
+    """The part of the call not overlapped by compute on the same rank (set by the step analysis)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepSpan:
+    """A ``ProfilerStep#N`` span on the rank's main thread."""
+
+    step: int
+    start_us: float
+    duration_us: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankTrace:
+    """What one file tells about one rank."""
+
+    source: str
+    kind: Literal["kineto", "flight_recorder", "inspector"]
+    rank: int
+    world_size: int | None
+    backend: Backend
+    device: Literal["gpu", "cpu"]
+    calls: tuple[CollectiveCall, ...]
+    """In the order the rank issued them (matching across ranks relies on it)."""
+    steps: tuple[StepSpan, ...] = ()
+    compute_spans: tuple[tuple[float, float], ...] = ()
+    """Compute intervals (start, end) in us: kernels on non-NCCL streams (GPU) or the main thread's
+    ``aten::`` ops (CPU); communication hidden under them is not exposed."""
+    warnings: tuple[str, ...] = field(default_factory=tuple)

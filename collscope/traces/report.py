@@ -1,0 +1,185 @@
+"""A training job's collectives from its traces: every call with its transfer time and busbw, per step the
+communication and the exposed communication, per (op, size) the job's busbw next to a sweep's and a model's.
+
+:func:`analyze_traces` is what ``collscope trace`` runs; :meth:`TraceReport.to_dict` is ``trace --json``
+(DESIGN.md), :meth:`TraceReport.workload` the workload file ``recommend --workload`` reads.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from statistics import median
+from typing import Any
+
+from collscope.traces.compare import BenchCurves, ModelFn
+from collscope.traces.exposure import StepStat, rank_exposure
+from collscope.traces.match import match_calls
+from collscope.traces.record import CollectiveCall, RankTrace
+from collscope.traces.verdict import verdict
+from collscope.units import algbw_gbps
+from collscope.vocab.ops import busbw_factor
+
+__all__ = ["TraceReport", "SummaryRow", "analyze_traces"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryRow:
+    op: str
+    size_bytes: int
+    nranks: int
+    calls: int
+    total_us: float
+    busbw_gbps: float | None
+    bench_busbw_gbps: float | None
+    model_busbw_gbps: float | None
+    goodput_ratio: float | None
+    exposed_us_per_step: float | None
+    calls_per_step: float | None
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceReport:
+    world_size: int | None
+    backend: str
+    ranks: tuple[int, ...]
+    sources: tuple[str, ...]
+    collectives: tuple[dict[str, Any], ...]
+    steps: tuple[StepStat, ...]
+    summary: tuple[SummaryRow, ...]
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"world_size": self.world_size, "backend": self.backend, "ranks": list(self.ranks),
+                "sources": list(self.sources), "collectives": list(self.collectives),
+                "steps": [s.to_dict() for s in self.steps], "summary": [r.to_dict() for r in self.summary],
+                "warnings": list(self.warnings)}
+
+    def top_exposed(self, n: int = 5) -> list[SummaryRow]:
+        rows = [r for r in self.summary if r.exposed_us_per_step]
+        return sorted(rows, key=lambda r: -(r.exposed_us_per_step or 0.0))[:n]
+
+    def workload(self) -> dict[str, Any]:
+        """DESIGN.md "Workload file": calls per step of each (op, size), rounded, at least 1."""
+        entries = [{"op": r.op, "size_bytes": r.size_bytes, "calls": max(1, round(r.calls_per_step or 0.0)),
+                    "nranks": r.nranks} for r in self.summary if r.nranks > 1 and r.size_bytes > 0]
+        return {"workload": entries}
+
+
+def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, float | None]:
+    if call.size_bytes is None or time_us is None or time_us <= 0:
+        return None, None
+    alg = algbw_gbps(call.size_bytes, time_us)
+    return alg, alg * busbw_factor(call.op, max(call.group_size, 1))
+
+
+def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = None,
+                   model: ModelFn | None = None) -> TraceReport:
+    """Match the ranks' calls, time them, sum the steps, compare per (op, size)."""
+    warnings = [w for t in traces for w in t.warnings]
+    exposed: list[RankTrace] = []
+    steps: list[StepStat] = []
+    for t in traces:
+        calls, stats = rank_exposure(t)
+        exposed.append(RankTrace(source=t.source, kind=t.kind, rank=t.rank, world_size=t.world_size,
+                                 backend=t.backend, device=t.device, calls=tuple(calls), steps=t.steps))
+        steps.extend(stats)
+    matched, match_warnings = match_calls(exposed)
+    warnings.extend(match_warnings)
+    rows: list[dict[str, Any]] = []
+    per_size: dict[tuple[str, int, int], dict[str, Any]] = defaultdict(
+        lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0})
+    from_duration = 0
+    for m in matched:
+        time_us = m.transfer_us
+        for call in m.calls:
+            t_us = time_us if time_us is not None else call.duration_us
+            if time_us is None and call.duration_us is not None and call.size_bytes is not None:
+                from_duration += 1
+            alg, bus = _busbw(call, t_us)
+            rows.append({"rank": call.rank, "op": call.op, "size_bytes": call.size_bytes, "dtype": call.dtype,
+                         "group_size": call.group_size, "process_group": call.process_group, "seq": call.seq,
+                         "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
+                         "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
+                         "exposed_us": call.exposed_us, "stream": call.stream})
+            if call.size_bytes is None:
+                continue
+            cell = per_size[(call.op, call.size_bytes, call.group_size)]
+            cell["calls"] += 1
+            cell["total_us"] += call.duration_us or 0.0
+            if call.step is not None:
+                cell["exposed_us"] += call.exposed_us or 0.0
+                cell["in_steps"] += 1
+        first = m.calls[0]
+        _, bus = _busbw(first, time_us if time_us is not None else first.duration_us)
+        if bus is not None:
+            per_size[(first.op, first.size_bytes or 0, first.group_size)]["busbw"].append(bus)
+    if from_duration:
+        warnings.append(f"{from_duration} calls have no transfer time (one rank known, or ranks unmatched): their "
+                        "bandwidth is computed from their own duration, which includes waiting for peers")
+    rank_steps = sum(len(t.steps) for t in traces)
+    if not rank_steps and per_size:
+        warnings.append("no ProfilerStep#N spans: no per-step figures, and the workload counts each rank's calls "
+                        "over the whole trace as one step")
+    summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}))
+    if bench is not None:
+        warnings.extend(_bench_gaps(summary, bench))
+    worlds = [t.world_size for t in traces if t.world_size is not None]
+    backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
+    return TraceReport(world_size=worlds[0] if worlds else None, backend=",".join(backends),
+                       ranks=tuple(sorted({t.rank for t in traces})), sources=tuple(t.source for t in traces),
+                       collectives=tuple(rows), steps=tuple(steps), summary=tuple(summary),
+                       warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: int, bench: BenchCurves | None,
+             model: ModelFn | None, nranks_traced: int) -> list[SummaryRow]:
+    model_bw: dict[tuple[str, int, int], float] = {}
+    if model is not None:
+        by_group: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for op, size, n in per_size:
+            if n > 1:
+                by_group[(op, n)].append(size)
+        for (op, n), sizes in by_group.items():
+            for size, bw in model(op, n, sorted(set(sizes))).items():
+                model_bw[(op, size, n)] = bw
+    out = []
+    for (op, size, n), cell in sorted(per_size.items(), key=lambda kv: -kv[1]["total_us"]):
+        busbw = median(cell["busbw"]) if cell["busbw"] else None
+        bench_bw = bench.busbw_at(op, n, size) if bench is not None else None
+        model_b = model_bw.get((op, size, n))
+        ref = bench_bw if bench_bw else model_b
+        ratio = busbw / ref if busbw is not None and ref else None
+        exposed = cell["exposed_us"] / rank_steps if rank_steps else None
+        per_step = cell["in_steps"] / rank_steps if rank_steps else cell["calls"] / max(nranks_traced, 1)
+        row = SummaryRow(op=op, size_bytes=size, nranks=n, calls=cell["calls"], total_us=cell["total_us"],
+                         busbw_gbps=busbw, bench_busbw_gbps=bench_bw, model_busbw_gbps=model_b, goodput_ratio=ratio,
+                         exposed_us_per_step=exposed, calls_per_step=per_step, verdict="")
+        out.append(_with_verdict(row, rank_steps > 0))
+    return out
+
+
+def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
+    """Which rows have no sweep figure, and why: the op / rank count is not in the sweep, or the size is outside."""
+    missing = sorted({(r.op, r.nranks) for r in summary if (r.op, r.nranks) not in bench.curves and r.nranks > 1})
+    outside = sorted({(r.op, r.nranks) for r in summary
+                      if (r.op, r.nranks) in bench.curves and r.bench_busbw_gbps is None})
+    out = []
+    if missing:
+        out.append(f"the sweep ({bench.source}) has no " + ", ".join(f"{op} on {n} ranks" for op, n in missing)
+                   + ": no benchmark figure for them")
+    if outside:
+        out.append(f"some sizes of {', '.join(op for op, _ in outside)} are outside the sweep's measured range "
+                   f"({bench.source}): no benchmark figure there")
+    return out
+
+
+def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
+    return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
+                                        row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
+                                        has_steps=has_steps))

@@ -1,0 +1,80 @@
+"""Message sizes in nccl-tests' convention, from whatever a trace records: NCCL metadata (``In/Out msg
+nelems``) or ``Input Dims`` of ``c10d::*`` / ``nccl:*`` / ``gloo:*`` events.
+
+nccl-tests' "size" (``reference/nccl-facts.md`` 4.1): all_reduce / broadcast / reduce the buffer of one rank;
+all_gather / reduce_scatter / alltoall the total over the group (each rank holds size / n).
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from collscope.traces.names import dtype_of
+
+__all__ = ["size_from_nelems", "size_from_dims", "tensor_elems", "dtype_from_types"]
+
+
+def size_from_nelems(op: str, in_nelems: int, out_nelems: int | None, elem_bytes: int, group_size: int) -> int:
+    """nccl-tests size from the ``In msg nelems`` / ``Out msg nelems`` metadata."""
+    in_nelems = max(in_nelems, 0)
+    out = in_nelems if out_nelems is None else max(out_nelems, 0)
+    if op == "all_gather":
+        elems = out if out > in_nelems else in_nelems * group_size
+    elif op == "reduce_scatter":
+        elems = in_nelems if in_nelems > out else in_nelems * group_size
+    else:
+        elems = in_nelems
+    return elems * elem_bytes
+
+
+def tensor_elems(dims: Any) -> list[int]:
+    """Element counts of the tensors in ``Input Dims``, in order; a TensorList argument adds each tensor.
+
+    ``[[1059850]]`` -> ``[1059850]``; ``[[[65792]], [], []]`` -> ``[65792]``; scalars (``[]``) add nothing."""
+    out: list[int] = []
+    if not isinstance(dims, list):
+        return out
+    for arg in dims:
+        if not isinstance(arg, list) or not arg:
+            continue
+        if all(_dim(d) for d in arg):
+            out.append(prod(arg))
+        else:
+            out.extend(prod(t) for t in arg if isinstance(t, list) and t and all(_dim(d) for d in t))
+    return out
+
+
+def _dim(d: Any) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and d >= 0
+
+
+def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int) -> int | None:
+    """nccl-tests size from ``Input Dims``; None when no tensor is listed (``record_shapes=False``).
+
+    The first tensor is the rank's input (``nccl:*``, ``gloo:*``), except reduce_scatter whose full input is the
+    largest tensor listed, and all_gather: the largest tensor when a larger output is listed
+    (``c10d::_allgather_base_``: output, input), else n x the input (an output list of n inputs' size)."""
+    elems = tensor_elems(dims)
+    if not elems:
+        return None
+    first, largest = elems[0], max(elems)
+    if op == "all_gather":
+        total = largest if largest > min(elems) else first * group_size
+    elif op == "reduce_scatter":
+        total = largest
+    else:
+        total = first
+    return total * elem_bytes
+
+
+def dtype_from_types(types: Any) -> str | None:
+    """The first tensor dtype named in ``Input type`` (``["float"]``, ``["TensorList", "", "Scalar"]``)."""
+    if not isinstance(types, list):
+        return None
+    for t in types:
+        if isinstance(t, str):
+            d = dtype_of(t)
+            if d is not None:
+                return d
+    return None

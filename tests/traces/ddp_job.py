@@ -1,0 +1,85 @@
+"""A tiny real DDP training on 2 CPU ranks (gloo) under torch.profiler: one Kineto trace per rank.
+
+Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json``, the Flight Recorder dump of
+each rank (``OUT_DIR/fr/rank<N>.json``, ``_dump_fr_trace_json()``) and ``OUT_DIR/expected.json`` (the model's
+parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
+Used by ``test_ddp_gloo.py``; the sizes are chosen here so the test can check them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+WORLD = 2
+STEPS = 5  # schedule: wait 1, warmup 1, active 3
+LAYERS = [(64, 256), (256, 256), (256, 256), (256, 16)]
+BUCKET_CAP_MB = 0.15  # about 39k floats: several buckets for a model of ~150k parameters
+GATHER_ELEMS, SCATTER_ELEMS, BCAST_ELEMS = 3000, 4096, 1234  # per rank; float32
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(rank: int, out_dir: str, port: int) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCH_FR_BUFFER_SIZE="2000")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    torch.manual_seed(0)
+    layers: list[torch.nn.Module] = []
+    for i, (a, b) in enumerate(LAYERS):
+        layers.append(torch.nn.Linear(a, b))
+        if i < len(LAYERS) - 1:
+            layers.append(torch.nn.ReLU())
+    model = DistributedDataParallel(torch.nn.Sequential(*layers), bucket_cap_mb=BUCKET_CAP_MB)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, LAYERS[0][0]), torch.randn(32, LAYERS[-1][1])
+
+    def export(prof: profile) -> None:
+        prof.export_chrome_trace(str(Path(out_dir) / "traces" / f"rank{rank}.json"))
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=STEPS - 2), on_trace_ready=export) as prof:
+        for _ in range(STEPS):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            out = [torch.empty(GATHER_ELEMS) for _ in range(WORLD)]
+            dist.all_gather(out, torch.ones(GATHER_ELEMS))
+            shard = torch.empty(SCATTER_ELEMS // WORLD)
+            dist.reduce_scatter_tensor(shard, torch.ones(SCATTER_ELEMS))
+            dist.broadcast(torch.ones(BCAST_ELEMS), src=0)
+            prof.step()
+    fr = torch._C._distributed_c10d._dump_fr_trace_json()
+    (Path(out_dir) / "fr" / f"rank{rank}.json").write_text(fr if isinstance(fr, str) else fr.decode())
+    if rank == 0:
+        param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        expected = {"param_bytes": param_bytes, "world_size": WORLD, "active_steps": STEPS - 2, "steps": STEPS,
+                    "explicit": [{"op": "all_gather", "size_bytes": GATHER_ELEMS * 4 * WORLD},
+                                 {"op": "reduce_scatter", "size_bytes": SCATTER_ELEMS * 4},
+                                 {"op": "broadcast", "size_bytes": BCAST_ELEMS * 4}]}
+        (Path(out_dir) / "expected.json").write_text(json.dumps(expected))
+    dist.destroy_process_group()
+
+
+def main(out_dir: str) -> None:
+    import torch.multiprocessing as mp
+
+    (Path(out_dir) / "traces").mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "fr").mkdir(exist_ok=True)
+    mp.start_processes(_run, args=(out_dir, _free_port()), nprocs=WORLD, join=True, start_method="spawn")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

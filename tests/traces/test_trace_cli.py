@@ -1,0 +1,76 @@
+"""``collscope trace`` on good and bad input: exit codes and the one-line messages (in process)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from click.testing import CliRunner
+
+from collscope.analysis.recommend.workload import read_workload
+from collscope.cli import main
+from tests.cli_timeout import invoke_with_timeout
+from tests.traces import trace_fixtures as fx
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, ["trace", *args])
+
+
+def test_text_and_json(tmp_path):
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
+    res = _run(str(tmp_path), "--gpu", "A100")
+    assert res.exit_code == 0, res.output
+    assert "all_reduce 4.19 MB" in res.output and "of the model's" in res.output
+    doc = json.loads(_run(str(tmp_path), "--json").output)
+    assert set(doc) == {"world_size", "backend", "ranks", "sources", "collectives", "steps", "summary", "warnings"}
+    assert doc["world_size"] == 2 and doc["ranks"] == [0, 1] and len(doc["collectives"]) == 8
+
+
+def test_a_trace_without_collectives_says_so_and_exits_0(tmp_path):
+    doc = fx.nccl_kernel_metadata(0)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"].startswith(("ProfilerStep", "volta"))]
+    fx.write(tmp_path / "rank0.json", doc)
+    res = _run(str(tmp_path / "rank0.json"))
+    assert res.exit_code == 0 and "no collectives in" in res.output
+
+
+def test_bad_inputs_exit_2_with_the_file_named(tmp_path):
+    (tmp_path / "notes.json").write_text("not json at all")
+    res = _run(str(tmp_path / "notes.json"))
+    assert res.exit_code == 2 and "notes.json" in res.output and "Traceback" not in res.output
+    (tmp_path / "d").mkdir()
+    fx.write(tmp_path / "d" / "rank0.json", fx.nccl_kernel_metadata(0))
+    fx.write(tmp_path / "d" / "rank1.json", fx.nccl_kernel_metadata(1, world=4))
+    res = _run(str(tmp_path / "d"))
+    assert res.exit_code == 2 and "world_size" in res.output
+    res = _run(str(tmp_path / "missing.json"))
+    assert res.exit_code == 2 and "no such file" in res.output
+
+
+def test_workload_out_without_sizes_exits_2(tmp_path):
+    fx.write(tmp_path / "rank0.json", fx.gloo_trace(0, record_shapes=False))
+    res = _run(str(tmp_path / "rank0.json"))
+    assert res.exit_code == 0 and "no collective carries a size" in res.output
+    assert "record_shapes=True" in res.output
+    res = _run(str(tmp_path / "rank0.json"), "--workload-out", str(tmp_path / "w.json"))
+    assert res.exit_code == 2 and "record_shapes=True" in res.output
+    assert not (tmp_path / "w.json").exists()
+
+
+def test_a_fifo_is_refused_without_hanging(tmp_path):
+    fifo = tmp_path / "rank0.json"
+    os.mkfifo(fifo)
+    res = invoke_with_timeout(["trace", str(fifo)], fifo)
+    assert res.exit_code == 2 and str(fifo) in res.stderr and "FIFO" in res.stderr
+
+
+def test_workload_out_meets_recommend_reader(tmp_path):
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_kernel_metadata(r))
+    out = tmp_path / "job.json"
+    assert _run(str(tmp_path), "--workload-out", str(out)).exit_code == 0
+    workload = read_workload(out)
+    assert [(e.op, e.size_bytes, e.calls, e.nranks) for e in workload.entries] == \
+        [("all_reduce", 4194304, 1, 2), ("all_gather", 8000, 1, 2)]
