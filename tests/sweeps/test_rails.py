@@ -41,16 +41,16 @@ def test_bad_interfaces_are_refused_with_the_valid_values(name: str, value: str)
 
 
 def test_mpi_rails_one_point_per_rail_after_the_default() -> None:
-    plan = plan_sweep(preset("mpi-rails"), env={})
+    plan = plan_sweep(preset("mpi-rails", repeats=1), env={})
     assert [p.settings for p in plan.points] == [
         {}, {"OMPI_MCA_btl_tcp_if_include": "cl0", "OMPI_MCA_oob_tcp_if_include": "cl0"},
         {"OMPI_MCA_btl_tcp_if_include": "cl1", "OMPI_MCA_oob_tcp_if_include": "cl1"}]
-    gloo = plan_sweep(preset("gloo-rails", rails=["eth1", "eth2"]), env={})
+    gloo = plan_sweep(preset("gloo-rails", rails=["eth1", "eth2"], repeats=1), env={})
     assert [p.settings for p in gloo.points] == [{}, {"GLOO_SOCKET_IFNAME": "eth1"}, {"GLOO_SOCKET_IFNAME": "eth2"}]
 
 
 def test_rail_knob_has_no_effect_on_the_other_engine_or_one_node() -> None:
-    plan = plan_sweep(preset("gloo-rails", engine="mpi", backend=None), env={})
+    plan = plan_sweep(preset("gloo-rails", engine="mpi", backend=None, repeats=1), env={})
     assert len(plan.points) == 1 and "no effect on this engine" in plan.skipped[0].reason
     one = plan_sweep(preset("mpi-rails", nnodes=1), env={})
     assert "single node" in one.skipped[0].reason
@@ -68,7 +68,7 @@ def test_mpirun_forwards_the_users_variables() -> None:
            "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root", "bad name": "x"}
     names = forwarded_names(env)
     assert names == ("CUDA_VISIBLE_DEVICES", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "OMPI_MCA_btl", "UCX_TLS")
-    spec = preset("mpi-rails")
+    spec = preset("mpi-rails", repeats=1)
     point = plan_sweep(spec, env={}).points[2]
     cmd = build_launch("mpirun", spec, point, "/r/p.jsonl", LaunchOptions(python="py", forward_env=names))
     argv = list(cmd.argv)
