@@ -10,6 +10,7 @@ import click
 from collscope.atomic import write_text_atomic
 from collscope.cli.options import check_output_file, gpu_option, topo_option
 from collscope.errors import ConfigError, ParseError
+from collscope.files import check_output_dir
 from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
 from collscope.traces.load import read_traces
 from collscope.traces.render import render_text
@@ -56,8 +57,11 @@ def _model(topo: tuple[str, ...], gpu: str | None) -> ModelFn | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
 @click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
               help="Write the job's size mix per step (the workload file recommend --workload reads).")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Write a report: per-step timeline (exposed communication in its own colour), "
+                                  "busbw per call against the sweep, index.html.")
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
-                  as_json: bool, workload_out: Path | None) -> None:
+                  as_json: bool, workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
 
     Reads PyTorch profiler (Kineto) traces, .json or .json.gz, one file per rank (NCCL or gloo backend),
@@ -69,10 +73,14 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     Example:
       collscope trace traces/ --against results/ --workload-out job.json
       collscope trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz --gpu A100 --json
+      collscope trace traces/ --against results/ --report trace-report/
     """
     if workload_out is not None:
         check_output_file(workload_out, "--workload-out")
-    report = analyze_traces(read_traces(paths), bench=_bench(against), model=_model(topo, gpu))
+    if report_dir is not None:
+        check_output_dir(report_dir, "--report")
+    bench = _bench(against)
+    report = analyze_traces(read_traces(paths), bench=bench, model=_model(topo, gpu))
     if not report.collectives:
         click.echo(f"no collectives in {', '.join(report.sources)}: nothing to report")
         return
@@ -82,4 +90,9 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
             raise ParseError(", ".join(report.sources), None, "collectives with sizes to write a workload "
                              "(profile with record_shapes=True)")
         write_text_atomic(workload_out, json.dumps(workload, indent=2) + "\n")
+    if report_dir is not None:
+        from collscope.analysis.trace_report import write_trace_report
+
+        page = write_trace_report(report, report_dir, bench=bench)
+        click.echo(f"report: {page}", err=True)
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else render_text(report))
