@@ -34,11 +34,12 @@ from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 
-__all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "run_sweep", "select_shard",
-           "verify_settings"]
+__all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "Workers", "run_sweep", "select_shard",
+           "verify_settings", "conclude_attempt", "collect_records", "progress_line"]
 
 log = logging.getLogger(__name__)
 LauncherKind = Literal["local", "mpirun", "srun"]
+Workers = Literal["per-point", "persistent"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,13 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     """``(i, n)``: run only points i, i+n, i+2n, ... (Slurm job arrays)."""
     progress: bool = True
+    workers: Workers = "per-point"
+    """``per-point``: one launch per point; ``persistent``: ranks launched once per group of points that can
+    share a launch, measuring point after point (:mod:`collscope.sweeps.persistent`)."""
+
+    def __post_init__(self) -> None:
+        if self.workers not in ("per-point", "persistent"):
+            raise ConfigError(f"workers={self.workers!r} is invalid; valid: per-point, persistent")
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,11 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
     results = ResultsDir(Path(out_dir))
     outcome = SweepOutcome(plan.sweep_id, results.root)
     points = select_shard(plan.points, options.shard)
+    if options.dry_run and options.workers == "persistent":
+        from collscope.sweeps.persistent import dry_run_commands
+
+        outcome.commands.extend(dry_run_commands(results, plan, points, options))
+        return outcome
     if options.dry_run:
         for point in points:
             cmd = build_launch(options.launcher, plan.spec, point, results.partial_path(point.point_id),
@@ -124,17 +137,28 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                                                  else "failed before (use --retry-failed)"))
     bar = _progress(len(points), len(points) - len(todo), plan.sweep_id, options.progress)
     started = time.monotonic()
+    finished = 0
+
+    def report(point: Point, result: PointOutcome, point_s: float) -> None:
+        nonlocal finished
+        finished += 1
+        outcome.outcomes.append(result)
+        if bar is not None:
+            bar.set_postfix_str(f"{point.point_id[:32]} {result.status}", refresh=False)
+            bar.update(1)
+        else:  # no terminal (a Slurm .out file): one line per finished point
+            echo(progress_line(finished, len(todo), point.point_id, result, point_s, time.monotonic() - started))
+
     try:
-        for index, point in enumerate(todo, 1):
-            point_start = time.monotonic()
-            result = run_point(results, plan, point, options)
-            outcome.outcomes.append(result)
-            if bar is not None:
-                bar.set_postfix_str(f"{point.point_id[:32]} {result.status}", refresh=False)
-                bar.update(1)
-            else:  # no terminal (a Slurm .out file): one line per finished point
-                echo(progress_line(index, len(todo), point.point_id, result, time.monotonic() - point_start,
-                                   time.monotonic() - started))
+        if options.workers == "persistent":
+            from collscope.sweeps.persistent import run_persistent
+
+            run_persistent(results, plan, todo, options, report=report, echo=echo)
+        else:
+            for point in todo:
+                point_start = time.monotonic()
+                result = run_point(results, plan, point, options)
+                report(point, result, time.monotonic() - point_start)
     finally:
         if bar is not None:
             bar.close()
@@ -194,13 +218,24 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         return PointOutcome(pid, "failed", "launch error", str(exc))
     duration = time.monotonic() - start
     attempt_text = _read_from(log_path, offset_after_header)
-
-    records, parse_problem = _collect_records(spec, point, partial, attempt_text, log_path)
-    records = [_stamp(r, plan, point, spec) for r in records]
-
+    failure: tuple[str, str] | None = None
+    records, parse_problem = collect_records(spec, point, partial, attempt_text, log_path)
     if result.timed_out or result.returncode not in (0, 1) or (result.returncode == 1 and not _any_wrong(records)):
-        reason = "timeout" if result.timed_out else "exit code"
-        detail = (f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}")
+        failure = ("timeout" if result.timed_out else "exit code",
+                   f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}")
+    return conclude_attempt(results, plan, point, records, parse_problem, failure, attempt_text, duration)
+
+
+def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: list[Measurement],
+                     parse_problem: str | None, failure: tuple[str, str] | None, attempt_text: str,
+                     duration: float) -> PointOutcome:
+    """Write down how one attempt ended: ``failure`` (reason, detail) from the launch, else the records (done,
+    wrong values, setting not applied, parse error). Shared by per-point launches and persistent workers."""
+    spec = plan.spec
+    pid = point.point_id
+    records = [_stamp(r, plan, point, spec) for r in records]
+    if failure is not None:
+        reason, detail = failure
         _keep_partial(results, pid, records)
         results.record_failure(pid, reason, detail + (f"; {len(records)} record(s) kept in "
                                                       f"{results.partial_path(pid).name}" if records else ""),
@@ -243,7 +278,7 @@ def _read_from(path: Path, offset: int) -> str:
         return fh.read().decode("utf-8", "replace")
 
 
-def _collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: str,
+def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: str,
                      log_path: Path) -> tuple[list[Measurement], str | None]:
     """The attempt's records: the engine's JSONL (mpi, torch) or the nccl-tests output in the log."""
     if spec.engine == "nccl-tests":
