@@ -177,8 +177,13 @@ class Started:
         return self._popen.poll()
 
     def kill_group(self) -> int | None:
-        """SIGTERM, then SIGKILL, to the child's whole process group; the exit status."""
+        """SIGTERM, then SIGKILL, to the child's whole process group, then SIGKILL to every process left in the
+        sessions the child's processes lead (mpirun puts each rank in a process group of its own); the exit
+        status."""
+        sessions = _sessions_led_below(self._popen.pid)
         _kill_group(self._popen.pid)
+        for sid in sessions:
+            _kill_session(sid)
         try:
             return self._popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -192,6 +197,50 @@ class Started:
             return None
         _kill_group(self._popen.pid)
         return code
+
+
+def _stat_fields(pid: str) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()  # state ppid pgrp session ...
+
+
+def _sessions_led_below(root: int) -> list[int]:
+    """Session ids led by ``root`` or its descendants (Linux /proc; empty elsewhere)."""
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    parent = {}
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            parent[int(pid)] = (int(fields[1]), int(fields[3]))
+    below, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, (ppid, _) in parent.items():
+            if ppid in below and pid not in below:
+                below.add(pid)
+                grew = True
+    return sorted(pid for pid in below if parent.get(pid, (0, -1))[1] == pid)
+
+
+def _kill_session(sid: int) -> None:
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None and int(fields[3]) == sid and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env: Mapping[str, str] | None = None,

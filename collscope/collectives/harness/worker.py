@@ -89,14 +89,17 @@ def _args(argv: list[str]) -> dict[str, str]:
 
 
 class _Status:
-    """Rank 0's progress lines (one ``write`` per line on an O_APPEND descriptor)."""
+    """Progress lines (one ``write`` per line on an O_APPEND descriptor): rank 0 writes them all, except
+    ``expired``, which the first rank whose watchdog fires writes (``every_rank``) before it aborts the job."""
 
-    def __init__(self, path: str, enabled: bool) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if enabled else None
+    def __init__(self, path: str, rank: int) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._rank = rank
 
-    def __call__(self, event: str, **fields: Any) -> None:
-        if self._fd is not None:
-            os.write(self._fd, (json.dumps({"event": event, "time": time.time(), **fields}) + "\n").encode())
+    def __call__(self, event: str, every_rank: bool = False, **fields: Any) -> None:
+        if self._rank == 0 or every_rank:
+            line = json.dumps({"event": event, "time": time.time(), "rank": self._rank, **fields}) + "\n"
+            os.write(self._fd, line.encode())
 
 
 def main(argv: list[str]) -> int:
@@ -111,7 +114,7 @@ def main(argv: list[str]) -> int:
     mpi = import_mpi()
     world = mpi.COMM_WORLD
     rank = world.Get_rank()
-    status = _Status(args["status"], rank == 0)
+    status = _Status(args["status"], rank)
     rank_timeout_s = float(args["rank-timeout"])
     added = {n for n in args.get("added", "").split(",") if n}
     environ = dict(os.environ)
@@ -124,7 +127,7 @@ def main(argv: list[str]) -> int:
 
     def abort(message: str, point_id: str | None = None, expired: bool = False) -> None:
         if expired:
-            status("expired", point_id=point_id)
+            status("expired", every_rank=True, point_id=point_id)
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
         world.Abort(ABORT_CODE)
