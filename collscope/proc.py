@@ -222,11 +222,11 @@ def _sessions_led_below(root: int) -> list[int]:
     below, grew = {root}, True
     while grew:
         grew = False
-        for pid, (ppid, _) in parent.items():
-            if ppid in below and pid not in below:
-                below.add(pid)
+        for child, (ppid, _) in parent.items():
+            if ppid in below and child not in below:
+                below.add(child)
                 grew = True
-    return sorted(pid for pid in below if parent.get(pid, (0, -1))[1] == pid)
+    return sorted(p for p in below if parent.get(p, (0, -1))[1] == p)
 
 
 def _kill_session(sid: int) -> None:
