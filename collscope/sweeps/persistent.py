@@ -48,7 +48,9 @@ __all__ = ["Group", "plan_groups", "worker_launch", "control_line", "run_persist
            "WORKER_MODULE"]
 
 WORKER_MODULE = "collscope.collectives.harness.worker"
-_POLL_S = 0.005
+_POLL_S = 0.1
+"""How often the runner looks at the status file. Seldom on purpose: the worker never waits for the runner (the
+control file holds every point from the start), and a runner that wakes often takes CPU from ranks that poll."""
 Report = Callable[[Point, PointOutcome, float], None]
 
 
