@@ -39,8 +39,15 @@ from collscope.collectives.harness.mpit import ompi_cvar_name
 from collscope.errors import CollscopeError, ConfigError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
+from collscope.sweeps.attempt import (
+    PointOutcome,
+    RunOptions,
+    collect_records,
+    conclude_attempt,
+    launch_options_for,
+    run_point,
+)
 from collscope.sweeps.launchers import LaunchCommand, bench_argv, build_launch, rank_timeout_s
-from collscope.sweeps.runner import PointOutcome, RunOptions, collect_records, conclude_attempt, run_point
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.vocab.knobs import DYNAMIC_RULES, switch_of
 
@@ -141,10 +148,8 @@ def dry_run_commands(results: ResultsDir, plan: Plan, points: tuple[Point, ...],
         if not group.persistent:
             for point in group.points:
                 per_point = dataclasses.replace(options, workers="per-point", dry_run=True)
-                from collscope.sweeps.runner import _launch_options_for
-
                 cmd = build_launch(options.launcher, plan.spec, point, results.partial_path(point.point_id),
-                                   _launch_options_for(plan.spec, point, per_point))
+                                   launch_options_for(plan.spec, point, per_point))
                 out.append(f"# point {point.point_id} (own launch: {group.why})\n{cmd.display()}")
             continue
         cmd = worker_launch(plan.spec, group, options, control=workers / f"launch-{n}.control",
