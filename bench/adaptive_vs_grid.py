@@ -19,6 +19,7 @@ inside collectives (sum over records of time_us x (iters + warm-up + 1 check)); 
 launches, the third by the sizes measured (what dominates on GPU clusters with large messages).
 
     python bench/adaptive_vs_grid.py [--out /tmp/collscope-adaptive-bench] [--repeats 3] [--min-gain 0.02]
+        [--workers persistent|per-point]
 """
 
 from __future__ import annotations
@@ -55,10 +56,13 @@ def _spec(repeats: int) -> SweepSpec:
                      grid={ompi_algorithm_knob("allreduce"): ("1", "2", "3", "4", "5", "6")})
 
 
+WORKERS = {"value": "persistent"}
+
+
 def _options() -> RunOptions:
     mpirun = shutil.which("mpirun") or str(Path(sys.executable).parent / "mpirun")
     launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, mpirun=mpirun)
-    return RunOptions(launcher="mpirun", launch=launch, progress=False)
+    return RunOptions(launcher="mpirun", launch=launch, progress=False, workers=WORKERS["value"])  # type: ignore[arg-type]
 
 
 def _short(config: str) -> str:
@@ -82,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--min-gain", type=float, default=0.02)
     ap.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    ap.add_argument("--workers", choices=["per-point", "persistent"], default="persistent",
+                    help="how every sweep launches its points (persistent: one worker job per sweep round)")
     args = ap.parse_args(argv)
+    WORKERS["value"] = args.workers
     os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     if args.out.exists():
         shutil.rmtree(args.out)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from collscope.errors import LaunchError, ToolMissingError
 
-__all__ = ["ProcResult", "run", "which", "TAIL_CHARS"]
+__all__ = ["ProcResult", "Started", "run", "start", "which", "TAIL_CHARS"]
 
 TAIL_CHARS = 64_000
 """How much of stdout/stderr a result keeps (the end of each stream)."""
@@ -158,3 +158,116 @@ def run(
         duration_s=duration_s,
         timed_out=timed_out,
     )
+
+
+class Started:
+    """A child started by :func:`start` that runs while the caller watches it (persistent sweep workers)."""
+
+    def __init__(self, argv: tuple[str, ...], popen: subprocess.Popen[bytes]) -> None:
+        self.argv = argv
+        self._popen = popen
+        self.started_at = time.monotonic()
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        """The exit status once the child has exited, else None."""
+        return self._popen.poll()
+
+    def kill_group(self) -> int | None:
+        """SIGTERM, then SIGKILL, to the child's whole process group, then SIGKILL to every process left in the
+        sessions the child's processes lead (mpirun puts each rank in a process group of its own); the exit
+        status."""
+        sessions = _sessions_led_below(self._popen.pid)
+        _kill_group(self._popen.pid)
+        for sid in sessions:
+            _kill_session(sid)
+        try:
+            return self._popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def wait(self, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` for the exit; then clean up what the leader left in its group."""
+        try:
+            code = self._popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        _kill_group(self._popen.pid)
+        return code
+
+
+def _stat_fields(pid: str) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()  # state ppid pgrp session ...
+
+
+def _sessions_led_below(root: int) -> list[int]:
+    """Session ids led by ``root`` or its descendants (Linux /proc; empty elsewhere)."""
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    parent = {}
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            parent[int(pid)] = (int(fields[1]), int(fields[3]))
+    below, grew = {root}, True
+    while grew:
+        grew = False
+        for child, (ppid, _) in parent.items():
+            if ppid in below and child not in below:
+                below.add(child)
+                grew = True
+    return sorted(p for p in below if parent.get(p, (0, -1))[1] == p)
+
+
+def _kill_session(sid: int) -> None:
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None and int(fields[3]) == sid and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env: Mapping[str, str] | None = None,
+          install_hint: str = "install it or put it on PATH", kill_on_parent_death: bool = True) -> Started:
+    """Start ``argv`` in its own process group, stdout and stderr appended to ``output_path``; return at once.
+
+    The caller owns the child: it must end with :meth:`Started.wait` or :meth:`Started.kill_group` (the whole
+    group is killed either way). ``kill_on_parent_death`` runs it under :mod:`collscope._reaper` as
+    :func:`run` does.
+    """
+    if isinstance(argv, (str, bytes)):
+        raise TypeError("proc.start takes an argv list, not a shell string")
+    argv = [os.fspath(a) for a in argv]
+    if not argv:
+        raise ValueError("proc.start needs a non-empty argv")
+    full_env = dict(os.environ)
+    if extra_env:
+        full_env.update(extra_env)
+    if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
+        raise ToolMissingError(argv[0], install_hint)
+    launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
+    with open(output_path, "ab", buffering=0) as log:
+        try:
+            child = subprocess.Popen(launched, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     env=full_env, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise ToolMissingError(argv[0], install_hint) from exc
+        except OSError as exc:
+            raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
+    return Started(tuple(argv), child)

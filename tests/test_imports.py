@@ -211,6 +211,8 @@ def _loaded_after(*code: str) -> list[str]:
     "collscope.proc",
     "collscope.collectives",
     "collscope.collectives.harness.mpi",
+    "collscope.collectives.harness.mpit",
+    "collscope.collectives.harness.worker",
     "collscope.collectives.spec",
     "collscope.collectives.nccl_log",
     "collscope.topo",

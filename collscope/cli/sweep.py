@@ -75,6 +75,9 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 @click.option("--min-gain", type=float, default=0.02, show_default=True,
               help="adaptive: drop configurations that cannot beat the default by more than this fraction.")
 @click.option("--max-rounds", type=int, default=8, show_default=True, help="adaptive: most rounds.")
+@click.option("--workers", type=click.Choice(["per-point", "persistent"]), default="per-point", show_default=True,
+              help="per-point: one launch per point; persistent: ranks launched once per group of points that can "
+                   "share a launch (engine mpi: Open MPI algorithms switched in-process through MPI_T).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path, nranks: int | None,
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: Path | None,
@@ -82,7 +85,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         timeout_s: float | None, hostfile: str | None, mpi_flavour: str, oversubscribe: bool, srun_mpi: str | None,
         topo_paths: tuple[str, ...], rails: str | None,
         shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
-        progress: bool | None) -> None:
+        workers: str, progress: bool | None) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
 
     Each point is one launch with its own timeout; failures (timeout, exit code, parse error, wrong values,
@@ -98,6 +101,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
       collscope sweep run --preset mpi-algos --launcher mpirun --nranks 2 --out results/mpi
       collscope sweep run my-sweep.yaml --launcher srun --out results/$SLURM_JOB_ID --dry-run
       collscope sweep run --preset mpi-algos --launcher mpirun --repeats 3 --strategy adaptive --out results/ad
+      collscope sweep run --preset mpi-algos --launcher local --workers persistent --out results/fast
     """
     from collscope.sweeps.session import SweepRequest, run_session
 
@@ -112,7 +116,8 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         srun_mpi=srun_mpi, oversubscribe=oversubscribe, topo_paths=topo_paths,  # type: ignore[arg-type]
         rails=tuple(r.strip() for r in rails.split(",") if r.strip()) if rails else (),
         shard=_parse_shard(shard), retry_failed=retry_failed, dry_run=dry_run, strategy=strategy,  # type: ignore[arg-type]
-        min_gain=min_gain, max_rounds=max_rounds, progress=sys.stderr.isatty() if progress is None else progress)
+        min_gain=min_gain, max_rounds=max_rounds, progress=sys.stderr.isatty() if progress is None else progress,
+        workers=workers)  # type: ignore[arg-type]
     outcome = run_session(request, echo=lambda m: click.echo(m, err=True))
     if dry_run:
         for text in outcome.commands:

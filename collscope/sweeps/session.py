@@ -18,7 +18,7 @@ from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.sweeps.environment import check_launcher, launch_options
 from collscope.sweeps.launchers import LauncherKind, MpiFlavour, SrunMpi
-from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, run_sweep
+from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, Workers, run_sweep
 from collscope.sweeps.spec import Plan, SweepSpec
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class SweepRequest:
     """Adaptive: most rounds."""
     progress: bool = False
     """Show a progress bar."""
+    workers: Workers = "per-point"
+    """``per-point``: one launch per point; ``persistent``: ranks launched once per group of points that can
+    share a launch (:mod:`collscope.sweeps.persistent`)."""
 
     def __post_init__(self) -> None:
         if (self.spec_file is None) == (self.preset is None):
@@ -147,7 +150,8 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     launch = launch_options(request.launcher, spec.engine, flavour=request.mpi_flavour, hostfile=request.hostfile,
                             srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe)
     options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,
-                         retry_failed=request.retry_failed, shard=request.shard, progress=request.progress)
+                         retry_failed=request.retry_failed, shard=request.shard, progress=request.progress,
+                         workers=request.workers)
     topo_paths = list(request.topo_paths) or None
     meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=topo_paths).to_dict()
     if request.strategy == "adaptive":

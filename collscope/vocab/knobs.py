@@ -35,7 +35,7 @@ from collscope.vocab.ompi import (
 
 __all__ = [
     "Knob", "KnobFamily", "KNOBS", "DYNAMIC_RULES", "validate_setting", "validate_settings", "validate_env",
-    "requires", "describe", "knob", "ompi_algorithm_knob",
+    "requires", "describe", "knob", "ompi_algorithm_knob", "Switch", "SwitchKind", "SWITCHES", "switch_of",
 ]
 
 KnobFamily = Literal["nccl", "ompi", "nccl-tests", "gloo"]
@@ -420,3 +420,57 @@ def requires(settings: Mapping[str, str]) -> dict[str, str]:
 def describe(name: str, value: object) -> str:
     """Human text for one setting, e.g. ``"allreduce algorithm 4 (ring)"``."""
     return knob(name).describe(validate_setting(name, value))
+
+
+# ---- which knobs a running job can switch (persistent sweep workers) ---------------------------------------
+SwitchKind = Literal["mpi_t", "communicator", "launch"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Switch:
+    """How a knob's value can change inside a running job."""
+
+    kind: SwitchKind
+    """``mpi_t``: write the MPI_T control variable, then create a communicator; ``communicator``: read again at
+    every communicator creation (a new process group per point); ``launch``: read once per process, so a new
+    value needs a fresh launch."""
+    source: str
+    """Where that behaviour is stated or was seen."""
+
+
+_OMPI_FORCED = ("Open MPI 5.0.11 coll/tuned: the forced algorithm is copied into a communicator's module when the "
+                "communicator is created (tuned_module_enable -> ompi_coll_tuned_forced_getvalues); MPI_T scope "
+                "'all' (writable after MPI_Init), seen here with MPI_T_cvar_get_info; algorithms measured both ways "
+                "by tests/sweeps/test_persistent_agreement.py")
+_NCCL_PER_COMM = ("NCCL reads NCCL_ALGO/NCCL_PROTO with ncclGetEnv while tuning each new communicator "
+                  "(src/graph/tuning.cc, ncclTopoTuneModel)")
+_NCCL_CACHED = ("NCCL_PARAM(...) variables are read once and cached for the life of the process "
+                "(src/include/param.h; reference/nccl-facts.md section 2)")
+
+
+def _switches() -> dict[str, Switch]:
+    table = {name: Switch(kind="launch", source=_NCCL_CACHED) for name, k in KNOBS.items() if k.family == "nccl"}
+    table["NCCL_ALGO"] = Switch(kind="communicator", source=_NCCL_PER_COMM)
+    table["NCCL_PROTO"] = Switch(kind="communicator", source=_NCCL_PER_COMM)
+    table["NCCL_TESTS_SPLIT_MASK"] = Switch(kind="launch", source="nccl-tests reads it once at start; nccl-tests "
+                                            "points are always one launch each")
+    table[DYNAMIC_RULES] = Switch(kind="launch", source="Open MPI coll/tuned reads it at MPI_Init (component "
+                                  "registration); a persistent Open MPI worker is launched with it set to 1")
+    for coll in OMPI_ALGORITHMS:
+        table[ompi_algorithm_knob(coll)] = Switch(kind="mpi_t", source=_OMPI_FORCED)
+    for rail in ("OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"):
+        table[rail] = Switch(kind="launch", source="Open MPI's TCP BTL/OOB pick their interfaces when the "
+                             "components open at MPI_Init")
+    table["GLOO_SOCKET_IFNAME"] = Switch(kind="launch", source="read when a gloo process group's device is created; "
+                                         "collscope runs torch points as one launch each")
+    return table
+
+
+SWITCHES: dict[str, Switch] = _switches()
+"""Knob -> how a running job can switch it. Every knob of :data:`KNOBS` is listed; any other variable (a spec's
+``fixed_env``) counts as ``launch``."""
+
+
+def switch_of(name: str) -> Switch:
+    """How ``name`` can change inside a running job (``launch`` for a variable the registry does not know)."""
+    return SWITCHES.get(name) or Switch(kind="launch", source="not in the knob registry: assumed read once")

