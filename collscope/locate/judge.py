@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from collscope.locate.model import LocateConfig, Suspect, SuspectKind, TestResult, TestStatus
+from collscope.locate.nodelist import format_nodelist
 
 __all__ = ["Band", "Assessment", "band_of", "assess", "test_class", "MAD_TO_SIGMA"]
 
@@ -122,13 +123,18 @@ def _suspect_kind(tests: Sequence[TestResult]) -> SuspectKind:
 
 
 def _show(result: TestResult) -> str:
-    what = f"{result.spec.kind} {'+'.join(result.spec.nodes)}"
+    what = f"{result.spec.kind} {format_nodelist(result.spec.nodes)}"
     if result.spec.rail is not None:
         what += f" rail {result.spec.rail}"
     if result.outcome.failure is not None:
         detail = f": {result.outcome.detail}" if result.outcome.detail else ""
         return f"{what} {result.outcome.failure}{detail} (round {result.round})"
     return f"{what} {result.median_gbps:.3g} GB/s (round {result.round})"
+
+
+def _others(result: TestResult, node: str) -> str:
+    others = [m for m in result.spec.nodes if m != node]
+    return f"{format_nodelist(others)} good" if len(others) <= 3 else f"the other {len(others)} good"
 
 
 def assess(results: Sequence[TestResult], config: LocateConfig) -> Assessment:
@@ -181,8 +187,8 @@ def assess(results: Sequence[TestResult], config: LocateConfig) -> Assessment:
                      and all(m in ok_nodes for m in r.spec.nodes if m != node)]
             if len(clean) >= 2:
                 rail = "" if scope is None else f" on rail {scope}"
-                shown = "; ".join(_show(r) + (" with " + ",".join(m for m in r.spec.nodes if m != node) + " good")
-                                  for r in clean)
+                tightest = sorted(clean, key=lambda t: len(t.spec.nodes))
+                shown = "; ".join(f"{_show(r)}, {_others(r, node)}" for r in tightest)
                 tail = f"; band {band.describe()}" if band is not None else ""
                 proven[node] = Suspect(node=node, rail=scope, kind=_suspect_kind(clean),
                                        evidence=f"bad{rail} in {len(clean)} tests whose other nodes are good: "

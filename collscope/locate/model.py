@@ -25,6 +25,8 @@ SuspectKind = Literal["slow", "broken", "unreachable"]
 class TestSpec:
     """One test to run: a collective on ``nodes`` (rail ``rail`` only, or every rail when ``None``)."""
 
+    __test__ = False  # not a pytest test class
+
     kind: TestKind
     nodes: tuple[str, ...]
     rail: int | None = None
@@ -47,6 +49,8 @@ class TestSpec:
 class TestOutcome:
     """What running a test gave: busbw per repeat, or why there is none."""
 
+    __test__ = False  # not a pytest test class
+
     busbw_gbps: tuple[float, ...] = ()
     time_us: tuple[float, ...] = ()
     failure: Literal["failed", "timeout"] | None = None
@@ -57,6 +61,8 @@ class TestOutcome:
     duration_s: float = 0.0
     records: tuple[Any, ...] = ()
     """The Measurement records behind the samples (real runners), written under ``--out``."""
+    logs: tuple[str, ...] = ()
+    """Paths of the step logs behind this outcome (real runners)."""
 
     def __post_init__(self) -> None:
         if self.failure is None and not self.busbw_gbps:
@@ -70,6 +76,8 @@ Runner = Callable[[TestSpec, int], TestOutcome]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TestResult:
     """A test that ran, with the status the judge gave it (over the band of every test so far)."""
+
+    __test__ = False  # not a pytest test class
 
     index: int
     round: int
