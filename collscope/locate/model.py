@@ -174,9 +174,8 @@ class LocateResult:
 
     @property
     def exclude(self) -> str:
-        from collscope.locate.nodelist import format_nodelist
-
-        return format_nodelist(sorted({s.node for s in self.suspects}, key=self.nodes.index))
+        """The suspects as ``srun``/``sbatch --exclude=`` takes them: ``node3,node7`` (in allocation order)."""
+        return ",".join(sorted({s.node for s in self.suspects}, key=self.nodes.index))
 
     def to_dict(self, *, engine: str, size_bytes: int) -> dict[str, Any]:
         """The ``locate --json`` document (DESIGN.md), plus ``unresolved``."""
