@@ -8,7 +8,7 @@ import random
 import pytest
 
 from collscope.errors import ConfigError
-from collscope.locate.model import LocateConfig
+from collscope.locate.model import LocateConfig, TestOutcome
 from collscope.locate.search import locate
 from collscope.locate.simulate import SimFabric
 
@@ -163,3 +163,16 @@ def test_leaves_keep_bisection_halves_together():
     halves = [set(t.spec.nodes) for t in result.tests if t.round == 3]
     assert {"node1", "node3", "node5", "node7"} in halves
     assert _named(result) == {("node3", None, "slow")}
+
+
+def test_a_node_whose_network_hangs_after_its_node_test_is_unreachable():
+    class NetDead(SimFabric):
+        def __call__(self, spec, repeats):
+            if spec.kind != "node" and "node6" in spec.nodes:
+                return TestOutcome(failure="timeout", detail="no end within 30 s", duration_s=30.0)
+            return super().__call__(spec, repeats)
+
+    fabric = NetDead(nodes=_nodes(8))
+    result = locate(fabric.nodes, fabric)
+    assert _named(result) == {("node6", None, "unreachable")}
+    assert result.rounds <= math.ceil(math.log2(8)) + 2
