@@ -104,8 +104,8 @@ def _drain(result: LocateResult) -> None:
               metavar="GBPS", help="busbw a healthy inter-node test reaches [default: learned from the tests].")
 @click.option("--min-gap", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.3,
               show_default=True, help="A slow test is below (1 - min-gap) x the band's median ...")
-@click.option("--k-mad", type=click.FloatRange(min=0, min_open=True), default=4.0, show_default=True,
-              help="... and below median - k x MAD.")
+@click.option("--k-mad", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True,
+              help="... and below median x exp(-k x MAD of log busbw).")
 @click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, show_default=True,
               help="0 on CPU clusters; G: one rank per GPU.")
 @click.option("--rail-nics", default=None, metavar="NIC,NIC", help="GPU rails: the NIC of each rail (NCCL_IB_HCA).")

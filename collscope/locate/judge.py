@@ -9,7 +9,8 @@ deviation) of every repeat of those tests. With ``expect_busbw_gbps`` the band's
 once no node is in every one of its tests (so one bad node cannot be the reference), or with an expectation;
 until then its tests are *unjudged*.
 
-A test is ``slow`` when its median busbw is below ``median - k_mad x MAD`` AND below ``(1 - min_gap) x median``;
+A test is ``slow`` when its median busbw is below ``median x exp(-k_mad x MAD)`` (MAD of log busbw: noise
+is relative) AND below ``(1 - min_gap) x median``;
 ``failed`` / ``timeout`` when it produced no samples.
 
 Evidence. A node is *cleared* on a rail when it took part in an inter-node test on that rail that was ok.
@@ -21,6 +22,7 @@ to rerun: locate never names a node that was not proven at fault.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -47,18 +49,20 @@ def test_class(result: TestResult) -> Class:
 @dataclass(frozen=True, slots=True)
 class Band:
     median_gbps: float
-    mad_gbps: float
+    mad_log: float
+    """MAD of log(busbw) over the healthy repeats (scaled to a standard deviation): the relative noise."""
     samples: int
     absolute: bool
     """True when the median is the user's expectation, not learned from the tests."""
 
     def slow(self, median_gbps: float, config: LocateConfig) -> bool:
-        return (median_gbps < self.median_gbps - config.k_mad * self.mad_gbps
-                and median_gbps < (1 - config.min_gap) * self.median_gbps)
+        # Bandwidth noise is multiplicative: the MAD is of log(busbw), so k MADs is a factor, never below 0.
+        floor = self.median_gbps * math.exp(-config.k_mad * self.mad_log)
+        return median_gbps < floor and median_gbps < (1 - config.min_gap) * self.median_gbps
 
     def describe(self) -> str:
         source = "expected" if self.absolute else f"median of {self.samples} healthy repeats"
-        return f"{self.median_gbps:.3g} GB/s +- {self.mad_gbps:.2g} ({source})"
+        return f"{self.median_gbps:.3g} GB/s +- {100 * self.mad_log:.2g}% ({source})"
 
 
 def _median(values: Sequence[float]) -> float:
@@ -69,7 +73,7 @@ def band_of(results: Sequence[TestResult], config: LocateConfig, *, node_class: 
     """The healthy band of one class of tests, or ``None`` while there is no reference yet."""
     measured = [r for r in results if r.outcome.busbw_gbps]
     if config.expect_busbw_gbps is not None and not node_class:
-        spread = [abs(s - (r.median_gbps or 0.0)) for r in measured for s in r.outcome.busbw_gbps]
+        spread = [abs(math.log(s / (r.median_gbps or 1.0))) for r in measured for s in r.outcome.busbw_gbps if s > 0]
         mad = MAD_TO_SIGMA * _median(spread) if spread else 0.0
         return Band(config.expect_busbw_gbps, mad, len(spread), absolute=True)
     common = set.intersection(*(set(r.spec.nodes) for r in measured)) if measured else {""}
@@ -79,7 +83,7 @@ def band_of(results: Sequence[TestResult], config: LocateConfig, *, node_class: 
     healthy = [s for r in measured if (r.median_gbps or 0.0) >= (1 - config.min_gap) * top
                for s in r.outcome.busbw_gbps]
     center = _median(healthy)
-    mad = MAD_TO_SIGMA * _median([abs(s - center) for s in healthy])
+    mad = MAD_TO_SIGMA * _median([abs(math.log(s / center)) for s in healthy if s > 0])
     return Band(center, mad, len(healthy), absolute=False)
 
 

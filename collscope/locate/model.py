@@ -131,8 +131,8 @@ class LocateConfig:
 
     repeats: int = 3
     """Measurements per test (at least 3: the band's MAD needs them)."""
-    k_mad: float = 4.0
-    """A test is slow below ``median - k_mad * MAD`` of the healthy band ..."""
+    k_mad: float = 3.0
+    """A test is slow below ``median x exp(-k_mad x MAD)`` of the healthy band (MAD of log busbw) ..."""
     min_gap: float = 0.3
     """... and below ``(1 - min_gap) x median``: noise alone never makes a test slow."""
     expect_busbw_gbps: float | None = None
