@@ -146,13 +146,14 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-LIBRARY = {"vocab", "results", "topo", "collectives", "sweeps", "analysis", "errors", "files", "units", "proc",
-           "atomic", "_reaper", "_lazy"}
+LIBRARY = {"vocab", "results", "topo", "collectives", "sweeps", "locate", "analysis", "errors", "files", "units",
+           "proc", "atomic", "_reaper", "_lazy"}
 """Packages and modules below the CLI: they never import click or ``collscope.cli``."""
 
 FORBIDDEN: dict[str, set[str]] = {
     "analysis": {"sweeps", "demo", "cli"},
     "sweeps": {"demo", "cli"},
+    "locate": {"analysis", "sweeps", "demo", "cli"},
     "topo": {"analysis", "sweeps", "demo", "cli"},
     "collectives": {"analysis", "sweeps", "demo", "cli"},
     "traces": {"analysis", "sweeps", "demo", "cli", "topo", "results"},
@@ -221,6 +222,8 @@ def _loaded_after(*code: str) -> list[str]:
     "collscope.topo.nccl_xml.parse",
     "collscope.analysis",
     "collscope.sweeps",
+    "collscope.locate",
+    "collscope.locate.search",
 ])
 def test_light_modules_load_no_pandas_networkx_matplotlib(module):
     assert _loaded_after(f"import {module}") == []

@@ -22,6 +22,7 @@ COMMANDS = {
     "bench": "collscope.cli.bench:bench",
     "demo": "collscope.cli.demo:demo",
     "ingest": "collscope.cli.ingest:ingest",
+    "locate": "collscope.cli.locate:locate_command",
     "nccl-log": "collscope.cli.nccl_log:nccl_log",
     "predict": "collscope.cli.predict:predict_cmd",
     "recommend": "collscope.cli.recommend:recommend_command",

@@ -1,0 +1,65 @@
+"""Locate's text output: the rounds and tests, the suspects with their evidence, what to run next (pure)."""
+
+from __future__ import annotations
+
+import shlex
+
+from collscope.locate.model import LocateResult
+from collscope.locate.nodelist import format_nodelist
+
+__all__ = ["render_text", "drain_argv", "drain_reason"]
+
+
+def drain_reason(result: LocateResult) -> str:
+    parts = []
+    for s in result.suspects:
+        where = "" if s.rail is None else f" rail {s.rail}"
+        parts.append(f"{s.node}{where} {s.kind}")
+    return "collscope locate: " + ", ".join(parts)
+
+
+def drain_argv(result: LocateResult) -> list[str] | None:
+    """``scontrol update nodename=... state=drain reason=...`` for the suspects, or ``None`` without any."""
+    if not result.suspects:
+        return None
+    return ["scontrol", "update", f"nodename={result.exclude}", "state=drain", f"reason={drain_reason(result)}"]
+
+
+def _busbw(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def render_text(result: LocateResult, *, engine: str, size_bytes: int) -> str:
+    lines = [f"# collscope locate: {len(result.nodes)} nodes ({format_nodelist(result.nodes)}), "
+             f"{'every rail together' if result.rails == 1 else f'{result.rails} rails one by one'}, "
+             f"engine {engine}, all_reduce {size_bytes} bytes",
+             f"{'round':>5}  {'kind':<6} {'rail':>4}  {'busbw_GB/s':>10}  {'status':<8} nodes"]
+    for t in result.tests:
+        d = t.to_dict()
+        rail = "-" if t.spec.kind == "node" else "all" if t.spec.rail is None else str(t.spec.rail)
+        status = t.status if t.judged else "ok?"
+        lines.append(f"{t.round:>5}  {t.spec.kind:<6} {rail:>4}  {_busbw(d['busbw_gbps']):>10}  {status:<8} "
+                     f"{format_nodelist(t.spec.nodes)}")
+    base = "none (no reference)" if result.baseline_busbw_gbps is None else f"{result.baseline_busbw_gbps:.3g} GB/s"
+    lines.append(f"# {result.rounds} rounds, {len(result.tests)} tests, {result.elapsed_s:.1f} s; "
+                 f"inter-node baseline {base}")
+    if result.suspects:
+        lines.append("")
+        lines.append("suspects:")
+        for s in result.suspects:
+            where = "" if s.rail is None else f", rail {s.rail}"
+            lines.append(f"  {s.node}{where}: {s.kind}. {s.evidence}")
+        lines.append("")
+        lines.append(f"exclude: --exclude={result.exclude}")
+        argv = drain_argv(result)
+        assert argv is not None
+        lines.append(f"drain:   {shlex.join(argv)}")
+    else:
+        lines.append("")
+        lines.append("no suspects: every node and rail tested is within the healthy band"
+                     if not result.unresolved else "no node proven at fault")
+    if result.unresolved:
+        lines.append("")
+        lines.append("unresolved:")
+        lines.extend(f"  {note}" for note in result.unresolved)
+    return "\n".join(lines) + "\n"

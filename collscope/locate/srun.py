@@ -1,0 +1,117 @@
+"""The real runner: each test is ``repeats`` Slurm job steps (``srun -w NODES ...``), each bounded by a timeout.
+
+:class:`SrunRunner` is a :data:`~collscope.locate.model.Runner`: called from one thread per test of a round, it
+runs the test's steps one after the other through :func:`collscope.proc.run` (argv list, timeout, the whole
+process group killed on timeout, and killed too if locate itself dies), reads rank 0's record (or parses
+nccl-tests' table) and returns the busbw samples. A non-zero exit or a missing record is ``failed``; a step
+that outlives ``timeout_s`` is ``timeout`` (srun, killed, cancels the step on every node). The first failing
+repeat ends the test: a broken node is not retried.
+
+Step files go to ``work_dir``: ``<id>.jsonl`` (rank 0's record) and ``<id>.log`` (the step's output); the
+directory must be visible from every node (a shared file system, not a node's /tmp).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from collscope import proc
+from collscope.collectives.record import Measurement, Settings
+from collscope.errors import CollscopeError
+from collscope.locate.model import TestOutcome, TestSpec
+from collscope.locate.steps import StepOptions, rail_env, step_argv
+from collscope.results.decode import read_jsonl
+
+__all__ = ["SrunRunner"]
+
+_LAUNCH_FAILURE = ("Unable to create step", "Invalid node name", "not responding", "Required node not available",
+                   "Node failure", "Job step creation", "DUE TO TIME LIMIT", "CANCELLED")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for needle in _LAUNCH_FAILURE:
+        for line in reversed(lines):
+            if needle in line:
+                return line[-300:]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [""])[-1][-300:]
+
+
+@dataclass(kw_only=True)
+class SrunRunner:
+    options: StepOptions
+    work_dir: Path
+    timeout_s: float = 120.0
+    """Kill bound of one step (startup, warm-up and the timed iterations)."""
+    env: Mapping[str, str] | None = None
+    """Environment of the steps (default: this process's); the rail's variables are added on top."""
+    _ids: Any = field(default_factory=itertools.count, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise CollscopeError(f"timeout {self.timeout_s!r} s is invalid; valid: seconds > 0")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+
+    def _next_id(self, spec: TestSpec) -> str:
+        with self._lock:
+            n = next(self._ids)
+        rail = "all" if spec.rail is None else f"r{spec.rail}"
+        return f"s{os.getpid()}-{n:04d}-{spec.kind}-{rail}"
+
+    def _parse(self, spec: TestSpec, out: Path, log: str, rail: dict[str, str]) -> list[Measurement]:
+        if self.options.engine == "nccl-tests":
+            from collscope.collectives.nccl_tests import parse_nccl_tests
+
+            return list(parse_nccl_tests(log, source="all_reduce_perf", op="all_reduce").records)
+        return read_jsonl(out) if out.exists() else []
+
+    def __call__(self, spec: TestSpec, repeats: int) -> TestOutcome:
+        rail = rail_env(spec.rail, self.options)
+        samples: list[float] = []
+        times: list[float] = []
+        records: list[Measurement] = []
+        spent = 0.0
+        logs: list[str] = []
+        for repeat in range(repeats):
+            step = self._next_id(spec)
+            out = self.work_dir / f"{step}.jsonl"
+            log = self.work_dir / f"{step}.log"
+            argv = step_argv(spec, self.options, out)
+            result = proc.run(argv, timeout_s=self.timeout_s, env=self.env, extra_env=rail, output_path=log,
+                              kill_on_parent_death=True,
+                              install_hint="run locate inside a Slurm allocation (sbatch slurm/locate.sh, salloc)")
+            spent += result.duration_s
+            logs.append(str(log))
+            where = f" (step log {log})"
+            if result.timed_out:
+                return TestOutcome(failure="timeout", detail=f"no end within {self.timeout_s:g} s: "
+                                   f"{_last_line(result.stdout)}{where}", duration_s=spent, logs=tuple(logs))
+            try:
+                got = self._parse(spec, out, result.stdout, rail)
+            except CollscopeError as exc:
+                return TestOutcome(failure="failed", detail=f"unreadable output: {exc}{where}", duration_s=spent,
+                                   logs=tuple(logs))
+            mine = [r for r in got if r.op == "all_reduce"]
+            if result.returncode != 0 or not mine or not all(r.ok for r in mine):
+                why = f"exit code {result.returncode}" if result.returncode != 0 else "no record"
+                if mine and not all(r.ok for r in mine):
+                    why = "wrong values"
+                return TestOutcome(failure="failed", detail=f"{why}: {_last_line(result.stdout)}{where}",
+                                   duration_s=spent, logs=tuple(logs))
+            record = max(mine, key=lambda r: r.size_bytes)
+            samples.append(record.busbw_gbps)
+            times.append(record.time_us)
+            settings = Settings({**record.settings, **rail})
+            records.append(msgspec.structs.replace(record, repeat=repeat, settings=settings, source=str(log)))
+        return TestOutcome(busbw_gbps=tuple(samples), time_us=tuple(times), duration_s=spent,
+                           records=tuple(records), logs=tuple(logs))
