@@ -340,6 +340,15 @@ def _one_machine(frame: pd.DataFrame, sources: list[Path]) -> None:
         return
     cols = ["cluster", "hosts", "gpu", "nccl_version"]
     ident = frame[cols].astype(object).where(frame[cols].notna(), None)
+    if "sweep_id" in frame:  # one sweep ran on one machine, whichever of its nodes a point's step used
+        sweeps = frame["sweep_id"].astype(object).where(frame["sweep_id"].notna(), None)
+        union: dict[Any, set[str]] = {}
+        for sweep, hosts in zip(sweeps, ident["hosts"], strict=True):
+            if sweep is not None and isinstance(hosts, str) and hosts:
+                union.setdefault(sweep, set()).update(hosts.split(","))
+        joined = {k: ",".join(sorted(v)) for k, v in union.items()}
+        ident["hosts"] = [joined.get(sw, h) if sw is not None else h for sw, h in zip(sweeps, ident["hosts"],
+                                                                                     strict=True)]
     labels = [machine_of(*row) for row in ident.itertuples(index=False)]
     machines = pd.Series(labels, index=frame.index, dtype=object)
     distinct = list(dict.fromkeys(labels))

@@ -33,6 +33,11 @@ class PlanPoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     repeat: int = 0
     sizes: list[int] | None = None
     """Explicit sizes of an adaptive point, in bytes; None: the spec's ladder."""
+    round: int | None = None
+    """``collscope locate`` tests: the round, the kind of test (node, group, pair, rail), its nodes and rail."""
+    kind: str | None = None
+    nodes: list[str] = []
+    rail: int | None = None
 
 
 class PlanSkipped(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -57,6 +62,8 @@ class SweepDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """``sweep.json``: what ``ResultsDir.prepare`` writes, plus what the adaptive strategy adds."""
 
     sweep_id: str
+    kind: Literal["sweep", "locate"] = "sweep"
+    """``locate``: the tests of ``collscope locate`` (its plan points carry round, kind, nodes, rail)."""
     created_at: str | None = None
     spec: dict[str, Any] = {}
     """The spec's JSON document; its fields are checked by collscope.sweeps when a sweep runs."""
