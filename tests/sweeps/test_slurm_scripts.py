@@ -259,7 +259,7 @@ def test_sweep_sh_under_sbatch(slurm: None, tmp_path: Path, fake_collscope: tupl
                           output=tmp_path / "sweep.out", env=env)
     assert (job.state, job.exit_code) == ("COMPLETED", "0:0"), job.output
     seen = json.loads(fake_collscope[1].read_text())
-    assert seen["argv"] == ["sweep", "run", "--launcher", "srun", "--nranks", "2", "--out",
+    assert seen["argv"] == ["sweep", "run", "--launcher", "srun", "--nranks", "2", "--nnodes", "1", "--out",
                             f"results/sweep-{job.job_id}", "--preset", "mpi-algos", "--max-bytes", "1M"]
     assert Path(seen["cwd"]).resolve() == tmp_path.resolve()
     assert seen["env"]["SLURM_JOB_NAME"] == "collscope-sweep"
