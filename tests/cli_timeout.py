@@ -34,3 +34,12 @@ def _release(fifo: Path) -> None:
     except OSError:  # no reader is waiting
         return
     os.close(fd)
+
+
+def one_error_line(result: Result) -> str:
+    """The single ``error: ...`` line of a command that refused its input: exit 2, no traceback, one line."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from collscope.cli import main
-from tests.cli_timeout import invoke_with_timeout
+from tests.cli_timeout import invoke_with_timeout, one_error_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-2x4-wrong-redop-root.txt"
@@ -22,19 +22,11 @@ def _cli(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
-def _one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize("command", [["ingest"], ["analyze"], ["nccl-log"]])
 def test_a_fifo_input_is_refused_without_hanging(tmp_path: Path, command: list[str]) -> None:
     fifo = tmp_path / "run.txt"
     os.mkfifo(fifo)
-    line = _one_error_line(invoke_with_timeout([*command, str(fifo)], fifo))
+    line = one_error_line(invoke_with_timeout([*command, str(fifo)], fifo))
     assert str(fifo) in line and "FIFO" in line
 
 
@@ -49,13 +41,13 @@ def _binary_copy(tmp_path: Path, source: Path, marker: bytes) -> tuple[Path, int
 @pytest.mark.parametrize("command", [["ingest"], ["analyze"]])
 def test_binary_nccl_tests_text_names_file_and_line(tmp_path: Path, command: list[str]) -> None:
     damaged, line_no = _binary_copy(tmp_path, NCCL_TESTS, b"2097152")
-    line = _one_error_line(_cli(*command, str(damaged)))
+    line = one_error_line(_cli(*command, str(damaged)))
     assert f"{damaged}:{line_no}:" in line and "not UTF-8" in line
 
 
 def test_binary_nccl_log_names_file_and_line(tmp_path: Path) -> None:
     damaged, line_no = _binary_copy(tmp_path, NCCL_LOG, b"cudaDriverVersion")
-    line = _one_error_line(_cli("nccl-log", str(damaged)))
+    line = one_error_line(_cli("nccl-log", str(damaged)))
     assert f"{damaged}:{line_no}:" in line and "not UTF-8" in line
 
 
@@ -68,7 +60,7 @@ def _table_only(tmp_path: Path) -> Path:
 
 def test_analyze_takes_op_for_table_only_outputs(tmp_path: Path) -> None:
     table = _table_only(tmp_path)
-    missing = _one_error_line(_cli("analyze", str(table)))
+    missing = one_error_line(_cli("analyze", str(table)))
     assert "--op" in missing
     result = _cli("analyze", str(table), "--op", "all_reduce", "--json")
     assert result.exit_code in (0, 1), result.output  # 1: this capture holds wrong values, as ingest says
@@ -78,7 +70,7 @@ def test_analyze_takes_op_for_table_only_outputs(tmp_path: Path) -> None:
 
 def test_analyze_takes_nranks_where_the_table_cannot_tell(tmp_path: Path) -> None:
     table = _table_only(tmp_path)
-    assert "--nranks" in _one_error_line(_cli("analyze", str(table), "--op", "broadcast"))
+    assert "--nranks" in one_error_line(_cli("analyze", str(table), "--op", "broadcast"))
     result = _cli("analyze", str(table), "--op", "broadcast", "--nranks", "4", "--json")
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["configs"][0]["nranks"] == 4

@@ -12,15 +12,7 @@ from click.testing import CliRunner, Result
 from collscope.cli import main
 from collscope.errors import CollscopeError
 from collscope.sweeps.specfile import load_spec
-from tests.cli_timeout import invoke_with_timeout
-
-
-def _one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
+from tests.cli_timeout import invoke_with_timeout, one_error_line
 
 
 def _sweep(spec: Path, out: Path) -> Result:
@@ -30,14 +22,14 @@ def _sweep(spec: Path, out: Path) -> Result:
 def test_binary_spec_names_file_and_line(tmp_path: Path) -> None:
     spec = tmp_path / "s.yaml"
     spec.write_bytes(b"name: x\nops: [all_reduce]\nnranks: \xff\xfe\n")
-    line = _one_error_line(_sweep(spec, tmp_path / "out"))
+    line = one_error_line(_sweep(spec, tmp_path / "out"))
     assert f"{spec}:3:" in line and "not UTF-8" in line
 
 
 def test_fifo_spec_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "s.yaml"
     os.mkfifo(fifo)
-    line = _one_error_line(invoke_with_timeout(["sweep", "run", str(fifo), "--out", str(tmp_path / "o"),
+    line = one_error_line(invoke_with_timeout(["sweep", "run", str(fifo), "--out", str(tmp_path / "o"),
                                                 "--dry-run"], fifo))
     assert str(fifo) in line and "FIFO" in line
 
@@ -46,7 +38,7 @@ def test_fifo_spec_is_refused_without_hanging(tmp_path: Path) -> None:
 def test_yaml_syntax_error_is_one_line_with_its_line_number(tmp_path: Path, text: str) -> None:
     spec = tmp_path / "s.yaml"
     spec.write_text(text)
-    line = _one_error_line(_sweep(spec, tmp_path / "out"))
+    line = one_error_line(_sweep(spec, tmp_path / "out"))
     assert str(spec) in line and "not valid YAML" in line and "line " in line
 
 

@@ -6,20 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from collscope.cli import main
+from tests.cli_timeout import one_error_line
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NCCL_TESTS = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-2x4-wrong-redop-root.txt"
-
-
-def _one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(params=["under-a-file", "proc"])
@@ -39,7 +32,7 @@ def _never(*_args: object, **_kwargs: object) -> None:
 
 def test_ingest_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("collscope.cli.ingest.parse_nccl_tests", _never)
-    line = _one_error_line(CliRunner().invoke(main, ["ingest", str(NCCL_TESTS), "--out", str(bad_dir / "r.jsonl")]))
+    line = one_error_line(CliRunner().invoke(main, ["ingest", str(NCCL_TESTS), "--out", str(bad_dir / "r.jsonl")]))
     assert str(bad_dir) in line
 
 
@@ -53,23 +46,23 @@ def test_ingest_out_that_is_a_directory(tmp_path: Path, monkeypatch: pytest.Monk
 def test_sweep_run_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("collscope.sweeps.session.run_sweep", _never)  # the check comes before any work
     result = CliRunner().invoke(main, ["sweep", "run", "--preset", "mpi-algos", "--nranks", "2", "--out", str(bad_dir)])
-    assert str(bad_dir) in _one_error_line(result)
+    assert str(bad_dir) in one_error_line(result)
 
 
 def test_report_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("collscope.analysis.report.write_report", _never)
     result = CliRunner().invoke(main, ["report", str(NCCL_TESTS), "--out", str(bad_dir)])
-    assert str(bad_dir) in _one_error_line(result)
+    assert str(bad_dir) in one_error_line(result)
 
 
 def test_topo_collect_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("collscope.topo.capture.capture_raw", _never)
     result = CliRunner().invoke(main, ["topo", "collect", "--out", str(bad_dir)])
-    assert str(bad_dir) in _one_error_line(result)
+    assert str(bad_dir) in one_error_line(result)
 
 
 @pytest.mark.parametrize("option", ["--png", "--dot", "--graphml"])
 def test_topo_show_drawings(bad_dir: Path, option: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("collscope.cli.topo.load_node", _never)
     result = CliRunner().invoke(main, ["topo", "show", "--sample", "hgx-h100-8gpu", option, str(bad_dir / "n.out")])
-    assert str(bad_dir) in _one_error_line(result)
+    assert str(bad_dir) in one_error_line(result)

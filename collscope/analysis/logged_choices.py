@@ -1,6 +1,6 @@
 """What NCCL says it ran, per configuration and size, from a results directory's own evidence.
 
-Per point of the frame (``points/<id>.log`` beside the records):
+Per point of the frame (its evidence beside the records: :mod:`~collscope.analysis.point_evidence`):
 
 * the log's TUNING choice lines (NCCL >= 2.21: ``AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE ...``):
   the (algorithm, protocol) for each size the log names; a size logged with several choices (ranks or calls
@@ -14,50 +14,38 @@ withhold a fact, never invent one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
 from collscope.analysis.efficiency import Logged
-from collscope.collectives.nccl_log.parse import parse_nccl_log
-from collscope.errors import CollscopeError
+from collscope.analysis.point_evidence import checked_algorithms, point_logs
 from collscope.vocab.nccl import OP_FUNC
 
 __all__ = ["logged_choices"]
 
-_MAX_LOG_BYTES = 64 << 20
 _SIZE_SCALED = frozenset({"all_gather", "reduce_scatter"})
 
 
-def _log_choices(path: Path, op: str) -> dict[int, tuple[str, str]]:
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_LOG_BYTES:
-            return {}
-        log = parse_nccl_log(path.read_text(encoding="utf-8", errors="replace"), str(path))
-    except (OSError, CollscopeError):
-        return {}
+def _log_choices(points_dir: Path, point_id: str, op: str) -> dict[int, tuple[str, str]]:
+    """Size -> (algorithm, protocol) from the first of the point's logs that has per-size choices for ``op``."""
     func = OP_FUNC.get(op, "").lower()
-    best: dict[int, tuple[int, str, str]] = {}
-    for c in log.size_choices:
-        if c.op is not None and c.op.lower() != func:
-            continue
-        if c.size_bytes not in best or c.calls > best[c.size_bytes][0]:
-            best[c.size_bytes] = (c.calls, c.algorithm, c.protocol)
-    return {size: (algo, proto) for size, (_, algo, proto) in best.items()}
+    for log in point_logs(points_dir, point_id):
+        best: dict[int, tuple[int, str, str]] = {}
+        for c in log.size_choices:
+            if c.op is not None and c.op.lower() != func:
+                continue
+            if c.size_bytes not in best or c.calls > best[c.size_bytes][0]:
+                best[c.size_bytes] = (c.calls, c.algorithm, c.protocol)
+        if best:
+            return {size: (algo, proto) for size, (_, algo, proto) in best.items()}
+    return {}
 
 
-def _check_algorithm(path: Path) -> str | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    effect = doc.get("effects", {}).get("NCCL_ALGO") if isinstance(doc, dict) else None
-    used = effect.get("used") if isinstance(effect, dict) else None
-    if isinstance(used, list) and len(used) == 1 and isinstance(used[0], str):
-        return used[0]
-    return None
+def _check_algorithm(points_dir: Path, point_id: str) -> str | None:
+    used = checked_algorithms(points_dir, point_id)
+    return used[0] if used is not None and len(used) == 1 else None
 
 
 def logged_choices(directories: Iterable[Path | str], frame: pd.DataFrame) -> Logged:
@@ -74,8 +62,8 @@ def logged_choices(directories: Iterable[Path | str], frame: pd.DataFrame) -> Lo
         points = [d / "points" for d in dirs if (d / "points" / f"{point_id}.jsonl").is_file()] or \
             [d / "points" for d in dirs]
         for root in points:
-            choices = _log_choices(root / f"{point_id}.log", str(op))
-            algo = None if choices else _check_algorithm(root / f"{point_id}.check.json")
+            choices = _log_choices(root, str(point_id), str(op))
+            algo = None if choices else _check_algorithm(root, str(point_id))
             if not choices and algo is None:
                 continue
             for size, nranks in zip(group["size_bytes"], group["nranks"], strict=True):

@@ -15,7 +15,7 @@ from collscope.cli import main
 from collscope.errors import ParseError
 from collscope.topo.meta import CaptureMeta, read_meta
 from collscope.topo.samples import sample_path
-from tests.cli_timeout import invoke_with_timeout
+from tests.cli_timeout import invoke_with_timeout, one_error_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MATRIX = FIXTURES / "nvidia-smi" / "topo-tab-4gpu-nv18-4nic-legend-gpu-numa-id.txt"
@@ -34,38 +34,30 @@ def capture_dir(tmp_path: Path) -> Path:
     return out
 
 
-def _one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 def test_meta_json_with_a_wrong_type_names_file_field_and_value(capture_dir: Path) -> None:
     (capture_dir / "meta.json").write_text('{"host": "node01", "errors": 5}\n')
-    line = _one_error_line(_show("--from", str(capture_dir)))
+    line = one_error_line(_show("--from", str(capture_dir)))
     assert str(capture_dir / "meta.json") in line
     assert '"errors"' in line and "a list of text" in line and "5" in line
 
 
 def test_meta_json_host_of_the_wrong_type_is_an_error_too(capture_dir: Path) -> None:
     (capture_dir / "meta.json").write_text('{"host": ["a", "b"]}')
-    line = _one_error_line(_show("--from", str(capture_dir)))
+    line = one_error_line(_show("--from", str(capture_dir)))
     assert '"host"' in line and "text" in line and '["a", "b"]' in line
 
 
 def test_binary_meta_json_names_the_file_and_line(capture_dir: Path) -> None:
     (capture_dir / "meta.json").write_bytes(b'{"host":\n "n\xff\xfe"}\n')
-    line = _one_error_line(_show("--from", str(capture_dir)))
+    line = one_error_line(_show("--from", str(capture_dir)))
     assert f"{capture_dir / 'meta.json'}:2:" in line and "not UTF-8" in line
 
 
 def test_meta_json_that_is_not_an_object_or_not_json(capture_dir: Path) -> None:
     (capture_dir / "meta.json").write_text("[1, 2]")
-    assert "a JSON object" in _one_error_line(_show("--from", str(capture_dir)))
+    assert "a JSON object" in one_error_line(_show("--from", str(capture_dir)))
     (capture_dir / "meta.json").write_text('{"host": "a",\n "errors": [}')
-    line = _one_error_line(_show("--from", str(capture_dir)))
+    line = one_error_line(_show("--from", str(capture_dir)))
     assert f"{capture_dir / 'meta.json'}:2:" in line
 
 
@@ -82,13 +74,13 @@ def test_meta_json_round_trips_and_keeps_hand_written_ones_working(tmp_path: Pat
 
 def test_two_matrix_captures_are_an_error_naming_both(capture_dir: Path) -> None:
     shutil.copy(OTHER_MATRIX, capture_dir / "zz-second-topo.txt")
-    line = _one_error_line(_show("--from", str(capture_dir)))
+    line = one_error_line(_show("--from", str(capture_dir)))
     assert str(capture_dir / "nvidia-smi-topo.txt") in line and str(capture_dir / "zz-second-topo.txt") in line
     assert "nvidia-smi-topo" in line
 
 
 def test_two_matrix_files_given_with_from_are_an_error_too() -> None:
-    line = _one_error_line(_show("--from", str(MATRIX), "--from", str(OTHER_MATRIX)))
+    line = one_error_line(_show("--from", str(MATRIX), "--from", str(OTHER_MATRIX)))
     assert str(MATRIX) in line and str(OTHER_MATRIX) in line
 
 
@@ -108,14 +100,14 @@ def test_empty_files_and_dangling_symlinks_are_named(capture_dir: Path) -> None:
 def test_fifo_given_with_from_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "topo.txt"
     os.mkfifo(fifo)
-    line = _one_error_line(invoke_with_timeout(["topo", "show", "--from", str(fifo)], fifo))
+    line = one_error_line(invoke_with_timeout(["topo", "show", "--from", str(fifo)], fifo))
     assert str(fifo) in line and "FIFO" in line
 
 
 def test_binary_capture_file_names_the_file_and_line(tmp_path: Path) -> None:
     damaged = tmp_path / "topo.txt"
     damaged.write_bytes(MATRIX.read_bytes().replace(b"GPU1", b"GPU\xff", 1))
-    line = _one_error_line(_show("--from", str(damaged)))
+    line = one_error_line(_show("--from", str(damaged)))
     assert f"{damaged}:" in line and "not UTF-8" in line
 
 
@@ -123,7 +115,7 @@ def test_topology_json_that_is_binary_is_named(tmp_path: Path) -> None:
     doc = tmp_path / "node.json"
     doc.write_bytes(b'{"graph":\n\xff}')
     result = CliRunner().invoke(main, ["predict", "--topo", str(doc), "--op", "all_reduce", "--nranks", "8"])
-    assert f"{doc}:2:" in _one_error_line(result)
+    assert f"{doc}:2:" in one_error_line(result)
 
 
 def test_read_meta_raises_parse_error_with_the_field(tmp_path: Path) -> None:
@@ -149,5 +141,5 @@ def test_topo_cluster_shows_what_a_node_directory_skipped(tmp_path: Path) -> Non
 def test_directory_whose_every_entry_is_skipped_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "ibstat.txt").write_text("\n")
     (tmp_path / "topo.txt").symlink_to(tmp_path / "gone.txt")
-    line = _one_error_line(_show("--from", str(tmp_path)))
+    line = one_error_line(_show("--from", str(tmp_path)))
     assert str(tmp_path) in line and "only skipped entries" in line

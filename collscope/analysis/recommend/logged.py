@@ -14,43 +14,23 @@ rule then names its assumption). Unreadable or damaged evidence is skipped: it c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
-from collscope.collectives.nccl_log.parse import parse_nccl_log
-from collscope.errors import CollscopeError
+from collscope.analysis.point_evidence import checked_algorithms, point_logs
 from collscope.vocab.nccl import OP_FUNC
 
 __all__ = ["logged_algorithms"]
 
-_MAX_LOG_BYTES = 64 << 20
-
-
-def _from_check(path: Path) -> set[str] | None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    effect = doc.get("effects", {}).get("NCCL_ALGO") if isinstance(doc, dict) else None
-    used = effect.get("used") if isinstance(effect, dict) else None
-    if isinstance(used, list) and used and all(isinstance(u, str) for u in used):
-        return set(used)
-    return None
-
-
-def _from_log(path: Path, op: str) -> set[str] | None:
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_LOG_BYTES:
-            return None
-        log = parse_nccl_log(path.read_text(encoding="utf-8", errors="replace"), str(path))
-    except (OSError, CollscopeError):
-        return None
+def _from_logs(points_dir: Path, point_id: str, op: str) -> set[str] | None:
     func = OP_FUNC.get(op, "").lower()
-    used = {algo for (f, algo, _), n in log.algo_proto_calls.items() if n > 0 and (f or "").lower() == func}
-    return used or None
+    for log in point_logs(points_dir, point_id):
+        used = {algo for (f, algo, _), n in log.algo_proto_calls.items() if n > 0 and (f or "").lower() == func}
+        if used:
+            return used
+    return None
 
 
 def logged_algorithms(directories: Iterable[Path], frame: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -67,9 +47,8 @@ def logged_algorithms(directories: Iterable[Path], frame: pd.DataFrame) -> dict[
     for config, op, point_id in points.itertuples(index=False):
         used = None
         for root in dirs:
-            used = _from_check(root / "points" / f"{point_id}.check.json") or \
-                _from_log(root / "points" / f"{point_id}.verify.log", op) or \
-                _from_log(root / "points" / f"{point_id}.log", op)
+            checked = checked_algorithms(root / "points", point_id)
+            used = set(checked) if checked else _from_logs(root / "points", point_id, op)
             if used:
                 break
         if used is None:
