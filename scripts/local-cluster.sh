@@ -30,7 +30,10 @@
 # Facts this rests on (seen on this machine kind): slurmd 22.05 dies under `ip netns exec` (it remounts /sys
 # and hides /sys/fs/cgroup), so daemons start with `nsenter --net` + `unshare --mount --uts`; a shared /tmp
 # makes every node's PMIx plugin create the same /tmp/spmix_appdir_* and all steps fail; torch's TCPStore
-# reverse-resolves v4-mapped peers, so the hosts files carry ::ffff: lines too.
+# reverse-resolves v4-mapped peers, so the hosts files carry ::ffff: lines too; the PMIx plugin names the
+# stepd sockets of other nodes by SlurmdSpoolDir without expanding %n (a "nodes/%n/spool" that exists nowhere:
+# fences then hang, or end early on one node so that its rank's first message crashes a peer still in
+# MPI_Init), so SlurmdSpoolDir is one path, $STATE_DIR/spool, with each node's own directory bound there.
 set -euo pipefail
 
 SELF=$(readlink -f "$0")
@@ -117,6 +120,7 @@ cmd_inner() {
   done
   umount -l "$STATE_DIR/roottmp"
   mount -t tmpfs -o mode=1777,size=2g tmpfs /dev/shm
+  if [ -d "$STATE_DIR/nodes/$host/spool" ]; then mount --bind "$STATE_DIR/nodes/$host/spool" "$STATE_DIR/spool"; fi
   exec "$@"
 }
 
@@ -254,7 +258,7 @@ Waittime=0
 StateSaveLocation=$STATE_DIR/ctld
 SlurmctldPidFile=$STATE_DIR/slurmctld.pid
 SlurmctldLogFile=$STATE_DIR/slurmctld.log
-SlurmdSpoolDir=$STATE_DIR/nodes/%n/spool
+SlurmdSpoolDir=$STATE_DIR/spool
 SlurmdPidFile=$STATE_DIR/nodes/%n/slurmd.pid
 SlurmdLogFile=$STATE_DIR/nodes/%n/slurmd.log
 SlurmctldDebug=info
@@ -282,7 +286,7 @@ client() {
 
 start_slurmd() {
   local node=$1
-  install -d -m 0755 "$STATE_DIR/nodes/$node/spool"
+  install -d -m 0755 "$STATE_DIR/nodes/$node/spool" "$STATE_DIR/spool"
   ns_start "$(node_ns "$node")" "$node" timeout --kill-after=5 30 slurmd -f "$CONF" -N "$node" \
     || { log_tail "$STATE_DIR/nodes/$node/slurmd.log"; die "slurmd of $node did not start"; }
 }

@@ -4,8 +4,12 @@
 runs the test's steps one after the other through :func:`collscope.proc.run` (argv list, timeout, the whole
 process group killed on timeout, and killed too if locate itself dies), reads rank 0's record (or parses
 nccl-tests' table) and returns the busbw samples. A non-zero exit or a missing record is ``failed``; a step
-that outlives ``timeout_s`` is ``timeout`` (srun, killed, cancels the step on every node). The first failing
-repeat ends the test: a broken node is not retried.
+that outlives ``timeout_s`` is ``timeout`` (srun, killed, cancels the step on every node). A step that fails is
+run once more before it counts, since a launch can fail on its own on healthy nodes (Open MPI 5's MPI_Init can
+crash with SIGSEGV in ob1 when a peer's first message arrives before MPI_COMM_WORLD is set up:
+open-mpi/ompi#11438, #13559; seen here once in a 4-node step); the retry and the failed step's log are kept in
+the outcome's ``detail`` and ``logs``. A second failure ends the test; a timeout ends it at once (a hang costs a
+whole timeout and is evidence enough).
 
 Step files go to ``work_dir``: ``<id>.jsonl`` (rank 0's record) and ``<id>.log`` (the step's output); the
 directory must be visible from every node (a shared file system, not a node's /tmp).
@@ -27,7 +31,7 @@ from collscope import proc
 from collscope.collectives.record import Measurement, Settings
 from collscope.errors import CollscopeError
 from collscope.locate.model import TestOutcome, TestSpec
-from collscope.locate.steps import StepOptions, rail_env, step_argv
+from collscope.locate.steps import StepOptions, launch_env, rail_env, step_argv
 from collscope.results.decode import read_jsonl
 
 __all__ = ["SrunRunner"]
@@ -75,6 +79,33 @@ class SrunRunner:
             return list(parse_nccl_tests(log, source="all_reduce_perf", op="all_reduce").records)
         return read_jsonl(out) if out.exists() else []
 
+    def _step(self, spec: TestSpec, rail: dict[str, str]) -> tuple[Measurement | None, TestOutcome | None, float, str]:
+        """One job step: (its all_reduce record, or the failure it ended in; seconds spent; its log path)."""
+        step = self._next_id(spec)
+        out = self.work_dir / f"{step}.jsonl"
+        log = self.work_dir / f"{step}.log"
+        result = proc.run(step_argv(spec, self.options, out), timeout_s=self.timeout_s, env=self.env,
+                          extra_env={**launch_env(spec, self.options, self.env or os.environ), **rail},
+                          output_path=log, kill_on_parent_death=True,
+                          install_hint="run locate inside a Slurm allocation (sbatch slurm/locate.sh, salloc)")
+        where = f" (step log {log})"
+        if result.timed_out:
+            return None, TestOutcome(failure="timeout", detail=f"no end within {self.timeout_s:g} s: "
+                                     f"{_last_line(result.stdout)}{where}"), result.duration_s, str(log)
+        try:
+            got = self._parse(spec, out, result.stdout, rail)
+        except CollscopeError as exc:
+            return None, TestOutcome(failure="failed", detail=f"unreadable output: {exc}{where}"), \
+                result.duration_s, str(log)
+        mine = [r for r in got if r.op == "all_reduce"]
+        if result.returncode != 0 or not mine or not all(r.ok for r in mine):
+            why = f"exit code {result.returncode}" if result.returncode != 0 else "no record"
+            if mine and not all(r.ok for r in mine):
+                why = "wrong values"
+            return None, TestOutcome(failure="failed", detail=f"{why}: {_last_line(result.stdout)}{where}"), \
+                result.duration_s, str(log)
+        return max(mine, key=lambda r: r.size_bytes), None, result.duration_s, str(log)
+
     def __call__(self, spec: TestSpec, repeats: int) -> TestOutcome:
         rail = rail_env(spec.rail, self.options)
         samples: list[float] = []
@@ -82,36 +113,23 @@ class SrunRunner:
         records: list[Measurement] = []
         spent = 0.0
         logs: list[str] = []
+        retried: list[str] = []
         for repeat in range(repeats):
-            step = self._next_id(spec)
-            out = self.work_dir / f"{step}.jsonl"
-            log = self.work_dir / f"{step}.log"
-            argv = step_argv(spec, self.options, out)
-            result = proc.run(argv, timeout_s=self.timeout_s, env=self.env, extra_env=rail, output_path=log,
-                              kill_on_parent_death=True,
-                              install_hint="run locate inside a Slurm allocation (sbatch slurm/locate.sh, salloc)")
-            spent += result.duration_s
-            logs.append(str(log))
-            where = f" (step log {log})"
-            if result.timed_out:
-                return TestOutcome(failure="timeout", detail=f"no end within {self.timeout_s:g} s: "
-                                   f"{_last_line(result.stdout)}{where}", duration_s=spent, logs=tuple(logs))
-            try:
-                got = self._parse(spec, out, result.stdout, rail)
-            except CollscopeError as exc:
-                return TestOutcome(failure="failed", detail=f"unreadable output: {exc}{where}", duration_s=spent,
-                                   logs=tuple(logs))
-            mine = [r for r in got if r.op == "all_reduce"]
-            if result.returncode != 0 or not mine or not all(r.ok for r in mine):
-                why = f"exit code {result.returncode}" if result.returncode != 0 else "no record"
-                if mine and not all(r.ok for r in mine):
-                    why = "wrong values"
-                return TestOutcome(failure="failed", detail=f"{why}: {_last_line(result.stdout)}{where}",
+            record, failure, seconds, log = self._step(spec, rail)
+            spent += seconds
+            logs.append(log)
+            if failure is not None and failure.failure == "failed" and not retried:
+                retried.append(f"repeat {repeat + 1} failed once and was run again: {failure.detail}")
+                record, failure, seconds, log = self._step(spec, rail)
+                spent += seconds
+                logs.append(log)
+            if failure is not None:
+                return TestOutcome(failure=failure.failure, detail="; ".join([*retried, failure.detail]),
                                    duration_s=spent, logs=tuple(logs))
-            record = max(mine, key=lambda r: r.size_bytes)
+            assert record is not None
             samples.append(record.busbw_gbps)
             times.append(record.time_us)
             settings = Settings({**record.settings, **rail})
-            records.append(msgspec.structs.replace(record, repeat=repeat, settings=settings, source=str(log)))
+            records.append(msgspec.structs.replace(record, repeat=repeat, settings=settings, source=log))
         return TestOutcome(busbw_gbps=tuple(samples), time_us=tuple(times), duration_s=spent,
-                           records=tuple(records), logs=tuple(logs))
+                           records=tuple(records), logs=tuple(logs), detail="; ".join(retried))

@@ -13,10 +13,25 @@ Rails (:func:`rail_env`): on a CPU cluster rail r is the interface ``<iface_pref
 simulated cluster): ``OMPI_MCA_btl_tcp_if_include`` and ``OMPI_MCA_oob_tcp_if_include`` for mpi,
 ``GLOO_SOCKET_IFNAME`` for torch with gloo. On a GPU cluster rail r is its NIC: ``NCCL_IB_HCA==<nic>`` (exact
 match), taken from ``rail_nics`` (the topology's rails).
+
+Launch environment (:func:`launch_env`): srun is given ``SLURM_JOB_NODELIST`` and ``SLURM_NODELIST`` equal to the
+step's own nodes. Slurm 22.05's PMIx plugin (mpi/pmix_v4) routes the messages it sends through slurmd by the
+job's node list indexed with the step's node ids, so a step on a subset that does not start at the job's first
+node sends its fence contributions to the wrong nodes: seen on Slurm 22.05.8, a 2-node step on node[2-3] of a
+node[1-4] job hung in MPI_Init in 3 of 12 runs (every run with ``SLURM_PMIX_DIRECT_CONN=false``), the stepd
+logging "my peerid: 1:node2" on node3; with the step's list in those variables, 6 of 6 passed even without
+direct connections. Bisection runs exactly such steps. For the mpi engine it also gets
+``OMPI_MCA_pmix_base_async_modex=1`` unless the caller set it: with the modex fence in MPI_Init, Open MPI 5.0
+lets a rank that leaves the fence first send before a slower peer has set MPI_COMM_WORLD up, and the peer dies
+with SIGSEGV in ``mca_pml_ob1_recv_frag_callback_match`` (open-mpi/ompi#11438, fixed after 5.0 by #13559). Seen
+here (Open MPI 5.0.11, Slurm 22.05.8) in 3 of 15 4-node srun steps, and in 0 of 15 with the asynchronous modex,
+which fetches peers' connection data when first needed and has no such fence; the collectives measured are the
+same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Literal
@@ -25,7 +40,7 @@ from collscope.errors import ConfigError
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
 
-__all__ = ["StepOptions", "LocateEngine", "step_argv", "rail_env", "ranks_per_node"]
+__all__ = ["StepOptions", "LocateEngine", "step_argv", "rail_env", "launch_env", "ranks_per_node"]
 
 LocateEngine = Literal["mpi", "torch", "nccl-tests"]
 
@@ -90,6 +105,15 @@ def rail_env(rail: int | None, options: StepOptions) -> dict[str, str]:
     if options.engine == "mpi":
         return {"OMPI_MCA_btl_tcp_if_include": iface, "OMPI_MCA_oob_tcp_if_include": iface}
     return {"GLOO_SOCKET_IFNAME": iface}
+
+
+def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str]) -> dict[str, str]:
+    """What srun's environment needs for ``spec`` on top of ``environ`` (see the module docstring)."""
+    nodes = format_nodelist(spec.nodes)
+    env = {"SLURM_JOB_NODELIST": nodes, "SLURM_NODELIST": nodes}
+    if options.engine == "mpi" and "OMPI_MCA_pmix_base_async_modex" not in environ:
+        env["OMPI_MCA_pmix_base_async_modex"] = "1"
+    return env
 
 
 def _program(options: StepOptions, out_jsonl: str | PurePath) -> list[str]:

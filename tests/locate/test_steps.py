@@ -14,7 +14,7 @@ import pytest
 from collscope.errors import ConfigError
 from collscope.locate.model import TestSpec
 from collscope.locate.srun import SrunRunner
-from collscope.locate.steps import StepOptions, rail_env, step_argv
+from collscope.locate.steps import StepOptions, launch_env, rail_env, step_argv
 
 PY = "/venv/bin/python"
 
@@ -50,6 +50,15 @@ def test_rail_variables():
         rail_env(2, gpu)
 
 
+def test_launch_env_keeps_a_modex_setting_the_user_made():
+    spec = TestSpec(kind="pair", nodes=("n3", "n2"))
+    assert launch_env(spec, StepOptions(), {}) == {"SLURM_JOB_NODELIST": "n[2-3]", "SLURM_NODELIST": "n[2-3]",
+                                                   "OMPI_MCA_pmix_base_async_modex": "1"}
+    assert "OMPI_MCA_pmix_base_async_modex" not in launch_env(spec, StepOptions(),
+                                                              {"OMPI_MCA_pmix_base_async_modex": "0"})
+    assert "OMPI_MCA_pmix_base_async_modex" not in launch_env(spec, StepOptions(engine="torch"), {})
+
+
 def test_bad_step_options():
     with pytest.raises(ConfigError, match="needs GPUs"):
         StepOptions(engine="nccl-tests")
@@ -60,18 +69,26 @@ def test_bad_step_options():
 # ---- the runner against a fake srun ----------------------------------------------------------------------
 
 FAKE_SRUN = r'''#!PYTHON
-"""Fake srun: behaves by the node names. 'dead' hangs (with a child), 'broken' fails, 'slow' is slow."""
+"""Fake srun: behaves by the node names. 'dead' hangs (with a child), 'broken' fails, 'slow' is slow, 'flaky'
+fails its first step only."""
 import json, os, subprocess, sys, time
 argv = sys.argv[1:]
 nodes = argv[argv.index("--nodelist") + 1]
 log = os.environ["FAKE_SRUN_LOG"]
 with open(log, "a") as fh:
-    fh.write(json.dumps({"argv": argv, "rail": os.environ.get("OMPI_MCA_btl_tcp_if_include")}) + "\n")
+    fh.write(json.dumps({"argv": argv, "rail": os.environ.get("OMPI_MCA_btl_tcp_if_include"),
+                         "job_nodes": os.environ.get("SLURM_JOB_NODELIST"),
+                         "nodes": os.environ.get("SLURM_NODELIST"),
+                         "modex": os.environ.get("OMPI_MCA_pmix_base_async_modex")}) + "\n")
 if "dead" in nodes:
     child = subprocess.Popen(["sleep", "300"])
     with open(log + ".child", "w") as fh:
         fh.write(str(child.pid))
     time.sleep(300)
+if "flaky" in nodes and not os.path.exists(log + ".flaky"):
+    open(log + ".flaky", "w").close()
+    print("srun: error: flaky1: task 1: Segmentation fault", file=sys.stderr)
+    sys.exit(139)
 if "broken" in nodes:
     print("srun: error: broken1: task 0: Exited with exit code 1", file=sys.stderr)
     sys.exit(1)
@@ -111,15 +128,28 @@ def test_runner_collects_one_sample_per_repeat_on_the_rail(tmp_path, fake_srun):
     assert got.records[0].settings == {"OMPI_MCA_btl_tcp_if_include": "cl1", "OMPI_MCA_oob_tcp_if_include": "cl1"}
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) == 3 and {c["rail"] for c in calls} == {"cl1"}
+    # srun sees the step's nodes as the allocation's (Slurm 22.05's PMIx plugin routes by that list)
+    assert {(c["job_nodes"], c["nodes"]) for c in calls} == {("a[1-2]", "a[1-2]")}
+    assert {c["modex"] for c in calls} == {"1"}  # no modex fence in MPI_Init: Open MPI 5.0's race
     assert len(got.logs) == 3 and all(Path(p).exists() for p in got.logs)
 
 
-def test_runner_reports_a_failing_step_once_with_its_message(tmp_path, fake_srun):
+def test_runner_reports_a_step_failing_twice_with_its_message(tmp_path, fake_srun):
     srun, log = fake_srun
     got = _runner(tmp_path, srun)(TestSpec(kind="pair", nodes=("broken1", "a2")), 3)
-    assert got.failure == "failed"
-    assert "exit code 1" in got.detail and "Exited with exit code 1" in got.detail
-    assert len(log.read_text().splitlines()) == 1  # no retry of a broken node
+    assert got.failure == "failed" and got.detail.startswith("repeat 1 failed once and was run again")
+    assert got.detail.count("Exited with exit code 1") == 2
+    assert len(log.read_text().splitlines()) == 2  # run once more, then given up: not 3 repeats
+    assert len(got.logs) == 2
+
+
+def test_runner_reruns_a_step_that_fails_once_and_says_so(tmp_path, fake_srun):
+    srun, log = fake_srun
+    got = _runner(tmp_path, srun)(TestSpec(kind="pair", nodes=("flaky1", "a2")), 3)
+    assert got.failure is None and got.busbw_gbps == (4.0, 4.0, 4.0)
+    assert "repeat 1 failed once and was run again: exit code 139" in got.detail and "Segmentation" in got.detail
+    assert len(log.read_text().splitlines()) == 4 and len(got.logs) == 4
+    assert [r.repeat for r in got.records] == [0, 1, 2]
 
 
 def test_runner_kills_a_hung_step_and_its_children(tmp_path, fake_srun):
