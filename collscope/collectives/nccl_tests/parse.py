@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
@@ -24,9 +25,11 @@ from collscope.collectives.nccl_tests.records import (
     op_from_binary,
 )
 from collscope.collectives.nccl_tests.text import (
+    Columns,
     Layout,
     Seen,
     convert_block,
+    convert_columns,
     layout_from_header,
     layout_from_row,
     new_seen,
@@ -262,9 +265,31 @@ def _block(st: _State, block: str, lineno: int, nlines: int) -> None:
     if start:
         block = block[start:]
     try:
-        convert_block(st.layout, block.split(), nlines, st.seen, st.blocks)
+        cols = _fixed_columns(st, block, nlines)
+        if cols is None:
+            convert_block(st.layout, block.split(), nlines, st.seen, st.blocks)
+        else:
+            convert_columns(st.layout, cols, nlines, st.seen, st.blocks)
     except (ValueError, IndexError, OverflowError):
         _lines(st, block, lineno)
+
+
+FIXED_MIN_ROWS = 256
+"""Blocks of at least this many rows are read by :mod:`.fixed` (numpy) when they are fixed-width; fewer rows
+are split and converted in pure Python, which is faster for them (measured in docs/performance.md)."""
+FIXED_MIN_TEXT = 4_000_000
+"""... and only in inputs of at least this many characters, unless numpy is already imported: importing it
+costs more than the fixed-width reading saves on a smaller input."""
+
+
+def _fixed_columns(st: _State, block: str, nlines: int) -> Columns | None:
+    """The fixed-width columns of a large block (None: the pure path reads it)."""
+    if nlines < FIXED_MIN_ROWS or (len(st.text) < FIXED_MIN_TEXT and "numpy" not in sys.modules):
+        return None
+    from collscope.collectives.nccl_tests.fixed import fixed_columns
+
+    assert st.layout is not None
+    return fixed_columns(block, nlines, st.layout)
 
 
 def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
