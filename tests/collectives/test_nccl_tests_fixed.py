@@ -187,3 +187,20 @@ def test_small_inputs_do_not_import_numpy() -> None:
             "print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_check_column_in_one_placement_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out-of-place without ``#wrong``, in-place with it: the records keep None and 0 apart on both paths."""
+    rows = [_drop_token(r, 8) for r in _rows(4)]
+    header = _HEADER.replace("  #wrong     time", "     time", 1)
+    kind, records, *_ = _same(_HEAD.replace(_HEADER, header) + "\n".join(rows) + "\n" + _TAIL, monkeypatch)
+    assert kind == "run"
+    decoded = msgspec.json.decode(records)
+    assert {r["wrong"] for r in decoded if not r["in_place"]} == {None}
+    assert {r["wrong"] for r in decoded if r["in_place"]} == {0}
+
+
+def _drop_token(row: str, col: int) -> str:
+    """``row`` without token ``col`` and the spaces before it."""
+    ends = [i for i in range(len(row)) if row[i] != " " and (i + 1 == len(row) or row[i + 1] == " ")]
+    return row[:ends[col - 1] + 1] + row[ends[col] + 1:]

@@ -27,28 +27,50 @@ __all__ = ["FixedColumns", "fixed_columns"]
 
 _WINDOW = 15
 """Longest token read by arithmetic: 14 digits and a point, below 10**15 < 2**53 (exact in float64)."""
-_CHUNK = 7
-"""Places summed in one float32 product: 14 * (10**7 - 1) / 9 < 2**24, so every partial sum is exact."""
 _P10 = np.array([10.0 ** k for k in range(_WINDOW + 1)])
 """Exact doubles 1, 10, ..., 1e15."""
 _SPACE, _DOT, _ZERO = 32, 46, 48
 
 
 @lru_cache(maxsize=64)
-def _place_weights(stride: int, windows: tuple[tuple[int, int], ...]) -> tuple[Any, Any]:
-    """For fields ending where ``windows`` do: the float32 weights (10**place within a chunk of 7) that sum each
-    chunk of a line's characters, and the float64 weights (10**(7 x chunk)) that join the chunks per field."""
-    nchunks = [(b - first + _CHUNK - 1) // _CHUNK for first, b in windows]
-    place = np.zeros((stride, sum(nchunks)), dtype=np.float32)
-    chunk_of = np.zeros((sum(nchunks), len(windows)))
-    c = 0
-    for i, (first, b) in enumerate(windows):
-        for d in range(b - first):
-            place[b - 1 - d, c + d // _CHUNK] = 10.0 ** (d % _CHUNK)
-        for n in range(nchunks[i]):
-            chunk_of[c + n, i] = 10.0 ** (_CHUNK * n)
-        c += nchunks[i]
-    return place, chunk_of
+def _eights(windows: tuple[tuple[int, int], ...]) -> tuple[list[int], Any, Any, list[int], list[int]] | None:
+    """How to read fields ending where ``windows`` do as 8-byte words (at most two per field): the words' offsets
+    in a line, a mask per word (0x0F on the window's bytes, 0 on the others), the power of ten each word's value
+    is worth in its field, and per field the index of its last word and of the word before (an extra zero word
+    when there is none). None when a word would have to start before the line."""
+    offsets, masks, worth, last, before = [], [], [], [], []
+    for first, b in windows:
+        hi = b
+        while hi > first:
+            if hi < 8 and b < 8:  # the word would start before the line (its value would need a division)
+                return None
+            at = max(hi - 8, 0)
+            offsets.append(at)
+            masks.append(sum(0x0F << (8 * i) for i in range(8) if max(first, hi - 8) <= at + i < hi))
+            worth.append(10 ** (b - hi - (at + 8 - hi)))  # the place of byte hi - 1, less the bytes after hi
+            hi = max(first, hi - 8)
+        n = len(offsets)
+        last.append(n - 1 if hi == first and b - first <= 8 else n - 2)
+        before.append(n - 1 if b - first > 8 else -1)
+    offsets.append(0)
+    masks.append(0)  # the zero word
+    worth.append(0)
+    before = [len(offsets) - 1 if i < 0 else i for i in before]
+    return offsets, np.array(masks, dtype=np.uint64), np.array(worth, dtype=np.uint64), last, before
+
+
+def _digits(words: Any) -> Any:
+    """Each 8-byte word (little-endian, each byte 0..14) as the decimal number its bytes spell, first byte first:
+    three multiply-and-shift steps on all words at once (SWAR; no lane overflows: 14 * 11111111 < 2**32)."""
+    words = (words * 10 + (words >> 8)) & 0x00FF00FF00FF00FF
+    words = (words * 100 + (words >> 16)) & 0x0000FFFF0000FFFF
+    return (words * 10000 + (words >> 32)) & 0xFFFFFFFF
+
+
+@lru_cache(maxsize=256)
+def _cell(a: int, b: int, stride: int) -> Any:
+    """The dtype of bytes ``a:b`` of a line of ``stride`` bytes, as a byte string."""
+    return np.dtype({"names": ["f"], "formats": [f"S{b - a}"], "offsets": [a], "itemsize": stride})
 
 
 def fixed_columns(block: str, nrows: int, lay: Layout) -> FixedColumns | None:
@@ -57,7 +79,7 @@ def fixed_columns(block: str, nrows: int, lay: Layout) -> FixedColumns | None:
     ``block`` is whole lines joined by ``\n`` (no trailing break), as the parser finds them.
     """
     width = block.find("\n") if nrows > 1 else len(block)
-    if width <= 0 or len(block) != nrows * (width + 1) - 1 or not block.isascii():
+    if width < 16 or len(block) != nrows * (width + 1) - 1 or not block.isascii():
         return None
     raw = np.frombuffer((block + "\n").encode("ascii"), dtype=np.uint8)
     if np.count_nonzero(raw < _SPACE) != nrows:  # tabs and the other whitespace str.split() knows; \n only at ends
@@ -106,14 +128,13 @@ class FixedColumns:
     def _cells(self, j: int) -> Any:
         """Field ``j`` of every row as one fixed-size byte string (a view, no copy)."""
         a, b = self._fields[j]
-        cell = np.dtype({"names": ["f"], "formats": [f"S{b - a}"], "offsets": [a], "itemsize": self._grid.shape[1]})
-        return self._raw.view(cell)["f"]
+        return self._raw.view(_cell(a, b, self._grid.shape[1]))["f"]
 
     def _read_numbers(self, ints: list[int], floats: list[int]) -> None:
         """Read every column of ``ints`` and ``floats`` whose tokens all qualify (module docstring) at once.
 
-        One float32 matrix product over the block's characters gives each field's digits in chunks of 7 places
-        (exact); per character position, counts over the rows say which fields hold a point or anything else.
+        Each field's last (at most 15) characters are read as 8-byte words whose digits are combined by integer
+        arithmetic (exact); per character position, counts over the rows say which fields hold a point or anything else.
         A point at the same place in every row has one scale for the column; otherwise each row's is found.
         """
         grid, raw, nrows = self._grid, self._raw, self.nrows
@@ -124,34 +145,39 @@ class FixedColumns:
         if not cols:
             return
         windows = [(max(a, b - _WINDOW), b) for a, b in (self._fields[j] for j in cols)]
-        place, chunk_of = _place_weights(stride, tuple(windows))
+        words = _eights(tuple(windows))
+        if words is None:
+            return
+        offsets, masks, worth, last, before = words
+        lines = np.ndarray((nrows, stride - 7), dtype="<u8", buffer=raw, strides=(stride, 1))  # a word at each byte
         # '0'..'9' & 15 = 0..9, ' ' & 15 = 0, '.' & 15 = 14 (taken off below)
-        chunks = (raw & 15).astype(np.float32).reshape(nrows, stride) @ place
-        marked = chunks.astype(np.float64) @ chunk_of  # the window's places as one integer (< 1.6e15: exact)
+        places = _digits(lines[:, offsets] & masks) * worth
+        marked = (places[:, last] + places[:, before]).astype(np.float64)  # < 1.6e15: exact
         dot = (raw == _DOT).reshape(nrows, stride)
         dots = np.add.reduce(dot, axis=0, dtype=np.uint16)  # per position: the rows with a point there
         other = np.add.reduce(((raw - _ZERO) >= 10).reshape(nrows, stride) & ~dot & (grid != _SPACE), axis=0,
                               dtype=np.uint16)  # ... or anything but a digit, a point or a space
         last = grid[:, [b - 1 for _, b in windows]]
-        digit_last = ((last - _ZERO) < 10).all(axis=0)
+        digit_last = ((last - _ZERO) < 10).all(axis=0).tolist()
+        dots_at, others = dots.tolist(), other.tolist()
         scale = np.ones((nrows, len(cols)))
         pointed = np.zeros((nrows, len(cols)), dtype=bool)
         for i, (j, (first, b)) in enumerate(zip(cols, windows, strict=True)):
-            at = np.flatnonzero(dots[first:b])
-            if other[first:b].any() or (j in ints and (len(at) or not digit_last[i])):
+            at = [p for p in range(b - first) if dots_at[first + p]]
+            if any(others[first:b]) or (j in ints and (at or not digit_last[i])):
                 continue
             if not (digit_last[i] or self._has_digit(j)):  # "5." is a number, "." is not
                 continue
-            if len(at) == 1 and dots[first + at[0]] == nrows:  # the point at one place in every row
+            if len(at) == 1 and dots_at[first + at[0]] == nrows:  # the point at one place in every row
                 scale[:, i] = _P10[b - first - 1 - at[0]]
                 pointed[:, i] = True
             elif len(at):  # at different places: per row (at most one each), 10**(places after it)
-                places = [dot[:, first + p] for p in at.tolist()]
+                places = [dot[:, first + p] for p in at]
                 npoints = sum(places)
                 if (npoints > 1).any():
                     continue
                 scale[:, i] = sum(np.where(d, _P10[b - first - 1 - p], 0.0)
-                                  for d, p in zip(places, at.tolist(), strict=True))
+                                  for d, p in zip(places, at, strict=True))
                 scale[:, i] += npoints == 0
                 pointed[:, i] = npoints == 1
             cols[i] = -1 - j  # read here
