@@ -68,9 +68,16 @@ def _digits(words: Any) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _cell(a: int, b: int, stride: int) -> Any:
-    """The dtype of bytes ``a:b`` of a line of ``stride`` bytes, as a byte string."""
-    return np.dtype({"names": ["f"], "formats": [f"S{b - a}"], "offsets": [a], "itemsize": stride})
+def _field_words(a: int, b: int) -> tuple[list[int], Any]:
+    """Bytes ``a:b`` of a line as 8-byte words: their offsets and masks (0xFF on the field's bytes)."""
+    offsets, masks = [], []
+    hi = b
+    while hi > a:
+        at = max(hi - 8, 0)
+        offsets.append(at)
+        masks.append(sum(0xFF << (8 * i) for i in range(8) if max(a, hi - 8) <= at + i < hi))
+        hi = max(a, hi - 8)
+    return offsets, np.array(masks, dtype=np.uint64)
 
 
 def fixed_columns(block: str, nrows: int, lay: Layout) -> FixedColumns | None:
@@ -106,12 +113,15 @@ class FixedColumns:
     placement's time, algbw, busbw) are read together when the block is made.
     """
 
-    __slots__ = ("_block", "_raw", "_grid", "_fields", "_numbers", "nrows")
+    __slots__ = ("_block", "_raw", "_grid", "_lines", "_fields", "_numbers", "nrows")
 
     def __init__(self, block: str, raw: Any, nrows: int, fields: list[tuple[int, int]], lay: Layout) -> None:
         self._block = block
         self._raw = raw
         self._grid = raw.reshape(nrows, -1)
+        stride = self._grid.shape[1]
+        self._lines = np.ndarray((nrows, stride - 7), dtype="<u8", buffer=raw, strides=(stride, 1))
+        """An 8-byte word (little-endian) at each byte of each line."""
         self._fields = fields
         self.nrows = nrows
         self._numbers: dict[int, list[Any]] = {}
@@ -125,10 +135,10 @@ class FixedColumns:
         text, stride = self._block, self._grid.shape[1]
         return [text[i + a:i + b].lstrip(" ") for i in range(0, stride * self.nrows, stride)]
 
-    def _cells(self, j: int) -> Any:
-        """Field ``j`` of every row as one fixed-size byte string (a view, no copy)."""
-        a, b = self._fields[j]
-        return self._raw.view(_cell(a, b, self._grid.shape[1]))["f"]
+    def _words(self, j: int) -> Any:
+        """Field ``j`` of every row as 8-byte words (the bytes of other fields zeroed): rows x words."""
+        offsets, masks = _field_words(*self._fields[j])
+        return self._lines[:, offsets] & masks
 
     def _read_numbers(self, ints: list[int], floats: list[int]) -> None:
         """Read every column of ``ints`` and ``floats`` whose tokens all qualify (module docstring) at once.
@@ -149,7 +159,7 @@ class FixedColumns:
         if words is None:
             return
         offsets, masks, worth, last, before = words
-        lines = np.ndarray((nrows, stride - 7), dtype="<u8", buffer=raw, strides=(stride, 1))  # a word at each byte
+        lines = self._lines
         # '0'..'9' & 15 = 0..9, ' ' & 15 = 0, '.' & 15 = 14 (taken off below)
         places = _digits(lines[:, offsets] & masks) * worth
         marked = (places[:, last] + places[:, before]).astype(np.float64)  # < 1.6e15: exact
@@ -210,13 +220,18 @@ class FixedColumns:
     def equal(self, j: int, token: str) -> bool:
         """Whether every token of column ``j`` is ``token``."""
         a, b = self._fields[j]
-        return len(token) <= b - a and bool((self._cells(j) == token.rjust(b - a).encode("ascii", "replace")).all())
+        if len(token) > b - a or not token.isascii():
+            return False
+        offsets, masks = _field_words(a, b)
+        line = np.frombuffer((" " * a + token.rjust(b - a)).ljust(b + 8).encode("ascii"), dtype=np.uint8)
+        pattern = np.ndarray((len(line) - 7,), dtype="<u8", buffer=line, strides=(1,))[offsets] & masks
+        return bool((self._words(j) == pattern).all())
 
     def names(self, j: int, what: str) -> list[str]:
         """Column ``j``'s tokens (one ``str`` object per run of equal tokens); ValueError when one does not start
         with a letter."""
-        cells = self._cells(j)
-        starts = np.concatenate(([0], np.flatnonzero(cells[1:] != cells[:-1]) + 1))
+        words = self._words(j)
+        starts = np.concatenate(([0], np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1))
         lengths = np.diff(np.append(starts, self.nrows))
         a, b = self._fields[j]
         text, stride = self._block, self._grid.shape[1]

@@ -274,12 +274,13 @@ def _block(st: _State, block: str, lineno: int, nlines: int) -> None:
         _lines(st, block, lineno)
 
 
-FIXED_MIN_ROWS = 256
-"""Blocks of at least this many rows are read by :mod:`.fixed` (numpy) when they are fixed-width; fewer rows
-are split and converted in pure Python, which is faster for them (measured in docs/performance.md)."""
-FIXED_MIN_TEXT = 4_000_000
-"""... and only in inputs of at least this many characters, unless numpy is already imported: importing it
-costs more than the fixed-width reading saves on a smaller input."""
+FIXED_MIN_ROWS = 1024
+"""Blocks of at least this many rows are read by :mod:`.fixed` (numpy) when they are fixed-width; smaller ones
+are split and converted in pure Python, which costs less for them (per block the two cost the same at about
+700 rows; at 1550 rows the fixed-width reading costs 14% less; docs/performance.md)."""
+FIXED_MIN_TEXT = 24_000_000
+"""... and only in inputs of at least this many characters unless numpy is already imported: importing it (80..110
+ms) costs more than the fixed-width reading saves (about 4..6 ms per MB) on a smaller input."""
 
 
 def _fixed_columns(st: _State, block: str, nlines: int) -> Columns | None:
