@@ -105,7 +105,8 @@ def test_corpus_and_fixtures_read_the_same_by_both_paths(path: Path, monkeypatch
 def test_the_generated_table_is_read_by_the_fixed_width_path(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = _rows(1)
     lay = layout_from_header(_HEADER.lstrip("#").split(), "t", 0)
-    cols = fixed_columns("\n".join(rows), len(rows), lay)
+    block = "\n".join(rows)
+    cols = fixed_columns(block, 0, len(block), lay)
     assert cols is not None
     assert cols.ints(0) == [int(r.split()[0]) for r in rows]
     assert cols.floats(5) == [float(r.split()[5]) for r in rows]  # 2, 1 and 0 decimals mixed
@@ -115,6 +116,8 @@ def test_the_generated_table_is_read_by_the_fixed_width_path(monkeypatch: pytest
     assert kind == "run" and summary["records"] == 2 * len(rows) and summary["nranks"] == 8
     assert {r["repeat"] for r in msgspec.json.decode(records)} == {0, 1}
     _same(_table(rows, noise_every=7), monkeypatch)  # many blocks, cut by NCCL INFO lines
+    _same(_table(rows).replace("# Using devices", "# Using devices \u2026"), monkeypatch)  # not ASCII elsewhere
+    _same(_table(rows).rstrip("\n").rsplit("\n", 4)[0], monkeypatch)  # the table ends the text, no line break
 
 
 # One row of the table changed (the token of column ``col`` replaced), or a whole column.

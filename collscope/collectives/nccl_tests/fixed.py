@@ -80,15 +80,25 @@ def _field_words(a: int, b: int) -> tuple[list[int], Any]:
     return offsets, np.array(masks, dtype=np.uint64)
 
 
-def fixed_columns(block: str, nrows: int, lay: Layout) -> FixedColumns | None:
-    """The columns of ``nrows`` lines of the table ``lay`` when they share one fixed-width layout, else None.
+def fixed_columns(text: str, start: int, end: int, lay: Layout, data: bytes | None = None) -> FixedColumns | None:
+    """The columns of the lines ``text[start:end]`` of the table ``lay`` when they share one fixed-width layout,
+    else None.
 
-    ``block`` is whole lines joined by ``\n`` (no trailing break), as the parser finds them.
+    The lines are whole, joined by ``\n`` (the break after the last one not included), as the parser finds them;
+    ``data`` is ``text`` encoded as ASCII when it is (then the lines are read from it without a copy).
     """
-    width = block.find("\n") if nrows > 1 else len(block)
-    if width < 16 or len(block) != nrows * (width + 1) - 1 or not block.isascii():
+    width = text.find("\n", start, end)
+    width = end - start if width < 0 else width - start
+    nrows = (end - start + 1) // (width + 1)
+    if width < 16 or end - start + 1 != nrows * (width + 1):
         return None
-    raw = np.frombuffer((block + "\n").encode("ascii"), dtype=np.uint8)
+    if data is not None and end < len(data):
+        raw = np.frombuffer(data, dtype=np.uint8, count=end + 1 - start, offset=start)
+    else:
+        block = text[start:end]
+        if not block.isascii():
+            return None
+        raw = np.frombuffer((block + "\n").encode("ascii"), dtype=np.uint8)
     if np.count_nonzero(raw < _SPACE) != nrows:  # tabs and the other whitespace str.split() knows; \n only at ends
         return None
     grid = raw.reshape(nrows, width + 1)
@@ -102,7 +112,7 @@ def fixed_columns(block: str, nrows: int, lay: Layout) -> FixedColumns | None:
     if len(stops) != lay.ntokens:
         return None
     starts = np.concatenate(([0], stops[:-1]))
-    return FixedColumns(block, raw, nrows, list(zip(starts.tolist(), stops.tolist(), strict=True)), lay)
+    return FixedColumns(text, start, raw, nrows, list(zip(starts.tolist(), stops.tolist(), strict=True)), lay)
 
 
 class FixedColumns:
@@ -113,10 +123,12 @@ class FixedColumns:
     placement's time, algbw, busbw) are read together when the block is made.
     """
 
-    __slots__ = ("_block", "_raw", "_grid", "_lines", "_fields", "_numbers", "nrows")
+    __slots__ = ("_text", "_base", "_raw", "_grid", "_lines", "_fields", "_numbers", "nrows")
 
-    def __init__(self, block: str, raw: Any, nrows: int, fields: list[tuple[int, int]], lay: Layout) -> None:
-        self._block = block
+    def __init__(self, text: str, base: int, raw: Any, nrows: int, fields: list[tuple[int, int]],
+                 lay: Layout) -> None:
+        self._text = text
+        self._base = base
         self._raw = raw
         self._grid = raw.reshape(nrows, -1)
         stride = self._grid.shape[1]
@@ -132,8 +144,8 @@ class FixedColumns:
     def tokens(self, j: int) -> list[str]:
         """Column ``j`` as the token strings ``str.split`` gives."""
         a, b = self._fields[j]
-        text, stride = self._block, self._grid.shape[1]
-        return [text[i + a:i + b].lstrip(" ") for i in range(0, stride * self.nrows, stride)]
+        text, stride, base = self._text, self._grid.shape[1], self._base
+        return [text[i + a:i + b].lstrip(" ") for i in range(base, base + stride * self.nrows, stride)]
 
     def _words(self, j: int) -> Any:
         """Field ``j`` of every row as 8-byte words (the bytes of other fields zeroed): rows x words."""
@@ -234,6 +246,7 @@ class FixedColumns:
         starts = np.concatenate(([0], np.flatnonzero((words[1:] != words[:-1]).any(axis=1)) + 1))
         lengths = np.diff(np.append(starts, self.nrows))
         a, b = self._fields[j]
-        text, stride = self._block, self._grid.shape[1]
-        names = check_names([text[i * stride + a:i * stride + b].lstrip(" ") for i in starts.tolist()], what)
+        text, stride, base = self._text, self._grid.shape[1], self._base + a
+        names = check_names([text[base + i * stride:base + i * stride + b - a].lstrip(" ") for i in starts.tolist()],
+                            what)
         return np.repeat(np.array(names, dtype=object), lengths).tolist()
