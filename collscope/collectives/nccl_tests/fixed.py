@@ -8,7 +8,7 @@ that matrix instead of one ``str`` per token.
 
 Only what is read exactly as the pure path reads it is converted here: tokens of at most 15 characters made of
 digits and at most one ``.`` (integer columns: digits only). Their digits form an integer m < 10**15 < 2**53,
-summed exactly in float64, and a decimal with k digits after its point is m / 10**k, one correctly rounded
+put together exactly by integer arithmetic on 8-byte words of the line, and a decimal with k digits after its point is m / 10**k, one correctly rounded
 IEEE division: the same double as ``float(token)``. Any other token (``-1.5``, ``1.2e+06``, ``N/A``, ``+1``,
 ``nan``) sends its column to the pure conversion of :mod:`.text`, from the column's own token strings, so every
 value is the one the pure path makes; a block that is not fixed-width is split and converted by the pure path.
@@ -80,25 +80,21 @@ def _field_words(a: int, b: int) -> tuple[list[int], Any]:
     return offsets, np.array(masks, dtype=np.uint64)
 
 
-def fixed_columns(text: str, start: int, end: int, lay: Layout, data: bytes | None = None) -> FixedColumns | None:
+def fixed_columns(text: str, start: int, end: int, lay: Layout) -> FixedColumns | None:
     """The columns of the lines ``text[start:end]`` of the table ``lay`` when they share one fixed-width layout,
     else None.
 
-    The lines are whole, joined by ``\n`` (the break after the last one not included), as the parser finds them;
-    ``data`` is ``text`` encoded as ASCII when it is (then the lines are read from it without a copy).
+    The lines are whole, joined by ``\n`` (the break after the last one not included), as the parser finds them.
     """
     width = text.find("\n", start, end)
     width = end - start if width < 0 else width - start
     nrows = (end - start + 1) // (width + 1)
     if width < 16 or end - start + 1 != nrows * (width + 1):
         return None
-    if data is not None and end < len(data):
-        raw = np.frombuffer(data, dtype=np.uint8, count=end + 1 - start, offset=start)
-    else:
-        block = text[start:end]
-        if not block.isascii():
-            return None
-        raw = np.frombuffer((block + "\n").encode("ascii"), dtype=np.uint8)
+    lines = text[start:end + 1] if end < len(text) else text[start:end] + "\n"
+    if not lines.isascii():
+        return None
+    raw = np.frombuffer(lines.encode("ascii"), dtype=np.uint8)
     if np.count_nonzero(raw < _SPACE) != nrows:  # tabs and the other whitespace str.split() knows; \n only at ends
         return None
     grid = raw.reshape(nrows, width + 1)

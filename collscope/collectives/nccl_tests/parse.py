@@ -96,8 +96,6 @@ class _State:
         self.blocks: list[Block] = []
         self.layout: Layout | None = None
         self.seen: Seen = new_seen()
-        self.ascii: bytes | None = None
-        """The text encoded, once a block is read fixed-width (empty when it is not ASCII)."""
 
     def is_last(self, lineno: int) -> bool:
         """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""
@@ -299,10 +297,8 @@ def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
         return None
     from collscope.collectives.nccl_tests.fixed import fixed_columns
 
-    if st.ascii is None:
-        st.ascii = st.text.encode("ascii") if st.text.isascii() else b""
     assert st.layout is not None
-    return fixed_columns(st.text, start, end, st.layout, st.ascii or None)
+    return fixed_columns(st.text, start, end, st.layout)
 
 
 def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
