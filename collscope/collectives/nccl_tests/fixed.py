@@ -8,10 +8,11 @@ that matrix instead of one ``str`` per token.
 
 Only what is read exactly as the pure path reads it is converted here: tokens of at most 15 characters made of
 digits and at most one ``.`` (integer columns: digits only). Their digits form an integer m < 10**15 < 2**53,
-put together exactly by integer arithmetic on 8-byte words of the line, and a decimal with k digits after its point is m / 10**k, one correctly rounded
-IEEE division: the same double as ``float(token)``. Any other token (``-1.5``, ``1.2e+06``, ``N/A``, ``+1``,
-``nan``) sends its column to the pure conversion of :mod:`.text`, from the column's own token strings, so every
-value is the one the pure path makes; a block that is not fixed-width is split and converted by the pure path.
+put together exactly by integer arithmetic on 8-byte words of the line, and a decimal with k digits after its
+point is m / 10**k, one correctly rounded IEEE division: the same double as ``float(token)``. Any other token
+(``-1.5``, ``1.2e+06``, ``N/A``, ``+1``, ``nan``) sends its column to the pure conversion of :mod:`.text`, from
+the column's own token strings, so every value is the one the pure path makes; a block that is not fixed-width
+is split and converted by the pure path.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def _eights(windows: tuple[tuple[int, int], ...]) -> tuple[list[int], Any, Any, 
 
 
 def _digits(words: Any) -> Any:
-    """Each 8-byte word (little-endian, each byte 0..14) as the decimal number its bytes spell, first byte first:
-    three multiply-and-shift steps on all words at once (SWAR; no lane overflows: 14 * 11111111 < 2**32)."""
+    """Each 8-byte word (little-endian, each byte 0..15) as the decimal number its bytes spell, first byte first:
+    three multiply-and-shift steps on all words at once (SWAR; no lane overflows: 15 * 11111111 < 2**32)."""
     words = (words * 10 + (words >> 8)) & 0x00FF00FF00FF00FF
     words = (words * 100 + (words >> 16)) & 0x0000FFFF0000FFFF
     return (words * 10000 + (words >> 32)) & 0xFFFFFFFF

@@ -285,7 +285,7 @@ are split and converted in pure Python, which costs less for them (per block the
 700 rows; at 1550 rows the fixed-width reading costs 14% less; docs/performance.md)."""
 FIXED_MIN_TEXT = 24_000_000
 """... and only in inputs of at least this many characters unless numpy is already imported: importing it (80..110
-ms) costs more than the fixed-width reading saves (about 4..6 ms per MB) on a smaller input."""
+ms) costs more than the fixed-width reading saves (about 4..7 ms per MB) on a smaller input."""
 
 
 def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
