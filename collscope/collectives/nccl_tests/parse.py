@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
+from typing import TYPE_CHECKING
 
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
@@ -27,12 +29,16 @@ from collscope.collectives.nccl_tests.text import (
     Layout,
     Seen,
     convert_block,
+    convert_columns,
     layout_from_header,
     layout_from_row,
     new_seen,
 )
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
+
+if TYPE_CHECKING:
+    from collscope.collectives.nccl_tests.fixed import FixedColumns
 
 __all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code"]
 
@@ -249,22 +255,50 @@ def _lines(st: _State, chunk: str, lineno: int) -> None:
         _line(st, line, lineno + i)
 
 
-def _block(st: _State, block: str, lineno: int, nlines: int) -> None:
-    """``nlines`` consecutive lines starting with a digit, the first numbered ``lineno``: converted at once when
-    they line up with the table's columns, else line by line (which places an error on its line)."""
-    start = 0
+def _block(st: _State, start: int, end: int, lineno: int) -> int:
+    """The lines ``st.text[start:end]``, consecutive lines starting with a digit, the first numbered ``lineno``:
+    converted at once when they line up with the table's columns, else line by line (which places an error on
+    its line). Returns their number."""
+    text, first, n = st.text, start, 0
     while st.layout is None:  # no header yet: a first row without one sets the columns
-        end = block.find("\n", start)
-        _line(st, block[start:] if end < 0 else block[start:end], lineno)
-        if end < 0:
-            return
-        start, lineno, nlines = end + 1, lineno + 1, nlines - 1
-    if start:
-        block = block[start:]
+        stop = text.find("\n", first, end)
+        _line(st, text[first:end] if stop < 0 else text[first:stop], lineno + n)
+        n += 1
+        if stop < 0:
+            return n
+        first = stop + 1
+    cols = _fixed_columns(st, first, end)
+    nlines = text.count("\n", first, end) + 1 if cols is None else cols.nrows
     try:
-        convert_block(st.layout, block.split(), nlines, st.seen, st.blocks)
+        if cols is None:
+            convert_block(st.layout, text[first:end].split(), nlines, st.seen, st.blocks)
+        else:
+            convert_columns(st.layout, cols, nlines, st.seen, st.blocks)
     except (ValueError, IndexError, OverflowError):
-        _lines(st, block, lineno)
+        _lines(st, text[first:end], lineno + n)
+    return n + nlines
+
+
+FIXED_MIN_ROWS = 1024
+"""Blocks of at least this many rows are read by :mod:`.fixed` (numpy) when they are fixed-width; smaller ones
+are split and converted in pure Python, which costs less for them (per block the two cost the same at about
+700 rows; at 1550 rows the fixed-width reading costs 14% less; docs/performance.md)."""
+FIXED_MIN_TEXT = 24_000_000
+"""... and only in inputs of at least this many characters unless numpy is already imported: importing it (80..110
+ms) costs more than the fixed-width reading saves (about 4..7 ms per MB) on a smaller input."""
+
+
+def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
+    """The fixed-width columns of the large block ``st.text[start:end]`` (None: the pure path reads it)."""
+    width = st.text.find("\n", start, end) - start
+    if width <= 0 or (end - start + 1) // (width + 1) < FIXED_MIN_ROWS:  # as many rows, if it is fixed-width
+        return None
+    if len(st.text) < FIXED_MIN_TEXT and "numpy" not in sys.modules:
+        return None
+    from collscope.collectives.nccl_tests.fixed import fixed_columns
+
+    assert st.layout is not None
+    return fixed_columns(st.text, start, end, st.layout)
 
 
 def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
@@ -275,16 +309,13 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     # and converted a block at a time; the lines between them are handled one by one.
     pos, lineno = 0, 1
     for m in _ROWS.finditer(text):
-        start = m.start()
+        start, end = m.span()
         if start > pos:
             gap = text[pos:start - 1]  # whole lines, without the break before the block
             _lines(st, gap, lineno)
             lineno += gap.count("\n") + 1
-        block = m[0]
-        nlines = block.count("\n") + 1
-        _block(st, block, lineno, nlines)
-        lineno += nlines
-        pos = m.end() + 1
+        lineno += _block(st, start, end, lineno)
+        pos = end + 1
     if pos < len(text):
         _lines(st, text[pos:], lineno)
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import count
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
 from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement
 from collscope.errors import ParseError
 
-__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "new_seen", "Seen"]
+__all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "convert_columns", "Columns",
+           "TokenColumns", "check_names", "new_seen", "Seen"]
 
 _NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
@@ -128,59 +129,105 @@ def _check_column(tokens: list[str], kind: str) -> list[Any]:
         return [None if t == "N/A" else float(t) for t in tokens]
 
 
-def _names(tokens: list[str], what: str) -> list[str]:
+def check_names(tokens: list[str], what: str) -> list[str]:
+    """``tokens`` when each starts with a letter (a type or redop name), else ValueError."""
     for name in set(tokens):
         if not name[:1].isalpha():
             raise ValueError(f"{what} column holds {name!r}")
     return tokens
 
 
+class TokenColumns:
+    """The columns of a block split into tokens: column ``j`` is every ``ntokens``-th token from ``j``.
+
+    The pure conversion; :class:`~.fixed.FixedColumns` has the same methods for fixed-width blocks.
+    """
+
+    __slots__ = ("_tokens", "_n")
+
+    def __init__(self, tokens: list[str], ntokens: int) -> None:
+        self._tokens = tokens
+        self._n = ntokens
+
+    numbers = staticmethod(_numbers)
+
+    def tokens(self, j: int) -> list[str]:
+        return self._tokens[j::self._n]
+
+    def ints(self, j: int) -> list[int]:
+        return _numbers(self._tokens[j::self._n], int)
+
+    def floats(self, j: int) -> list[float]:
+        return _numbers(self._tokens[j::self._n], float)
+
+    def equal(self, j: int, token: str) -> bool:
+        column = self._tokens[j::self._n]
+        return column.count(token) == len(column)
+
+    def names(self, j: int, what: str) -> list[str]:
+        return check_names(self._tokens[j::self._n], what)
+
+
+class Columns(Protocol):
+    """What :func:`convert_columns` reads a block through (:class:`TokenColumns`, :class:`~.fixed.FixedColumns`)."""
+
+    def tokens(self, j: int) -> list[str]: ...
+    def ints(self, j: int) -> list[int]: ...
+    def floats(self, j: int) -> list[float]: ...
+    def equal(self, j: int, token: str) -> bool: ...
+    def names(self, j: int, what: str) -> list[str]: ...
+
+
 def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: Seen, out: list[Block]) -> None:
     """Append the :class:`Block` of ``nrows`` rows whose tokens are ``tokens`` (all or nothing).
 
+    Raises ValueError when the tokens are not ``nrows`` rows of this layout (see :func:`convert_columns`).
+    """
+    if len(tokens) != lay.ntokens * nrows:
+        raise ValueError("rows do not line up with the header")
+    convert_columns(lay, TokenColumns(tokens, lay.ntokens), nrows, seen, out)
+
+
+def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: list[Block]) -> None:
+    """Append the :class:`Block` of the ``nrows`` rows in ``cols`` (all or nothing).
+
     ``seen`` counts rows per (size, type, redop, root) over the whole run, for ``repeat`` (``-N`` cycles).
-    Raises ValueError when the tokens are not ``nrows`` rows of this layout, or a time is negative.
+    Raises ValueError when a value does not read as its column's type, or a time is negative.
     """
     n = lay.ntokens
-    if len(tokens) != n * nrows:
-        raise ValueError("rows do not line up with the header")
     none: list[Any] = [None] * nrows
     uniform = {"root", "timestamp", "wrong", "error"}
-    sizes = _numbers(tokens[0::n], int)
-    counts = _numbers(tokens[lay.i_count::n], int) if lay.i_count >= 0 else none
-    dtypes = _names(tokens[lay.i_type::n], "type")
+    sizes = cols.ints(0)
+    counts: list[Any] = cols.ints(lay.i_count) if lay.i_count >= 0 else none
+    dtypes = cols.names(lay.i_type, "type")
     redops: list[Any] = none
     if lay.i_redop >= 0:
-        names = _names(tokens[lay.i_redop::n], "redop")
+        names = cols.names(lay.i_redop, "redop")
         redops = list(map(_NO_REDOP.get, names, names))  # "none" -> None, C-level
     roots: list[Any] = none
-    if lay.i_root >= 0:
-        column = tokens[lay.i_root::n]
-        if column.count("-1") != nrows:  # -1 (no root) in every row of the usual table: all None
-            values = list(map(int, column))
-            if max(values) >= 0:
-                roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
-                uniform.discard("root")
+    if lay.i_root >= 0 and not cols.equal(lay.i_root, "-1"):  # -1 (no root) in every row of the usual table
+        values = cols.ints(lay.i_root)
+        if max(values) >= 0:
+            roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
+            uniform.discard("root")
     stamps: list[Any] = none
     if lay.timestamp:
-        stamps = [f"{d} {t}" for d, t in zip(tokens[n - 2::n], tokens[n - 1::n], strict=True)]
+        stamps = [f"{d} {t}" for d, t in zip(cols.tokens(n - 2), cols.tokens(n - 1), strict=True)]
         uniform.discard("timestamp")
     placements = []
     in_place_flags = (False, True) if len(lay.groups) == 2 else (True,)  # trace replays print in-place only
     for in_place, (ti, ai, bi, ci, kind) in zip(in_place_flags, lay.groups, strict=True):
-        times = _numbers(tokens[ti::n], float)
+        times = cols.floats(ti)
         if not (min(times) >= 0.0 and sum(times) == sum(times)):  # sum is NaN when a time is
             raise ValueError("a negative or undefined time")
         checks = none
         if ci >= 0:
-            column = tokens[ci::n]
-            if kind == "wrong" and column.count("0") == nrows:
+            if kind == "wrong" and cols.equal(ci, "0"):
                 checks = [0] * nrows
             else:
-                checks = _check_column(column, kind)
+                checks = _check_column(cols.tokens(ci), kind)
                 uniform.discard(kind)
-        placements.append(Placement(in_place, times, _numbers(tokens[ai::n], float),
-                                    _numbers(tokens[bi::n], float), none if kind == "error" else checks,
-                                    checks if kind == "error" else none))
+        placements.append(Placement(in_place, times, cols.floats(ai), cols.floats(bi),
+                                    none if kind == "error" else checks, checks if kind == "error" else none))
     repeats = list(map(next, map(seen.__getitem__, zip(sizes, dtypes, redops, roots, strict=True))))
     out.append(Block(sizes, counts, dtypes, redops, roots, stamps, repeats, tuple(placements), frozenset(uniform)))
