@@ -75,8 +75,18 @@ def _short(config: str) -> str:
     return "default" if config == "default" else "algo " + config.rsplit("=", 1)[-1]
 
 
+def _canon(config: str) -> str:
+    """The configuration by the grid's knob alone: a variable of the user's environment that the records captured
+    (e.g. ``OMPI_MCA_btl`` exported for every run) is the same in every configuration and is left out."""
+    knob = ompi_algorithm_knob("allreduce")
+    kept = [item for item in config.split(";") if item.split("=", 1)[0] == knob]
+    return ";".join(kept) or "default"
+
+
 def _cells(directory: Path) -> pd.DataFrame:
-    agg = aggregate(load_results(directory))
+    df = load_results(directory)
+    df["config"] = df["config"].astype(str).map(_canon)
+    agg = aggregate(df)
     agg["spread"] = (agg["busbw_max_gbps"] - agg["busbw_min_gbps"]) / agg["busbw_gbps"]
     return agg
 
@@ -135,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     cells = _cells(args.out / "grid")
     median = cells.pivot(index="size_bytes", columns="config", values="busbw_gbps")
     spread = cells.pivot(index="size_bytes", columns="config", values="spread")
-    leaders = ad.decisions["all_reduce"].leaders
+    leaders = {size: _canon(c) for size, c in ad.decisions["all_reduce"].leaders.items()}
     rows: list[dict[str, Any]] = []
     for size in median.index:
         best = str(median.loc[size].idxmax())
