@@ -21,6 +21,7 @@ same.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -203,6 +204,7 @@ def main() -> int:
     ap.add_argument("--nranks", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--max-bytes", default="16M")
+    ap.add_argument("--json", type=Path, default=None, help="also write every repeat's figures here")
     args = ap.parse_args()
     max_bytes = parse_size(args.max_bytes)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_")}, **ROOT, **PIN}
@@ -227,6 +229,8 @@ def main() -> int:
           f"repeats, C and ours interleaved per band (C first in odd repeats, ours first in even ones); paired "
           f"ratio: ours / C of the same repeat; iterations per band: "
           + ", ".join(f"{format_size(lo)}..{format_size(min(hi, max_bytes))}: {it}" for lo, hi, it, _ in BANDS))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"c_us": c_runs, "ours_us": our_runs}, indent=1) + "\n")
     return 1 if report(c_runs, our_runs) else 0
 
 
