@@ -21,8 +21,9 @@ when a second exhaustive grid is not within 2% of the first at every size, this 
 
 Run time is reported three ways: wall clock of each sweep, the sum of its point durations, and the time spent
 inside collectives (sum over records of time_us x (iters + warm-up + 1 check)); on this machine a launch
-(mpirun + Python + MPI_Init) costs ~3 s whatever the sizes, so the first two are dominated by the number of
-launches, the third by the sizes measured (what dominates on GPU clusters with large messages).
+(mpirun + Python + MPI_Init) costs ~1.4 s whatever the sizes (~0.4 s with OMPI_MCA_btl=^ofi exported), so
+with one launch per point the first two are dominated by the number of launches; the third follows the sizes
+measured (what dominates on GPU clusters with large messages).
 
     python bench/adaptive_vs_grid.py [--out /tmp/collscope-adaptive-bench] [--repeats 3] [--min-gain 0.02]
         [--workers persistent|per-point]
