@@ -136,3 +136,6 @@ def test_an_adaptive_sweep_with_persistent_workers_costs_one_launch(tmp_path):
     jobs = _jobs(ResultsDir(out), points)
     assert len(jobs) == len(points) and len(set(jobs)) == 1, (len(outcome.rounds), jobs)
     assert _gone(str(out)) == []
+    again = run_adaptive(spec, out, _options(), AdaptiveOptions(refine="bisect"), echo=lambda _m: None)
+    assert again.launches == 0 and not again.failed  # resumed: every round replayed, nothing run
+    assert [o.status for out_ in again.outcomes for o in out_.outcomes] == ["skipped"] * len(points)
