@@ -39,14 +39,21 @@ def _options(workers: str) -> RunOptions:
     return RunOptions(launcher="local", launch=launch, progress=False, workers=workers)  # type: ignore[arg-type]
 
 
-def _one(plan, out: Path, workers: str) -> dict[str, float]:
-    shutil.rmtree(out, ignore_errors=True)
-    start = time.monotonic()
-    outcome = run_sweep(plan, out, _options(workers), meta={}, echo=lambda m: None)
-    wall = time.monotonic() - start
-    failed = [o for o in outcome.outcomes if o.status != "done"]
-    if failed:
-        raise SystemExit(f"{workers}: {len(failed)} point(s) did not finish: {failed[:3]}")
+def _one(plan, out: Path, workers: str, tries: int = 3) -> dict[str, float]:
+    """One sweep into a fresh directory; a run with a failed point is thrown away and run again (said so): on a
+    shared machine mpirun sometimes fails to start ("The PMIx server's listener thread failed to start")."""
+    for attempt in range(1, tries + 1):
+        shutil.rmtree(out, ignore_errors=True)
+        start = time.monotonic()
+        outcome = run_sweep(plan, out, _options(workers), meta={}, echo=lambda m: None)
+        wall = time.monotonic() - start
+        failed = [o for o in outcome.outcomes if o.status != "done"]
+        if not failed:
+            break
+        print(f"  ({workers}: {len(failed)} point(s) failed ({failed[0].reason}: {failed[0].detail[:120]}); "
+              f"run {'thrown away, again' if attempt < tries else 'failed too often'})", flush=True)
+    else:
+        raise SystemExit(f"{workers}: {len(failed)} point(s) did not finish in {tries} tries: {failed[:3]}")
     results = ResultsDir(out)
     inside_us = 0.0
     for point in plan.points:

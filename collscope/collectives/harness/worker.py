@@ -1,15 +1,26 @@
 """The persistent sweep worker: one MPI job that measures point after point (``--workers persistent``).
 
 Every rank runs ``python -m collscope.collectives.harness.worker --control C --status S --rank-timeout T
-[--added NAMES]`` under mpirun (or srun). Rank 0 reads point descriptions, one JSON object per line, from the
-control file C that the sweep runner writes, and broadcasts each to every rank. Per point, every rank:
+[--added NAMES] [--idle-timeout S]`` under mpirun (or srun). Rank 0 reads point descriptions, one JSON object
+per line, from the control file C that the sweep runner writes, and broadcasts each to every rank.
+Per point, every rank:
 
 1. sets the point's Open MPI control variables through MPI_T (:mod:`collscope.collectives.harness.mpit`);
    a variable the point does not force goes back to the value it had when the worker started;
 2. creates a new communicator (``COMM_WORLD.Dup()``: coll tuned reads the forced algorithm at creation);
 3. measures with the mpi4py harness (:func:`~collscope.collectives.harness.mpi.run_mpi_bench`), rank 0
-   appending each size's record to the point's partial file, exactly as ``collscope bench --out`` does;
+   appending each size's record to the point's partial file as one ``write`` (so a rank killed mid-point
+   leaves every finished size's record behind, as ``collscope bench --out`` does) and fsyncing the file once
+   when the point ends;
 4. frees the communicator.
+
+What does not change between points is done once per launch: the hosts are gathered at start, and the
+buffers come from one :class:`~collscope.collectives.harness.mpi.BufferPool` (zeroed again for every size,
+never allocated and faulted in again), so the time between collectives is the check pass and the records.
+
+Rank 0 waits for the next control line at most ``--idle-timeout`` seconds (default: the larger of the rank
+timeout and 60 s; a runner that keeps a job for several rounds of an adaptive sweep gives more) and then
+ends the job, as a job whose runner is gone must.
 
 Rank 0 reports progress as JSON lines appended to the status file S: ``ready``, then per point ``start`` and
 ``done`` (or ``error`` for an invalid point, the same on every rank), and ``expired`` when the point ran past
@@ -34,7 +45,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["main", "read_control_line", "effective_env"]
+__all__ = ["main", "read_control_line", "effective_env", "PointFile"]
 
 _POLL_S = 0.001
 
@@ -88,6 +99,31 @@ def _args(argv: list[str]) -> dict[str, str]:
     return out
 
 
+class PointFile:
+    """A point's partial records file on rank 0: one ``write`` per record on an O_APPEND descriptor (each line
+    whole, and in the file as soon as it is written: a killed worker leaves the finished sizes behind), one
+    ``fsync`` when the point ends (:meth:`close`), not one per record. The file is created by the first record."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd = -1
+
+    def write(self, record: Any) -> None:
+        if self._fd < 0:
+            os.makedirs(os.path.dirname(self._path) or ".", exist_ok=True)
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(self._fd, (json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":")) + "\n").encode())
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
 class _Status:
     """Progress lines (one ``write`` per line on an O_APPEND descriptor): rank 0 writes them all, except
     ``expired``, which the first rank whose watchdog fires writes (``every_rank``) before it aborts the job."""
@@ -104,10 +140,9 @@ class _Status:
 
 def main(argv: list[str]) -> int:
     args = _args(argv)
-    from collscope.collectives.harness.mpi import import_mpi, run_mpi_bench
+    from collscope.collectives.harness.mpi import BufferPool, import_mpi, job_hosts, run_mpi_bench
     from collscope.collectives.harness.mpit import MpiT, MpiTError
     from collscope.collectives.harness.watchdog import ABORT_CODE, Watchdog, failure_line
-    from collscope.collectives.record import Measurement, append_jsonl
     from collscope.collectives.spec import BenchSpec
     from collscope.errors import ConfigError
 
@@ -116,6 +151,7 @@ def main(argv: list[str]) -> int:
     rank = world.Get_rank()
     status = _Status(args["status"], rank)
     rank_timeout_s = float(args["rank-timeout"])
+    idle_timeout_s = float(args.get("idle-timeout") or max(rank_timeout_s, 60.0))
     added = {n for n in args.get("added", "").split(",") if n}
     environ = dict(os.environ)
     hang = environ.get("COLLSCOPE_TEST_HANG_POINT") if environ.get("COLLSCOPE_TESTING") == "1" else None
@@ -123,6 +159,8 @@ def main(argv: list[str]) -> int:
     initial: dict[str, int] = {}
     control = open(args["control"], "rb") if rank == 0 else None  # noqa: SIM115 (open for the worker's life)
     buffer: list[bytes] = []
+    hosts = job_hosts(mpi, world)  # once per launch: the ranks never move
+    pool = BufferPool()
     status("ready", pid=os.getpid(), ranks=world.Get_size())
 
     def abort(message: str, point_id: str | None = None, expired: bool = False) -> None:
@@ -137,7 +175,7 @@ def main(argv: list[str]) -> int:
         if rank == 0:
             assert control is not None
             try:
-                doc = read_control_line(control, buffer, idle_timeout_s=max(rank_timeout_s, 60.0))
+                doc = read_control_line(control, buffer, idle_timeout_s=idle_timeout_s)
             except ValueError as exc:
                 doc = {"abort": f"bad control file {args['control']}: {exc}"}
         doc = world.bcast(doc, root=0)
@@ -166,12 +204,7 @@ def main(argv: list[str]) -> int:
         except (ConfigError, MpiTError, KeyError, TypeError, ValueError) as exc:
             status("error", point_id=point_id, message=f"{type(exc).__name__}: {exc}")
             continue
-        out = str(doc["out"])
         env = effective_env(environ, added, {str(k): str(v) for k, v in doc.get("env", {}).items()})
-
-        def write(record: Measurement, out: str = out) -> None:
-            append_jsonl(out, [record])
-
         expired = (f"error: rank {rank} (mpi engine): point {point_id}: no result after {rank_timeout_s:g} s; "
                    "aborting the worker job")
         records = 0
@@ -180,17 +213,23 @@ def main(argv: list[str]) -> int:
 
         with Watchdog(rank_timeout_s, on_expire):
             comm = world.Dup()
+            out = PointFile(str(doc["out"])) if rank == 0 else None
             try:
                 if hang is not None and hang == point_id:
                     while True:
                         time.sleep(1)
-                records = len(run_mpi_bench(spec, comm, on_record=write if rank == 0 else None, env=env))
+                records = len(run_mpi_bench(spec, comm, on_record=None if out is None else out.write, env=env,
+                                            hosts=hosts, pool=pool))
             except ConfigError as exc:  # the same on every rank: the point is invalid, the worker goes on
+                if out is not None:
+                    out.close()
                 status("error", point_id=point_id, message=f"ConfigError: {exc}")
                 comm.Free()
                 continue
             except Exception as exc:
                 abort(failure_line(rank, "mpi", exc))
+            if out is not None:
+                out.close()
             comm.Free()
         status("done", point_id=point_id, records=records)
 

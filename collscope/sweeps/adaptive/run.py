@@ -10,6 +10,12 @@ an adaptive sweep, or two different ``min_gain``, never share a directory), the 
 every round so far) and ``rounds``: per round its points and the planner's decisions (dropped configurations
 with the reason, unsettled sizes, requests, best configuration per size range).
 
+With persistent workers (``workers="persistent"``) one :class:`~collscope.sweeps.worker_jobs.WorkerPool` serves
+every round: the worker job launched for round 1 stays alive while the next round is planned and is fed that
+round's points, so the whole adaptive sweep costs one launch (per set of launch-only settings), like the grid.
+Timeouts, failures and relaunches per point are the worker jobs' own; a job that ends badly is replaced for
+the points after it and for later rounds.
+
 Resuming: the decisions of a round depend only on the points done before it, which a rerun does not measure
 again, so a rerun replays the same rounds, runs what is pending and goes on. Failed points are left failed
 (unless ``retry_failed``); the planner works with what was measured.
@@ -47,6 +53,7 @@ from collscope.sweeps.adaptive.planner import (
 from collscope.sweeps.plan import plan_sweep
 from collscope.sweeps.runner import RunOptions, SweepOutcome, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
+from collscope.sweeps.worker_jobs import WorkerPool
 from collscope.topo.model import NodeTopology
 from collscope.vocab.configs import config_of
 
@@ -103,6 +110,8 @@ class AdaptiveOutcome:
     decisions: dict[str, Decision] = field(default_factory=dict)
     """The last decision per op: survivors, dropped configurations, best configuration per size."""
     commands: list[str] = field(default_factory=list)
+    launches: int | None = None
+    """Worker jobs started for the whole sweep (persistent workers); None with one launch per point."""
 
     @property
     def failed(self) -> list[Any]:
@@ -140,41 +149,47 @@ def run_adaptive(spec: SweepSpec, out_dir: Path, options: RunOptions, adaptive: 
     budget = adaptive.max_points * len(grid.points)
     fill = adaptive.refine == "fill"
     earlier = _recorded_refine(results) if results.sweep_json.exists() else None  # a resumed sweep replays it
-    for k in range(1, adaptive.max_rounds + 1):
-        if k > 1 and len(points) + len(round_points) > budget:
-            echo(f"adaptive: round {k} ({len(round_points)} points) would pass the budget of {budget:g} points")
-            break
-        points += [p for p in round_points if p not in points]
-        cumulative = Plan(spec, tuple(points), grid.skipped, strategy)
-        results.prepare(cumulative.sweep_id, cumulative.spec.to_dict(), cumulative.to_dict(),
-                        {**(meta or {}), "strategy": "adaptive"})
-        pending = {"round": k, "points": [p.point_id for p in round_points]}
-        _write_rounds(results, cumulative, [*outcome.rounds, pending])
-        echo(f"adaptive round {k}: {len(round_points)} point(s)")
-        outcome.outcomes.append(run_sweep(Plan(spec, tuple(round_points), grid.skipped, strategy), out_dir,
-                                          options, meta=meta, echo=echo))
-        evidence = group_evidence(results, points, spec, ladders)
-        if k == 1 and adaptive.refine == "auto":
-            fill = earlier == "fill" if earlier else _launch_bound(results, outcome.outcomes[-1], spec)
-            log.info("adaptive: refine by %s", "fill (launch-bound)" if fill else "bisection")
-        decisions = {}
-        for op in spec.ops:
-            if op not in evidence:
-                continue
-            decision = decide(evidence[op], min_gain=adaptive.min_gain, max_repeats=max(spec.repeats, 1),
-                              dropped_before=dropped[op], noise_floor=adaptive.noise_floor, fill=fill)
-            dropped[op] |= set(decision.dropped)
-            decisions[op] = decision
-            for name, why in decision.dropped.items():
-                log.info("%s: dropped %s: %s", op, name, why)
-        outcome.decisions.update(decisions)
-        outcome.rounds.append({"round": k, "points": [p.point_id for p in round_points],
-                               "refine": "fill" if fill else "bisect",
-                               "decisions": {op: d.to_dict() for op, d in decisions.items()}})
-        _write_rounds(results, cumulative, outcome.rounds)
-        round_points = _next_points(spec, decisions, settings_of, evidence, k + 1)
-        if not round_points:
-            break
+    pool = WorkerPool() if options.workers == "persistent" else None
+    try:
+        for k in range(1, adaptive.max_rounds + 1):
+            if k > 1 and len(points) + len(round_points) > budget:
+                echo(f"adaptive: round {k} ({len(round_points)} points) would pass the budget of {budget:g} points")
+                break
+            points += [p for p in round_points if p not in points]
+            cumulative = Plan(spec, tuple(points), grid.skipped, strategy)
+            results.prepare(cumulative.sweep_id, cumulative.spec.to_dict(), cumulative.to_dict(),
+                            {**(meta or {}), "strategy": "adaptive"})
+            pending = {"round": k, "points": [p.point_id for p in round_points]}
+            _write_rounds(results, cumulative, [*outcome.rounds, pending])
+            echo(f"adaptive round {k}: {len(round_points)} point(s)")
+            outcome.outcomes.append(run_sweep(Plan(spec, tuple(round_points), grid.skipped, strategy), out_dir,
+                                              options, meta=meta, echo=echo, pool=pool))
+            evidence = group_evidence(results, points, spec, ladders)
+            if k == 1 and adaptive.refine == "auto":
+                fill = earlier == "fill" if earlier else _launch_bound(results, outcome.outcomes[-1], spec)
+                log.info("adaptive: refine by %s", "fill (launch-bound)" if fill else "bisection")
+            decisions = {}
+            for op in spec.ops:
+                if op not in evidence:
+                    continue
+                decision = decide(evidence[op], min_gain=adaptive.min_gain, max_repeats=max(spec.repeats, 1),
+                                  dropped_before=dropped[op], noise_floor=adaptive.noise_floor, fill=fill)
+                dropped[op] |= set(decision.dropped)
+                decisions[op] = decision
+                for name, why in decision.dropped.items():
+                    log.info("%s: dropped %s: %s", op, name, why)
+            outcome.decisions.update(decisions)
+            outcome.rounds.append({"round": k, "points": [p.point_id for p in round_points],
+                                   "refine": "fill" if fill else "bisect",
+                                   "decisions": {op: d.to_dict() for op, d in decisions.items()}})
+            _write_rounds(results, cumulative, outcome.rounds)
+            round_points = _next_points(spec, decisions, settings_of, evidence, k + 1)
+            if not round_points:
+                break
+    finally:
+        if pool is not None:
+            pool.close()
+            outcome.launches = pool.launches
     return outcome
 
 
