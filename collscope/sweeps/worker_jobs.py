@@ -38,6 +38,7 @@ from collscope.errors import CollscopeError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
 from collscope.sweeps.attempt import PointOutcome, RunOptions, collect_records, conclude_attempt, run_point
+from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.launchers import rank_timeout_s
 from collscope.sweeps.persistent import Group, added_variables, control_line, plan_groups, worker_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
@@ -325,6 +326,9 @@ class WorkerJob:
             failure = ("timeout", f"timeout after {spec.timeout_s:g} s ({who}; persistent worker)")
         else:
             failure = ("exit code", f"exit code {code} (persistent worker job ended during this point)")
+        diagnosis = launch_diagnosis(text)
+        if diagnosis:
+            failure = (failure[0], f"{failure[1]} ({diagnosis})")
         records, _ = collect_records(spec, point, self.results.partial_path(point.point_id), text,
                                      self.results.log_path(point.point_id))
         result = conclude_attempt(self.results, plan, point, records, None, failure, text, duration)

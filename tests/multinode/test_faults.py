@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.multinode.conftest import ROOT, Cluster, failures, job_output, records
 
 # 2 points (Open MPI's default, then ring), each a few seconds with node2 slowed.
@@ -44,12 +46,15 @@ def _sizes_per_point(out: Path) -> dict[str, list[tuple[int, int]]]:
     return found
 
 
-def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: Path) -> None:
+@pytest.mark.parametrize("workers", ["per-point", "persistent"])
+def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: Path, workers: str) -> None:
+    """One launch per point, or one worker job for the sweep: the same guarantees when node2 dies."""
     out = work / "r"
     # --no-requeue: Slurm would otherwise requeue the job after the node failure (slurm/sweep.sh asks for it)
     # and run it again by itself; here the rerun is explicit.
     sweep = ["-N", "2", "-w", "node1,node2", "--ntasks-per-node=1", "--no-requeue",
-             str(ROOT / "slurm" / "sweep.sh"), _spec(work), "--timeout", "60", "--out", str(out)]
+             str(ROOT / "slurm" / "sweep.sh"), _spec(work), "--timeout", "60", "--workers", workers,
+             "--out", str(out)]
     cluster.run("slow", "node2")
     killed = False
     try:

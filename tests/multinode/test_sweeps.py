@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.multinode.conftest import ROOT, Cluster, failures, job_output, records
 
 TINY = ["--max-bytes", "64K", "--iters", "5", "--warmup", "2", "--repeats", "1"]
@@ -21,17 +23,23 @@ def _two_node_records(out_dir: Path, points: int) -> list[dict]:
     return recs
 
 
-def test_sbatch_two_nodes_mpi_algos(cluster: Cluster, work: Path) -> None:
+@pytest.mark.parametrize("workers", ["per-point", "persistent"])
+def test_sbatch_two_nodes_mpi_algos(cluster: Cluster, work: Path, workers: str) -> None:
     out = work / "mpi-algos"
     cluster.sbatch(work, "-N", "2", "--ntasks-per-node=1", str(ROOT / "slurm" / "sweep.sh"),
-                   "--preset", "mpi-algos", *TINY, "--out", str(out))
+                   "--preset", "mpi-algos", *TINY, "--workers", workers, "--out", str(out))
     log = job_output(work)
     assert "ran 9 point(s)" in log and ", 0 failed" in log, log
     recs = _two_node_records(out, 9)
     assert {r["op"] for r in recs} == {"all_reduce", "all_gather"}
+    # every point measured the algorithm it asked for (persistent: switched in the running job through MPI_T)
+    algos = {(r["op"], r["settings"].get("OMPI_MCA_coll_tuned_allreduce_algorithm",
+                                         r["settings"].get("OMPI_MCA_coll_tuned_allgather_algorithm")))
+             for r in recs}
+    assert len(algos) == 9, algos
     # srun started the ranks through PMIx (Open MPI 5 speaks nothing else).
-    point_log = next((out / "points").glob("*.log")).read_text()
-    assert "srun --ntasks 2 --nodes 2 --export=ALL" in point_log and "--mpi=pmix" in point_log, point_log
+    logs = "".join(p.read_text() for p in (out / "points").glob("*.log"))
+    assert "srun --ntasks 2 --nodes 2 --export=ALL" in logs and "--mpi=pmix" in logs, logs[-3000:]
 
 
 def test_sbatch_two_nodes_torch_gloo(cluster: Cluster, work: Path) -> None:

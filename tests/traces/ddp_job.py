@@ -1,6 +1,8 @@
 """A tiny real DDP training on 2 CPU ranks (gloo) under torch.profiler: one Kineto trace per rank.
 
-Run as ``python ddp_job.py OUT_DIR``; it writes ``OUT_DIR/traces/rank<N>.json``, the Flight Recorder dump of
+Run as ``python ddp_job.py OUT_DIR`` (it spawns its 2 ranks), or as ``srun -N 2 --ntasks-per-node=1 python
+ddp_job.py OUT_DIR`` with ``MASTER_ADDR``/``MASTER_PORT`` set (one rank per task: ``SLURM_PROCID``, 2 tasks;
+OUT_DIR on a file system every node sees); it writes ``OUT_DIR/traces/rank<N>.json``, the Flight Recorder dump of
 each rank (``OUT_DIR/fr/rank<N>.json``, ``_dump_fr_trace_json()``) and ``OUT_DIR/expected.json`` (the model's
 parameter bytes, the explicit collectives with their sizes in nccl-tests' convention, the steps).
 Used by ``test_ddp_gloo.py``; the sizes are chosen here so the test can check them exactly.
@@ -27,13 +29,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _run(rank: int, out_dir: str, port: int) -> None:
+def _run(rank: int, out_dir: str, port: int, master_addr: str = "127.0.0.1") -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCH_FR_BUFFER_SIZE="2000")
+    os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(port), TORCH_FR_BUFFER_SIZE="2000")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     torch.manual_seed(0)
@@ -78,6 +80,11 @@ def main(out_dir: str) -> None:
 
     (Path(out_dir) / "traces").mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / "fr").mkdir(exist_ok=True)
+    if "SLURM_PROCID" in os.environ:  # one rank of an srun step
+        if int(os.environ["SLURM_NTASKS"]) != WORLD:
+            raise SystemExit(f"ddp_job.py runs {WORLD} ranks, srun started {os.environ['SLURM_NTASKS']}")
+        _run(int(os.environ["SLURM_PROCID"]), out_dir, int(os.environ["MASTER_PORT"]), os.environ["MASTER_ADDR"])
+        return
     mp.start_processes(_run, args=(out_dir, _free_port()), nprocs=WORLD, join=True, start_method="spawn")
 
 
