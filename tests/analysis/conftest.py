@@ -13,6 +13,7 @@ import pytest
 
 from collscope.collectives.record import Measurement
 from collscope.results.store import ResultsDir
+from tests.conftest import env_without_suite_defaults
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIB = 1 << 20
@@ -29,7 +30,8 @@ def mpi_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cmd = [sys.executable, "-m", "collscope", "sweep", "run", "--preset", "mpi-algos", "--launcher", "local",
            "--nranks", "2", "--max-bytes", "16K", "--iters", "5", "--repeats", "2", "--out", str(out),
            "--no-progress"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    # the preset's own configuration names, which the tests check exactly: no suite-wide OMPI_MCA_btl
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env_without_suite_defaults())
     assert result.returncode == 0, result.stdout + result.stderr
     return out
 

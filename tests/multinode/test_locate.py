@@ -58,29 +58,33 @@ def _named(doc: dict) -> list[tuple[str, int | None]]:
 
 
 @pytest.fixture(scope="module")
-def healthy_busbw(sim_cluster: Cluster) -> float:
-    """The baseline busbw of a healthy run (the 'expected' figure the user would give), measured once."""
-    work = Path(tempfile.mkdtemp(prefix="baseline-", dir=WORK_BASE))
-    try:
-        code, doc, output = _locate(sim_cluster, work, *FAST_ARGS)
-        assert code == 0 and doc is not None and doc["baseline_busbw_gbps"], output[-3000:]
-        return float(doc["baseline_busbw_gbps"])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def test_no_fault_no_suspects_stops_after_the_group_test(sim_cluster, work):
-    """Through sbatch slurm/locate.sh, as users run it."""
+def no_fault_run(sim_cluster: Cluster) -> Iterator[tuple[dict, Path]]:
+    """``sbatch slurm/locate.sh`` on the healthy cluster, as users run it: (locate.json, results directory).
+    Its baseline is the 'expected' figure the tests with ``--expect-busbw`` give, as a user would."""
+    work = Path(tempfile.mkdtemp(prefix="no-fault-", dir=WORK_BASE))
+    work.chmod(0o755)
     state, code = sim_cluster.sbatch(work, "-N", "4", "--chdir", str(work), str(ROOT / "slurm" / "locate.sh"),
                                      "--json", "--out", str(work / "out"), *FAST_ARGS, timeout_s=400, check=False)
     assert (state, code) == ("COMPLETED", "0:0"), job_output(work)[-3000:]
-    doc = json.loads((work / "out" / "locate.json").read_text())
+    yield json.loads((work / "out" / "locate.json").read_text()), work / "out"
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def healthy_busbw(no_fault_run: tuple[dict, Path]) -> float:
+    doc, _ = no_fault_run
+    assert doc["baseline_busbw_gbps"], doc
+    return float(doc["baseline_busbw_gbps"])
+
+
+def test_no_fault_no_suspects_stops_after_the_group_test(no_fault_run):
+    doc, out = no_fault_run
     assert doc["suspects"] == [] and doc["exclude"] == ""
     group_round = next(t["round"] for t in doc["tests"] if t["kind"] == "group")
     # the group test, then (no --expect-busbw) its halves as the reference it is judged by
     assert doc["rounds"] <= group_round + 1
     assert all(t["status"] == "ok" for t in doc["tests"])
-    assert len(list((work / "out" / "points").glob("*.jsonl"))) == len(doc["tests"])
+    assert len(list((out / "points").glob("*.jsonl"))) == len(doc["tests"])
 
 
 def test_no_fault_with_an_expectation_stops_at_the_group_test(sim_cluster, work, healthy_busbw):
