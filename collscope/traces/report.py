@@ -129,6 +129,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}))
     if bench is not None:
         warnings.extend(_bench_gaps(summary, bench))
+        warnings.extend(_above_bench(summary, bench))
     worlds = [t.world_size for t in traces if t.world_size is not None]
     backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
     return TraceReport(world_size=worlds[0] if worlds else None, backend=",".join(backends),
@@ -177,6 +178,25 @@ def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
         out.append(f"some sizes of {', '.join(op for op, _ in outside)} are outside the sweep's measured range "
                    f"({bench.source}): no benchmark figure there")
     return out
+
+
+ABOVE_BENCH_RATIO = 1.25
+"""A job's busbw this far above the sweep's at its size is no longer sweep noise: the sweep is not its bound."""
+
+
+def _above_bench(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
+    """A warning when the job beats the sweep: then the goodput figures do not mean "share of the fabric"."""
+    above = [r for r in summary if r.goodput_ratio is not None and r.goodput_ratio > ABOVE_BENCH_RATIO]
+    if not above:
+        return []
+    worst = max(above, key=lambda r: r.goodput_ratio or 0.0)
+    return [f"the job's busbw is above the sweep's ({bench.source}) by more than {ABOVE_BENCH_RATIO - 1:.0%} at "
+            f"{len(above)} of {sum(r.goodput_ratio is not None for r in summary)} op/size rows (up to "
+            f"{worst.goodput_ratio:.1f}x, {worst.op} {worst.size_bytes} B): that sweep is not a bound for this job, "
+            "so its goodput figures are not shares of what the fabric gives. Likely causes: a noisy sweep (few "
+            "iterations or repeats, a loaded machine: rerun it with more), a sweep of other nodes, rank layout or "
+            "settings than the job's, or the job's transfer time taken as the minimum over ranks, which leaves "
+            "out the wait of the rank that arrived last"]
 
 
 def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:

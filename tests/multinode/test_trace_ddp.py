@@ -24,9 +24,9 @@ backend: gloo
 ops: [all_reduce, all_gather, reduce_scatter, broadcast]
 min_bytes: 1K
 max_bytes: 1M
-iters: 5
-warmup: 2
-repeats: 2
+iters: 20
+warmup: 5
+repeats: 3
 """
 
 JOB = """#!/bin/bash

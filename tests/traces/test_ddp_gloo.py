@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from collscope.analysis.load import load_results
 from collscope.cli import main
 from collscope.collectives.record import Measurement, write_jsonl
+from collscope.traces.compare import bench_curves
 from collscope.traces.load import read_traces
 from collscope.traces.report import analyze_traces
 
@@ -78,13 +80,14 @@ def test_flight_recorder_dumps_of_the_same_run(job):
     assert any("no duration" in w for w in report.warnings)
 
 
-def _sweep(path: Path, sizes: list[int]) -> Path:
-    """A sweep of all_reduce on 2 ranks: the default and NCCL_ALGO=Ring 30% faster, 3 repeats per size."""
+def _sweep(path: Path, sizes: list[int], slower: float = 1.0) -> Path:
+    """A sweep of all_reduce on 2 ranks: the default and NCCL_ALGO=Ring 30% faster, 3 repeats per size (every
+    time ``slower`` times longer)."""
     records = []
     for size in sizes:
         for config, factor in (({}, 1.0), ({"NCCL_ALGO": "Ring"}, 0.7)):
             for repeat in range(3):
-                time_us = (20 + size / 2e8 * 1e6) * factor * (1 + 0.001 * repeat)
+                time_us = (20 + size / 2e8 * 1e6) * factor * (1 + 0.001 * repeat) * slower
                 records.append(Measurement.from_timing(engine="torch", backend="gloo", op="all_reduce",
                                                        size_bytes=size, nranks=2, time_us=time_us, dtype="float32",
                                                        count=size // 4, redop="sum", root=None, in_place=False,
@@ -115,3 +118,14 @@ def test_cli_against_a_sweep_and_the_workload_recommend_reads(job, tmp_path):
     assert res.exit_code == 0, res.output
     assert "NCCL_ALGO=Ring" in res.output and "us per step" in res.output
     assert str(workload) in res.output
+
+
+def test_a_job_faster_than_its_sweep_is_a_warning_not_a_share(job, tmp_path):
+    out, _ = job
+    traces = read_traces([out])
+    sizes = [1 << k for k in range(10, 25, 2)]
+    slow = bench_curves(load_results(_sweep(tmp_path / "slow.jsonl", sizes, slower=1000.0)), "slow.jsonl")
+    fast = bench_curves(load_results(_sweep(tmp_path / "fast.jsonl", sizes, slower=0.001)), "fast.jsonl")
+    warned = [w for w in analyze_traces(traces, bench=slow).warnings if "is not a bound for this job" in w]
+    assert len(warned) == 1 and "slow.jsonl" in warned[0]
+    assert not [w for w in analyze_traces(traces, bench=fast).warnings if "is not a bound" in w]
