@@ -22,7 +22,7 @@ from collscope.errors import ConfigError
 from collscope.vocab.ops import HARNESS_OPS, HarnessOp
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
-           "pattern", "expected_result", "count_wrong", "make_record"]
+           "pattern", "reduce_rows", "expected_result", "count_wrong", "make_record"]
 
 BenchOp = HarnessOp
 """The collectives the harnesses measure (the vocabulary's :data:`~collscope.vocab.ops.HarnessOp`)."""
@@ -121,7 +121,8 @@ def pattern(rank: int, n: int, dtype: str, offset: int = 0) -> np.ndarray:
     return ((i * 3 + rank * 5 + 1) % modulus).astype(np.float64)
 
 
-def _reduce(arrays: list[np.ndarray], redop: str) -> np.ndarray:
+def reduce_rows(arrays: list[np.ndarray], redop: str) -> np.ndarray:
+    """Element-wise ``redop`` (sum, max or min) over equal-length rows."""
     stack = np.stack(arrays)
     if redop == "sum":
         return stack.sum(axis=0)
@@ -137,13 +138,13 @@ def expected_result(op: str, *, rank: int, nranks: int, count: int, dtype: str, 
     ``count*nranks``; reduce_scatter and alltoall ``pattern(rank, count*nranks)``, split in ``nranks`` blocks.
     """
     if op == "all_reduce":
-        return _reduce([pattern(r, count, dtype) for r in range(nranks)], redop)
+        return reduce_rows([pattern(r, count, dtype) for r in range(nranks)], redop)
     if op == "broadcast":
         return pattern(root, count, dtype)
     if op == "all_gather":
         return np.concatenate([pattern(r, count, dtype) for r in range(nranks)])
     if op == "reduce_scatter":
-        return _reduce([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)], redop)
+        return reduce_rows([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)], redop)
     if op == "alltoall":
         return np.concatenate([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)])
     raise ConfigError(f"unknown op {op!r}; valid: {', '.join(BENCH_OPS)}")

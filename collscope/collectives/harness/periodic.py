@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collscope.collectives.spec import pattern
+from collscope.collectives.spec import pattern, reduce_rows
 
 __all__ = ["PERIOD", "Block", "expected_blocks", "fill_periodic", "count_wrong_periodic"]
 
@@ -23,25 +23,18 @@ Block = tuple[int, np.ndarray]
 """``(start, period row)``: output elements ``start .. start + count`` repeat the float64 row."""
 
 
-def _reduce(rows: list[np.ndarray], redop: str) -> np.ndarray:
-    stack = np.stack(rows)
-    if redop == "sum":
-        return stack.sum(axis=0)
-    return stack.max(axis=0) if redop == "max" else stack.min(axis=0)
-
-
 def expected_blocks(op: str, *, rank: int, nranks: int, count: int, dtype: str, redop: str = "sum",
                     root: int = 0) -> list[Block]:
     """The blocks of rank ``rank``'s expected output, each ``count`` elements long (see
     :func:`~collscope.collectives.spec.expected_result` for the inputs of each op)."""
     if op == "all_reduce":
-        return [(0, _reduce([pattern(r, PERIOD, dtype) for r in range(nranks)], redop))]
+        return [(0, reduce_rows([pattern(r, PERIOD, dtype) for r in range(nranks)], redop))]
     if op == "broadcast":
         return [(0, pattern(root, PERIOD, dtype))]
     if op == "all_gather":
         return [(r * count, pattern(r, PERIOD, dtype)) for r in range(nranks)]
     if op == "reduce_scatter":
-        return [(0, _reduce([pattern(r, PERIOD, dtype, offset=rank * count) for r in range(nranks)], redop))]
+        return [(0, reduce_rows([pattern(r, PERIOD, dtype, offset=rank * count) for r in range(nranks)], redop))]
     if op == "alltoall":
         return [(r * count, pattern(r, PERIOD, dtype, offset=rank * count)) for r in range(nranks)]
     raise ValueError(f"unknown op {op!r}")
