@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import env_without_suite_defaults
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "scripts" / "local-cluster.sh"
 BIN = Path(sys.executable).parent
@@ -52,6 +54,12 @@ def _status() -> tuple[bool, str]:
     return True, text[-1] if text else ""
 
 
+def cluster_env() -> dict[str, str]:
+    """The environment of commands run on the cluster: the suite's own defaults (tests/conftest.py) left out,
+    since local-cluster.sh lets the caller's variables win over the cluster's (``OMPI_MCA_btl=tcp,self``)."""
+    return env_without_suite_defaults()
+
+
 @dataclass
 class Cluster:
     """Runs things on the simulated cluster; every call has a timeout."""
@@ -59,7 +67,7 @@ class Cluster:
     def run(self, *args: str, timeout_s: float = 120, check: bool = True,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         argv = ["bash", str(CLUSTER), *args]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=cwd)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=cluster_env())
         if check and out.returncode != 0:
             raise AssertionError(f"{shlex.join(argv)} exited {out.returncode}:\n{out.stdout[-3000:]}\n"
                                  f"{out.stderr[-3000:]}")

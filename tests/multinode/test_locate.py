@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import CLUSTER, ROOT, WORK_BASE, Cluster, job_output
+from tests.multinode.conftest import CLUSTER, ROOT, WORK_BASE, Cluster, cluster_env, job_output
 
 pytestmark = pytest.mark.multinode
 
@@ -129,7 +129,7 @@ def test_a_killed_node_is_reported_and_nothing_hangs(sim_cluster, work):
     argv = ["bash", str(CLUSTER), "exec", *sim_cluster.env_args(), "salloc", "-N", "4", "--ntasks-per-node=2",
             "--no-kill", "--chdir", str(work), sys.executable, "-c", wrapper, "locate", "--json", "--out",
             str(work / "out"), *FAST_ARGS, "--timeout", "30"]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster_env())
     try:
         deadline = time.monotonic() + 60
         while not granted.exists():
