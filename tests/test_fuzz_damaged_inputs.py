@@ -16,7 +16,7 @@ import os
 import random
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,26 +227,31 @@ def _targets(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix != ".log")
 
 
+def _mutated_copies(base: Path, rng: random.Random, cases: int, prefix: str) -> Iterator[tuple[int, Path, str]]:
+    """``cases`` copies of ``base``, one file of each damaged by a random mutation: (case, copy, what was done).
+    Each copy is removed once the caller has checked it."""
+    files = [p.relative_to(base) for p in _targets(base)]
+    for case in range(cases):
+        work = base.parent / f"{prefix}{case}"
+        shutil.copytree(base, work, symlinks=True)
+        rel = rng.choice(files)
+        how = rng.choice(MUTATIONS)(rng, work / rel)
+        yield case, work, f"case {case} {rel} ({how})"
+        shutil.rmtree(work)
+
+
 def test_fuzzed_results_directories(tmp_path: Path) -> None:
     base = _small_results(tmp_path / "base")
     pristine = _invoke(["analyze", str(base), "--json"])
     assert pristine.exit_code == 0, pristine.output
-    rng = random.Random(SEED)
     problems: list[str] = []
-    files = [p.relative_to(base) for p in _targets(base)]
-    for case in range(RESULTS_CASES):
-        work = tmp_path / f"r{case}"
-        shutil.copytree(base, work, symlinks=True)
-        rel = rng.choice(files)
-        how = rng.choice(MUTATIONS)(rng, work / rel)
-        what = f"case {case} {rel} ({how})"
+    for case, work, what in _mutated_copies(base, random.Random(SEED), RESULTS_CASES, "r"):
         _check(["sweep", "status", str(work)], what, problems)
         _check([("analyze", "recommend")[case % 2], str(work)], what, problems)
         if case % 40 == 0:
             _check(["report", str(work), "--out", str(tmp_path / f"report{case}")], what, problems)
         if case % 8 == 0:
             _check(["sweep", "status", str(work), "--json"], what, problems)
-        shutil.rmtree(work)
     _summary("results directories", RESULTS_CASES, problems)
     assert not problems, f"{len(problems)} of {RESULTS_CASES} mutated results directories crashed:\n" + \
         "\n".join(problems[:40])
@@ -259,16 +264,9 @@ def test_fuzzed_capture_directories(tmp_path: Path) -> None:
     shutil.copytree(sample_path(), base)
     pristine = _invoke(["topo", "show", "--from", str(base), "--json"])
     assert pristine.exit_code == 0, pristine.output
-    rng = random.Random(SEED + 1)
     problems: list[str] = []
-    files = [p.relative_to(base) for p in _targets(base)]
-    for case in range(CAPTURE_CASES):
-        work = tmp_path / f"c{case}"
-        shutil.copytree(base, work, symlinks=True)
-        rel = rng.choice(files)
-        how = rng.choice(MUTATIONS)(rng, work / rel)
-        _check(["topo", "show", "--from", str(work)], f"case {case} {rel} ({how})", problems)
-        shutil.rmtree(work)
+    for _, work, what in _mutated_copies(base, random.Random(SEED + 1), CAPTURE_CASES, "c"):
+        _check(["topo", "show", "--from", str(work)], what, problems)
     _summary("capture directories", CAPTURE_CASES, problems)
     assert not problems, f"{len(problems)} of {CAPTURE_CASES} mutated capture directories crashed:\n" + \
         "\n".join(problems[:40])
