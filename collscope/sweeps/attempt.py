@@ -101,13 +101,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env=cmd.env, output_path=log_path,
                           kill_on_parent_death=True)
     except SweepTerminated as exc:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-        diagnosis = launch_diagnosis(_read_from(log_path, offset_after_header))
-        down = slurm_nodes_down() if options.launcher == "srun" else None
-        exc.detail = str(exc) + " while this point ran" + (f"; Slurm reports down: {down}" if down else "") + (
-            f" ({diagnosis})" if diagnosis else " (Slurm cancels a job when a node fails, its time runs out, or "
-            "on scancel)")
-        results.record_failure(pid, "cancelled", exc.detail, attempt_s=time.monotonic() - start)
+        record_cancelled(results, pid, exc, _read_from(log_path, offset_after_header), options.launcher,
+                         time.monotonic() - start)
         raise
     except CollscopeError as exc:
         results.record_failure(pid, "launch error", str(exc), attempt_s=time.monotonic() - start)
@@ -126,6 +121,19 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         failure = ("timeout" if result.timed_out else "exit code", detail)
     return conclude_attempt(results, plan, point, records, parse_problem, failure, attempt_text, duration,
                             options=options)
+
+
+def record_cancelled(results: ResultsDir, pid: str, exc: SweepTerminated, attempt_text: str, launcher: str,
+                     attempt_s: float) -> None:
+    """Write the running point down as cancelled (with what the launcher and Slurm say), for a sweep stopped by
+    SIGTERM; ``exc.detail`` gets the same words. Shared by per-point launches and persistent workers."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    diagnosis = launch_diagnosis(attempt_text)
+    down = slurm_nodes_down() if launcher == "srun" else None
+    exc.detail = str(exc) + " while this point ran" + (f"; Slurm reports down: {down}" if down else "") + (
+        f" ({diagnosis})" if diagnosis else " (Slurm cancels a job when a node fails, its time runs out, or "
+        "on scancel)")
+    results.record_failure(pid, "cancelled", exc.detail, attempt_s=attempt_s)
 
 
 def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: list[Measurement],

@@ -37,11 +37,19 @@ from collscope import proc
 from collscope.errors import CollscopeError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import PointOutcome, RunOptions, collect_records, conclude_attempt, run_point
+from collscope.sweeps.attempt import (
+    PointOutcome,
+    RunOptions,
+    collect_records,
+    conclude_attempt,
+    record_cancelled,
+    run_point,
+)
 from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.launchers import rank_timeout_s
 from collscope.sweeps.persistent import Group, added_variables, control_line, plan_groups, worker_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
+from collscope.sweeps.termination import SweepTerminated
 
 __all__ = ["WorkerJob", "WorkerPool", "run_persistent", "POOLED_IDLE_TIMEOUT_S"]
 
@@ -150,6 +158,8 @@ class WorkerJob:
         self._status_fh: BinaryIO | None = None
         self._pending = b""
         self._expired = False
+        self._watching: tuple[Point, int, float] | None = None
+        """The point being watched, where its output starts in the job's log, and when it started."""
 
     def alive(self) -> bool:
         return not self.failed and (self.job is None or self.job.poll() is None)
@@ -197,6 +207,17 @@ class WorkerJob:
         assert self.job is not None
         try:
             left = self._watch(plan, points, report, first_of_job=self.fed == 0)
+        except SweepTerminated as exc:  # the point being watched is written down as cancelled, as per point
+            if self._watching is not None:
+                point, offset, started = self._watching
+                text = self._segment(offset)
+                self._append_log(point, text)
+                record_cancelled(self.results, point.point_id, exc, text, self.options.launcher,
+                                 time.monotonic() - started)
+                self.echo(f"point {point.point_id}: cancelled ({exc.detail})")
+            self.job.kill_group()
+            self.failed = True
+            raise
         except BaseException:
             self.job.kill_group()
             self.failed = True
@@ -264,6 +285,7 @@ class WorkerJob:
         index = 0
         point_start = job.started_at if first_of_job else time.monotonic()
         offset = self._header(points[0])
+        self._watching = (points[0], offset, point_start)
         drained = False
         while index < len(points):
             point = points[index]
@@ -296,6 +318,7 @@ class WorkerJob:
                     point = points[index]
                     offset = self._header(point)
                     point_start = time.monotonic()
+                    self._watching = (point, offset, point_start)
                 continue
             code = job.poll()
             if code is not None and not drained:  # read the status file once more: its last events

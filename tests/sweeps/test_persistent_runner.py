@@ -21,6 +21,7 @@ from collscope.sweeps.launchers import ROOT_ENV, LaunchOptions
 from collscope.sweeps.persistent import WORKER_MODULE
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
+from collscope.sweeps.termination import SweepTerminated
 
 ROOT = Path(__file__).resolve().parents[2]
 _MPIRUN = shutil.which("mpirun") or str(Path(sys.executable).parent / "mpirun")
@@ -111,6 +112,29 @@ def test_a_hung_point_times_out_kills_every_rank_and_the_rest_runs(tmp_path, mon
     assert {o.point_id: o.status for o in retry.outcomes} == {plan.points[0].point_id: "skipped", hung: "done",
                                                               plan.points[2].point_id: "skipped"}
     assert results.status().done == 3
+
+
+def test_sigterm_while_a_point_runs_writes_it_down_as_cancelled(tmp_path, monkeypatch):
+    """As with one launch per point: Slurm's SIGTERM (node failure, time limit, scancel) is a cancelled point."""
+    plan = _plan(_spec(timeout_s=60.0), GRID[:2])
+    hung = plan.points[1].point_id
+    monkeypatch.setenv("COLLSCOPE_TESTING", "1")
+    monkeypatch.setenv("COLLSCOPE_TEST_HANG_POINT", hung)
+    out = tmp_path / "res"
+
+    def terminate_once_the_point_runs() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ResultsDir(out).log_path(hung).exists():
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_once_the_point_runs, daemon=True).start()
+    with pytest.raises(SweepTerminated):
+        run_sweep(plan, out, _options(), meta={})
+    failure = ResultsDir(out).failures()[hung]
+    assert failure.reason == "cancelled" and "stopped by SIGTERM while this point ran" in failure.detail
+    assert _gone(str(out), 5.0) == []
 
 
 def test_the_hang_hook_is_ignored_outside_tests(tmp_path, monkeypatch):
