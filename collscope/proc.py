@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,34 @@ TAIL_CHARS = 64_000
 """How much of stdout/stderr a result keeps (the end of each stream)."""
 
 _KILL_GRACE_S = 2.0
+
+_OPEN_MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "prterun", "oshrun"})
+_PRRTE_SESSION_BASES = ("PRTE_MCA_prte_local_tmpdir_base", "PRTE_MCA_prte_tmpdir_base")
+
+
+def _private_session_base(argv: Sequence[str], env: dict[str, str]) -> str | None:
+    """A fresh directory for the session files of an Open MPI 5 ``mpirun`` (PRRTE), put into ``env``.
+
+    PRRTE keeps its PMIx rendezvous files in ``$TMPDIR/ompi.<mpirun's pid>``. A mpirun killed by a timeout
+    leaves that directory behind, and a later mpirun that gets the same pid (Linux reuses pids; pid_max is
+    often 32768) fails at once: "The PMIx server's listener thread failed to start", exit 213. Each launch
+    of ours therefore gets a base directory of its own, removed when the launch ends. Nothing is done when
+    the caller chose a base (``PRTE_MCA_prte_local_tmpdir_base`` or ``..._tmpdir_base``); other MPIs ignore
+    the variable.
+    """
+    if os.path.basename(argv[0]) not in _OPEN_MPI_LAUNCHERS or any(name in env for name in _PRRTE_SESSION_BASES):
+        return None
+    try:
+        base = tempfile.mkdtemp(prefix="collscope-mpirun-", dir=env.get("TMPDIR") or None)
+    except OSError as exc:
+        raise LaunchError(f"cannot create a session directory for {argv[0]}: {exc}") from exc
+    env[_PRRTE_SESSION_BASES[0]] = base
+    return base
+
+
+def _remove_session_base(base: str | None) -> None:
+    if base is not None:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +140,18 @@ def run(
     if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
         raise ToolMissingError(argv[0], install_hint)
 
+    session_base = _private_session_base(argv, full_env)
+    try:
+        return _run_to_end(argv, full_env, timeout_s=timeout_s, cwd=cwd, stdin_text=stdin_text,
+                           install_hint=install_hint, output_path=output_path,
+                           kill_on_parent_death=kill_on_parent_death)
+    finally:
+        _remove_session_base(session_base)
+
+
+def _run_to_end(argv: list[str], full_env: dict[str, str], *, timeout_s: float,
+                cwd: str | os.PathLike[str] | None, stdin_text: str | None, install_hint: str,
+                output_path: str | os.PathLike[str] | None, kill_on_parent_death: bool) -> ProcResult:
     launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
     log = open(output_path, "ab", buffering=0) if output_path is not None else None  # noqa: SIM115
     start = time.monotonic()
@@ -163,9 +204,10 @@ def run(
 class Started:
     """A child started by :func:`start` that runs while the caller watches it (persistent sweep workers)."""
 
-    def __init__(self, argv: tuple[str, ...], popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, argv: tuple[str, ...], popen: subprocess.Popen[bytes], session_base: str | None = None) -> None:
         self.argv = argv
         self._popen = popen
+        self._session_base = session_base
         self.started_at = time.monotonic()
 
     @property
@@ -185,9 +227,11 @@ class Started:
         for sid in sessions:
             _kill_session(sid)
         try:
-            return self._popen.wait(timeout=10)
+            code: int | None = self._popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            return None
+            code = None
+        self._end_session()
+        return code
 
     def wait(self, timeout_s: float) -> int | None:
         """Wait up to ``timeout_s`` for the exit; then clean up what the leader left in its group."""
@@ -196,7 +240,12 @@ class Started:
         except subprocess.TimeoutExpired:
             return None
         _kill_group(self._popen.pid)
+        self._end_session()
         return code
+
+    def _end_session(self) -> None:
+        _remove_session_base(self._session_base)
+        self._session_base = None
 
 
 def _stat_fields(pid: str) -> list[str] | None:
@@ -262,12 +311,15 @@ def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env
     if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:
         raise ToolMissingError(argv[0], install_hint)
     launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
+    session_base = _private_session_base(argv, full_env)
     with open(output_path, "ab", buffering=0) as log:
         try:
             child = subprocess.Popen(launched, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      env=full_env, start_new_session=True)
         except FileNotFoundError as exc:
+            _remove_session_base(session_base)
             raise ToolMissingError(argv[0], install_hint) from exc
         except OSError as exc:
+            _remove_session_base(session_base)
             raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
-    return Started(tuple(argv), child)
+    return Started(tuple(argv), child, session_base)

@@ -17,6 +17,7 @@ _TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentatio
                    r"Terminated|Aborted)")
 _NO_STEP = re.compile(r"srun: error: (Unable to create step for job \S+: .*)")
 _STEP_TIMEOUT = "srun: error: Timed out waiting for job step to complete"
+_PMIX_LISTENER = "The PMIx server's listener thread failed to start"
 _LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
                           re.IGNORECASE)
 
@@ -40,6 +41,11 @@ def launch_diagnosis(text: str) -> str | None:
         found.append(f"srun could not start the step ({match.group(1).strip()})")
     if _STEP_TIMEOUT in text:
         found.append("srun timed out waiting for the step's tasks to end (a node is not answering)")
+    if _PMIX_LISTENER in text:
+        found.append("mpirun could not start its PMIx server, most likely because a killed mpirun with the same "
+                     "pid left its session directory ($TMPDIR/ompi.<pid>) behind; collscope gives each mpirun it "
+                     "starts a fresh one unless PRTE_MCA_prte_local_tmpdir_base is set. Remove ompi.* "
+                     "directories of mpiruns no longer running")
     if _LOST_DAEMON.search(text):
         found.append("Open MPI lost contact with a remote node's daemon")
     return "; ".join(found) if found else None

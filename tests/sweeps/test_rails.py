@@ -97,3 +97,10 @@ def test_launch_diagnosis_names_the_lost_node() -> None:
     assert launch_diagnosis("# collscope bench ...\n") is None
     assert "srun could not start the step" in launch_diagnosis(
         "srun: error: Unable to create step for job 18: Duplicate job id\n")
+
+
+def test_launch_diagnosis_names_a_stale_mpirun_session() -> None:
+    # What Open MPI 5.0's mpirun printed (exit 213) when a killed mpirun's $TMPDIR/ompi.<pid> had its pid.
+    text = ("-" * 74 + "\nThe PMIx server's listener thread failed to start. We cannot\ncontinue.\n" + "-" * 74 + "\n")
+    diagnosis = launch_diagnosis(text)
+    assert diagnosis is not None and "session directory ($TMPDIR/ompi.<pid>)" in diagnosis
