@@ -18,12 +18,12 @@ import json
 import math
 from typing import Any
 
+from collscope.collectives.nccl_tests.build import build_run
 from collscope.collectives.nccl_tests.records import (
     NcclTestsDevice,
     NcclTestsHeader,
     NcclTestsRun,
     Row,
-    build_run,
     nccl_version_from_code,
     op_from_binary,
 )

@@ -14,6 +14,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from collscope.collectives.nccl_tests.build import build_run
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
     Block,
@@ -21,7 +22,6 @@ from collscope.collectives.nccl_tests.records import (
     NcclTestsHeader,
     NcclTestsRun,
     TableRows,
-    build_run,
     nccl_version_from_code,
     op_from_binary,
 )

@@ -1,0 +1,169 @@
+"""The records of an nccl-tests run: :func:`build_run` makes one Measurement per row, with the run's values.
+
+Both readers (:mod:`.parse` for text, :mod:`.json` for ``-J``) end here. Records are made from a template
+holding the run's values, one ``msgspec.structs.replace`` per record (each validated by its ``__post_init__``);
+the columns a text block holds once for all its rows are set once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import repeat
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+
+from collscope.collectives.nccl_tests.nranks import infer_nranks
+from collscope.collectives.nccl_tests.records import (
+    Block,
+    NcclTestsDevice,
+    NcclTestsHeader,
+    NcclTestsRun,
+    Placement,
+    Row,
+    TableRows,
+)
+from collscope.collectives.record import Measurement, Settings
+from collscope.errors import ParseError
+
+__all__ = ["build_run", "gpu_model", "ERROR_LIMIT"]
+
+_FAST = frozenset({"root", "timestamp", "wrong", "error"})
+_BUSBW = attrgetter("busbw_gbps")
+
+
+def gpu_model(devices: Sequence[NcclTestsDevice], warnings: list[str]) -> str | None:
+    """The GPU model of the device lines (``NVIDIA H100 80GB HBM3``); several models are named together, warned."""
+    names = list(dict.fromkeys(d.name.strip() for d in devices if d.name.strip()))
+    if len(names) > 1:
+        warnings.append(f"the ranks run on different GPU models: {', '.join(names)}")
+        return " + ".join(names)
+    return names[0] if names else None
+
+
+ERROR_LIMIT = 1e-2
+"""An old-format ``error`` (largest deviation per size) at or above this is a wrong result, not rounding: rounding
+shows up to ~1e-3 (half precision; float ~1e-7, e.g. ``4e-07``), corrupted data ~1e+00 (nccl-facts.md 4.3)."""
+
+
+def _records(rows: Iterable[tuple[Any, ...]], template: Measurement, all_bad: bool,
+             unchecked: bool) -> list[Measurement]:
+    """One Measurement per row: the run's values from ``template``, the row's own values replaced.
+
+    ``unchecked``: the run did not check values (``validation: 0``), so a printed ``#wrong`` of 0 means nothing.
+    Each record is validated as it is made (``msgspec.structs.replace`` runs ``__post_init__``).
+    """
+    make = msgspec.structs.replace
+    stamp = template.timestamp
+    if unchecked:
+        return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
+                     time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=None, error=error, ok=not all_bad,
+                     repeat=rep, timestamp=stamp if ts is None else ts)
+                for size, count, dtype, redop, root, in_place, time_us, alg, bus, _, error, ts, rep in rows]
+    return [make(template, size_bytes=size, count=count, dtype=dtype, redop=redop, root=root, in_place=in_place,
+                 time_us=time_us, algbw_gbps=alg, busbw_gbps=bus, wrong=wrong, error=error,
+                 ok=not (all_bad or wrong), repeat=rep, timestamp=stamp if ts is None else ts)
+            for size, count, dtype, redop, root, in_place, time_us, alg, bus, wrong, error, ts, rep in rows]
+
+
+def _placement_records(b: Block, p: Placement, template: Measurement, all_bad: bool,
+                       unchecked: bool) -> list[Measurement]:
+    """The records of one placement of a block; the columns uniform over the block are set once, in a template."""
+    if not _FAST <= b.uniform:
+        return _records(zip(b.size_bytes, b.elements, b.dtype, b.redop, b.root, repeat(p.in_place, len(b.size_bytes)),
+                            p.time_us, p.algbw_gbps, p.busbw_gbps, p.wrong, p.error, b.timestamp, b.repeat,
+                            strict=True),
+                        template, all_bad, unchecked)
+    make = msgspec.structs.replace
+    wrong = None if unchecked else p.wrong[0]
+    ts = b.timestamp[0]
+    same = make(template, root=b.root[0], in_place=p.in_place, wrong=wrong, error=p.error[0],
+                ok=not (all_bad or wrong), timestamp=template.timestamp if ts is None else ts)
+    return [make(same, size_bytes=size, count=count, dtype=dtype, redop=redop, time_us=time_us, algbw_gbps=alg,
+                 busbw_gbps=bus, repeat=rep)
+            for size, count, dtype, redop, time_us, alg, bus, rep in zip(
+                b.size_bytes, b.elements, b.dtype, b.redop, p.time_us, p.algbw_gbps, p.busbw_gbps, b.repeat,
+                strict=True)]
+
+
+def _in_place_records(oop: list[Measurement], p: Placement) -> list[Measurement]:
+    """The in-place records of a block whose columns other than the timings are uniform over both placements:
+    each row's out-of-place record with the in-place timings (4 fields replaced instead of 8, each validated)."""
+    make = msgspec.structs.replace
+    return [make(r, in_place=True, time_us=time_us, algbw_gbps=alg, busbw_gbps=bus)
+            for r, time_us, alg, bus in zip(oop, p.time_us, p.algbw_gbps, p.busbw_gbps, strict=True)]
+
+
+def _table_records(table: TableRows, template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
+    """The records of every block, in output order (a row's out-of-place record, then its in-place one)."""
+    out: list[Measurement] = []
+    for b in table.blocks:
+        p0, p1 = b.placements[0], b.placements[-1]
+        if (len(b.placements) == 2 and _FAST <= b.uniform and not p0.in_place and p0.wrong[0] == p1.wrong[0]
+                and p0.error[0] is None and p1.error[0] is None):
+            first = _placement_records(b, p0, template, all_bad, unchecked)
+            placements = [first, _in_place_records(first, p1)]
+        else:
+            placements = [_placement_records(b, p, template, all_bad, unchecked) for p in b.placements]
+        if len(placements) == 2:  # interleave
+            rows = placements[0] + placements[1]
+            rows[0::2], rows[1::2] = placements[0], placements[1]
+            out += rows
+        else:
+            out += placements[0]
+    return out
+
+
+def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice],
+              ranks_elided: bool, header: NcclTestsHeader, nccl_version: str | None, nccl_tests_version: str | None,
+              avg_busbw_gbps: float | None, out_of_bounds: int | None, oob_failed: bool, min_bw_failed: bool,
+              complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
+              settings: dict[str, str] | None = None, timestamp: str | None = None,
+              iters: int | None = None) -> NcclTestsRun:
+    """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid)."""
+    if op is None:
+        raise ParseError(source, None, "the collective (no 'Collective test starting' line and no *_perf command "
+                         "line); pass op (--op all_reduce|all_gather|...)")
+    n, how = infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings)
+    hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
+    nnodes = len(hosts) if devices and not ranks_elided else None
+    gpu = gpu_model(devices, warnings)
+
+    all_bad = oob_failed and not any(d.wrong for d in rows)  # no per-size count: every record is suspect
+    by_error = all_bad and any(d.error is not None and d.error >= ERROR_LIMIT for d in rows)
+    if by_error:  # old formats: the float error column says which sizes failed
+        all_bad = False
+        warnings.append(f"out-of-bounds FAILED: sizes whose error column is >= {ERROR_LIMIT:g} are marked not ok "
+                        "(older nccl-tests print the largest deviation per size, not a count)")
+    elif oob_failed and not any(d.wrong is not None for d in rows):
+        warnings.append("out-of-bounds FAILED without per-size #wrong counts: every record is marked not ok")
+    try:
+        template = Measurement(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes, size_bytes=0,
+                               count=None, dtype="", redop=None, root=None, in_place=False, time_us=0.0,
+                               algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
+                               warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
+                               gpu=gpu, nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
+                               timestamp=timestamp)
+        unchecked = header.validation == 0
+        records = (_table_records(rows, template, all_bad, unchecked) if isinstance(rows, TableRows)
+                   else _records(rows, template, all_bad, unchecked))
+    except ValueError as exc:
+        raise ParseError(source, None, "values a Measurement record can hold", found=str(exc)) from None
+    if by_error:
+        records = [msgspec.structs.replace(r, ok=False) if r.error is not None and r.error >= ERROR_LIMIT else r
+                   for r in records]
+
+    if avg_busbw_gbps is not None and records and not ranks_elided:
+        mean = sum(map(_BUSBW, records)) / len(records)
+        if abs(mean - avg_busbw_gbps) > max(0.02 * abs(avg_busbw_gbps), 0.01):
+            warnings.append(f"Avg bus bandwidth {avg_busbw_gbps:g} differs from the mean of the rows shown "
+                            f"({mean:.4g}): rows missing or edited")
+    if not records:
+        warnings.append("no data rows: the output ends before the results table")
+    return NcclTestsRun(op=op, records=tuple(records), nranks=n, nnodes=nnodes, hosts=hosts, devices=tuple(devices),
+                        ranks_elided=ranks_elided, nranks_source=how, nccl_version=nccl_version,
+                        nccl_tests_version=nccl_tests_version, header=header, avg_busbw_gbps=avg_busbw_gbps,
+                        out_of_bounds=out_of_bounds, oob_failed=oob_failed, min_bw_failed=min_bw_failed,
+                        complete=complete, errors=tuple(errors), warnings=tuple(dict.fromkeys(warnings)),
+                        source=source)
