@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from collscope.errors import ConfigError
 from collscope.locate.model import LocateConfig, LocateResult, Runner
 from collscope.locate.nodelist import format_nodelist, parse_nodelist
 from collscope.locate.records import LocateWriter
-from collscope.locate.render import drain_argv, render_text
+from collscope.locate.render import drain_argv, render_text, shell_line
 from collscope.locate.search import locate
 from collscope.locate.steps import StepOptions
 from collscope.locate.topology import LocateTopology, topology_from_cluster_json
@@ -81,7 +80,7 @@ def _drain(result: LocateResult) -> None:
     assert argv is not None
     done = proc.run(argv, timeout_s=30, install_hint="scontrol comes with Slurm (apt-get install slurm-client)")
     if not done.ok:
-        click.echo(f"error: {shlex.join(argv)} failed (exit {done.returncode}): "
+        click.echo(f"error: {shell_line(argv)} failed (exit {done.returncode}): "
                    f"{(done.stderr or done.stdout).strip()[-300:]}", err=True)
         sys.exit(1)
     click.echo(f"drained: {result.exclude}", err=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from collscope.locate.model import LocateResult
 from collscope.locate.nodelist import format_nodelist
 
-__all__ = ["render_text", "drain_argv", "drain_reason"]
+__all__ = ["render_text", "drain_argv", "drain_reason", "shell_line"]
 
 
 def drain_reason(result: LocateResult) -> str:
@@ -23,6 +24,24 @@ def drain_argv(result: LocateResult) -> list[str] | None:
     if not result.suspects:
         return None
     return ["scontrol", "update", f"nodename={result.exclude}", "state=drain", f"reason={drain_reason(result)}"]
+
+
+_PLAIN_IN_DOUBLE_QUOTES = re.compile(r'[^"$`\\!]*')
+
+
+def _shell_word(arg: str) -> str:
+    """``arg`` for a shell command line: ``name="value with spaces"`` as people write scontrol's options, where
+    double quotes keep the value as it is (no ``"``, ``$``, backquote, backslash or ``!`` in it); otherwise
+    :func:`shlex.quote`'s single quotes."""
+    name, eq, value = arg.partition("=")
+    if eq and name.isidentifier() and shlex.quote(arg) != arg and _PLAIN_IN_DOUBLE_QUOTES.fullmatch(value):
+        return f'{name}="{value}"'
+    return shlex.quote(arg)
+
+
+def shell_line(argv: list[str]) -> str:
+    """The command line of ``argv`` as a user would type it into a shell (each word quoted as :func:`_shell_word`)."""
+    return " ".join(map(_shell_word, argv))
 
 
 def _busbw(value: float | None) -> str:
@@ -53,7 +72,7 @@ def render_text(result: LocateResult, *, engine: str, size_bytes: int) -> str:
         lines.append(f"exclude: --exclude={result.exclude}")
         argv = drain_argv(result)
         assert argv is not None
-        lines.append(f"drain:   {shlex.join(argv)}")
+        lines.append(f"drain:   {shell_line(argv)}")
     else:
         lines.append("")
         lines.append("no suspects: every node and rail tested is within the healthy band"

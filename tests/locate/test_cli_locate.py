@@ -52,7 +52,7 @@ def test_a_slow_node_is_named_with_exclude_and_drain_line(fabric, tmp_path):
     assert result.exit_code == 1, result.output
     assert "node3: slow." in result.output
     assert "exclude: --exclude=node3" in result.output
-    assert "scontrol update nodename=node3 state=drain 'reason=collscope locate: node3 slow'" in result.output
+    assert 'scontrol update nodename=node3 state=drain reason="collscope locate: node3 slow"' in result.output
     assert "node1:" not in result.output and "node2:" not in result.output
 
 

@@ -33,3 +33,17 @@ def test_unresolved_is_said_with_a_rerun():
     assert "no node proven at fault" in text
     assert "rerun: collscope locate --nodes n1,n2" in text
     assert drain_argv(result) is None
+
+
+def test_shell_lines_quote_as_people_type_them_and_survive_a_shell():
+    import shlex
+
+    from collscope.locate.render import shell_line
+
+    argv = ["scontrol", "update", "nodename=n2,n7", "state=drain", "reason=collscope locate: n2 broken, n7 slow"]
+    line = shell_line(argv)
+    assert line == 'scontrol update nodename=n2,n7 state=drain reason="collscope locate: n2 broken, n7 slow"'
+    assert shlex.split(line) == argv
+    odd = ["x", "reason=it's $HOME", "two words", 'a="b"']  # what double quotes would change: single quotes
+    assert shlex.split(shell_line(odd)) == odd
+    assert shell_line(odd).startswith("x 'reason=it'")
