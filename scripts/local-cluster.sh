@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real multi-node Slurm cluster on this one machine, made of network namespaces, for collscope's tests.
 #
-#   scripts/local-cluster.sh up [--nodes N] [--rails R]   N nodes (4), R rails (2); idempotent when already up
+#   scripts/local-cluster.sh up [--nodes N] [--rails R]   N nodes (4), R rails (2); idempotent when already up; a fresh
+#                                                        slurmctld state every time (-c: no job of an earlier `up`)
 #   scripts/local-cluster.sh down                         stop what `up` started, delete the namespaces
 #   scripts/local-cluster.sh status                       daemons, links and `sinfo`; exit 3 when not healthy
 #   scripts/local-cluster.sh exec CMD...                  run CMD where the Slurm clients live (sbatch, srun)
@@ -353,7 +354,7 @@ cmd_up() {
   make_network
   write_conf
   log "network: $NODES nodes x $RAILS rails (cl0..cl$((RAILS - 1))); starting slurmctld in ctl"
-  ns_start "$NS_CTL" ctl timeout --kill-after=5 30 slurmctld -f "$CONF" || { log_tail "$STATE_DIR/slurmctld.log"; die "slurmctld did not start"; }
+  ns_start "$NS_CTL" ctl timeout --kill-after=5 30 slurmctld -c -f "$CONF" || { log_tail "$STATE_DIR/slurmctld.log"; die "slurmctld did not start"; }
   local deadline=$((SECONDS + WAIT_S))
   until client scontrol ping 2>/dev/null | grep -q UP; do
     [ "$SECONDS" -lt "$deadline" ] || { log_tail "$STATE_DIR/slurmctld.log"; die "slurmctld does not answer"; }
