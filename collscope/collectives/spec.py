@@ -19,6 +19,7 @@ import numpy as np
 from collscope.collectives.measure import DTYPES, ELEM_SIZE, Dtype, MeasureSpec
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
+from collscope.vocab.configs import OMPI_ASYNC_MODEX
 from collscope.vocab.ops import HARNESS_OPS, HarnessOp
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
@@ -83,7 +84,7 @@ class BenchSpec(MeasureSpec):
 # Variables that mpirun/prterun/orted export to every rank as bookkeeping, not as tuning knobs.
 _LAUNCHER_KEYS = frozenset({"OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs",
                             "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_ess", "OMPI_MCA_pmix",
-                            "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_yield_when_idle"})
+                            "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_yield_when_idle", OMPI_ASYNC_MODEX})
 _LAUNCHER_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_prte_", "OMPI_MCA_ras_", "OMPI_MCA_rmaps_")
 
 

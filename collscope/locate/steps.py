@@ -39,6 +39,7 @@ from typing import Literal
 from collscope.errors import ConfigError
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
+from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
 __all__ = ["StepOptions", "LocateEngine", "step_argv", "rail_env", "launch_env", "ranks_per_node"]
 
@@ -111,8 +112,8 @@ def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str])
     """What srun's environment needs for ``spec`` on top of ``environ`` (see the module docstring)."""
     nodes = format_nodelist(spec.nodes)
     env = {"SLURM_JOB_NODELIST": nodes, "SLURM_NODELIST": nodes}
-    if options.engine == "mpi" and "OMPI_MCA_pmix_base_async_modex" not in environ:
-        env["OMPI_MCA_pmix_base_async_modex"] = "1"
+    if options.engine == "mpi" and OMPI_ASYNC_MODEX not in environ:
+        env[OMPI_ASYNC_MODEX] = "1"
     return env
 
 

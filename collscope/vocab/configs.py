@@ -7,14 +7,20 @@ from collections.abc import Mapping
 
 from collscope.vocab.ompi import DYNAMIC_RULES
 
-__all__ = ["DEFAULT", "DEFAULT_CONFIG", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES", "is_tuning_variable",
-           "config_of"]
+__all__ = ["DEFAULT", "OMPI_ASYNC_MODEX", "DEFAULT_CONFIG", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
+           "is_tuning_variable", "config_of"]
 
 DEFAULT = ""
 """A knob value that means "not set": the variable is left out of the point's environment."""
 
 DEFAULT_CONFIG = "default"
 """The configuration name of the point with every knob unset (always measured, the baseline)."""
+
+OMPI_ASYNC_MODEX = "OMPI_MCA_pmix_base_async_modex"
+"""Open MPI's asynchronous modex: peers' connection data fetched when first needed instead of exchanged in a
+fence inside MPI_Init. Set to 1 for mpi-engine srun steps (sweeps, locate) unless the user set it, because Open
+MPI 5.0's fence lets a rank send before a slower peer has set MPI_COMM_WORLD up, and the peer dies with SIGSEGV
+(open-mpi/ompi#11438, fixed after 5.0 by #13559; seen here in 3 of 15 4-node srun steps, 0 of 15 with it)."""
 
 NON_TUNING_VARIABLES = frozenset({
     # logging and dumps: what NCCL prints, not what it does
@@ -24,7 +30,7 @@ NON_TUNING_VARIABLES = frozenset({
     # plumbing: which interface / address bootstrap uses, not a tuning choice
     "NCCL_SOCKET_IFNAME", "NCCL_COMM_ID", "NCCL_HOSTID", "OMPI_MCA_btl_tcp_if_include",
     "OMPI_MCA_btl_tcp_if_exclude", "OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_oob_tcp_if_exclude",
-    "OMPI_MCA_rmaps_base_oversubscribe",
+    "OMPI_MCA_rmaps_base_oversubscribe", OMPI_ASYNC_MODEX,
     # implied by an Open MPI algorithm setting (vocab.knobs.requires adds it)
     DYNAMIC_RULES,
 })
