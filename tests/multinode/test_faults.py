@@ -13,13 +13,14 @@ import pytest
 
 from tests.multinode.conftest import ROOT, Cluster, failures, job_output, records
 
-# 2 points (Open MPI's default, then ring), each a few seconds with node2 slowed.
+# 2 points (Open MPI's default, then ring), each about 8 s with node2 slowed: long enough that node2 is killed
+# while the second one runs (with 5 iterations, 3.6 s, a persistent run once finished it before the kill landed).
 SPEC = """name: faults
 engine: mpi
 ops: [all_reduce]
 min_bytes: 1M
 max_bytes: 4M
-iters: 5
+iters: 12
 warmup: 1
 repeats: 1
 grid: {OMPI_MCA_coll_tuned_allreduce_algorithm: ["", "4"]}
