@@ -17,7 +17,6 @@ from pathlib import Path
 
 from collscope.errors import ConfigError
 from collscope.sweeps.launchers import LauncherKind, LaunchOptions, MpiFlavour, SrunMpi
-from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
 __all__ = ["FORWARD_PREFIXES", "MPIRUN_HINT", "check_launcher", "find_tool", "forwarded_names", "launch_options",
            "local_cores"]
@@ -71,8 +70,7 @@ def launch_options(launcher: LauncherKind, engine: str, *, flavour: MpiFlavour =
     launcher learns the cores (for its ``--oversubscribe`` choice), mpirun is found by :func:`find_tool`
     (else its bare name, or a ConfigError with ``require_mpirun``), and srun gets ``--mpi=pmix`` for the mpi
     engine and for nccl-tests (whose binaries under srun are the MPI-built ones, one process per rank) unless
-    ``srun_mpi`` says otherwise (Open MPI 5 speaks only PMIx; under another PMI each rank is a singleton), and,
-    for the mpi engine, Open MPI's asynchronous modex unless the environment sets it (``async_modex``).
+    ``srun_mpi`` says otherwise (Open MPI 5 speaks only PMIx; under another PMI each rank is a singleton).
     """
     mpirun = find_tool("mpirun")
     if mpirun is None and require_mpirun:
@@ -90,6 +88,5 @@ def launch_options(launcher: LauncherKind, engine: str, *, flavour: MpiFlavour =
         mpirun=mpirun or "mpirun",
         oversubscribe=True if oversubscribe else None,
         srun_mpi=srun_mpi,
-        async_modex=launcher == "srun" and engine == "mpi" and OMPI_ASYNC_MODEX not in os.environ,
         forward_env=forwarded_names() if launcher == "mpirun" and flavour == "openmpi" else (),
     )

@@ -47,7 +47,6 @@ from collscope.collectives.nccl_tests.spec import (
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
 from collscope.errors import ConfigError, ParseError
 from collscope.sweeps.spec import Point, SweepSpec
-from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
 __all__ = ["LaunchCommand", "LaunchOptions", "LauncherKind", "MpiFlavour", "SrunMpi", "build_launch", "bench_argv",
            "nccl_tests_spec_for", "rank_timeout_s", "detect_mpi_flavour", "ROOT_ENV"]
@@ -124,10 +123,6 @@ class LaunchOptions:
     """Physical cores of this host (Open MPI's default slot count), for the local ``--oversubscribe`` choice."""
     srun_mpi: SrunMpi | None = None
     """srun only: ``--mpi=pmix|pmi2|none``; ``None`` leaves Slurm's MpiDefault (Open MPI 5 needs pmix)."""
-    async_modex: bool = False
-    """srun with engine mpi: the ranks get ``OMPI_MCA_pmix_base_async_modex=1`` unless the point sets it
-    (:data:`~collscope.vocab.configs.OMPI_ASYNC_MODEX`: Open MPI 5.0's MPI_Init race); the caller sets this when
-    the user's environment does not define the variable."""
     cpu_bind: str | None = None
     """srun only: ``--cpu-bind=VALUE`` (``cores``, ``none``, ``map_cpu:0,4`` ...)."""
     master_addr: str | None = None
@@ -398,8 +393,6 @@ def _srun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: Lau
         argv.append(f"--mpi={options.srun_mpi}")
     if options.cpu_bind is not None:
         argv.append(f"--cpu-bind={options.cpu_bind}")
-    if options.async_modex and spec.engine == "mpi":
-        env = {OMPI_ASYNC_MODEX: "1", **env}
     argv += [*options.extra_args, *_program(spec, point, out_jsonl, options)]
     return LaunchCommand(argv=tuple(argv), env=env, records_from=_records_from(spec))
 

@@ -18,9 +18,12 @@ DEFAULT_CONFIG = "default"
 
 OMPI_ASYNC_MODEX = "OMPI_MCA_pmix_base_async_modex"
 """Open MPI's asynchronous modex: peers' connection data fetched when first needed instead of exchanged in a
-fence inside MPI_Init. Set to 1 for mpi-engine srun steps (sweeps, locate) unless the user set it, because Open
-MPI 5.0's fence lets a rank send before a slower peer has set MPI_COMM_WORLD up, and the peer dies with SIGSEGV
-(open-mpi/ompi#11438, fixed after 5.0 by #13559; seen here in 3 of 15 4-node srun steps, 0 of 15 with it)."""
+fence inside MPI_Init. ``collscope locate`` sets it to 1 for its mpi-engine srun steps unless the user did:
+Open MPI 5.0's fence lets a rank send before a slower peer has set MPI_COMM_WORLD up, and the peer dies with
+SIGSEGV (open-mpi/ompi#11438; seen in 3 of 15 4-node steps, 0 of 15 with it). Sweeps do not set it: on the
+one-node Slurm here (22.05, Open MPI 5.0.11) a sweep of Open MPI's algorithms with it hung in 6 of 27 points
+(ring and algorithm 6; the default algorithm, which locate uses, never), none without it. It is launcher
+plumbing: not a recorded setting, not part of a configuration's name."""
 
 NON_TUNING_VARIABLES = frozenset({
     # logging and dumps: what NCCL prints, not what it does

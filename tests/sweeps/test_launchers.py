@@ -327,20 +327,6 @@ def test_a_built_local_mpi_launch_really_runs(tmp_path):
     assert got[0].settings.get("OMPI_MCA_coll_tuned_allreduce_algorithm") == "4"
 
 
-def test_srun_mpi_ranks_get_the_asynchronous_modex_unless_the_point_sets_it():
-    asked = LaunchOptions(python=PY, async_modex=True)
-    cmd = build_launch("srun", MPI_SPEC, MPI_POINT, OUT, asked)
-    assert cmd.env["OMPI_MCA_pmix_base_async_modex"] == "1"
-    assert cmd.env["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "4"
-    own = Point(point_id="p", op="all_reduce", settings={"OMPI_MCA_pmix_base_async_modex": "0"})
-    assert build_launch("srun", MPI_SPEC, own, OUT, asked).env["OMPI_MCA_pmix_base_async_modex"] == "0"
-    for kind, spec, point in (("srun", TORCH_SPEC, TORCH_POINT), ("local", MPI_SPEC, MPI_POINT),
-                              ("mpirun", MPI_SPEC, MPI_POINT)):
-        assert "OMPI_MCA_pmix_base_async_modex" not in build_launch(kind, spec, point, OUT, asked).env
-    assert "OMPI_MCA_pmix_base_async_modex" not in build_launch("srun", MPI_SPEC, MPI_POINT, OUT,
-                                                                LaunchOptions(python=PY)).env
-
-
 def test_the_asynchronous_modex_is_plumbing_not_a_configuration():
     from collscope.collectives.spec import captured_settings
     from collscope.vocab.configs import config_of

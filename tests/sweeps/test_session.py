@@ -34,12 +34,8 @@ def test_launch_options_of_this_machine(monkeypatch):
     assert local.python == sys.executable and local.mpirun == "/opt/mpi/bin/mpirun"
     assert local.as_root == (os.geteuid() == 0) and local.local_cores == len(os.sched_getaffinity(0))
     assert local.srun_mpi is None and local.oversubscribe is None
-    monkeypatch.delenv("OMPI_MCA_pmix_base_async_modex", raising=False)
     srun = launch_options("srun", "mpi")
-    assert srun.srun_mpi == "pmix" and srun.local_cores is None and srun.async_modex
-    assert not local.async_modex and not launch_options("srun", "torch").async_modex
-    monkeypatch.setenv("OMPI_MCA_pmix_base_async_modex", "0")  # the user's choice stands
-    assert not launch_options("srun", "mpi").async_modex
+    assert srun.srun_mpi == "pmix" and srun.local_cores is None
     assert launch_options("srun", "torch").srun_mpi is None
     assert launch_options("srun", "mpi", srun_mpi="pmi2").srun_mpi == "pmi2"
     assert launch_options("mpirun", "mpi", oversubscribe=True, hostfile="h").oversubscribe is True
