@@ -37,7 +37,8 @@ def _private_session_base(argv: Sequence[str], env: dict[str, str]) -> str | Non
     PRRTE keeps its PMIx rendezvous files in ``$TMPDIR/ompi.<mpirun's pid>``. A mpirun killed by a timeout
     leaves that directory behind, and a later mpirun that gets the same pid (Linux reuses pids; pid_max is
     often 32768) fails at once: "The PMIx server's listener thread failed to start", exit 213. Each launch
-    of ours therefore gets a base directory of its own, removed when the launch ends. Nothing is done when
+    of ours therefore gets a base directory of its own, removed when the launch ends (a SIGKILL of this process
+    leaves it behind, under a name no later launch uses). Nothing is done when
     the caller chose a base (``PRTE_MCA_prte_local_tmpdir_base`` or ``..._tmpdir_base``); other MPIs ignore
     the variable.
     """
