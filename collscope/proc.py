@@ -143,63 +143,55 @@ def run(
 
     session_base = _private_session_base(argv, full_env)
     try:
-        return _run_to_end(argv, full_env, timeout_s=timeout_s, cwd=cwd, stdin_text=stdin_text,
-                           install_hint=install_hint, output_path=output_path,
-                           kill_on_parent_death=kill_on_parent_death)
+        launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
+        log = open(output_path, "ab", buffering=0) if output_path is not None else None  # noqa: SIM115
+        start = time.monotonic()
+        try:
+            child = subprocess.Popen(
+                launched,
+                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                stdout=log if log is not None else subprocess.PIPE,
+                stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise ToolMissingError(argv[0], install_hint) from exc
+        except OSError as exc:
+            raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
+        finally:
+            if log is not None:
+                log.close()
+
+        timed_out = False
+        try:
+            out_b, err_b = child.communicate(input=None if stdin_text is None else stdin_text.encode(),
+                                             timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(child.pid)
+            out_b, err_b = child.communicate()
+        except BaseException:
+            _kill_group(child.pid)
+            child.wait()
+            raise
+        else:
+            # The leader exited; children it left behind in its group are ours to clean up.
+            _kill_group(child.pid)
+        duration_s = time.monotonic() - start
+        if output_path is not None:
+            out_b, err_b = _tail_bytes(output_path), b""
+        return ProcResult(
+            argv=tuple(argv),
+            returncode=child.returncode,
+            stdout=(out_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
+            stderr=(err_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
+            duration_s=duration_s,
+            timed_out=timed_out,
+        )
     finally:
         _remove_session_base(session_base)
-
-
-def _run_to_end(argv: list[str], full_env: dict[str, str], *, timeout_s: float,
-                cwd: str | os.PathLike[str] | None, stdin_text: str | None, install_hint: str,
-                output_path: str | os.PathLike[str] | None, kill_on_parent_death: bool) -> ProcResult:
-    launched = [sys.executable, "-m", "collscope._reaper", "--", *argv] if kill_on_parent_death else argv
-    log = open(output_path, "ab", buffering=0) if output_path is not None else None  # noqa: SIM115
-    start = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            launched,
-            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-            stdout=log if log is not None else subprocess.PIPE,
-            stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ToolMissingError(argv[0], install_hint) from exc
-    except OSError as exc:
-        raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
-    finally:
-        if log is not None:
-            log.close()
-
-    timed_out = False
-    try:
-        out_b, err_b = child.communicate(input=None if stdin_text is None else stdin_text.encode(),
-                                         timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(child.pid)
-        out_b, err_b = child.communicate()
-    except BaseException:
-        _kill_group(child.pid)
-        child.wait()
-        raise
-    else:
-        # The leader exited; children it left behind in its group are ours to clean up.
-        _kill_group(child.pid)
-    duration_s = time.monotonic() - start
-    if output_path is not None:
-        out_b, err_b = _tail_bytes(output_path), b""
-    return ProcResult(
-        argv=tuple(argv),
-        returncode=child.returncode,
-        stdout=(out_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
-        stderr=(err_b or b"").decode("utf-8", "replace")[-TAIL_CHARS:],
-        duration_s=duration_s,
-        timed_out=timed_out,
-    )
 
 
 class Started:

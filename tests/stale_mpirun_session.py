@@ -26,8 +26,8 @@ import tempfile
 import time
 
 from collscope import proc
+from collscope.sweeps.launchers import ROOT_ENV
 
-ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 PIDS_COVERED = range(2, 400)
 
 

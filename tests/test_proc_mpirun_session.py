@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from collscope import proc
-from tests.collectives.launch import tool
+from tests.collectives.launch import ROOT_FLAGS, tool
 
 REPO = Path(__file__).resolve().parents[1]
-ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 BASE = "PRTE_MCA_prte_local_tmpdir_base"
 SHOW_BASE = 'echo "server=${PMIX_SERVER_TMPDIR:-none}"'
 """What a rank is told by its PMIx server: the session directory mpirun really uses, <base>/ompi.<pid>."""
@@ -36,7 +35,7 @@ def mpirun() -> str:
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRTE_MCA_")}
-    return {**env, **ROOT_ENV, "TMPDIR": str(tmp_path), **extra}
+    return {**env, **ROOT_FLAGS, "TMPDIR": str(tmp_path), **extra}
 
 
 def _base_seen(stdout: str) -> str:
@@ -71,7 +70,7 @@ def test_a_started_mpirun_has_its_base_removed_when_it_ends(mpirun, tmp_path):
     runs.mkdir()
     log = tmp_path / "out"
     started = proc.start([mpirun, "-np", "1", "--oversubscribe", "sh", "-c", f"{SHOW_BASE}; sleep 60"],
-                         output_path=log, extra_env={**ROOT_ENV, "TMPDIR": str(runs)})
+                         output_path=log, extra_env={**ROOT_FLAGS, "TMPDIR": str(runs)})
     try:
         deadline = time.monotonic() + 30
         while "server=" not in log.read_text() and time.monotonic() < deadline:

@@ -161,6 +161,12 @@ class WorkerJob:
         self._watching: tuple[Point, int, float] | None = None
         """The point being watched, where its output starts in the job's log, and when it started."""
 
+    def _record_cancelled(self, exc: SweepTerminated, point: Point, offset: int, started: float) -> None:
+        text = self._segment(offset)
+        self._append_log(point, text)
+        record_cancelled(self.results, point.point_id, exc, text, self.options.launcher, time.monotonic() - started)
+        self.echo(f"point {point.point_id}: cancelled ({exc.detail})")
+
     def alive(self) -> bool:
         return not self.failed and (self.job is None or self.job.poll() is None)
 
@@ -207,18 +213,9 @@ class WorkerJob:
         assert self.job is not None
         try:
             left = self._watch(plan, points, report, first_of_job=self.fed == 0)
-        except SweepTerminated as exc:  # the point being watched is written down as cancelled, as per point
-            if self._watching is not None:
-                point, offset, started = self._watching
-                text = self._segment(offset)
-                self._append_log(point, text)
-                record_cancelled(self.results, point.point_id, exc, text, self.options.launcher,
-                                 time.monotonic() - started)
-                self.echo(f"point {point.point_id}: cancelled ({exc.detail})")
-            self.job.kill_group()
-            self.failed = True
-            raise
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, SweepTerminated) and self._watching is not None:
+                self._record_cancelled(exc, *self._watching)  # as one launch per point does
             self.job.kill_group()
             self.failed = True
             raise
