@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -581,3 +583,57 @@ def test_json_values_a_record_cannot_hold_are_a_parse_error():
     assert bad != text
     with pytest.raises(ParseError, match="time_us"):
         parse_nccl_tests(bad, source="ar.json")
+
+
+def _fixed_width_table(nrows: int) -> str:
+    """A table of ``nrows`` rows in nccl-tests' fixed widths: large enough for the numpy reading."""
+    head = MODERN.read_text().splitlines()
+    header = [line for line in head if not line.strip()[:1].isdigit()][:40]
+    rows = [f"{8 << (i % 20):12d}  {(8 << (i % 20)) // 4:12d}  {'float':>8s}  {'sum':>6s}  {-1:6d}  "
+            f"{20.5 + i % 7:7.2f}  {0.01 * (i % 90):6.2f}  {0.02 * (i % 90):6.2f}  {0:6d}  "
+            f"{21.5 + i % 5:7.2f}  {0.01 * (i % 80):6.2f}  {0.02 * (i % 80):6.2f}  {0:6d}" for i in range(nrows)]
+    return "\n".join(header + rows) + "\n"
+
+
+@pytest.mark.parametrize("source", [MODERN, OLD, BCAST, OOB, "fixed-width.txt"], ids=str)
+def test_every_ingested_record_passes_the_records_own_check(source, monkeypatch):
+    from collscope.collectives.nccl_tests import fixed
+    from collscope.collectives.nccl_tests import parse as parse_module
+
+    real, read_fixed = fixed.fixed_columns, []
+
+    def spy(*args):
+        cols = real(*args)
+        read_fixed.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(parse_module, "FIXED_MIN_TEXT", 0)  # the numpy reading for the large table
+    monkeypatch.setattr(fixed, "fixed_columns", spy)
+    if isinstance(source, Path):
+        run = _parse(source)
+    else:
+        run = parse_nccl_tests(_fixed_width_table(3000), source=source)
+        assert len(run.records) == 6000 and read_fixed and all(read_fixed)
+    for rec in run.records:  # made inside columns_checked: each is checked here one by one, as ever
+        assert msgspec.structs.replace(rec) == rec
+
+
+@pytest.mark.parametrize("column, value, words", [("size_bytes", -8, "size_bytes=-8"),
+                                                   ("size_bytes", "8", "size_bytes='8'"),
+                                                   ("time_us", float("nan"), "time_us=nan"),
+                                                   ("time_us", -1.0, "time_us=-1.0")])
+def test_a_table_block_with_a_value_no_record_can_hold_is_a_parse_error(column, value, words):
+    from collscope.collectives.nccl_tests.build import build_run
+    from collscope.collectives.nccl_tests.records import Block, NcclTestsHeader, Placement, TableRows
+
+    sizes, times = [8, 16, 32], [10.0, 11.0, 12.0]
+    (sizes if column == "size_bytes" else times)[1] = value
+    placement = Placement(False, times, [1.0] * 3, [1.0] * 3, [0] * 3, [None] * 3)
+    block = Block(sizes, [2, 4, 8], ["float"] * 3, ["sum"] * 3, [None] * 3, [None] * 3, [0] * 3, (placement,),
+                  frozenset({"root", "timestamp", "wrong", "error"}))
+    with pytest.raises(ParseError, match=re.escape(words)) as info:
+        build_run(op="all_reduce", rows=TableRows([block]), devices=[], ranks_elided=False, header=NcclTestsHeader(),
+                  nccl_version=None, nccl_tests_version=None, avg_busbw_gbps=None, out_of_bounds=None,
+                  oob_failed=False, min_bw_failed=False, complete=True, errors=[], warnings=[], source="b.txt",
+                  nranks=2)
+    assert info.value.source == "b.txt"

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collscope.collectives.record import Measurement, Settings, append_jsonl, busbw_factor, write_jsonl
+from collscope.collectives.record import (
+    Measurement,
+    Settings,
+    append_jsonl,
+    busbw_factor,
+    columns_checked,
+    write_jsonl,
+)
 from collscope.errors import ParseError
 from collscope.results.decode import read_jsonl
 from collscope.units import format_size, parse_size
@@ -88,6 +96,30 @@ def test_invalid_values_are_refused_naming_the_field(field, value, words):
         msgspec.structs.replace(_rec(), **{field: value})
     with pytest.raises(ValueError, match=field):
         Measurement.from_dict({**_rec().to_dict(), field: value})
+
+
+def test_columns_checked_lifts_the_check_only_inside_and_only_in_its_own_thread():
+    bad = {**_rec().to_dict(), "op": "nope"}
+    made: list[object] = []
+    with columns_checked():
+        assert Measurement(**bad).op == "nope"  # the builder inside has checked its columns itself
+        worker = threading.Thread(target=lambda: made.append(_try(lambda: Measurement(**bad))))
+        worker.start()
+        worker.join()
+    assert isinstance(made[0], ValueError) and "op='nope'" in str(made[0])  # another thread is checked as ever
+    with pytest.raises(ValueError, match="op='nope'"):
+        Measurement(**bad)
+    with pytest.raises(RuntimeError), columns_checked():
+        raise RuntimeError("a builder fails inside")
+    with pytest.raises(ValueError, match="op='nope'"):  # ... and the check is back after it
+        Measurement(**bad)
+
+
+def _try(make):
+    try:
+        return make()
+    except ValueError as exc:
+        return exc
 
 
 def test_records_are_hashable_and_settings_immutable():
