@@ -102,21 +102,20 @@ def _check_columns(table: TableRows) -> None:
     every size an integer >= 0, every time a number >= 0 (not NaN). ValueError as the record's check words it."""
     for b in table.blocks:
         try:
-            low = min(b.size_bytes, default=0)
-            good = type(low) is int and low >= 0 and all(type(v) is int for v in b.size_bytes)
+            good = set(map(type, b.size_bytes)) <= {int} and min(b.size_bytes, default=0) >= 0
         except TypeError:
             good = False
         if not good:
-            bad = next(v for v in b.size_bytes if type(v) is not int or v < 0)
-            raise ValueError(f"Measurement field size_bytes={bad!r}: expected an integer >= 0")
+            size = next(v for v in b.size_bytes if type(v) is not int or v < 0)
+            raise ValueError(f"Measurement field size_bytes={size!r}: expected an integer >= 0")
         for p in b.placements:
             try:
                 good = min(p.time_us, default=0.0) >= 0 and sum(p.time_us) == sum(p.time_us)  # NaN: sum is NaN
             except TypeError:
                 good = False
             if not good:
-                bad = next(v for v in p.time_us if not (isinstance(v, (int, float)) and v >= 0))
-                raise ValueError(f"Measurement field time_us={bad!r}: expected a number >= 0")
+                time_us = next(v for v in p.time_us if not (isinstance(v, (int, float)) and v >= 0))
+                raise ValueError(f"Measurement field time_us={time_us!r}: expected a number >= 0")
 
 
 def _table_records(table: TableRows, template: Measurement, all_bad: bool, unchecked: bool) -> list[Measurement]:
