@@ -102,15 +102,16 @@ def _check_columns(table: TableRows) -> None:
     every size an integer >= 0, every time a number >= 0 (not NaN). ValueError as the record's check words it."""
     for b in table.blocks:
         try:
-            good = set(map(type, b.size_bytes)) <= {int} and min(b.size_bytes, default=0) >= 0
+            good = min(b.size_bytes, default=0) >= 0  # a value that is not a number: TypeError, as in the record
         except TypeError:
             good = False
         if not good:
-            size = next(v for v in b.size_bytes if type(v) is not int or v < 0)
+            size = next(v for v in b.size_bytes if not (isinstance(v, int) and v >= 0))
             raise ValueError(f"Measurement field size_bytes={size!r}: expected an integer >= 0")
         for p in b.placements:
             try:
-                good = min(p.time_us, default=0.0) >= 0 and sum(p.time_us) == sum(p.time_us)  # NaN: sum is NaN
+                total = sum(p.time_us)
+                good = min(p.time_us, default=0.0) >= 0 and total == total  # the sum is NaN when a time is
             except TypeError:
                 good = False
             if not good:
@@ -188,7 +189,9 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                    for r in records]
 
     if avg_busbw_gbps is not None and records and not ranks_elided:
-        mean = sum(map(_BUSBW, records)) / len(records)
+        total = (sum(sum(p.busbw_gbps) for b in rows.blocks for p in b.placements) if isinstance(rows, TableRows)
+                 else sum(map(_BUSBW, records)))  # from the columns: a sum over 10^6 records costs 30 ms
+        mean = total / len(records)
         if abs(mean - avg_busbw_gbps) > max(0.02 * abs(avg_busbw_gbps), 0.01):
             warnings.append(f"Avg bus bandwidth {avg_busbw_gbps:g} differs from the mean of the rows shown "
                             f"({mean:.4g}): rows missing or edited")

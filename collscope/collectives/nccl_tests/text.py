@@ -218,7 +218,8 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     in_place_flags = (False, True) if len(lay.groups) == 2 else (True,)  # trace replays print in-place only
     for in_place, (ti, ai, bi, ci, kind) in zip(in_place_flags, lay.groups, strict=True):
         times = cols.floats(ti)
-        if not (min(times) >= 0.0 and sum(times) == sum(times)):  # sum is NaN when a time is
+        total = sum(times)
+        if not (min(times) >= 0.0 and total == total):  # the sum is NaN when a time is
             raise ValueError("a negative or undefined time")
         checks = none
         if ci >= 0:
