@@ -328,6 +328,50 @@ def machine_of(cluster: Any, hosts: Any, gpu: Any, nccl_version: Any) -> str:
     return ", ".join(parts)
 
 
+def _codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """Integer codes of a column (-1 where missing) and its distinct values: a categorical's own, else factorized."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+_KEY_LIMIT = 2**62
+"""Largest mixed-radix key :func:`machine_labels` builds before it renumbers (int64 must not overflow)."""
+
+
+def machine_labels(frame: pd.DataFrame) -> pd.Categorical:
+    """Each record's machine in words (:func:`machine_of`), worked out once per distinct identity, not per row.
+
+    A sweep ran on one machine whichever of its nodes a point's step used: the records of a sweep name the
+    union of its points' hosts.
+    """
+    cols = ["cluster", "hosts", "gpu", "nccl_version", "sweep_id"]
+    coded = [_codes(frame[c]) if c in frame else (np.full(len(frame), -1, dtype=np.int64), []) for c in cols]
+    key, radix = np.zeros(len(frame), dtype=np.int64), 1  # the codes as one mixed-radix integer per record
+    for codes, uniques in coded:
+        if radix * (len(uniques) + 1) >= _KEY_LIMIT:  # renumber the combinations so far: 0 .. records - 1
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            radix = len(frame)
+        key += (codes + 1) * radix
+        radix *= len(uniques) + 1
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    combos = [[int(codes[i]) for codes, _ in coded] for i in first.tolist()]
+
+    def value(i: int, code: int) -> Any:
+        return None if code < 0 else coded[i][1][code]
+
+    idents = [[value(i, int(code)) for i, code in enumerate(combo)] for combo in combos]
+    union: dict[Any, set[str]] = {}
+    for _, hosts, _, _, sweep in idents:
+        if sweep is not None and isinstance(hosts, str) and hosts:
+            union.setdefault(sweep, set()).update(hosts.split(","))
+    joined = {k: ",".join(sorted(v)) for k, v in union.items()}
+    labels = [machine_of(cluster, joined.get(sweep, hosts) if sweep is not None else hosts, gpu, version)
+              for cluster, hosts, gpu, version, sweep in idents]
+    names = list(dict.fromkeys(labels[i] for i in np.argsort(first, kind="stable")))  # in the records' order
+    label_codes = np.array([names.index(label) for label in labels], dtype=np.int64)
+    return _from_codes(label_codes[np.asarray(inverse).reshape(-1)], names)
+
+
 def _one_machine(frame: pd.DataFrame, sources: list[Path]) -> None:
     """Records of different machines never pool (DESIGN: group by hosts or cluster, GPU, NCCL version).
 
@@ -338,28 +382,16 @@ def _one_machine(frame: pd.DataFrame, sources: list[Path]) -> None:
     """
     if frame.empty:
         return
-    cols = ["cluster", "hosts", "gpu", "nccl_version"]
-    ident = frame[cols].astype(object).where(frame[cols].notna(), None)
-    if "sweep_id" in frame:  # one sweep ran on one machine, whichever of its nodes a point's step used
-        sweeps = frame["sweep_id"].astype(object).where(frame["sweep_id"].notna(), None)
-        union: dict[Any, set[str]] = {}
-        for sweep, hosts in zip(sweeps, ident["hosts"], strict=True):
-            if sweep is not None and isinstance(hosts, str) and hosts:
-                union.setdefault(sweep, set()).update(hosts.split(","))
-        joined = {k: ",".join(sorted(v)) for k, v in union.items()}
-        ident["hosts"] = [joined.get(sw, h) if sw is not None else h for sw, h in zip(sweeps, ident["hosts"],
-                                                                                     strict=True)]
-    labels = [machine_of(*row) for row in ident.itertuples(index=False)]
-    machines = pd.Series(labels, index=frame.index, dtype=object)
-    distinct = list(dict.fromkeys(labels))
+    machines = machine_labels(frame)
+    distinct = [str(label) for label in machines.categories]
     if len(distinct) < 2:
         return
     cell = ["backend", "op", "config", "nranks", "nnodes", "in_place", "size_bytes"]
-    keyed = frame[cell].astype(object).where(frame[cell].notna(), None).assign(machine=machines)
-    per_cell = keyed.drop_duplicates().groupby(cell, dropna=False, sort=False)["machine"].nunique()
+    keyed = pd.DataFrame({c: _codes(frame[c])[0] for c in cell}).assign(machine=machines.codes)
+    per_cell = keyed.drop_duplicates().groupby(cell, sort=False)["machine"].nunique()
     lines = []
-    for label in distinct:
-        mask = (machines == label).to_numpy()
+    for code, label in enumerate(distinct):
+        mask = machines.codes == code
         origin = sorted({str(v) for v in frame.loc[mask, "source"].dropna().unique()})[:2]
         lines.append(f"  {label}: {int(mask.sum())} records (e.g. {', '.join(origin) or '?'})")
     if (per_cell > 1).any():
