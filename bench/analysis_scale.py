@@ -1,6 +1,6 @@
 """Analysis at scale: load + fit + analyze (+ recommend) over 1,000,000 records, on one core.
 
-DESIGN.md target: analyze and recommend over 1,000,000 records in under 10 s on one core.
+DESIGN.md target: load + analyze + recommend over 1,000,000 records in under 3 s on one core (it was 10 s).
 
 The results directory is synthetic but shaped like a real nccl-tests sweep: 8 configurations (default and
 NCCL_ALGO x NCCL_PROTO, with NCCL_DEBUG=INFO in every point's settings as the presets set it), 28 sizes
@@ -25,6 +25,8 @@ from collscope.analysis.compare import analyze
 from collscope.analysis.fit import aggregate, fit_alpha_beta
 from collscope.analysis.load import load_results
 from collscope.collectives.record import busbw_factor
+
+TARGET_S = 3.0
 
 CONFIGS: list[tuple[dict[str, str], float, float]] = [
     # settings, alpha_us, bandwidth GB/s (algbw asymptote)
@@ -126,9 +128,9 @@ def main() -> None:
     else:
         _timed("recommend", lambda: recommend(df), n, times)
         total += times["recommend"]
-    verdict = "within" if total < 10 else "OVER"
+    verdict = "within" if total < TARGET_S else "OVER"
     print(f"load + analyze{' + recommend' if 'recommend' in times else ''}: {total:.2f} s for {n:,} records "
-          f"({n / total:,.0f} records/s), {verdict} the 10 s target")
+          f"({n / total:,.0f} records/s), {verdict} the {TARGET_S:g} s target ({total / TARGET_S:.1f}x)")
 
 
 if __name__ == "__main__":
