@@ -354,12 +354,7 @@ def machine_labels(frame: pd.DataFrame) -> pd.Categorical:
         key += (codes + 1) * radix
         radix *= len(uniques) + 1
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    combos = [[int(codes[i]) for codes, _ in coded] for i in first.tolist()]
-
-    def value(i: int, code: int) -> Any:
-        return None if code < 0 else coded[i][1][code]
-
-    idents = [[value(i, int(code)) for i, code in enumerate(combo)] for combo in combos]
+    idents = [[None if codes[i] < 0 else uniques[codes[i]] for codes, uniques in coded] for i in first.tolist()]
     union: dict[Any, set[str]] = {}
     for _, hosts, _, _, sweep in idents:
         if sweep is not None and isinstance(hosts, str) and hosts:
@@ -368,7 +363,8 @@ def machine_labels(frame: pd.DataFrame) -> pd.Categorical:
     labels = [machine_of(cluster, joined.get(sweep, hosts) if sweep is not None else hosts, gpu, version)
               for cluster, hosts, gpu, version, sweep in idents]
     names = list(dict.fromkeys(labels[i] for i in np.argsort(first, kind="stable")))  # in the records' order
-    label_codes = np.array([names.index(label) for label in labels], dtype=np.int64)
+    number = {name: i for i, name in enumerate(names)}
+    label_codes = np.array([number[label] for label in labels], dtype=np.int64)
     return _from_codes(label_codes[np.asarray(inverse).reshape(-1)], names)
 
 

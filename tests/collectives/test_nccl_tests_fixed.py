@@ -207,3 +207,23 @@ def _drop_token(row: str, col: int) -> str:
     """``row`` without token ``col`` and the spaces before it."""
     ends = [i for i in range(len(row)) if row[i] != " " and (i + 1 == len(row) or row[i + 1] == " ")]
     return row[:ends[col - 1] + 1] + row[ends[col] + 1:]
+
+
+def test_records_read_by_the_fixed_width_path_pass_the_records_own_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collscope.collectives.nccl_tests import fixed
+
+    real, read_fixed = fixed.fixed_columns, []
+
+    def spy(*args: object) -> object:
+        cols = real(*args)  # type: ignore[arg-type]
+        read_fixed.append(cols is not None)
+        return cols
+
+    monkeypatch.setattr(parse_module, "FIXED_MIN_ROWS", 1)
+    monkeypatch.setattr(parse_module, "FIXED_MIN_TEXT", 0)
+    monkeypatch.setattr(fixed, "fixed_columns", spy)
+    rows = _rows(3, cycles=4)
+    run = parse_module.parse_nccl_tests(_table(rows), source="in.txt")
+    assert len(run.records) == 2 * len(rows) and read_fixed and all(read_fixed)
+    for rec in run.records:  # made inside columns_checked: each is checked here one by one, as ever
+        assert msgspec.structs.replace(rec) == rec

@@ -9,14 +9,14 @@ Formats and facts: ``shared/reference/nccl-facts.md`` section 4.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from collscope.collectives.record import OPS, Measurement
 
 __all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "Block", "Placement", "TableRows",
-           "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES"]
+           "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES", "valid_times"]
 
 # nccl-tests src/common.cu test_typenames (current and pre-NCCL-2.10 names) -> bytes per element.
 DTYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
@@ -163,6 +163,16 @@ class Row(NamedTuple):
     timestamp: str | None
     repeat: int
     """Earlier rows of the same (size, type, redop, root): the ``-N`` cycle."""
+
+
+def valid_times(times: Sequence[float]) -> bool:
+    """Whether every time is a number >= 0 and none is NaN (their sum is NaN when one is); False for a value that
+    is not a number. The parser checks each block's times with it, and the records' builder again."""
+    try:
+        total = sum(times)
+        return min(times, default=0.0) >= 0 and total == total
+    except TypeError:
+        return False
 
 
 class Placement(NamedTuple):

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
-from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement
+from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement, valid_times
 from collscope.errors import ParseError
 
 __all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "convert_columns", "Columns",
@@ -218,8 +218,7 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     in_place_flags = (False, True) if len(lay.groups) == 2 else (True,)  # trace replays print in-place only
     for in_place, (ti, ai, bi, ci, kind) in zip(in_place_flags, lay.groups, strict=True):
         times = cols.floats(ti)
-        total = sum(times)
-        if not (min(times) >= 0.0 and total == total):  # the sum is NaN when a time is
+        if not valid_times(times):
             raise ValueError("a negative or undefined time")
         checks = none
         if ci >= 0:
