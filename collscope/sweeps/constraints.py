@@ -40,6 +40,9 @@ _SINCE: dict[str, tuple[int, int, int]] = {
     "NCCL_PXN_DISABLE": (2, 12, 0), "NCCL_IB_QPS_PER_CONNECTION": (2, 10, 0), "NCCL_COLLNET_ENABLE": (2, 6, 0),
 }
 _PER_FUNC_SINCE = (2, 24, 0)
+_NVLS_ONE_DOMAIN = (2, 18, 0)
+"""From NCCL 2.18 multi-node NVLS needs CollNet (src/graph/tuning.cc: ``if (nNodes > 1) algoEnable[NVLS] = 0``
+without CollNet support; 2.24+: ``collnetEnable == 0 && NVLS && nNodes > 1`` disables it)."""
 _CTAS_64_SINCE = (2, 25, 0)
 
 
@@ -88,10 +91,19 @@ class PlanContext:
     topology: NodeTopology | None = None
     nccl_version: tuple[int, int, int] | None = None
     collnet_plugin: bool = False
+    nvl_domains: int | None = None
+    """NVLink domains the ranks span (what NCCL counts as nodes: src/init.cc sets ``nNvlDomains = nNodes``); None:
+    unknown, the spec's ``nnodes`` stands in (right for HGX nodes; a multi-node NVLink rack such as GB200 NVL72 is
+    one domain however many trays it spans)."""
 
     @property
     def ppn(self) -> int:
         return max(1, self.spec.nranks // max(1, self.spec.nnodes))
+
+    @property
+    def domains(self) -> int:
+        """NVLink domains: :attr:`nvl_domains`, else ``nnodes``."""
+        return self.nvl_domains if self.nvl_domains is not None else self.spec.nnodes
 
 
 def skip_reason(op: str, settings: Mapping[str, str], ctx: PlanContext) -> str | None:
@@ -187,6 +199,12 @@ def _unavailable(ctx: PlanContext, settings: Mapping[str, str]) -> dict[str, str
         out["NVLS"] = out["NVLSTree"] = "NVLS is disabled by NCCL_NVLS_ENABLE=0"
     if ctx.spec.nnodes == 1:
         out.setdefault("NVLSTree", "NCCL disables NVLSTree on a single node")
+    collnet_on = {**ctx.spec.fixed_env, **settings}.get("NCCL_COLLNET_ENABLE") == "1" and ctx.collnet_plugin
+    if ctx.domains > 1 and not collnet_on and (ctx.nccl_version is None or ctx.nccl_version >= _NVLS_ONE_DOMAIN):
+        counted = " (one per node: no NVLink domain count given)" if ctx.nvl_domains is None else ""
+        out.setdefault("NVLS", f"NCCL disables NVLS across {ctx.domains} NVLink domains{counted} unless CollNet is "
+                       "enabled (NCCL_COLLNET_ENABLE=1 with a CollNet plugin): NCCL 2.18+ src/graph/tuning.cc; a "
+                       "forced NVLS fails with 'no algorithm/protocol available' from NCCL 2.24, ran Ring/Tree before")
     if not ctx.collnet_plugin:
         for algo in ("CollNetDirect", "CollNetChain"):
             out[algo] = f"{algo} needs a CollNet (SHARP) plugin; set collnet_plugin: true in the spec (or " \

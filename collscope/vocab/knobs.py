@@ -36,6 +36,7 @@ from collscope.vocab.ompi import (
 __all__ = [
     "Knob", "KnobFamily", "KNOBS", "DYNAMIC_RULES", "validate_setting", "validate_settings", "validate_env",
     "requires", "describe", "knob", "ompi_algorithm_knob", "Switch", "SwitchKind", "SWITCHES", "switch_of",
+    "NO_CACHE_SINCE",
 ]
 
 KnobFamily = Literal["nccl", "ompi", "nccl-tests", "gloo"]
@@ -281,6 +282,8 @@ def _build() -> dict[str, Knob]:
         _nccl("NCCL_P2P_LEVEL", "max GPU-GPU path class for P2P", _path_level, _LEVELS),
         _nccl("NCCL_SHM_DISABLE", "1 disables the shared-memory transport", _choice("0", "1"), "0, 1"),
         _nccl("NCCL_P2P_DISABLE", "1 disables the P2P transport", _choice("0", "1"), "0, 1"),
+        _nccl("NCCL_NO_CACHE", "variables NCCL reads again at every use instead of once per process (NCCL 2.30.3+)",
+              _no_cache, "ALL, or a comma list of NCCL variable names (NCCL_MIN_CTAS,NCCL_BUFFSIZE)"),
         _nccl("NCCL_DEBUG", "log level", _choice("VERSION", "WARN", "INFO", "TRACE"), "VERSION, WARN, INFO, TRACE"),
         _nccl("NCCL_DEBUG_SUBSYS", "log subsystems", _subsys,
               "comma list of INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, ALLOC_HOST, CALL, PROXY, NVLS, "
@@ -308,6 +311,15 @@ def _build() -> dict[str, Knob]:
             doc=f"Open MPI {coll} algorithm (needs {DYNAMIC_RULES}=1)", describer=_describe_ompi(coll),
             valid=f"an id or a name of Open MPI {OMPI_VERSION}: " + ", ".join(f"{i} {n}" for i, n in enumerate(names))))
     return {k.name: k for k in knobs}
+
+
+def _no_cache(text: str) -> str:
+    # NCCL src/param/param.cc: a ',' list of parameter keys, or ALL (exact, upper case)
+    items = [item.strip() for item in text.split(",")]
+    for item in items:
+        if item != "ALL" and not re.fullmatch(r"NCCL_[A-Z0-9_]+", item):
+            raise _Invalid(f"{item!r} is neither ALL nor an NCCL variable name")
+    return ",".join(items)
 
 
 _SUBSYS = ("INIT", "COLL", "P2P", "SHM", "NET", "GRAPH", "TUNING", "ENV", "ALLOC", "ALLOC_HOST", "CALL", "PROXY",
@@ -436,7 +448,15 @@ class Switch:
     value needs a fresh launch."""
     source: str
     """Where that behaviour is stated or was seen."""
+    no_cache: bool = False
+    """A cached NCCL parameter read while a communicator is set up: with NCCL >= 2.30.3 and ``NCCL_NO_CACHE``
+    naming it (or ``ALL``) NCCL reads it again at every use, so it switches per communicator
+    (:func:`switch_of`)."""
 
+
+NO_CACHE_SINCE = (2, 30, 3)
+"""The first NCCL with ``NCCL_NO_CACHE`` (src/param/param.cc: ``ncclParamIsCacheDisabled``;
+``reference/nccl-2025-2026.md``, 2.30.3)."""
 
 _OMPI_FORCED = ("Open MPI 5.0.11 coll/tuned: the forced algorithm is copied into a communicator's module when the "
                 "communicator is created (tuned_module_enable -> ompi_coll_tuned_forced_getvalues); MPI_T scope "
@@ -444,14 +464,30 @@ _OMPI_FORCED = ("Open MPI 5.0.11 coll/tuned: the forced algorithm is copied into
                 "by tests/sweeps/test_persistent_agreement.py")
 _NCCL_PER_COMM = ("NCCL reads NCCL_ALGO/NCCL_PROTO with ncclGetEnv while tuning each new communicator "
                   "(src/graph/tuning.cc, ncclTopoTuneModel)")
+_NCCL_COLLNET = ("NCCL 2.30: 'NCCL_COLLNET_ENABLE needs to be reloaded each time for comm init': read with "
+                 "ncclGetEnv, not cached, in every communicator's config override (src/init.cc, envConfigOverride)")
 _NCCL_CACHED = ("NCCL_PARAM(...) variables are read once and cached for the life of the process "
-                "(src/include/param.h; reference/nccl-facts.md section 2)")
+                "(src/include/param.h, src/misc/param.cc ncclLoadParam; reference/nccl-facts.md section 2)")
+_NCCL_CACHED_AT_INIT = (_NCCL_CACHED + "; read while each communicator is set up (src/init.cc, src/graph/connect.cc, "
+                        "tuning.cc, search.cc, paths.cc, src/transport/*), so NCCL_NO_CACHE naming it makes it "
+                        "per communicator from NCCL 2.30.3 (src/param/param.cc)")
+_AT_INIT = ("NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE",
+            "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_PXN_DISABLE", "NCCL_SHM_DISABLE",
+            "NCCL_IB_QPS_PER_CONNECTION")
+"""Cached NCCL parameters read during a communicator's setup (init.cc envConfigOverride: MIN/MAX_CTAS;
+connect.cc: MIN/MAX_NCHANNELS; init.cc computeBuffSizes: BUFFSIZE; tuning.cc: NTHREADS; nvls.cc ncclNvlsInit:
+NVLS_ENABLE; search.cc: CROSS_NIC; paths.cc: PXN_DISABLE; shm.cc: SHM_DISABLE; net_ib connect: QPS)."""
 
 
 def _switches() -> dict[str, Switch]:
     table = {name: Switch(kind="launch", source=_NCCL_CACHED) for name, k in KNOBS.items() if k.family == "nccl"}
+    for name in _AT_INIT:
+        table[name] = Switch(kind="launch", source=_NCCL_CACHED_AT_INIT, no_cache=True)
     table["NCCL_ALGO"] = Switch(kind="communicator", source=_NCCL_PER_COMM)
     table["NCCL_PROTO"] = Switch(kind="communicator", source=_NCCL_PER_COMM)
+    table["NCCL_COLLNET_ENABLE"] = Switch(kind="communicator", source=_NCCL_COLLNET)
+    table["NCCL_NO_CACHE"] = Switch(kind="launch", source="read once per process (std::call_once in "
+                                    "ncclParamIsCacheDisabled, src/param/param.cc); NCCL before 2.30.3 ignores it")
     table["NCCL_TESTS_SPLIT_MASK"] = Switch(kind="launch", source="nccl-tests reads it once at start; nccl-tests "
                                             "points are always one launch each")
     table[DYNAMIC_RULES] = Switch(kind="launch", source="Open MPI coll/tuned reads it at MPI_Init (component "
@@ -471,6 +507,18 @@ SWITCHES: dict[str, Switch] = _switches()
 ``fixed_env``) counts as ``launch``."""
 
 
-def switch_of(name: str) -> Switch:
-    """How ``name`` can change inside a running job (``launch`` for a variable the registry does not know)."""
-    return SWITCHES.get(name) or Switch(kind="launch", source="not in the knob registry: assumed read once")
+def switch_of(name: str, *, no_cache: str | None = None,
+              nccl_version: tuple[int, int, int] | None = None) -> Switch:
+    """How ``name`` can change inside a running job (``launch`` for a variable the registry does not know).
+
+    ``no_cache``: the job's ``NCCL_NO_CACHE`` value and ``nccl_version`` its NCCL: a cached parameter read at
+    communicator setup that ``NCCL_NO_CACHE`` names (or ``ALL``) is ``communicator`` on NCCL >= 2.30.3; an
+    unknown version counts as older (NCCL before 2.30.3 ignores the variable)."""
+    found = SWITCHES.get(name) or Switch(kind="launch", source="not in the knob registry: assumed read once")
+    if not found.no_cache or not no_cache or nccl_version is None or nccl_version < NO_CACHE_SINCE:
+        return found
+    keys = {item.strip() for item in no_cache.split(",")}
+    if "ALL" not in keys and name not in keys:
+        return found
+    return Switch(kind="communicator", source=f"NCCL_NO_CACHE={no_cache} on NCCL "
+                  f"{'.'.join(map(str, nccl_version))}: {_NCCL_CACHED_AT_INIT}")

@@ -108,6 +108,29 @@ def test_modern_forced_settings_took_effect():
     assert effects["NCCL_MAX_NCHANNELS"] == {"forced": "2", "used": 2, "applied": True, "outside": []}
 
 
+@pytest.mark.parametrize(("line", "applied"), [
+    ("NCCL_MAX_CTAS set by environment to 2.", True), ("NCCL_MAX_CTAS set by environment to 1.", False),
+    ("NCCL_MIN_CTAS set by environment to 2.", True), ("NCCL_MIN_CTAS set by environment to 4.", False),
+])
+def test_ctas_judged_by_the_coll_channel_count(line, applied):
+    """NCCL caps the channels by NCCL_MAX_CTAS and copies them up to NCCL_MIN_CTAS before it prints
+    'N coll channels' (src/graph/connect.cc ncclTopoPostset): that count, and only it, is the evidence."""
+    text = MODERN.read_text().replace("NCCL_MAX_NCHANNELS set by environment to 2.", line)
+    effects = forced_setting_effects(parse_nccl_log(text, "ctas"))
+    name = line.split()[0]
+    assert effects[name] == {"forced": line.split()[-1].rstrip("."), "used": 2, "applied": applied, "outside": []}
+
+
+def test_ctas_without_the_coll_channel_line_are_unchecked():
+    """Channel/ring lines are not the count NCCL applied the CTA bounds to: no 'coll channels' line, no verdict."""
+    text = MODERN.read_text().replace("NCCL_MAX_NCHANNELS set by environment to 2.", "NCCL_MAX_CTAS set by "
+                                      "environment to 2.")
+    text = "\n".join(line for line in text.splitlines() if " coll channels, " not in line) + "\n"
+    log = parse_nccl_log(text, "no count")
+    assert log.channels == 2 and log.channel_counts is None  # the channels are known from other lines
+    assert forced_setting_effects(log)["NCCL_MAX_CTAS"]["applied"] is None
+
+
 def test_old_26_log_split_trees_busid_brackets_and_wide_tuning_table():
     log = parse(OLD)
     assert log.nccl_version == "2.6.4+cuda10.1"

@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 from collscope.errors import ConfigError
 from collscope.sweeps.spec import DEFAULT
+from collscope.vocab.env_roles import env_role
 from collscope.vocab.knobs import (
     DYNAMIC_RULES,
     KNOBS,
     describe,
     requires,
+    switch_of,
     validate_env,
     validate_setting,
     validate_settings,
@@ -56,6 +58,8 @@ VALID = [
     ("NCCL_MAX_CTAS", " 32 ", "32"),
     ("NCCL_NVLS_ENABLE", "2", "2"),
     ("NCCL_COLLNET_ENABLE", True, "1"),
+    ("NCCL_NO_CACHE", "ALL", "ALL"),
+    ("NCCL_NO_CACHE", "NCCL_MIN_CTAS, NCCL_BUFFSIZE", "NCCL_MIN_CTAS,NCCL_BUFFSIZE"),
     ("NCCL_BUFFSIZE", "4194304", "4194304"),
     ("NCCL_BUFFSIZE", "4M", "4194304"),
     ("NCCL_NTHREADS", "64", "64"),
@@ -121,6 +125,8 @@ INVALID = [
     ("NCCL_MAX_CTAS", "8.0"),
     ("NCCL_NVLS_ENABLE", "3"),
     ("NCCL_COLLNET_ENABLE", "2"),
+    ("NCCL_NO_CACHE", "all"),
+    ("NCCL_NO_CACHE", "MIN_CTAS"),
     ("NCCL_BUFFSIZE", "0"),
     ("NCCL_BUFFSIZE", "-4"),
     ("NCCL_BUFFSIZE", "1.5"),
@@ -334,3 +340,41 @@ def test_unknown_names_raise_only_config_error(name: str, value: str) -> None:
         validate_setting(name, value)
     except ConfigError:
         pass
+
+
+# ---- switchability (persistent workers) and the roles of inherited variables ---------------------------------
+def test_collnet_enable_is_read_per_communicator():
+    """NCCL re-reads NCCL_COLLNET_ENABLE at every communicator's init with ncclGetEnv (src/init.cc: 'needs to be
+    reloaded each time for comm init'), unlike the cached NCCL_PARAM variables."""
+    assert switch_of("NCCL_COLLNET_ENABLE").kind == "communicator"
+    assert "src/init.cc" in switch_of("NCCL_COLLNET_ENABLE").source
+
+
+def test_no_cache_makes_cached_init_parameters_per_communicator_from_2_30_3():
+    assert KNOBS["NCCL_NO_CACHE"].family == "nccl" and switch_of("NCCL_NO_CACHE").kind == "launch"
+    assert switch_of("NCCL_MAX_CTAS").kind == "launch"
+    assert switch_of("NCCL_MAX_CTAS", no_cache="ALL", nccl_version=(2, 30, 3)).kind == "communicator"
+    listed = switch_of("NCCL_BUFFSIZE", no_cache="NCCL_MIN_CTAS,NCCL_BUFFSIZE", nccl_version=(2, 31, 2))
+    assert listed.kind == "communicator" and "NCCL_NO_CACHE=" in listed.source
+    assert switch_of("NCCL_BUFFSIZE", no_cache="NCCL_MIN_CTAS", nccl_version=(2, 31, 2)).kind == "launch"
+    assert switch_of("NCCL_MAX_CTAS", no_cache="ALL", nccl_version=(2, 30, 2)).kind == "launch"  # ignored before
+    assert switch_of("NCCL_MAX_CTAS", no_cache="ALL").kind == "launch"  # unknown version: assumed older
+    assert switch_of("NCCL_IB_HCA", no_cache="ALL", nccl_version=(2, 30, 7)).kind == "launch"  # read at net init
+
+
+@pytest.mark.parametrize(("name", "role"), [
+    ("NCCL_ALGO", "selection"), ("NCCL_PROTO", "selection"), ("NCCL_TUNER_PLUGIN", "selection"),
+    ("OMPI_MCA_coll_tuned_allreduce_algorithm", "selection"), (DYNAMIC_RULES, "selection"),
+    ("NCCL_BUFFSIZE", "tuning"), ("NCCL_MAX_CTAS", "tuning"), ("NCCL_SOME_FUTURE_KNOB", "tuning"),
+    ("OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize", "tuning"),
+    ("NCCL_SOCKET_IFNAME", "plumbing"), ("NCCL_IB_HCA", "plumbing"), ("NCCL_DEBUG", "plumbing"),
+    ("NCCL_TOPO_FILE", "plumbing"), ("NCCL_CONF_FILE", "plumbing"), ("OMPI_MCA_btl_tcp_if_include", "plumbing"),
+    ("HOME", None), ("OMPI_MCA_btl", None),
+])
+def test_env_roles(name, role):
+    assert env_role(name) == role
+
+
+def test_every_registry_knob_has_a_role():
+    assert all(env_role(name) in ("selection", "tuning", "plumbing") for name, k in KNOBS.items()
+               if k.family in ("nccl", "ompi"))

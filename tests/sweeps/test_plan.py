@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.errors import ConfigError
+from collscope.sweeps.constraints import PlanContext, skip_reason
 from collscope.sweeps.plan import PRESETS, check_spec, load_spec, plan_sweep, preset, spec_from_dict
 from collscope.sweeps.spec import DEFAULT, Plan, SweepSpec
 from collscope.topo.detect import load_captures
@@ -238,12 +239,35 @@ def test_collnet_plugin_spec_field_and_collnetdirect_without_nvswitch() -> None:
     ("Ring", "LL", True), ("Ring", "LL128", True), ("NVLS", "LL,Simple", True),
 ])
 def test_algorithm_protocol_pairs(algo: str, proto: str, ok: bool) -> None:
-    spec = nccl(nnodes=2, nranks=16, collnet_plugin=True, grid={"NCCL_ALGO": (algo,), "NCCL_PROTO": (proto,)})
+    # two nodes with CollNet on: NVLS across nodes needs it (test_nvls_across_nodes_needs_collnet)
+    spec = nccl(nnodes=2, nranks=16, collnet_plugin=True, fixed_env={"NCCL_COLLNET_ENABLE": "1"},
+                grid={"NCCL_ALGO": (algo,), "NCCL_PROTO": (proto,)})
     p = plan(spec)
     if ok:
         assert not p.skipped
     else:
         assert "run only with Simple" in p.skipped[0].reason
+
+
+def test_nvls_across_nodes_needs_collnet() -> None:
+    """NCCL >= 2.18 disables NVLS across NVLink domains unless CollNet is on (src/graph/tuning.cc); 2.24+ fails a
+    forced NVLS there. nnodes stands in for the domain count unless one is given (an NVL72 rack is one domain)."""
+    grid = {"NCCL_ALGO": ("NVLS", "Ring")}
+    two = plan(nccl(nnodes=2, nranks=16, grid=grid))
+    why = reason_for(two, "all_reduce", NCCL_ALGO="NVLS")
+    assert "disables NVLS across 2 NVLink domains" in why and "NCCL_COLLNET_ENABLE=1" in why
+    assert forced(two) == [{}, {"NCCL_ALGO": "Ring"}]
+    plugin_only = plan(nccl(nnodes=2, nranks=16, collnet_plugin=True, grid=grid))  # CollNet installed, not on
+    assert "across 2 NVLink domains" in reason_for(plugin_only, "all_reduce", NCCL_ALGO="NVLS")
+    enabled = nccl(nnodes=2, nranks=16, collnet_plugin=True, grid={**grid, "NCCL_COLLNET_ENABLE": ("1",)})
+    assert {"NCCL_ALGO": "NVLS", "NCCL_COLLNET_ENABLE": "1"} in forced(plan(enabled))
+    assert {"NCCL_ALGO": "NVLS"} in forced(plan(nccl(nnodes=1, nranks=8, grid=grid)))
+    assert {"NCCL_ALGO": "NVLS"} in forced(plan(nccl(nnodes=2, nranks=16, grid=grid), nccl_version="2.17.1"))
+    spec = nccl(nnodes=4, nranks=16, grid=grid)
+    one_rack = PlanContext(spec=spec, nvl_domains=1)  # four trays of one multi-node NVLink domain
+    assert skip_reason("all_reduce", {"NCCL_ALGO": "NVLS"}, one_rack) is None
+    assert "across 2 NVLink domains" in str(skip_reason("all_reduce", {"NCCL_ALGO": "NVLS"},
+                                                        PlanContext(spec=spec, nvl_domains=2)))
 
 
 def test_pat_needs_one_gpu_per_node_and_is_not_an_all_reduce_algorithm() -> None:
@@ -287,13 +311,13 @@ def test_min_above_max_is_skipped() -> None:
 @pytest.mark.parametrize(("grid", "version", "why"), [
     ({"NCCL_ALGO": ("allreduce:tree",)}, "2.23.4", "per-function syntax needs NCCL 2.24.0+"),
     ({"NCCL_ALGO": ("PAT",)}, "2.22.3", "PAT needs NCCL 2.23.0+"),
-    ({"NCCL_ALGO": ("NVLS",)}, "2.16.2", "NVLS needs NCCL 2.17.0+"),
+    ({"NCCL_ALGO": ("NVLS",), "NCCL_COLLNET_ENABLE": ("1",)}, "2.16.2", "NVLS needs NCCL 2.17.0+"),
     ({"NCCL_MIN_CTAS": ("8",)}, "2.16.5", "NCCL_MIN_CTAS needs NCCL 2.17.0+"),
     ({"NCCL_MAX_CTAS": ("64",)}, "2.24.3", "above 32 needs NCCL 2.25.0+"),
     ({"NCCL_PROTO": ("^LL128;allreduce:LL128",)}, "2.21.5+cuda12.4", "per-function syntax"),
 ])
 def test_nccl_version_rules(grid: dict[str, tuple[str, ...]], version: str, why: str) -> None:
-    spec = nccl(ops=("all_gather",), nnodes=8, nranks=8, grid=grid)
+    spec = nccl(ops=("all_gather",), nnodes=8, nranks=8, grid=grid, collnet_plugin=True)  # NVLS on 8 nodes: CollNet
     p = plan(spec, nccl_version=version)
     assert len(p.skipped) == 1 and why in p.skipped[0].reason
     assert not plan(spec, nccl_version="2.30.7").skipped

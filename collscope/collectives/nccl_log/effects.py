@@ -93,7 +93,12 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
     """For every forced setting the log echoes and this check knows, what NCCL did with it.
 
     Returns ``{"NCCL_ALGO": {"forced": "Tree", "used": ["Tree"], "applied": True, "outside": []}, ...}``;
-    ``NCCL_IB_HCA`` compares the NIC list, ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` the channel count.
+    ``NCCL_IB_HCA`` compares the NIC list, ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` the channel count, and
+    ``NCCL_MIN_CTAS``/``NCCL_MAX_CTAS`` the count of ``N coll channels, ...`` only: NCCL prints it after
+    capping the channels by them (src/graph/connect.cc ``ncclTopoPostset``: ``min(..., config.maxCTAs)``, copies
+    up to ``max(minNchannels, config.minCTAs)``; src/init.cc prints the line), and echoes them as
+    ``NCCL_MAX_CTAS set by environment to 8.`` (src/misc/param.cc). A variable the log does not echo, or a count
+    it does not print, has no entry or ``applied`` None: unchecked, never applied.
     """
     effects: dict[str, dict[str, Any]] = {}
     if "NCCL_ALGO" in log.env:
@@ -106,12 +111,26 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
         outside = [d for d in devices if not _ib_hca_permits(hca, d)]
         effects["NCCL_IB_HCA"] = {"forced": hca, "used": devices, "applied": (not outside) if devices else None,
                                   "outside": outside}
-    for var, ok in (("NCCL_MAX_NCHANNELS", lambda have, want: have <= want),
-                    ("NCCL_MIN_NCHANNELS", lambda have, want: have >= want)):
-        value = log.env.get(var)
-        if value is None:
-            continue
-        wanted = int(value) if value.strip().isdigit() and len(value) < 10 else None
-        applied = None if wanted is None or log.channels is None else ok(log.channels, wanted)
-        effects[var] = {"forced": value, "used": log.channels, "applied": applied, "outside": []}
+    for var, ok in (("NCCL_MAX_NCHANNELS", _at_most), ("NCCL_MIN_NCHANNELS", _at_least)):
+        if var in log.env:
+            effects[var] = _channel_effect(log.env[var], log.channels, ok)
+    coll = (log.channel_counts or {}).get("coll")
+    for var, ok in (("NCCL_MAX_CTAS", _at_most), ("NCCL_MIN_CTAS", _at_least)):
+        if var in log.env:  # only the count NCCL prints after applying them (never Channel/ring lines)
+            effects[var] = _channel_effect(log.env[var], coll, ok)
     return effects
+
+
+def _at_most(have: int, want: int) -> bool:
+    return have <= want
+
+
+def _at_least(have: int, want: int) -> bool:
+    return have >= want
+
+
+def _channel_effect(value: str, channels: int | None, ok: Callable[[int, int], bool]) -> dict[str, Any]:
+    """A bound on channels against the count NCCL reports; ``applied`` None without a count (unchecked)."""
+    wanted = int(value) if value.strip().isdigit() and len(value) < 10 else None
+    applied = None if wanted is None or channels is None else ok(channels, wanted)
+    return {"forced": value, "used": channels, "applied": applied, "outside": []}
