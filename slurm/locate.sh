@@ -3,7 +3,8 @@
 #
 #   sbatch -N 16 slurm/locate.sh                          every node of the job, every rail together
 #   sbatch -N 16 slurm/locate.sh --rails 2 --json         each rail alone; JSON in the job's output
-#   sbatch -N 8 --gpus-per-node=8 slurm/locate.sh --engine nccl-tests --gpus-per-node 8 --expect-busbw 180
+#   sbatch -N 8 --gpus-per-node=8 --ntasks-per-node=8 slurm/locate.sh --expect-busbw 180
+#                                                         GPU nodes: nccl-tests on every GPU (docs/locate.md)
 #   salloc -N 4 slurm/locate.sh                           inside an salloc, the same
 #
 # It runs, with every argument passed through unchanged:
@@ -14,7 +15,9 @@
 #
 # --no-kill: a node that dies during the search must not end the job, so the other nodes are still tested.
 # --ntasks-per-node=2: a node test on CPU runs 2 ranks inside the node (GPU clusters: one per GPU, so ask for
-# --ntasks-per-node=G). The collscope executable is $COLLSCOPE if set, else `collscope` on PATH.
+# --ntasks-per-node=G). On GPU nodes locate reads the GPUs per node from the allocation (SLURM_GPUS_ON_NODE,
+# SLURM_GPUS_PER_NODE, SLURM_JOB_GPUS, SLURM_GRES), runs nccl-tests on every GPU and refuses the host engines
+# unless --gpus-per-node 0 is passed. The collscope executable is $COLLSCOPE if set, else `collscope` on PATH.
 #SBATCH --job-name=collscope-locate
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=2

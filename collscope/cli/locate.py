@@ -10,14 +10,16 @@ from pathlib import Path
 
 import click
 
-from collscope.cli.options import SIZE
+from collscope.cli.options import SIZE, nccl_tests_dir_option
 from collscope.errors import ConfigError
+from collscope.locate.engines import LocateEngineRow, check_rails, choose_engine
+from collscope.locate.gpus import GPU_VARIABLES, gpus_per_node
 from collscope.locate.model import LocateConfig, LocateResult, Runner
 from collscope.locate.nodelist import format_nodelist, parse_nodelist
 from collscope.locate.records import LocateWriter
-from collscope.locate.render import drain_argv, render_text, shell_line
+from collscope.locate.render import drain_argv, render_steps, render_text, shell_line
 from collscope.locate.search import locate
-from collscope.locate.steps import StepOptions
+from collscope.locate.steps import StepOptions, first_steps
 from collscope.locate.topology import LocateTopology, topology_from_cluster_json
 
 __all__ = ["locate_command"]
@@ -63,6 +65,16 @@ def _default_out() -> Path:
     return Path("results") / (f"locate-{job}" if job else time.strftime("locate-%Y%m%d-%H%M%S"))
 
 
+def _nccl_tests_binary(row: LocateEngineRow, nccl_tests_dir: Path | None) -> str:
+    """Engine nccl-tests: the all_reduce_perf it runs on every node (the MPI build, found here: the path must be
+    the same on every node, as a shared file system gives it); other engines: unused."""
+    if row.engine != "nccl-tests":
+        return "all_reduce_perf"
+    from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
+
+    return str(find_nccl_tests_binary("all_reduce", nccl_tests_dir, mpi=True))
+
+
 def _make_runner(options: StepOptions, work_dir: Path, timeout_s: float) -> Runner:
     """The runner of real tests (tests replace this to run over a simulated fabric)."""
     if not os.environ.get("SLURM_JOB_ID"):
@@ -91,7 +103,11 @@ def _drain(result: LocateResult) -> None:
               help="Nodes to test, Slurm syntax (node[1-4,7]) [default: SLURM_JOB_NODELIST].")
 @click.option("--rails", type=click.IntRange(1, 64), default=1, show_default=True,
               help="1: tests use every rail together; R: each of rails 0..R-1 is searched alone.")
-@click.option("--engine", type=click.Choice(["mpi", "torch", "nccl-tests"]), default="mpi", show_default=True)
+@click.option("--engine", type=click.Choice(["mpi", "torch", "nccl-tests"]), default=None,
+              help="nccl-tests or torch (with nccl) on GPU nodes: every GPU, NVLink, GPUDirect RDMA; mpi or torch "
+                   "(with gloo) on CPU nodes: the host network  [default: nccl-tests on GPU nodes, else mpi].")
+@click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None,
+              help="--engine torch: the process-group backend  [default: nccl on GPU nodes, else gloo].")
 @click.option("--size", "size_bytes", type=SIZE, default="16M", show_default=True,
               help="all_reduce size of every test.")
 @click.option("--repeats", type=click.IntRange(min=3), default=3, show_default=True, help="Measurements per test.")
@@ -105,22 +121,28 @@ def _drain(result: LocateResult) -> None:
               show_default=True, help="A slow test is below (1 - min-gap) x the band's median ...")
 @click.option("--k-mad", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True,
               help="... and below median x exp(-k x MAD of log busbw).")
-@click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, show_default=True,
-              help="0 on CPU clusters; G: one rank per GPU.")
+@click.option("--gpus-per-node", "gpus_option", type=click.IntRange(min=0), default=None, metavar="G",
+              help=f"GPUs per node; 0 tests the host network on purpose  [default: from the allocation: "
+                   f"{', '.join(GPU_VARIABLES)}].")
 @click.option("--rail-nics", default=None, metavar="NIC,NIC", help="GPU rails: the NIC of each rail (NCCL_IB_HCA).")
 @click.option("--iface-prefix", default="cl", show_default=True, help="CPU rails: rail r is interface PREFIX<r>.")
 @click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default="pmix", show_default=True)
 @click.option("--topo", "topo_path", type=click.Path(exists=True, path_type=Path), default=None,
               help="Topology captures (a 'topo collect' directory tree) or 'topo cluster --json' output: rail NICs, "
                    "leaf switches.")
+@nccl_tests_dir_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Results directory [default: results/locate-<job id>].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--drain", is_flag=True, help="Run the scontrol drain line for the suspects (else it is printed).")
-def locate_command(nodes: str | None, rails: int, engine: str, size_bytes: int, repeats: int, iters: int,
-                   warmup: int, timeout_s: float, expect_gbps: float | None, min_gap: float, k_mad: float,
-                   gpus_per_node: int, rail_nics: str | None, iface_prefix: str, srun_mpi: str,
-                   topo_path: Path | None, out: Path | None, as_json: bool, drain: bool) -> None:
+@click.option("--dry-run", is_flag=True,
+              help="Print the engine, why, and the srun steps of the first rounds (with their environment); run "
+                   "nothing.")
+def locate_command(nodes: str | None, rails: int, engine: str | None, backend: str | None, size_bytes: int,
+                   repeats: int, iters: int, warmup: int, timeout_s: float, expect_gbps: float | None,
+                   min_gap: float, k_mad: float, gpus_option: int | None, rail_nics: str | None, iface_prefix: str,
+                   srun_mpi: str, topo_path: Path | None, nccl_tests_dir: Path | None, out: Path | None,
+                   as_json: bool, drain: bool, dry_run: bool) -> None:
     """Find the slow or broken node, link or rail of an allocation in about log2 N rounds of parallel tests.
 
     Every node alone first (broken nodes caught before they poison pairs), then a group test of the healthy
@@ -128,37 +150,52 @@ def locate_command(nodes: str | None, rails: int, engine: str, size_bytes: int, 
     ones, and each suspect confirmed against known-good nodes. With --rails R the same runs on each rail
     alone. A node is named only on proof; what stays ambiguous is listed with what to rerun.
 
+    On GPU nodes (--gpus-per-node, or the allocation's SLURM_GPUS_ON_NODE ...) the tests run NCCL on every GPU
+    (nccl-tests, or torch with nccl); the host engines are refused there unless --gpus-per-node 0.
+
     Exit status: 0 nothing found; 1 suspects (or unresolved bad tests); 2 bad input.
 
     \b
     Example:
       sbatch -N 16 slurm/locate.sh
       collscope locate --nodes node[1-4] --rails 2 --out results/locate
-      collscope locate --engine nccl-tests --gpus-per-node 8 --rails 8 --topo topo/ --expect-busbw 180 --json
+      collscope locate --gpus-per-node 8 --rails 8 --topo topo/ --expect-busbw 180 --json
+      collscope locate --rails 2 --rail-nics mlx5_0,mlx5_3 --dry-run
     """
     names = _nodes(nodes)
+    gpus = gpus_per_node(gpus_option, os.environ)
+    choice = choose_engine(engine, backend, gpus)
+    row = choice.row
     topo = _topology(topo_path, names)
     nics = tuple(rail_nics.split(",")) if rail_nics else topo.rail_nics
-    options = StepOptions(engine=engine, size_bytes=size_bytes, iters=iters, warmup=warmup,  # type: ignore[arg-type]
-                          python=sys.executable, srun_mpi=None if srun_mpi == "none" else srun_mpi,
-                          gpus_per_node=gpus_per_node, iface_prefix=iface_prefix, rail_nics=nics,
+    check_rails(row, rails, rail_nics=nics, nics_given=rail_nics is not None, environ=os.environ)
+    options = StepOptions(engine=row.engine, backend=row.backend or "gloo", size_bytes=size_bytes, iters=iters,
+                          warmup=warmup, python=sys.executable, srun_mpi=None if srun_mpi == "none" else srun_mpi,
+                          gpus_per_node=gpus.value or 0, iface_prefix=iface_prefix, rail_nics=nics,
+                          nccl_tests_binary=_nccl_tests_binary(row, nccl_tests_dir),
                           rank_timeout_s=max(1.0, 0.9 * timeout_s))
     config = LocateConfig(repeats=repeats, k_mad=k_mad, min_gap=min_gap, expect_busbw_gbps=expect_gbps,
                           rails=rails, leaf_of=topo.leaf_of)
     root = out or _default_out()
+    if dry_run:
+        steps = first_steps(names, options, rails=rails, environ=os.environ, work_dir=root / "steps")
+        click.echo(render_steps(steps, nodes=names, rails=rails, engine_reason=choice.reason), nl=False)
+        return
     sweep_id = f"locate-{os.environ.get('SLURM_JOB_ID') or time.strftime('%Y%m%d%H%M%S')}"
-    spec = {"kind": "locate", "nodes": names, "rails": rails, "engine": engine, "size_bytes": size_bytes,
+    spec = {"kind": "locate", "nodes": names, "rails": rails, "engine": row.engine, "backend": row.backend,
+            "gpus_per_node": gpus.to_dict(), "engine_reason": choice.reason, "size_bytes": size_bytes,
             "repeats": repeats, "iters": iters, "warmup": warmup, "timeout_s": timeout_s,
             "expect_busbw_gbps": expect_gbps, "min_gap": min_gap, "k_mad": k_mad}
     writer = LocateWriter(root, sweep_id=sweep_id, spec=spec)
     runner = _make_runner(options, writer.steps_dir, timeout_s)
     result = locate(names, runner, config, on_round=writer.on_round)
-    document = {**result.to_dict(engine=engine, size_bytes=size_bytes), "out": str(root)}
+    document = {**result.to_dict(engine=row.engine, size_bytes=size_bytes), "backend": row.backend,
+                "gpus_per_node": gpus.to_dict(), "engine_reason": choice.reason, "out": str(root)}
     writer.finish(document)
     if as_json:
         click.echo(json.dumps(document, indent=2))
     else:
-        click.echo(render_text(result, engine=engine, size_bytes=size_bytes), nl=False)
+        click.echo(render_text(result, engine=row.name, size_bytes=size_bytes, engine_reason=choice.reason), nl=False)
         click.echo(f"results: {root}")
     if drain and result.suspects:
         _drain(result)

@@ -1,14 +1,17 @@
-"""Locate's text output: the rounds and tests, the suspects with their evidence, what to run next (pure)."""
+"""Locate's text output: the engine and why, the rounds and tests, the suspects with their evidence, what to run
+next; and the steps a ``--dry-run`` would launch (pure)."""
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 
 from collscope.locate.model import LocateResult
 from collscope.locate.nodelist import format_nodelist
+from collscope.locate.steps import PlannedStep
 
-__all__ = ["render_text", "drain_argv", "drain_reason", "shell_line"]
+__all__ = ["render_text", "render_steps", "drain_argv", "drain_reason", "shell_line"]
 
 
 def drain_reason(result: LocateResult) -> str:
@@ -48,11 +51,17 @@ def _busbw(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def render_text(result: LocateResult, *, engine: str, size_bytes: int) -> str:
+def _rails(rails: int) -> str:
+    return "every rail together" if rails == 1 else f"{rails} rails one by one"
+
+
+def render_text(result: LocateResult, *, engine: str, size_bytes: int, engine_reason: str | None = None) -> str:
+    """The result as text; ``engine_reason`` (why this engine) is shown under the title when given."""
     lines = [f"# collscope locate: {len(result.nodes)} nodes ({format_nodelist(result.nodes)}), "
-             f"{'every rail together' if result.rails == 1 else f'{result.rails} rails one by one'}, "
-             f"engine {engine}, all_reduce {size_bytes} bytes",
-             f"{'round':>5}  {'kind':<6} {'rail':>4}  {'busbw_GB/s':>10}  {'status':<8} nodes"]
+             f"{_rails(result.rails)}, engine {engine}, all_reduce {size_bytes} bytes"]
+    if engine_reason:
+        lines.append(f"# engine {engine_reason}")
+    lines.append(f"{'round':>5}  {'kind':<6} {'rail':>4}  {'busbw_GB/s':>10}  {'status':<8} nodes")
     for t in result.tests:
         d = t.to_dict()
         rail = "-" if t.spec.kind == "node" else "all" if t.spec.rail is None else str(t.spec.rail)
@@ -81,4 +90,18 @@ def render_text(result: LocateResult, *, engine: str, size_bytes: int) -> str:
         lines.append("")
         lines.append("unresolved:")
         lines.extend(f"  {note}" for note in result.unresolved)
+    return "\n".join(lines) + "\n"
+
+
+def render_steps(steps: Sequence[PlannedStep], *, nodes: Sequence[str], rails: int, engine_reason: str) -> str:
+    """What ``locate --dry-run`` prints: the engine and why, then each step of the first rounds as a shell line
+    (the variables locate adds to srun's environment, then srun's command line)."""
+    lines = [f"# collscope locate --dry-run: {len(nodes)} nodes ({format_nodelist(nodes)}), {_rails(rails)}",
+             f"# engine {engine_reason}"]
+    for step in steps:
+        rail = "" if step.spec.rail is None else f" rail {step.spec.rail}"
+        lines.append(f"# round {step.round}: {step.spec.kind} {format_nodelist(step.spec.nodes)}{rail}")
+        lines.append(shell_line([*(f"{name}={value}" for name, value in step.env.items()), *step.argv]))
+    lines.append("# later rounds (halves, pairs against known-good nodes) run steps of the same form on the nodes "
+                 "these results point to")
     return "\n".join(lines) + "\n"

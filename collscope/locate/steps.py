@@ -1,17 +1,23 @@
 """One locate test -> the ``srun`` job step that measures it, and the environment that pins it to a rail (pure).
 
 A step is ``srun --nodes K --ntasks K*P --ntasks-per-node P --nodelist NODES --export=ALL --kill-on-bad-exit=1
-[--mpi=pmix] PROGRAM``: the program is ``python -m collscope bench --engine mpi|torch --op all_reduce --sizes S``
-(rank 0 appends the record to ``--out``), or for engine nccl-tests the MPI-built ``all_reduce_perf`` itself
-(``-b S -e S``; its table is parsed from the step's output). Steps of one round run at the same time on
-disjoint nodes.
+[--mpi=pmix] [--gpu-bind=none] PROGRAM``: the program is ``python -m collscope bench --engine mpi|torch --op
+all_reduce --sizes S`` (rank 0 appends the record to ``--out``), or for engine nccl-tests the MPI-built
+``all_reduce_perf`` itself (``-b S -e S -g 1``, one process per GPU; its table is parsed from the step's
+output). Steps of one round run at the same time on disjoint nodes.
 
-Ranks per node: a node test runs ``node_ranks`` ranks on its node (CPU: 2 ranks talking inside the node; GPU:
-one per GPU, the NVLink path); an inter-node test runs ``net_ranks`` per node (CPU 1; GPU one per GPU).
+Ranks per node (:func:`ranks_per_node`): on CPU nodes a node test runs 2 ranks talking inside the node and an
+inter-node test 1 rank per node; on GPU nodes every test runs one rank per GPU, so the node test drives every
+GPU of its node over NVLink (a slow GPU or a broken NVLink slows it) and an inter-node test every GPU's NIC.
+GPU steps get ``--gpu-bind=none`` (srun(1): the same as ``--tres-bind=gres/gpu:none``, which turns off the
+per-task binding ``--gpus-per-task`` or ``--ntasks-per-gpu`` would imply): every rank then sees all GPUs of its
+node, as nccl-tests needs (it selects device ``localRank x threads x gpus``, nccl-tests ``src/common.cu``) and as
+NCCL needs to find its NVLink peers (NCCL issue 1066).
 
-Rails (:func:`rail_env`): on a CPU cluster rail r is the interface ``<iface_prefix><r>`` (``cl<r>`` on the
-simulated cluster): ``OMPI_MCA_btl_tcp_if_include`` and ``OMPI_MCA_oob_tcp_if_include`` for mpi,
-``GLOO_SOCKET_IFNAME`` for torch with gloo. On a GPU cluster rail r is its NIC: ``NCCL_IB_HCA==<nic>`` (exact
+Rails (:func:`rail_env`): the variables of the engine's row in :mod:`collscope.locate.engines`: on a CPU cluster
+rail r is the interface ``<iface_prefix><r>`` (``cl<r>`` on the simulated cluster):
+``OMPI_MCA_btl_tcp_if_include`` and ``OMPI_MCA_oob_tcp_if_include`` for mpi, ``GLOO_SOCKET_IFNAME`` for torch
+with gloo; for the GPU engines (nccl-tests, torch with nccl) rail r is its NIC: ``NCCL_IB_HCA==<nic>`` (exact
 match), taken from ``rail_nics`` (the topology's rails).
 
 Launch environment (:func:`launch_env`): srun is given ``SLURM_JOB_NODELIST`` and ``SLURM_NODELIST`` equal to the
@@ -31,19 +37,19 @@ same.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Literal
 
+from collscope.collectives.nccl_tests.spec import NcclTestsSpec, nccl_tests_argv
 from collscope.errors import ConfigError
+from collscope.locate.engines import Backend, LocateEngine, LocateEngineRow, engine_row, rail_variables
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
+from collscope.locate.plan import first_round, group_round
 from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
-__all__ = ["StepOptions", "LocateEngine", "step_argv", "rail_env", "launch_env", "ranks_per_node"]
-
-LocateEngine = Literal["mpi", "torch", "nccl-tests"]
+__all__ = ["StepOptions", "PlannedStep", "step_argv", "rail_env", "launch_env", "ranks_per_node", "first_steps"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,14 +65,14 @@ class StepOptions:
     srun: str = "srun"
     srun_mpi: str | None = "pmix"
     """``--mpi=``: Open MPI 5 speaks PMIx only; ``None`` leaves Slurm's MpiDefault."""
-    backend: Literal["gloo", "nccl"] = "gloo"
-    """Engine torch: the process-group backend."""
+    backend: Backend = "gloo"
+    """Engine torch: the process-group backend (nccl on GPU nodes)."""
     gpus_per_node: int = 0
-    """0: a CPU cluster. G > 0: node tests and inter-node tests run one rank per GPU."""
+    """0: CPU nodes (host engines). G > 0: GPU nodes, GPU engines only; every test runs one rank per GPU."""
     iface_prefix: str = "cl"
-    """CPU rails: rail r is interface ``<iface_prefix><r>``."""
+    """Host engines' rails: rail r is interface ``<iface_prefix><r>``."""
     rail_nics: tuple[str, ...] = ()
-    """GPU rails: rail r is NIC ``rail_nics[r]`` (NCCL_IB_HCA)."""
+    """GPU engines' rails: rail r is NIC ``rail_nics[r]`` (NCCL_IB_HCA)."""
     nccl_tests_binary: str = "all_reduce_perf"
     """Engine nccl-tests: the MPI build of all_reduce_perf (a name on PATH or a path)."""
     rank_timeout_s: float = 60.0
@@ -74,8 +80,7 @@ class StepOptions:
     extra_srun_args: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if self.engine not in ("mpi", "torch", "nccl-tests"):
-            raise ConfigError(f"engine={self.engine!r} is invalid; valid: mpi, torch, nccl-tests")
+        row = self.row  # an unknown engine or backend raises here
         if self.size_bytes < 8:
             raise ConfigError(f"size={self.size_bytes} bytes is invalid; valid: 8 bytes or more (16M is a good "
                               "bandwidth test)")
@@ -83,8 +88,18 @@ class StepOptions:
             raise ConfigError(f"iters={self.iters}, warmup={self.warmup} are invalid; valid: iters >= 1, warmup >= 0")
         if self.gpus_per_node < 0:
             raise ConfigError(f"gpus_per_node={self.gpus_per_node} is invalid; valid: 0 (CPU) or the GPU count")
-        if self.engine == "nccl-tests" and self.gpus_per_node == 0:
-            raise ConfigError("engine nccl-tests needs GPUs: give --gpus-per-node G (or use engine mpi or torch)")
+        if row.device == "gpu" and self.gpus_per_node == 0:
+            raise ConfigError(f"engine {row.name} needs GPUs: give --gpus-per-node G (or use engine mpi or "
+                              "torch with gloo)")
+        if row.device == "host" and self.gpus_per_node > 0:
+            raise ConfigError(f"engine {row.name} measures {row.measures}, not the {self.gpus_per_node} GPUs per "
+                              "node; valid on GPU nodes: nccl-tests, torch with nccl (gpus_per_node=0 tests the "
+                              "host network)")
+
+    @property
+    def row(self) -> LocateEngineRow:
+        """The engine's row (:data:`collscope.locate.engines.ENGINES`)."""
+        return engine_row(self.engine, self.backend if self.engine == "torch" else None)
 
 
 def ranks_per_node(spec: TestSpec, options: StepOptions) -> int:
@@ -94,18 +109,10 @@ def ranks_per_node(spec: TestSpec, options: StepOptions) -> int:
 
 
 def rail_env(rail: int | None, options: StepOptions) -> dict[str, str]:
-    """The variables that pin a step to ``rail`` (empty for every rail)."""
+    """The variables that pin a step to ``rail`` (empty for every rail): the engine's row says which."""
     if rail is None:
         return {}
-    if options.gpus_per_node or options.engine == "nccl-tests" or options.backend == "nccl":
-        if rail >= len(options.rail_nics):
-            raise ConfigError(f"rail {rail} has no NIC name: give --rail-nics NIC0,NIC1,... (one per rail) or "
-                              "--topo with the cluster's rails")
-        return {"NCCL_IB_HCA": f"={options.rail_nics[rail]}"}
-    iface = f"{options.iface_prefix}{rail}"
-    if options.engine == "mpi":
-        return {"OMPI_MCA_btl_tcp_if_include": iface, "OMPI_MCA_oob_tcp_if_include": iface}
-    return {"GLOO_SOCKET_IFNAME": iface}
+    return rail_variables(options.row, rail, rail_nics=options.rail_nics, iface_prefix=options.iface_prefix)
 
 
 def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str]) -> dict[str, str]:
@@ -118,14 +125,15 @@ def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str])
 
 
 def _program(options: StepOptions, out_jsonl: str | PurePath) -> list[str]:
-    size = str(options.size_bytes)
-    timeout = f"{options.rank_timeout_s:g}"
+    size = options.size_bytes
     if options.engine == "nccl-tests":
-        return [options.nccl_tests_binary, "-b", size, "-e", size, "-g", "1", "-n", str(options.iters),
-                "-w", str(options.warmup), "-c", "0", "-T", str(max(1, int(options.rank_timeout_s)))]
+        spec = NcclTestsSpec(op="all_reduce", min_bytes=size, max_bytes=size, iters=options.iters,
+                             warmup_iters=options.warmup, check_iters=0, ngpus=1,
+                             timeout_s=max(1, int(options.rank_timeout_s)))
+        return nccl_tests_argv(spec, options.nccl_tests_binary)
     argv = [options.python, "-m", "collscope", "bench", "--engine", options.engine, "--op", "all_reduce",
-            "--sizes", size, "--iters", str(options.iters), "--warmup", str(options.warmup),
-            "--out", str(out_jsonl), "--timeout", timeout]
+            "--sizes", str(size), "--iters", str(options.iters), "--warmup", str(options.warmup),
+            "--out", str(out_jsonl), "--timeout", f"{options.rank_timeout_s:g}"]
     if options.engine == "torch":
         argv += ["--backend", options.backend]
     return argv
@@ -140,4 +148,32 @@ def step_argv(spec: TestSpec, options: StepOptions, out_jsonl: str | PurePath) -
             "--job-name", f"locate-{spec.kind}"]
     if options.srun_mpi is not None:
         argv.append(f"--mpi={options.srun_mpi}")
+    if options.row.device == "gpu":
+        argv.append("--gpu-bind=none")
     return [*argv, *options.extra_srun_args, *_program(options, out_jsonl)]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedStep:
+    """One step locate would launch: the test, srun's command line, and what it adds to srun's environment."""
+
+    round: int
+    spec: TestSpec
+    argv: tuple[str, ...]
+    env: dict[str, str]
+
+
+def first_steps(nodes: Sequence[str], options: StepOptions, *, rails: int, environ: Mapping[str, str],
+                work_dir: str | PurePath) -> list[PlannedStep]:
+    """The steps of locate's first rounds, which need no result: every node alone (round 1), then a group test
+    of all nodes per rail (rounds 2..R+1); later rounds depend on what these measure. Nothing runs."""
+    scopes: list[int | None] = [None] if rails == 1 else list(range(rails))
+    rounds = [first_round(nodes), *(group_round(nodes, rail) for rail in scopes)]
+    planned = []
+    for number, specs in enumerate(rounds, start=1):
+        for spec in specs:
+            rail = "all" if spec.rail is None else f"r{spec.rail}"
+            out = PurePath(work_dir) / f"<step>-{spec.kind}-{rail}.jsonl"
+            env = {**launch_env(spec, options, environ), **rail_env(spec.rail, options)}
+            planned.append(PlannedStep(number, spec, tuple(step_argv(spec, options, out)), env))
+    return planned

@@ -11,6 +11,7 @@ import collscope.cli.locate as cli_locate
 from collscope.analysis.load import load_results
 from collscope.cli import main
 from collscope.collectives.record import Measurement
+from collscope.locate.gpus import GPU_VARIABLES
 from collscope.locate.model import TestOutcome, TestSpec
 from collscope.locate.simulate import SimFabric
 
@@ -43,6 +44,8 @@ def fabric(monkeypatch):
 
     monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-4]")
     monkeypatch.setenv("SLURM_JOB_ID", "77")
+    for name in GPU_VARIABLES:  # CPU nodes: no GPU evidence in the allocation
+        monkeypatch.delenv(name, raising=False)
     return make
 
 
@@ -81,6 +84,25 @@ def test_nothing_wrong_exits_0(fabric, tmp_path):
     result = CliRunner().invoke(main, ["locate", "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert "no suspects" in result.output
+
+
+def test_cpu_nodes_keep_the_host_engine_and_the_output_says_which_and_why(fabric, tmp_path):
+    fabric()
+    result = CliRunner().invoke(main, ["locate", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("# collscope locate: 4 nodes (node[1-4]), every rail together, engine mpi,")
+    assert lines[1] == ("# engine mpi, the default: no GPU evidence (none of SLURM_GPUS_ON_NODE, SLURM_GPUS_PER_NODE, "
+                        "SLURM_JOB_GPUS, SLURM_GRES is set); it measures host MPI between the CPUs (the host network, "
+                        "no GPU). On GPU nodes give --gpus-per-node G")
+    result = CliRunner().invoke(main, ["locate", "--engine", "torch", "--json", "--out", str(tmp_path / "t")])
+    doc = json.loads(result.output)
+    assert result.exit_code == 0 and (doc["engine"], doc["backend"]) == ("torch", "gloo")
+    assert doc["gpus_per_node"]["value"] is None and "SLURM_GPUS_ON_NODE" in doc["gpus_per_node"]["evidence"]
+    assert doc["engine_reason"].startswith("torch/gloo, --engine torch (backend gloo by the GPU count): no GPU "
+                                           "evidence")
+    sweep = json.loads((tmp_path / "t" / "sweep.json").read_text())
+    assert sweep["spec"]["backend"] == "gloo" and sweep["spec"]["gpus_per_node"]["value"] is None
 
 
 def test_a_dead_node_is_unreachable(fabric, tmp_path):

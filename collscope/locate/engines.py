@@ -1,0 +1,188 @@
+"""Locate's engines, one row each: what a test measures, where it runs, and how a rail is pinned (pure).
+
+    engine       device  a rail r is pinned by                                           rail r is
+    nccl-tests   gpu     NCCL_IB_HCA==<nic>                                              rail_nics[r]
+    torch/nccl   gpu     NCCL_IB_HCA==<nic>                                              rail_nics[r]
+    mpi          host    OMPI_MCA_btl_tcp_if_include, OMPI_MCA_oob_tcp_if_include=<if>   <iface_prefix><r>
+    torch/gloo   host    GLOO_SOCKET_IFNAME=<if>                                         <iface_prefix><r>
+
+A *gpu* engine runs NCCL on every GPU of each node, so a slow GPU, an NVLink fault or a NIC without GPUDirect
+RDMA shows in its numbers; a *host* engine measures the CPUs and the host network only. Each engine reads its
+own rail variables and no other's: NCCL_IB_HCA means nothing to Open MPI or gloo, so pinning a host engine's
+rails with it would run R identical tests.
+
+:func:`choose_engine` picks the engine from the request and the GPUs per node (:mod:`collscope.locate.gpus`):
+on GPU nodes nccl-tests by default (torch means torch with NCCL) and the host engines are refused; with
+``--gpus-per-node 0`` (or ``SLURM_GPUS_ON_NODE=0``...) the host engines only; with no GPU evidence at all the
+host engines stay allowed (mpi by default) and the GPU engines need ``--gpus-per-node``.
+:func:`check_rails` refuses rail tests the engine cannot tell apart, before any test runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from collscope.errors import ConfigError
+from collscope.locate.gpus import GpuCount
+
+__all__ = ["LocateEngine", "Backend", "LocateEngineRow", "ENGINES", "EngineChoice", "engine_row", "choose_engine",
+           "rail_variables", "check_rails"]
+
+LocateEngine = Literal["mpi", "torch", "nccl-tests"]
+Backend = Literal["gloo", "nccl"]
+
+
+def _nccl_ib_unread(environ: Mapping[str, str]) -> str | None:
+    """Why NCCL would not read NCCL_IB_HCA here (its IB transport off, or another network chosen), else None."""
+    if environ.get("NCCL_IB_DISABLE", "").strip() not in ("", "0"):
+        return f"NCCL_IB_DISABLE={environ['NCCL_IB_DISABLE']} turns NCCL's IB transport off"
+    net = environ.get("NCCL_NET", "").strip()
+    if net and net.lower() != "ib":
+        return f"NCCL_NET={net} selects a network other than NCCL's IB transport"
+    return None
+
+
+def _ompi_tcp_unread(environ: Mapping[str, str]) -> str | None:
+    """Why Open MPI would not read btl_tcp_if_include here (a PML without BTLs, such as UCX), else None."""
+    pml = environ.get("OMPI_MCA_pml", "").strip()
+    if pml and pml != "ob1":
+        return f"OMPI_MCA_pml={pml} sends through a PML that uses no BTL (only ob1 uses btl_tcp)"
+    return None
+
+
+def _always_read(environ: Mapping[str, str]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocateEngineRow:
+    """One engine of locate (an engine, and for torch its backend)."""
+
+    name: str
+    """How output names it: ``nccl-tests``, ``torch/nccl``, ``mpi``, ``torch/gloo``."""
+    engine: LocateEngine
+    backend: Backend | None
+    """torch's process-group backend; None for the other engines."""
+    device: Literal["gpu", "host"]
+    option: str
+    """The command-line options that ask for it."""
+    measures: str
+    """What its tests measure, in a phrase."""
+    rail_variables: tuple[str, ...]
+    """The variables that pin a step to one rail (each set to the rail's NIC or interface)."""
+    rail_by: Literal["nic", "iface"]
+    """Rail r is ``rail_nics[r]`` (``=``-prefixed: NCCL's exact match), or interface ``<iface_prefix><r>``."""
+    rail_unread: Callable[[Mapping[str, str]], str | None]
+    """Why, in this environment, the engine would not read its rail variables (None: it reads them)."""
+
+
+ENGINES: tuple[LocateEngineRow, ...] = (
+    LocateEngineRow(name="nccl-tests", engine="nccl-tests", backend=None, device="gpu",
+                    option="--engine nccl-tests",
+                    measures="NCCL on every GPU of each node (the GPUs, NVLink, the NICs with GPUDirect RDMA)",
+                    # NCCL src/transport/net_ib.cc reads NCCL_IB_HCA when its IB transport starts.
+                    rail_variables=("NCCL_IB_HCA",), rail_by="nic", rail_unread=_nccl_ib_unread),
+    LocateEngineRow(name="torch/nccl", engine="torch", backend="nccl", device="gpu",
+                    option="--engine torch --backend nccl",
+                    measures="torch.distributed with NCCL on every GPU of each node (the GPUs, NVLink, the NICs "
+                             "with GPUDirect RDMA)",
+                    rail_variables=("NCCL_IB_HCA",), rail_by="nic", rail_unread=_nccl_ib_unread),
+    LocateEngineRow(name="mpi", engine="mpi", backend=None, device="host", option="--engine mpi",
+                    measures="host MPI between the CPUs (the host network, no GPU)",
+                    rail_variables=("OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"),
+                    rail_by="iface", rail_unread=_ompi_tcp_unread),
+    LocateEngineRow(name="torch/gloo", engine="torch", backend="gloo", device="host",
+                    option="--engine torch --backend gloo",
+                    measures="torch.distributed with gloo between the CPUs (the host network, no GPU)",
+                    rail_variables=("GLOO_SOCKET_IFNAME",), rail_by="iface", rail_unread=_always_read),
+)
+
+_GPU_OPTIONS = " or ".join(r.option for r in ENGINES if r.device == "gpu")
+_HOST_OPTIONS = " or ".join(r.option for r in ENGINES if r.device == "host")
+
+
+def engine_row(engine: str, backend: str | None = None) -> LocateEngineRow:
+    """The row of ``engine`` (with ``backend`` for torch; None for the others)."""
+    for row in ENGINES:
+        if row.engine == engine and row.backend == backend:
+            return row
+    valid = ", ".join(f"{r.engine}" + (f" with backend {r.backend}" if r.backend else "") for r in ENGINES)
+    shown = engine + (f" with backend {backend}" if backend is not None else "")
+    raise ConfigError(f"engine {shown!r} is invalid for locate; valid: {valid}")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineChoice:
+    row: LocateEngineRow
+    reason: str
+    """Why this engine: what was asked and what the GPU count says (shown in locate's output)."""
+
+
+def choose_engine(engine: str | None, backend: str | None, gpus: GpuCount) -> EngineChoice:
+    """The engine of a locate run from ``--engine``/``--backend`` (None: not given) and the GPUs per node.
+
+    Raises ConfigError naming the options to use when the engine cannot test these nodes: a host engine on GPU
+    nodes, a GPU engine without GPUs or without a known GPU count, ``--backend`` without ``--engine torch``.
+    """
+    if backend is not None and engine != "torch":
+        raise ConfigError(f"--backend {backend} applies to --engine torch only"
+                          + (f", not --engine {engine}" if engine is not None else "; add --engine torch"))
+    if engine is not None and engine not in {r.engine for r in ENGINES}:
+        raise ConfigError(f"--engine {engine} is invalid; valid: {', '.join(dict.fromkeys(r.engine for r in ENGINES))}")
+    has_gpus = gpus.value is not None and gpus.value > 0
+    if engine is None:
+        row = engine_row("nccl-tests") if has_gpus else engine_row("mpi")
+        asked = "the default"
+    else:
+        default_backend = ("nccl" if has_gpus else "gloo") if engine == "torch" else None
+        row = engine_row(engine, backend if backend is not None else default_backend)
+        asked = (f"--engine torch (backend {row.backend} by the GPU count)" if engine == "torch" and backend is None
+                 else row.option)
+    if has_gpus and row.device == "host":
+        raise ConfigError(f"{row.option} measures {row.measures}, not the {gpus.describe()}: slow GPUs, NVLink "
+                          f"faults and lost GPUDirect RDMA would stay invisible. Use {_GPU_OPTIONS}, or "
+                          "--gpus-per-node 0 to test the host network on purpose")
+    if row.device == "gpu" and gpus.value == 0:
+        raise ConfigError(f"{row.option} needs GPUs, and the nodes have none ({gpus.evidence}); valid here: "
+                          f"{_HOST_OPTIONS}, or --gpus-per-node G on GPU nodes")
+    if row.device == "gpu" and gpus.value is None:
+        raise ConfigError(f"{row.option} needs the GPU count of a node: give --gpus-per-node G ({gpus.evidence})")
+    if row.device == "gpu":
+        why = f"{row.name}, {asked}: {gpus.describe()}; it measures {row.measures}"
+    elif gpus.value == 0:
+        why = f"{row.name}, {asked}: no GPUs ({gpus.evidence}); it measures {row.measures}"
+    else:
+        why = (f"{row.name}, {asked}: no GPU evidence ({gpus.evidence}); it measures {row.measures}. On GPU "
+               "nodes give --gpus-per-node G")
+    return EngineChoice(row, why)
+
+
+def rail_variables(row: LocateEngineRow, rail: int, *, rail_nics: Sequence[str], iface_prefix: str) -> dict[str, str]:
+    """The variables that pin one step of ``row`` to ``rail``."""
+    if row.rail_by == "nic":
+        if rail >= len(rail_nics) or not rail_nics[rail]:
+            raise ConfigError(f"rail {rail} has no NIC name: give --rail-nics NIC0,NIC1,... (one per rail) or "
+                              "--topo with the cluster's rails")
+        return {name: f"={rail_nics[rail]}" for name in row.rail_variables}
+    return {name: f"{iface_prefix}{rail}" for name in row.rail_variables}
+
+
+def check_rails(row: LocateEngineRow, rails: int, *, rail_nics: Sequence[str], nics_given: bool,
+                environ: Mapping[str, str]) -> None:
+    """Refuse ``--rails R`` (R > 1) when the rail tests could not differ: the engine does not read the variable
+    that would pin them, or a rail has no NIC to pin to. ``nics_given``: ``--rail-nics`` was on the command line."""
+    if rails == 1:
+        return
+    unread = row.rail_unread(environ)
+    if unread is not None:
+        raise ConfigError(f"--rails {rails} with {row.option}: {unread}, so {', '.join(row.rail_variables)} "
+                          f"would not pin a rail and all {rails} rail tests would be the same test; unset it, or "
+                          "use --rails 1")
+    if row.rail_by == "iface" and nics_given:
+        raise ConfigError(f"--rail-nics pins rails with NCCL_IB_HCA, which {row.option} does not read (it measures "
+                          f"{row.measures}; its rail r is interface --iface-prefix<r> through "
+                          f"{', '.join(row.rail_variables)}): drop --rail-nics, or use {_GPU_OPTIONS}")
+    for rail in range(rails):
+        rail_variables(row, rail, rail_nics=rail_nics, iface_prefix="")
