@@ -168,7 +168,8 @@ def locate_command(nodes: str | None, rails: int, engine: str | None, backend: s
     row = choice.row
     topo = _topology(topo_path, names)
     nics = tuple(rail_nics.split(",")) if rail_nics else topo.rail_nics
-    check_rails(row, rails, rail_nics=nics, nics_given=rail_nics is not None, environ=os.environ)
+    check_rails(row, rails, rail_nics=nics, nics_given=rail_nics is not None, environ=os.environ,
+                iface_prefix=iface_prefix)
     options = StepOptions(engine=row.engine, backend=row.backend or "gloo", size_bytes=size_bytes, iters=iters,
                           warmup=warmup, python=sys.executable, srun_mpi=None if srun_mpi == "none" else srun_mpi,
                           gpus_per_node=gpus.value or 0, iface_prefix=iface_prefix, rail_nics=nics,

@@ -20,6 +20,7 @@ host engines stay allowed (mpi by default) and the GPU engines need ``--gpus-per
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -32,6 +33,8 @@ __all__ = ["LocateEngine", "Backend", "LocateEngineRow", "ENGINES", "EngineChoic
 
 LocateEngine = Literal["mpi", "torch", "nccl-tests"]
 Backend = Literal["gloo", "nccl"]
+
+log = logging.getLogger(__name__)
 
 
 def _nccl_ib_unread(environ: Mapping[str, str]) -> str | None:
@@ -170,9 +173,10 @@ def rail_variables(row: LocateEngineRow, rail: int, *, rail_nics: Sequence[str],
 
 
 def check_rails(row: LocateEngineRow, rails: int, *, rail_nics: Sequence[str], nics_given: bool,
-                environ: Mapping[str, str]) -> None:
+                environ: Mapping[str, str], iface_prefix: str = "") -> None:
     """Refuse ``--rails R`` (R > 1) when the rail tests could not differ: the engine does not read the variable
-    that would pin them, or a rail has no NIC to pin to. ``nics_given``: ``--rail-nics`` was on the command line."""
+    that would pin them, or a rail has no NIC to pin to. ``nics_given``: ``--rail-nics`` was on the command line.
+    A rail variable the user set in ``environ`` is replaced in the rail tests: logged as old -> new."""
     if rails == 1:
         return
     unread = row.rail_unread(environ)
@@ -184,5 +188,8 @@ def check_rails(row: LocateEngineRow, rails: int, *, rail_nics: Sequence[str], n
         raise ConfigError(f"--rail-nics pins rails with NCCL_IB_HCA, which {row.option} does not read (it measures "
                           f"{row.measures}; its rail r is interface --iface-prefix<r> through "
                           f"{', '.join(row.rail_variables)}): drop --rail-nics, or use {_GPU_OPTIONS}")
-    for rail in range(rails):
-        rail_variables(row, rail, rail_nics=rail_nics, iface_prefix="")
+    pins = [rail_variables(row, rail, rail_nics=rail_nics, iface_prefix=iface_prefix) for rail in range(rails)]
+    for name in row.rail_variables:
+        if name in environ:
+            log.warning("%s=%s (yours) is replaced in the rail tests: -> %s", name, environ[name],
+                        ", ".join(f"{pin[name]} (rail {r})" for r, pin in enumerate(pins)))

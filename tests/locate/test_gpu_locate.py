@@ -169,6 +169,14 @@ def test_rails_that_pin_are_allowed():
     check_rails(engine_row("mpi"), 1, rail_nics=("x",), nics_given=True, environ={"OMPI_MCA_pml": "ucx"})
 
 
+def test_a_rail_variable_of_the_user_is_said_old_to_new(caplog):
+    with caplog.at_level("WARNING", logger="collscope.locate.engines"):
+        check_rails(engine_row("nccl-tests"), 2, rail_nics=("mlx5_0", "mlx5_3"), nics_given=True,
+                    environ={"NCCL_IB_HCA": "mlx5"})
+    assert "NCCL_IB_HCA=mlx5 (yours) is replaced in the rail tests: -> =mlx5_0 (rail 0), =mlx5_3 (rail 1)" \
+        in caplog.text
+
+
 # ---- the steps on a fake 2-node 8-GPU allocation ---------------------------------------------------------
 
 def test_gpu_steps_drive_every_gpu_of_each_node():
