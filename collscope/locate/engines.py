@@ -81,7 +81,7 @@ class LocateEngineRow:
     """Why, in this environment, the engine would not read its rail variables (None: it reads them)."""
 
 
-ENGINES: tuple[LocateEngineRow, ...] = (
+ENGINES: tuple[LocateEngineRow, ...] = (  # the first row of each device is the default there
     LocateEngineRow(name="nccl-tests", engine="nccl-tests", backend=None, device="gpu",
                     option="--engine nccl-tests",
                     measures="NCCL on every GPU of each node (the GPUs, NVLink, the NICs with GPUDirect RDMA)",
@@ -129,20 +129,25 @@ def choose_engine(engine: str | None, backend: str | None, gpus: GpuCount) -> En
     Raises ConfigError naming the options to use when the engine cannot test these nodes: a host engine on GPU
     nodes, a GPU engine without GPUs or without a known GPU count, ``--backend`` without ``--engine torch``.
     """
-    if backend is not None and engine != "torch":
-        raise ConfigError(f"--backend {backend} applies to --engine torch only"
-                          + (f", not --engine {engine}" if engine is not None else "; add --engine torch"))
-    if engine is not None and engine not in {r.engine for r in ENGINES}:
-        raise ConfigError(f"--engine {engine} is invalid; valid: {', '.join(dict.fromkeys(r.engine for r in ENGINES))}")
+    with_backends = {r.engine for r in ENGINES if r.backend is not None}
+    if backend is not None and engine not in with_backends:
+        raise ConfigError(f"--backend {backend} applies to --engine {' or '.join(sorted(with_backends))} only"
+                          + (f", not --engine {engine}" if engine is not None else
+                             f"; add --engine {' or '.join(sorted(with_backends))}"))
+    engines = dict.fromkeys(r.engine for r in ENGINES)
+    if engine is not None and engine not in engines:
+        raise ConfigError(f"--engine {engine} is invalid; valid: {', '.join(engines)}")
     has_gpus = gpus.value is not None and gpus.value > 0
-    if engine is None:
-        row = engine_row("nccl-tests") if has_gpus else engine_row("mpi")
+    device = "gpu" if has_gpus else "host"
+    if engine is None:  # the first row of a device is its default
+        row = next(r for r in ENGINES if r.device == device)
         asked = "the default"
+    elif backend is None and engine in with_backends:  # the engine's backend for these nodes
+        row = next(r for r in ENGINES if r.engine == engine and r.device == device)
+        asked = f"--engine {engine} (backend {row.backend} by the GPU count)"
     else:
-        default_backend = ("nccl" if has_gpus else "gloo") if engine == "torch" else None
-        row = engine_row(engine, backend if backend is not None else default_backend)
-        asked = (f"--engine torch (backend {row.backend} by the GPU count)" if engine == "torch" and backend is None
-                 else row.option)
+        row = engine_row(engine, backend)
+        asked = row.option
     if has_gpus and row.device == "host":
         raise ConfigError(f"{row.option} measures {row.measures}, not the {gpus.describe()}: slow GPUs, NVLink "
                           f"faults and lost GPUDirect RDMA would stay invisible. Use {_GPU_OPTIONS}, or "
