@@ -23,7 +23,7 @@ from collscope.vocab.configs import OMPI_ASYNC_MODEX
 from collscope.vocab.ops import HARNESS_OPS, HarnessOp
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
-           "pattern", "reduce_rows", "expected_result", "count_wrong", "make_record"]
+           "pattern", "reduce_rows", "wrapped", "expected_result", "count_wrong", "make_record"]
 
 BenchOp = HarnessOp
 """The collectives the harnesses measure (the vocabulary's :data:`~collscope.vocab.ops.HarnessOp`)."""
@@ -32,6 +32,8 @@ Redop = Literal["sum", "max", "min"]
 BENCH_OPS: tuple[str, ...] = HARNESS_OPS
 BENCH_DTYPES: tuple[str, ...] = DTYPES
 _NARROW = frozenset({"float16", "bfloat16", "int8", "uint8"})
+_INT_RANGE = {"int8": (-(2**7), 2**8), "uint8": (0, 2**8), "int32": (-(2**31), 2**32), "int64": (-(2**63), 2**64)}
+"""Integer dtypes: (lowest value, number of values)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,19 +117,39 @@ def pattern(rank: int, n: int, dtype: str, offset: int = 0) -> np.ndarray:
     """Rank-dependent check values for elements ``offset .. offset+n`` as float64 holding small integers.
 
     Small integers stay exact in every dtype and under any summation order: values are below 4 for the
-    narrow types (sums exact up to 64 ranks for bfloat16) and below 64 otherwise.
+    narrow types and below 64 otherwise. An element's values cycle through the residues over the ranks, so its
+    sum over ``n`` ranks is about ``1.5 * n`` (narrow types) and every partial sum is below it: exact in bfloat16
+    (integers to 256) up to 169 ranks, in float16 (to 2048) beyond 1,300. Integer sums that leave the dtype's range
+    wrap, and :func:`reduce_rows` given the dtype expects the wrapped value (int8 from 85 ranks, uint8 from 170).
     """
     modulus = 4 if dtype in _NARROW else 64
     i = np.arange(offset, offset + n, dtype=np.int64)
     return ((i * 3 + rank * 5 + 1) % modulus).astype(np.float64)
 
 
-def reduce_rows(arrays: list[np.ndarray], redop: str) -> np.ndarray:
-    """Element-wise ``redop`` (sum, max or min) over equal-length rows."""
+def reduce_rows(arrays: list[np.ndarray], redop: str, dtype: str | None = None) -> np.ndarray:
+    """Element-wise ``redop`` (sum, max or min) over equal-length rows (float64 holding integers).
+
+    With an integer ``dtype`` a sum is wrapped into the dtype's range, as the collective's own integer arithmetic
+    wraps it (modulo 2**bits: NCCL, MPI and gloo add integers in the element type), so the expected value is
+    the one a correct run leaves in the buffer whatever the number of ranks.
+    """
     stack = np.stack(arrays)
     if redop == "sum":
-        return stack.sum(axis=0)
+        total = stack.sum(axis=0)
+        return total if dtype is None else wrapped(total, dtype)
     return stack.max(axis=0) if redop == "max" else stack.min(axis=0)
+
+
+def wrapped(values: np.ndarray, dtype: str) -> np.ndarray:
+    """``values`` (float64 integers) as an integer ``dtype``'s two's-complement arithmetic leaves them; floats
+    and values already in range unchanged."""
+    if dtype not in _INT_RANGE:
+        return values
+    lo, span = _INT_RANGE[dtype]
+    if values.size == 0 or (values.min() >= lo and values.max() < lo + span):
+        return values
+    return (np.mod(values - lo, span) + lo).astype(np.float64)
 
 
 def expected_result(op: str, *, rank: int, nranks: int, count: int, dtype: str, redop: str = "sum",
@@ -139,13 +161,13 @@ def expected_result(op: str, *, rank: int, nranks: int, count: int, dtype: str, 
     ``count*nranks``; reduce_scatter and alltoall ``pattern(rank, count*nranks)``, split in ``nranks`` blocks.
     """
     if op == "all_reduce":
-        return reduce_rows([pattern(r, count, dtype) for r in range(nranks)], redop)
+        return reduce_rows([pattern(r, count, dtype) for r in range(nranks)], redop, dtype)
     if op == "broadcast":
         return pattern(root, count, dtype)
     if op == "all_gather":
         return np.concatenate([pattern(r, count, dtype) for r in range(nranks)])
     if op == "reduce_scatter":
-        return reduce_rows([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)], redop)
+        return reduce_rows([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)], redop, dtype)
     if op == "alltoall":
         return np.concatenate([pattern(r, count, dtype, offset=rank * count) for r in range(nranks)])
     raise ConfigError(f"unknown op {op!r}; valid: {', '.join(BENCH_OPS)}")

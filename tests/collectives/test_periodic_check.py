@@ -64,3 +64,22 @@ def test_the_pool_reuses_memory_and_zeroes_it():
     d = pool.get("send", 200, "float32")  # larger: a new array
     assert d.size == 200 and not d.any() and not np.shares_memory(a, d)
     assert pool.get("send", 10, "int8").dtype == np.int8
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("nranks", [43, 64, 128, 256])
+@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter"])
+def test_integer_sums_are_expected_as_the_wrapped_arithmetic_leaves_them(dtype, nranks, op):
+    """int8 sums leave the dtype's range from 85 ranks (uint8 from 170) and wrap, as NCCL, MPI and gloo add."""
+    count = 100
+    n_in = count * nranks if op == "reduce_scatter" else count
+    inputs = np.stack([pattern(r, n_in, dtype).astype(dtype) for r in range(nranks)])
+    for rank in (0, nranks - 1):
+        rows = inputs[:, rank * count:(rank + 1) * count] if op == "reduce_scatter" else inputs
+        out = np.add.reduce(rows, axis=0, dtype=np.dtype(dtype))  # element-type additions: they wrap
+        kw = {"rank": rank, "nranks": nranks, "count": count, "dtype": dtype}
+        assert count_wrong(out, expected_result(op, **kw)) == 0
+        assert count_wrong_periodic(out, expected_blocks(op, **kw), count) == 0
+        out[7] += 1
+        assert count_wrong(out, expected_result(op, **kw)) == 1
+        assert count_wrong_periodic(out, expected_blocks(op, **kw), count) == 1

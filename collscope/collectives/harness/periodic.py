@@ -28,13 +28,14 @@ def expected_blocks(op: str, *, rank: int, nranks: int, count: int, dtype: str, 
     """The blocks of rank ``rank``'s expected output, each ``count`` elements long (see
     :func:`~collscope.collectives.spec.expected_result` for the inputs of each op)."""
     if op == "all_reduce":
-        return [(0, reduce_rows([pattern(r, PERIOD, dtype) for r in range(nranks)], redop))]
+        return [(0, reduce_rows([pattern(r, PERIOD, dtype) for r in range(nranks)], redop, dtype))]
     if op == "broadcast":
         return [(0, pattern(root, PERIOD, dtype))]
     if op == "all_gather":
         return [(r * count, pattern(r, PERIOD, dtype)) for r in range(nranks)]
     if op == "reduce_scatter":
-        return [(0, reduce_rows([pattern(r, PERIOD, dtype, offset=rank * count) for r in range(nranks)], redop))]
+        return [(0, reduce_rows([pattern(r, PERIOD, dtype, offset=rank * count) for r in range(nranks)], redop,
+                                dtype))]
     if op == "alltoall":
         return [(r * count, pattern(r, PERIOD, dtype, offset=rank * count)) for r in range(nranks)]
     raise ValueError(f"unknown op {op!r}")
