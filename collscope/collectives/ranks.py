@@ -31,7 +31,7 @@ from typing import Literal
 
 from collscope.errors import ConfigError, ParseError
 
-__all__ = ["RankInfo", "RankSource", "rank_info", "expand_nodelist"]
+__all__ = ["RankInfo", "RankSource", "rank_info", "expand_nodelist", "select_cuda_device"]
 
 RankSource = Literal["torchrun", "openmpi", "pmi", "pmix", "slurm", "single"]
 
@@ -213,6 +213,53 @@ def _validate(info: RankInfo) -> None:
         raise ConfigError(f"local rank {info.local_rank} is outside 0..{info.local_size - 1} {where}")
     if info.master_port is not None and not 0 < info.master_port < 65536:
         raise ConfigError(f"master port {info.master_port} is not a TCP port (1..65535) {where}")
+
+
+# --- the GPU of a rank ---------------------------------------------------------------------------------------
+
+_LOCAL_VARS: dict[str, tuple[str, str]] = {
+    "torchrun": ("LOCAL_RANK", "LOCAL_WORLD_SIZE"),
+    "openmpi": ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    "pmi": ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    "pmix": ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    "slurm": ("SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"),
+    "single": ("(none)", "(none)"),
+}
+"""Per launcher, the variables that gave the local rank and the local size (named in errors)."""
+
+
+def select_cuda_device(info: RankInfo, visible_gpus: int, env: Mapping[str, str]) -> int:
+    """The CUDA device (index among the ``visible_gpus`` devices this process sees) that rank ``info`` drives,
+    one GPU per rank; pure, so that it can be checked under any simulated launcher environment.
+
+    * No visible GPU: ConfigError with the reason (``CUDA_VISIBLE_DEVICES`` set but empty hides every GPU).
+    * One visible GPU and ``CUDA_VISIBLE_DEVICES`` set: the launcher (``srun --gpus-per-task=1``,
+      ``--gpu-bind=single:1``, ``--tres-bind=gres/gpu:per_task:1``) or a wrapper gave this task its own GPU:
+      device 0. Two tasks given the same GPU show later as NCCL's "Duplicate GPU detected" (explained by
+      :func:`collscope.sweeps.diagnose.launch_diagnosis`).
+    * Otherwise the local rank, and ConfigError when this node's ranks outnumber the visible GPUs (NCCL needs one
+      GPU per rank; two ranks on one GPU would fail late, in NCCL's init).
+    """
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    shown = "unset" if cvd is None else repr(cvd)
+    if visible_gpus < 1:
+        if cvd is not None and cvd.strip() == "":
+            raise ConfigError(f"rank {info.rank}: CUDA_VISIBLE_DEVICES is set but empty (''), which hides every GPU "
+                              "from this process; unset it, or let the launcher set it (srun --gpus-per-task / "
+                              "--gpus-per-node)")
+        raise ConfigError(f"rank {info.rank}: no GPU visible to this process (CUDA_VISIBLE_DEVICES {shown}); check "
+                          "the allocation's GPUs (--gpus-per-node, --gres=gpu:N) and nvidia-smi on this node")
+    if visible_gpus == 1 and cvd is not None:
+        return 0
+    local_size = info.local_size if info.local_size is not None else info.local_rank + 1
+    if local_size > visible_gpus:
+        rank_var, size_var = _LOCAL_VARS[info.source]
+        raise ConfigError(
+            f"rank {info.rank}: {local_size} ranks on this node (local rank {info.local_rank} from {rank_var}, local "
+            f"size from {size_var}, {info.source} environment) but {visible_gpus} visible GPU(s) (CUDA_VISIBLE_DEVICES "
+            f"{shown}); NCCL needs one GPU per rank: start at most {visible_gpus} ranks per node "
+            "(--nproc-per-node, --ntasks-per-node, mpirun --map-by ppr:N:node) or make more GPUs visible")
+    return info.local_rank
 
 
 # --- Slurm hostlists ---------------------------------------------------------------------------------------

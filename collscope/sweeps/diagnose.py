@@ -2,7 +2,8 @@
 
 A point whose ranks ran on several nodes can fail because a node went away, Slurm cancelled the step, or a
 rank was killed; the exit code alone ("exit code 14") does not say which. :func:`launch_diagnosis` reads the
-attempt's output for the messages srun, slurmstepd and Open MPI's runtime print in those cases.
+attempt's output for the messages srun, slurmstepd and Open MPI's runtime print in those cases, and for the NCCL
+warning of a launch that gave two ranks one GPU.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ _TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentatio
 _NO_STEP = re.compile(r"srun: error: (Unable to create step for job \S+: .*)")
 _STEP_TIMEOUT = "srun: error: Timed out waiting for job step to complete"
 _PMIX_LISTENER = "The PMIx server's listener thread failed to start"
+# NCCL src/init.cc (initTransportsRank): WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx")
+_DUPLICATE_GPU = re.compile(r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+)")
 _LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
                           re.IGNORECASE)
 
@@ -46,6 +49,13 @@ def launch_diagnosis(text: str) -> str | None:
                      "pid left its session directory ($TMPDIR/ompi.<pid>) behind; collscope gives each mpirun it "
                      "starts a fresh one unless PRTE_MCA_prte_local_tmpdir_base is set. Remove ompi.* "
                      "directories of mpiruns no longer running")
+    duplicate = _DUPLICATE_GPU.search(text)
+    if duplicate:
+        rank, other, bus = duplicate.groups()
+        found.append(f"two ranks drove one GPU: NCCL found rank {rank} and rank {other} both on the GPU at PCI bus id "
+                     f"{bus} and refused to start (ncclInvalidUsage). Each rank needs a GPU of its own: start at most "
+                     "as many ranks per node as GPUs, and check what each rank sees (CUDA_VISIBLE_DEVICES inherited "
+                     "by every rank, srun --gpus-per-task / --gpu-bind, a wrapper that sets it per local rank)")
     if _LOST_DAEMON.search(text):
         found.append("Open MPI lost contact with a remote node's daemon")
     return "; ".join(found) if found else None

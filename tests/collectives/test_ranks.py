@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collscope.collectives.ranks import RankInfo, expand_nodelist, rank_info
+from collscope.collectives.ranks import RankInfo, expand_nodelist, rank_info, select_cuda_device
 from collscope.errors import ConfigError, ParseError
 
 TORCHRUN = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",
@@ -146,3 +146,52 @@ def test_launch_world_mismatch_is_refused_only_for_direct_srun_launches():
     check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2", "OMPI_COMM_WORLD_SIZE": "16"}, 16)
     with _pytest.raises(ConfigError, match="srun --mpi=pmix"):
         check_launch_matches_world({"SLURM_STEP_NUM_TASKS": "2"}, 1)
+
+
+# --- select_cuda_device: one GPU per rank, under each launcher's variables -----------------------------------
+
+EIGHT_GPU_SLURM = {**SLURM, "SLURM_LOCALID": "3", "SLURM_STEP_TASKS_PER_NODE": "8(x2)", "SLURM_NTASKS": "16",
+                   "SLURM_PROCID": "11"}
+
+
+@pytest.mark.parametrize(("env", "local"), [
+    (EIGHT_GPU_SLURM, 3),
+    ({**OPENMPI, "OMPI_COMM_WORLD_LOCAL_RANK": "5", "OMPI_COMM_WORLD_LOCAL_SIZE": "8", "OMPI_COMM_WORLD_SIZE": "8",
+      "OMPI_COMM_WORLD_RANK": "5"}, 5),
+    ({**TORCHRUN, "LOCAL_RANK": "7", "LOCAL_WORLD_SIZE": "8", "WORLD_SIZE": "16", "RANK": "15"}, 7),
+], ids=["SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"])
+def test_each_rank_drives_the_gpu_of_its_local_rank(env, local):
+    assert select_cuda_device(rank_info(env), 8, env) == local
+
+
+def test_one_gpu_bound_per_task_is_device_0_whatever_the_local_rank():
+    # srun --gpus-per-task=1 (or --gpu-bind=single:1, --tres-bind=gres/gpu:per_task:1): each task sees its own GPU
+    env = {**EIGHT_GPU_SLURM, "CUDA_VISIBLE_DEVICES": "3"}
+    assert select_cuda_device(rank_info(env), 1, env) == 0
+
+
+def test_more_ranks_on_a_node_than_visible_gpus_is_refused_on_every_rank():
+    for local in ("0", "5"):
+        env = {**TORCHRUN, "LOCAL_RANK": local, "LOCAL_WORLD_SIZE": "8", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+        with pytest.raises(ConfigError, match=r"8 ranks on this node \(local rank \d from LOCAL_RANK, local size from "
+                                              r"LOCAL_WORLD_SIZE, torchrun environment\) but 4 visible GPU\(s\) "
+                                              r"\(CUDA_VISIBLE_DEVICES '0,1,2,3'\)"):
+            select_cuda_device(rank_info(env), 4, env)
+    # two ranks of mpirun on a one-GPU node, nothing bound: both would land on GPU 0
+    env = {**OPENMPI, "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0",
+           "OMPI_COMM_WORLD_LOCAL_RANK": "0"}
+    with pytest.raises(ConfigError, match="OMPI_COMM_WORLD_LOCAL_RANK.*1 visible GPU.*CUDA_VISIBLE_DEVICES unset"):
+        select_cuda_device(rank_info(env), 1, env)
+
+
+def test_no_visible_gpu_says_why():
+    env = {**EIGHT_GPU_SLURM, "CUDA_VISIBLE_DEVICES": ""}
+    with pytest.raises(ConfigError, match=r"CUDA_VISIBLE_DEVICES is set but empty \(''\), which hides every GPU"):
+        select_cuda_device(rank_info(env), 0, env)
+    with pytest.raises(ConfigError, match="no GPU visible to this process \\(CUDA_VISIBLE_DEVICES unset\\)"):
+        select_cuda_device(rank_info(SLURM), 0, SLURM)
+
+
+def test_a_single_process_takes_gpu_0():
+    assert select_cuda_device(rank_info({}), 8, {}) == 0
+    assert select_cuda_device(rank_info({}), 1, {}) == 0

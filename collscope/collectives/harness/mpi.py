@@ -16,7 +16,8 @@ and the hosts are gathered once per launch; a single ``collscope bench`` run get
 MPI calls: all_reduce ``Allreduce``, all_gather ``Allgather``, reduce_scatter ``Reduce_scatter_block``,
 alltoall ``Alltoall``, broadcast ``Bcast`` (in place by nature); ``in_place`` passes ``MPI.IN_PLACE``.
 Buffers are numpy arrays; with ``device="cuda"`` they are torch CUDA tensors, allowed only when the MPI
-library is CUDA-aware (``MPI.Query_cuda_support()`` where mpi4py has it, else ``ompi_info``).
+library is CUDA-aware (``MPI.Query_cuda_support()`` where mpi4py has it, else ``ompi_info``), and the rank's GPU
+is chosen from the launcher's local rank before ``MPI_Init`` (:func:`import_mpi`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from collscope import proc
 from collscope.collectives.harness.periodic import PERIOD, count_wrong_periodic, expected_blocks, fill_periodic
-from collscope.collectives.ranks import rank_info
+from collscope.collectives.ranks import rank_info, select_cuda_device
 from collscope.collectives.record import Measurement
 from collscope.collectives.sizes import call_count, size_ladder, size_list
 from collscope.collectives.spec import BenchSpec, captured_settings, make_record, pattern, time_batch_ns
@@ -41,8 +42,8 @@ from collscope.errors import ConfigError, ToolMissingError
 if TYPE_CHECKING:
     from mpi4py import MPI as _MPI
 
-__all__ = ["run_mpi_bench", "check_mpi_spec", "import_mpi", "mpi_engine_version", "parse_ompi_cuda_support", "MPI_HINT",
-           "OnRecord", "BufferPool", "job_hosts"]
+__all__ = ["run_mpi_bench", "check_mpi_spec", "import_mpi", "select_gpu", "mpi_engine_version",
+           "parse_ompi_cuda_support", "MPI_HINT", "OnRecord", "BufferPool", "job_hosts"]
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,34 @@ _MPI_TYPES = {"float32": "FLOAT", "float64": "DOUBLE", "int32": "INT32_T", "int6
               "uint8": "UINT8_T"}
 
 
-def import_mpi() -> Any:
-    """``mpi4py.MPI`` (initialising MPI), or ConfigError saying how to install it."""
+def import_mpi(device: str = "cpu", env: Mapping[str, str] | None = None) -> Any:
+    """``mpi4py.MPI`` (initialising MPI), or ConfigError saying how to install it.
+
+    With ``device="cuda"`` this rank's GPU is made current first (:func:`select_gpu`, from the launcher's local
+    rank in ``env``): a CUDA-aware MPI library sets up its CUDA state (context, IPC and registration caches) in
+    ``MPI_Init`` on the device current then, which would otherwise be GPU 0 on every rank of the node.
+    """
+    if device == "cuda":
+        select_gpu(os.environ if env is None else env)
     try:
         from mpi4py import MPI
     except ImportError as exc:
         raise ConfigError(f"the mpi engine needs mpi4py: {MPI_HINT} ({exc})") from None
     return MPI
+
+
+def select_gpu(env: Mapping[str, str]) -> int:
+    """Make this rank's GPU current (torch) before MPI starts, from the launcher's variables alone; its index.
+
+    ConfigError when torch is missing or the GPU cannot be chosen (:func:`~collscope.collectives.ranks.
+    select_cuda_device`: no visible GPU, more ranks on the node than visible GPUs)."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise ConfigError(f"device 'cuda' with the mpi engine needs torch for its GPU buffers ({exc})") from None
+    index = select_cuda_device(rank_info(env), torch.cuda.device_count(), env)
+    torch.cuda.set_device(index)
+    return index
 
 
 def mpi_engine_version(mpi: Any) -> str:
@@ -241,9 +263,9 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     is measured when the spec cannot run here. ``hosts`` (the job's, from :func:`job_hosts`, given on every
     rank or on none) saves the gather; ``pool`` lends the buffers (a new pool when not given).
     """
-    mpi = import_mpi()
-    comm = mpi.COMM_WORLD if comm is None else comm
     env = os.environ if env is None else env
+    mpi = import_mpi(spec.device, env)  # the GPU made current before MPI_Init (when this call is the one that runs it)
+    comm = mpi.COMM_WORLD if comm is None else comm
     rank, nranks = comm.Get_rank(), comm.Get_size()
     check_launch_matches_world(env, nranks)
     check_mpi_spec(spec)
@@ -252,10 +274,6 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     if spec.device == "cuda" and not _cuda_aware(mpi):
         raise ConfigError("device 'cuda' needs a CUDA-aware MPI library; this one is not (ompi_info: "
                           "opal_built_with_cuda_support false). Use --device cpu or a CUDA-aware Open MPI")
-    if spec.device == "cuda":
-        import torch
-
-        torch.cuda.set_device(rank_info(env).local_rank % max(torch.cuda.device_count(), 1))
     sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=nranks) if spec.sizes is not None
              else size_ladder(spec.min_bytes, spec.max_bytes, spec.factor, elem_size=spec.elem_size, op=spec.op,
                               nranks=nranks))

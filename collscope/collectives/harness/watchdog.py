@@ -69,7 +69,7 @@ def run_mpi_guarded(spec: BenchSpec, *, timeout_s: float, on_record: OnRecord | 
     from collscope.collectives.harness.mpi import check_mpi_spec, import_mpi, run_mpi_bench
 
     check_mpi_spec(spec)  # the same on every rank: a plain error, no abort needed
-    mpi = import_mpi()
+    mpi = import_mpi(spec.device)  # with cuda: the rank's GPU chosen before MPI_Init
     comm = mpi.COMM_WORLD if comm is None else comm
     rank, size = comm.Get_rank(), comm.Get_size()
     if on_rank is not None:
