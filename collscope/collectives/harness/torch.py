@@ -16,7 +16,17 @@ its block of the input (as NCCL's in-place mode); alltoall has no in-place form 
 Timing as nccl-tests: per size a fresh warm-up, a barrier, then ``iters`` calls as one batch; gloo (CPU)
 between host ``perf_counter_ns`` reads, NCCL between two CUDA events on the current stream, or, with
 ``cuda_graph``, the replay of one CUDA graph holding the ``iters`` calls. Time per op = batch / iters, maximum
-over ranks.
+over ranks. ``check`` fills and counts by period (:mod:`~collscope.collectives.harness.torch_check`), in
+O(size) memory.
+
+The measured communicator carries the measured op and nothing else (warm-up, timed batch, the check call): the
+harness's own bookkeeping (host names, barriers, the batch times' maximum and the wrong counts' sum) goes over
+a gloo side group of the same ranks. Under NCCL this matters twice: NCCL >= 2.24 refuses an op its forced
+``NCCL_ALGO`` cannot run ("no algorithm/protocol available", ``src/enqueue.cc``), so a bookkeeping AllGather
+under ``NCCL_ALGO=Tree`` (or PAT, NVLSTree, CollNetChain) would fail the run, and every NCCL call shows in
+the TUNING lines that verify which algorithm ran. For NCCL the GPU is chosen by
+:func:`~collscope.collectives.ranks.select_cuda_device` (one GPU per rank, checked against the visible ones)
+and passed to ``init_process_group(device_id=...)``, so NCCL's communicator is created there and then.
 """
 
 from __future__ import annotations
@@ -30,20 +40,12 @@ from functools import partial
 from itertools import repeat
 from typing import Any, Literal
 
-import numpy as np
-
-from collscope.collectives.ranks import RankInfo, rank_info
+from collscope.collectives.harness.periodic import PERIOD, expected_blocks
+from collscope.collectives.harness.torch_check import count_wrong_tensor, fill_rows
+from collscope.collectives.ranks import RankInfo, rank_info, select_cuda_device
 from collscope.collectives.record import Measurement
 from collscope.collectives.sizes import call_count, size_ladder, size_list
-from collscope.collectives.spec import (
-    BenchSpec,
-    captured_settings,
-    count_wrong,
-    expected_result,
-    make_record,
-    pattern,
-    time_batch_ns,
-)
+from collscope.collectives.spec import BenchSpec, captured_settings, make_record, pattern, time_batch_ns
 from collscope.errors import ConfigError
 
 __all__ = ["run_torch_bench", "TorchBackend", "TORCH_HINT", "torch_dtype", "import_torch"]
@@ -81,8 +83,9 @@ def _check_spec(spec: BenchSpec, backend: str, torch: Any, dist: Any) -> None:
     if backend == "gloo" and not dist.is_gloo_available():
         raise ConfigError(f"this torch build has no gloo backend; {TORCH_HINT}")
     if backend == "nccl":
-        if not (dist.is_nccl_available() and torch.cuda.is_available()):
-            raise ConfigError("backend nccl needs a CUDA build of torch and a visible GPU; use --backend gloo")
+        if not dist.is_nccl_available():
+            raise ConfigError(f"backend nccl needs a CUDA build of torch and a visible GPU; this torch "
+                              f"({torch.__version__}) has no NCCL; use --backend gloo")
         if spec.device != "cuda":
             raise ConfigError("backend nccl runs on device 'cuda'")
     elif spec.device != "cpu":
@@ -93,17 +96,25 @@ def _check_spec(spec: BenchSpec, backend: str, torch: Any, dist: Any) -> None:
         raise ConfigError("alltoall has no in-place form in torch.distributed; drop --in-place")
 
 
-def _init(dist: Any, backend: str, info: RankInfo, timeout_s: float) -> None:
+def _init(dist: Any, backend: str, info: RankInfo, timeout_s: float, device: Any = None) -> Any:
+    """Start the measured process group (all ranks) and return the gloo side group for the bookkeeping.
+
+    ``device`` (a CUDA device, backend nccl) goes to ``device_id=`` (torch >= 2.3): the NCCL communicator is
+    made at once, on that GPU, instead of lazily by the first collective.
+    """
     timeout = _dt.timedelta(seconds=timeout_s)
+    bound = {"device_id": device} if backend == "nccl" and device is not None else {}
     if info.source == "torchrun":
-        dist.init_process_group(backend, init_method="env://", timeout=timeout)
-        return
-    if info.master_addr is None or info.master_port is None:
-        raise ConfigError(f"cannot tell the rendezvous point from the {info.source} environment: set MASTER_ADDR "
-                          "(the host of rank 0) and MASTER_PORT (a free TCP port), the same on every rank")
-    host = f"[{info.master_addr}]" if ":" in info.master_addr else info.master_addr
-    dist.init_process_group(backend, init_method=f"tcp://{host}:{info.master_port}", rank=info.rank,
-                            world_size=info.world_size, timeout=timeout)
+        dist.init_process_group(backend, init_method="env://", timeout=timeout, **bound)
+    else:
+        if info.master_addr is None or info.master_port is None:
+            raise ConfigError(f"cannot tell the rendezvous point from the {info.source} environment: set "
+                              "MASTER_ADDR (the host of rank 0) and MASTER_PORT (a free TCP port), the same on "
+                              "every rank")
+        host = f"[{info.master_addr}]" if ":" in info.master_addr else info.master_addr
+        dist.init_process_group(backend, init_method=f"tcp://{host}:{info.master_port}", rank=info.rank,
+                                world_size=info.world_size, timeout=timeout, **bound)
+    return dist.new_group(backend="gloo", timeout=timeout)  # made over the store: no collective on the first
 
 
 class _Tensors:
@@ -134,28 +145,44 @@ class _Tensors:
             self.call = partial(dist.all_to_all_single, self.out, self.inp)
 
     def fill_for_check(self) -> None:
+        """Inputs := :func:`pattern` of this rank, by period; outputs := a value no correct result leaves."""
         spec, torch, count = self.spec, self.torch, self.count
         self.out.fill_(255 if spec.dtype == "uint8" else -7)
+        row = pattern(self.rank, PERIOD, spec.dtype)
         if spec.op == "broadcast":
             if self.rank == spec.root:
-                self.out.copy_(torch.from_numpy(pattern(self.rank, count, spec.dtype)))
+                fill_rows(torch, self.out, row, 0, count)
             return
         n_in = count * self.nranks if spec.op in ("reduce_scatter", "alltoall") else count
-        self.inp.copy_(torch.from_numpy(pattern(self.rank, n_in, spec.dtype)))
+        fill_rows(torch, self.inp, row, 0, n_in)
 
     def wrong(self) -> int:
+        """Wrong elements of this rank's output, counted by period on the output's device."""
         spec = self.spec
-        expected = expected_result(spec.op, rank=self.rank, nranks=self.nranks, count=self.count, dtype=spec.dtype,
-                                   redop=spec.redop, root=spec.root)
-        got = np.asarray(self.out.detach().to("cpu", dtype=self.torch.float64).numpy())
-        return count_wrong(got, expected)
+        blocks = expected_blocks(spec.op, rank=self.rank, nranks=self.nranks, count=self.count, dtype=spec.dtype,
+                                 redop=spec.redop, root=spec.root)
+        return count_wrong_tensor(self.torch, self.out.detach(), blocks, self.count)
 
 
 def _time_batch_cuda(torch: Any, call: Callable[[], Any], barrier: Callable[[], Any], iters: int,
                      graph: bool) -> int:
-    """Nanoseconds between two CUDA events around the batch (or around one replay of a captured graph)."""
+    """Nanoseconds between two CUDA events around the batch (or around one replay of a captured graph).
+
+    The ranks line up without touching the measured communicator: each first drains its own GPU
+    (``torch.cuda.synchronize()``: warm-up and capture done), then the hosts meet at ``barrier`` (the gloo side
+    group's), then each records its start event on an idle stream and enqueues the batch. Every rank's batch so
+    starts within the barrier's exit skew, and the events hold the batch alone. A barrier on the NCCL group would
+    be an NCCL AllReduce in the measured communicator (in the TUNING counts, refused under some forced
+    algorithms), and torch's NCCL barrier orders the streams, not the hosts' enqueueing.
+
+    With ``graph``, one eager call comes before the capture whatever the warm-up (nccl-tests warms up before
+    capturing too, ``src/common.cu``): a communicator's first use sets up connections and buffers (NCCL's lazy
+    connection, torch's bookkeeping of the stream), which must not be captured into the graph.
+    """
     replay: Callable[[], Any] | None = None
     if graph:
+        call()
+        torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             for _ in range(iters):
@@ -163,8 +190,8 @@ def _time_batch_cuda(torch: Any, call: Callable[[], Any], barrier: Callable[[], 
         g.replay()  # the graph's own warm-up
         replay = g.replay
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    barrier()
     torch.cuda.synchronize()
+    barrier()
     start.record()
     if replay is not None:
         replay()
@@ -204,20 +231,33 @@ def run_torch_bench(spec: BenchSpec, backend: TorchBackend = "gloo", *, env: Map
                               nranks=world))
     device = torch.device("cpu")
     if backend == "nccl":
-        device = torch.device("cuda", info.local_rank % torch.cuda.device_count())
+        device = torch.device("cuda", select_cuda_device(info, torch.cuda.device_count(), env))
         torch.cuda.set_device(device)
-    _init(dist, backend, info, spec.timeout_s)
-    records = _measure(spec, backend, torch, dist, device, sizes, env, on_record)
+    side = _init(dist, backend, info, spec.timeout_s, device)
+    records = _measure(spec, backend, torch, dist, side, device, sizes, env, on_record)
     dist.destroy_process_group()
     return records
 
 
-def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, device: Any, sizes: list[int],
+def _worst_and_wrong(torch: Any, dist: Any, side: Any, elapsed_ns: int, wrong: int) -> tuple[int, int]:
+    """On rank 0: the largest batch time and the summed wrong count over the ranks (one gather on ``side``)."""
+    mine = torch.tensor([elapsed_ns, wrong], dtype=torch.int64)
+    rank = dist.get_rank(group=side)
+    parts = [torch.zeros_like(mine) for _ in range(dist.get_world_size(group=side))] if rank == 0 else None
+    dist.gather(mine, parts, dst=0, group=side)
+    if parts is None:
+        return 0, 0
+    return max(int(p[0]) for p in parts), sum(int(p[1]) for p in parts)
+
+
+def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, side: Any, device: Any, sizes: list[int],
              env: Mapping[str, str], on_record: OnRecord | None) -> list[Measurement]:
+    """Every size on the measured group (the default one); everything else on ``side``."""
     rank, n = dist.get_rank(), dist.get_world_size()
     names: list[Any] = [None] * n
-    dist.all_gather_object(names, socket.gethostname())
+    dist.all_gather_object(names, socket.gethostname(), group=side)
     hosts = tuple(dict.fromkeys(str(h) for h in names))
+    barrier = partial(dist.barrier, group=side)
     version, nccl = f"torch {torch.__version__}", _nccl_version(torch) if backend == "nccl" else None
     settings = captured_settings(env)
     in_place = spec.in_place or spec.op in ("all_reduce", "broadcast")
@@ -229,24 +269,24 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, device: Any, 
         for _ in range(spec.warmup):
             call()
         if backend == "nccl":
-            elapsed_ns = _time_batch_cuda(torch, call, dist.barrier, spec.iters, spec.cuda_graph)
+            elapsed_ns = _time_batch_cuda(torch, call, barrier, spec.iters, spec.cuda_graph)
         else:
-            elapsed_ns = time_batch_ns(call, dist.barrier, spec.iters)
-        wrong: int | None = None
+            elapsed_ns = time_batch_ns(call, barrier, spec.iters)
+        local_wrong = 0
         if spec.check:
             bufs.fill_for_check()
-            dist.barrier()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            barrier()  # every rank's input in place before any rank's check call
             call()
-            bad = torch.tensor([bufs.wrong()], dtype=torch.int64, device=device)
-            dist.all_reduce(bad, op=dist.ReduceOp.SUM)
-            wrong = int(bad.item())
-        worst = torch.tensor([elapsed_ns], dtype=torch.int64, device=device)
-        dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+            local_wrong = bufs.wrong()
+        worst_ns, total_wrong = _worst_and_wrong(torch, dist, side, elapsed_ns, local_wrong)
         if rank != 0:
             continue
         record = make_record(spec, engine="torch", backend=backend, size_bytes=size, count=count, nranks=n,
-                             time_us=int(worst.item()) / spec.iters / 1e3, wrong=wrong, in_place=in_place,
-                             hosts=hosts, engine_version=version, nccl_version=nccl, settings=settings,
+                             time_us=worst_ns / spec.iters / 1e3, wrong=total_wrong if spec.check else None,
+                             in_place=in_place, hosts=hosts, engine_version=version, nccl_version=nccl,
+                             settings=settings,
                              source=f"collscope bench --engine torch --backend {backend}",
                              extra={"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else None)
         records.append(record)
