@@ -19,8 +19,14 @@ _TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentatio
 _NO_STEP = re.compile(r"srun: error: (Unable to create step for job \S+: .*)")
 _STEP_TIMEOUT = "srun: error: Timed out waiting for job step to complete"
 _PMIX_LISTENER = "The PMIx server's listener thread failed to start"
-# NCCL src/init.cc (initTransportsRank): WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx")
+# NCCL src/init.cc (initTransportsRank) before 2.30: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA
+# device %lx"); from 2.30: WARN("Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to
+# enable this configuration.")
 _DUPLICATE_GPU = re.compile(r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device ([0-9a-fA-F]+)")
+_SHARED_GPU = "Multiple Ranks are using the same GPU/Partition"
+_ONE_GPU_PER_RANK = ("Each rank needs a GPU of its own: start at most as many ranks per node as GPUs, and check what "
+                     "each rank sees (CUDA_VISIBLE_DEVICES inherited by every rank, srun --gpus-per-task / --gpu-bind, "
+                     "a wrapper that sets it per local rank)")
 _LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
                           re.IGNORECASE)
 
@@ -53,9 +59,11 @@ def launch_diagnosis(text: str) -> str | None:
     if duplicate:
         rank, other, bus = duplicate.groups()
         found.append(f"two ranks drove one GPU: NCCL found rank {rank} and rank {other} both on the GPU at PCI bus id "
-                     f"{bus} and refused to start (ncclInvalidUsage). Each rank needs a GPU of its own: start at most "
-                     "as many ranks per node as GPUs, and check what each rank sees (CUDA_VISIBLE_DEVICES inherited "
-                     "by every rank, srun --gpus-per-task / --gpu-bind, a wrapper that sets it per local rank)")
+                     f"{bus} and refused to start (ncclInvalidUsage). {_ONE_GPU_PER_RANK}")
+    elif _SHARED_GPU in text:
+        found.append("two ranks drove one GPU (or MIG partitions of one GPU): NCCL refused to start (ncclInvalidUsage; "
+                     "NCCL_MULTI_RANK_GPU_ENABLE=1 would let them share it, and a measurement would then time ranks "
+                     f"sharing a GPU). {_ONE_GPU_PER_RANK}")
     if _LOST_DAEMON.search(text):
         found.append("Open MPI lost contact with a remote node's daemon")
     return "; ".join(found) if found else None

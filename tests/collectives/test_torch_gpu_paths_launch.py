@@ -38,6 +38,21 @@ def test_duplicate_gpu_is_explained_with_the_cause_and_the_fix():
     assert why.count("two ranks drove one GPU") == 1  # said once, not per line that repeats it
 
 
+# NCCL >= 2.30 (src/init.cc): the same refusal, without rank numbers (a 2.31.2 line as users report it).
+SHARED_GPU_LOG = """\
+gpu-a01:2212:2301 [1] init.cc:1141 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set \
+NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this configuration.
+[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+"""
+
+
+def test_the_nccl_230_wording_is_explained_too():
+    why = launch_diagnosis(SHARED_GPU_LOG)
+    assert why is not None and why.startswith("two ranks drove one GPU (or MIG partitions of one GPU)")
+    assert "NCCL_MULTI_RANK_GPU_ENABLE=1" in why and "Each rank needs a GPU of its own" in why
+    assert launch_diagnosis("NCCL INFO Using network IB\n") is None
+
+
 class _Order:
     """A fake torch (cuda.device_count, cuda.set_device) and mpi4py (MPI_Init on import of mpi4py.MPI) that log
     what happens, in order."""
