@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from collscope.topo.samples import sample_path
 from tests.fakes import Answer, FakeTools
 from tests.gpu.device_check import LOG_FIXTURE, STEPS
-from tests.gpu.judge import judge_floor, judge_gather, judge_log
+from tests.gpu.judge import info_cost, judge_floor, judge_gather, judge_log
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tests" / "gpu" / "device_check.sh"
@@ -160,3 +161,54 @@ def test_log_judge_names_each_missing_fact() -> None:
     ok, _, reason = judge_log(doc, {}, {})
     assert not ok
     assert reason == "no NCCL version; nranks 2 (expected 1); no TUNING table; NCCL_MAX_NCHANNELS not echoed (ENV)"
+
+
+# --- the GPU worker's own arithmetic, on CPU tensors (gloo), CUDA events faked by the host clock ----------------
+
+class _HostEvent:
+    """Stands in for torch.cuda.Event here (no GPU): record() reads the host clock, elapsed_time() is in ms."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.t_ns = 0
+
+    def record(self) -> None:
+        self.t_ns = time.perf_counter_ns()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: _HostEvent) -> float:
+        return (end.t_ns - self.t_ns) / 1e6
+
+
+def test_worker_figures_feed_the_judges(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch", reason="the worker needs torch")
+    import torch.distributed as dist
+
+    from tests.collectives.launch import free_port
+    from tests.gpu import device_worker as worker
+
+    def gloo_init() -> tuple[object, object]:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+        return torch, dist
+
+    monkeypatch.setattr(worker, "_init", gloo_init)
+    monkeypatch.setattr(worker, "DEVICE", "cpu")
+    monkeypatch.setattr(worker, "GATHER_SIZES", (1 << 16, 1 << 20))
+    monkeypatch.setattr(worker, "COST_ITERS", 50)
+    monkeypatch.setattr(torch.cuda, "Event", _HostEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    floor = worker.floor()
+    assert sorted(floor["per_call"], key=int) == ["20", "200", "2000"]
+    assert all(len(row["samples"]) == worker.FLOOR_REPEATS for row in floor["per_call"].values())
+    _, figures, _ = judge_floor(floor)
+    assert all(row["event_us"] > 0 and row["host_us"] >= row["event_us"] for row in figures["per_call"].values())
+    gather = worker.gather()
+    assert [r["size_bytes"] for r in gather["sizes"]] == [1 << 16, 1 << 20]
+    assert all(r["copied_right"] for r in gather["sizes"])
+    assert len(judge_gather(gather)[1]["sizes"]) == 2
+    warn, info = worker.cost(), worker.cost()
+    ok, figures, _ = info_cost(warn, info, 0)
+    assert ok and figures["iters"] == 50 and figures["warn_us"] > 0
+    assert json.loads(json.dumps(worker.probe()))["cuda_available"] is torch.cuda.is_available()

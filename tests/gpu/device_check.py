@@ -100,10 +100,10 @@ class Context:
         return doc
 
     def bench(self, extra: dict[str, str], capture: str, kept: list[str]) -> proc.ProcResult:
-        """One-rank ``collscope bench --engine torch --backend nccl`` (8 B .. 1 KiB all_reduce) under ``extra``."""
+        """One-rank ``collscope bench --engine torch --backend nccl`` (8 and 64 B all_reduce) under ``extra``."""
         env = self.env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), NCCL_DEBUG="WARN", **extra)
         argv = [self.python, "-m", "collscope", "bench", "--engine", "torch", "--backend", "nccl", "--op",
-                "all_reduce", "-b", "8", "-e", "1K", "-f", "8", "--iters", "5", "--warmup", "2", "--timeout", "60"]
+                "all_reduce", "-b", "8", "-e", "64", "-f", "8", "--iters", "5", "--warmup", "2", "--timeout", "60"]
         return self.run(argv, capture, timeout_s=90, env=env, kept=kept)
 
     def torchrun2(self, extra: dict[str, str], capture: str, kept: list[str]) -> proc.ProcResult:
@@ -310,9 +310,9 @@ def run_step(ctx: Context, name: str, fn: StepFn, needs_cuda: bool) -> StepResul
 
 
 def summary_text(results: list[StepResult], dry: bool, seconds: float) -> str:
-    lines = [f"collscope device check ({'dry' if dry else 'GPU'}), {seconds:.0f} s"]
+    lines = [f"collscope device check ({'dry' if dry else 'GPU'}), {seconds:.0f} s (target: under 300 s on one GPU)"]
     for r in results:
-        lines.append(f"  {r.status.upper():<8} {r.step:<22} {r.reason}")
+        lines.append(f"  {r.status.upper():<8} {r.step:<22} {r.seconds:>4.0f} s  {r.reason}")
     failed = [r.step for r in results if r.status == "fail"]
     skipped = sum(r.status == "skipped" for r in results)
     lines.append(f"result: {'FAIL (' + ', '.join(failed) + ')' if failed else 'PASS'}; "

@@ -38,6 +38,8 @@ GATHER_ROUNDS = 5
 GATHER_ITERS = 10
 COST_ITERS = 2000
 COST_REPEATS = 3
+DEVICE = "cuda"
+"""Where the buffers live (a CPU test of this module's arithmetic sets ``cpu``)."""
 
 
 def probe() -> dict[str, Any]:
@@ -94,7 +96,7 @@ def _batch_us(torch: Any, call: Callable[[], Any], iters: int) -> tuple[float, f
 
 
 def _small_all_reduce(torch: Any, dist: Any) -> Callable[[], Any]:
-    buf = torch.zeros(2, dtype=torch.float32, device="cuda")  # 8 bytes, in place
+    buf = torch.zeros(2, dtype=torch.float32, device=DEVICE)  # 8 bytes, in place
     return partial(dist.all_reduce, buf)
 
 
@@ -118,7 +120,7 @@ def gather() -> dict[str, Any]:
     all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     rows = []
     for size in GATHER_SIZES:
-        inp = torch.arange(size // 4, dtype=torch.float32, device="cuda")
+        inp = torch.arange(size // 4, dtype=torch.float32, device=DEVICE)
         out = torch.empty_like(inp)
         nccl_call = partial(all_gather, out, inp)
         copy_call = partial(out.copy_, inp)

@@ -17,7 +17,8 @@ Outcome = tuple[bool, dict[str, Any], str]
 
 
 def judge_floor(doc: Mapping[str, Any]) -> Outcome:
-    rows, bad = {}, []
+    rows: dict[str, dict[str, float]] = {}
+    bad: list[str] = []
     for iters, row in doc["per_call"].items():
         event, host = float(row["event_us"]), float(row["host_us"])
         gap = abs(event - host) / host if host > 0 else float("inf")
@@ -31,7 +32,8 @@ def judge_floor(doc: Mapping[str, Any]) -> Outcome:
 
 
 def judge_gather(doc: Mapping[str, Any]) -> Outcome:
-    rows, bad = [], []
+    rows: list[dict[str, Any]] = []
+    bad: list[str] = []
     for row in doc["sizes"]:
         size, nccl, copy = int(row["size_bytes"]), float(row["nccl_us"]), float(row["copy_us"])
         ratio = nccl / copy if copy > 0 else float("inf")
