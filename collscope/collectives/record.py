@@ -22,9 +22,13 @@ from collscope.units import algbw_gbps
 from collscope.vocab.ops import OPS, busbw_factor
 
 __all__ = ["Measurement", "Settings", "OPS", "ENGINES", "busbw_factor", "write_jsonl", "append_jsonl", "Engine",
-           "columns_checked"]
+           "columns_checked", "TimeOverRanks"]
 
 Engine = Literal["nccl-tests", "torch", "mpi"]
+TimeOverRanks = Literal["max", "mean", "min", "rank0"]
+"""How a record's time combines the ranks' times: the slowest rank's (collscope's harnesses; nccl-tests ``-a 3``,
+or one process timing all its GPUs), their mean (nccl-tests' default ``-a 1``), the fastest's (``-a 2``), rank 0's
+(``-a 0``)."""
 ENGINES: frozenset[str] = frozenset(get_args(Engine))
 _OPS = frozenset(OPS)
 _TEXT = frozenset({str})
@@ -148,6 +152,13 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     engine_version: str | None = None
     source: str | None = None
     timestamp: str | None = None
+    time_over_ranks: TimeOverRanks | None = None
+    """How ``time_us`` combines the ranks' times (:data:`TimeOverRanks`); None when unknown (older records, an
+    nccl-tests output that does not show its ``-a``). Times reduced differently are not comparable."""
+    process_shape: str | None = None
+    """``PxTxG``: processes x threads per process x GPUs per thread of the launch (``8x1x1``: one process per GPU;
+    ``1x1x8``: one process driving 8 GPUs, nccl-tests ``-g 8``); with ``NCCL_TESTS_SPLIT`` the whole launch, so
+    P x T x G can exceed ``nranks``. None when unknown."""
 
     def __post_init__(self) -> None:
         if _COLUMNS_CHECKED.get():  # its values were checked a column at a time (columns_checked)

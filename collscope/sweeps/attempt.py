@@ -25,6 +25,7 @@ from collscope.collectives.nccl_log.effects import forced_setting_effects
 from collscope.collectives.nccl_log.parse import parse_nccl_log
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
+from collscope.collectives.nccl_tests.spec import COLLSCOPE_AVERAGE, binary_name
 from collscope.collectives.record import Measurement, Settings, write_jsonl
 from collscope.errors import CollscopeError, ConfigError, ParseError
 from collscope.results.decode import read_jsonl
@@ -242,10 +243,16 @@ def _read_from(path: Path, offset: int) -> str:
 
 def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: str,
                      log_path: Path) -> tuple[list[Measurement], str | None]:
-    """The attempt's records: the engine's JSONL (mpi, torch) or the nccl-tests output in the log."""
+    """The attempt's records: the engine's JSONL (mpi, torch) or the nccl-tests output in the log.
+
+    nccl-tests is told what the point ran: its ranks (all of them: with ``NCCL_TESTS_SPLIT_MASK`` the records get
+    rank 0's group's size, the n of the printed busbw), its environment (the split, checked against the rank
+    lines' groups) and its ``-a`` (times are the maximum over ranks)."""
     if spec.engine == "nccl-tests":
         try:
-            run = parse_nccl_tests(attempt_text, str(log_path), op=point.op, nranks=spec.nranks)
+            run = parse_nccl_tests(attempt_text, str(log_path), op=point.op, nranks=spec.nranks,
+                                   env={**spec.fixed_env, **point.settings},
+                                   argv=[binary_name(point.op), "-a", str(COLLSCOPE_AVERAGE)])
         except ParseError as exc:
             return [], str(exc)
         return list(run.records), None

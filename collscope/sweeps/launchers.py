@@ -221,7 +221,7 @@ def nccl_tests_spec_for(spec: SweepSpec, point: Point, *, ngpus: int, timeout_s:
                           "ladder (-b/-e/-f) only: use the grid strategy, or engine mpi or torch")
     return nccl_tests_spec_for_ladder(op=point.op, min_bytes=spec.min_bytes, max_bytes=spec.max_bytes,
                                       factor=spec.factor, iters=spec.iters, warmup=spec.warmup, check=spec.check,
-                                      dtype=spec.dtype, ngpus=ngpus, timeout_s=timeout_s)
+                                      dtype=spec.dtype, ngpus=ngpus, timeout_s=timeout_s, nranks=spec.nranks)
 
 
 def _nccl_tests_program(spec: SweepSpec, point: Point, options: LaunchOptions, ngpus: int) -> list[str]:

@@ -55,7 +55,11 @@ def mpi_algos(**overrides: Any) -> SweepSpec:
 
 def nccl_algo_proto(**overrides: Any) -> SweepSpec:
     """NCCL_ALGO x NCCL_PROTO (each also left unset) for all_reduce, all_gather and reduce_scatter with nccl-tests;
-    pairs NCCL never runs, and hardware the topology lacks, are skipped by the planner."""
+    pairs NCCL never runs, and hardware the topology lacks, are skipped by the planner.
+
+    The ladder starts at 8 B; all_gather and reduce_scatter start where every rank's share holds data (nccl-tests
+    rounds it down to 16 B: 128 B on 8 ranks, 256 B on 16; :func:`collscope.collectives.sizes.first_ladder_size`),
+    so no point measures size-0 rows."""
     return _make({
         "name": "nccl-algo-proto", "engine": "nccl-tests", "ops": ("all_reduce", "all_gather", "reduce_scatter"),
         "min_bytes": 8, "max_bytes": GIB, "nranks": 8,
@@ -70,7 +74,12 @@ def nccl_algo_proto(**overrides: Any) -> SweepSpec:
 def nccl_pxn_rails(*, rails: Sequence[str] | NodeTopology | None = None, **overrides: Any) -> SweepSpec:
     """PXN on/off x NCCL_CROSS_NIC 0/1 x one rail at a time (``NCCL_IB_HCA==<nic>``, when ``rails`` or a
     topology's NICs are given) x rail-isolated communicators (``NCCL_TESTS_SPLIT_MASK`` = ranks per node - 1,
-    when that is a power of two), on 2 nodes of 8 GPUs unless overridden."""
+    when that is a power of two), on 2 nodes of 8 GPUs unless overridden.
+
+    A rail-isolated point runs one communicator per local GPU index (GPU i of every node), all at once: its
+    records carry that communicator's size (``nnodes`` ranks: 2 on 2 nodes), the n of nccl-tests' busbw, not the
+    16 ranks launched (:mod:`collscope.collectives.nccl_tests.launch`). all_gather starts where every rank's share
+    holds data (16 B per rank of the launch, as for ``nccl-algo-proto``)."""
     nics = _compute_nics(rails) if isinstance(rails, NodeTopology) else list(rails or ())
     nnodes = int(overrides.get("nnodes", 2))
     nranks = int(overrides.get("nranks", 8 * nnodes))

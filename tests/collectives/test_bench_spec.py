@@ -30,10 +30,13 @@ def test_ladder_like_nccl_tests():
 
 
 def test_ladder_rounds_to_whole_elements_per_rank():
-    # 8 ranks x 4 bytes: 8 and 16 hold no whole element per rank, 33..63 round down to 32.
-    assert size_ladder(8, 100, 2, elem_size=4, op="all_gather", nranks=8) == [32, 64]
+    # nccl-tests rounds each rank's share of a split op down to 16 bytes: on 8 ranks 8..64 B hold nothing
+    # (size-0 rows in nccl-tests), 129..255 round down to 128 (src/all_gather.cu: (count/nranks) & ~(16/4 - 1)).
+    assert size_ladder(8, 300, 2, elem_size=4, op="all_gather", nranks=8) == [128, 256]
+    assert size_ladder(8, 300, 2, elem_size=4, op="all_gather", nranks=16) == [256]
+    assert size_ladder(100, 1000, 3, elem_size=2, op="reduce_scatter", nranks=3) == [96, 288, 864]
     assert size_ladder(6, 50, 2, elem_size=4, op="broadcast", nranks=8) == [4, 12, 24, 48]
-    assert size_ladder(10, 10, 2, elem_size=8, op="alltoall", nranks=1) == [8]
+    assert size_ladder(10, 20, 2, elem_size=8, op="alltoall", nranks=1) == [16]  # 10 B: a size-0 row
 
 
 def test_ladder_fractional_factor_and_dedupe():

@@ -142,7 +142,8 @@ def test_modern_fixture_every_field():
     oop, ip = _rec(run, 33554432, False), _rec(run, 33554432, True)
     assert (oop.time_us, oop.algbw_gbps, oop.busbw_gbps, oop.wrong, oop.error) == (245.70, 136.57, 238.99, 0, None)
     assert (ip.time_us, ip.busbw_gbps) == (242.01, 242.64)
-    assert (oop.count, oop.dtype, oop.redop, oop.root, oop.iters, oop.warmup) == (8388608, "float", "sum", None, 20, 1)
+    assert (oop.count, oop.dtype, oop.redop, oop.root, oop.iters, oop.warmup) == (
+        8388608, "float32", "sum", None, 20, 1)
     assert (oop.engine, oop.backend, oop.engine_version, oop.nccl_version) == ("nccl-tests", "nccl", "2.19.6", "2.28.3")
     assert oop.busbw_gbps == pytest.approx(oop.algbw_gbps * busbw_factor("all_reduce", 8), abs=0.01)
     assert [r.in_place for r in run.records[:4]] == [False, True, False, True]

@@ -9,13 +9,14 @@ a column at a time (:func:`_check_columns`), their records made inside
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 import msgspec
 
+from collscope.collectives.nccl_tests.launch import process_shape, time_over_ranks
 from collscope.collectives.nccl_tests.nranks import infer_nranks
 from collscope.collectives.nccl_tests.records import (
     Block,
@@ -43,6 +44,12 @@ def gpu_model(devices: Sequence[NcclTestsDevice], warnings: list[str]) -> str | 
         warnings.append(f"the ranks run on different GPU models: {', '.join(names)}")
         return " + ".join(names)
     return names[0] if names else None
+
+
+def _group_nodes(devices: Sequence[NcclTestsDevice]) -> int:
+    """Distinct hosts of rank 0's communicator (its ``NCCL_TESTS_SPLIT`` group; every rank without a split)."""
+    first = next((d for d in devices if d.rank == 0), devices[0])
+    return len({d.host for d in devices if d.group == first.group})
 
 
 ERROR_LIMIT = 1e-2
@@ -150,15 +157,24 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
               avg_busbw_gbps: float | None, out_of_bounds: int | None, oob_failed: bool, min_bw_failed: bool,
               complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
               settings: dict[str, str] | None = None, timestamp: str | None = None,
-              iters: int | None = None) -> NcclTestsRun:
-    """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid)."""
+              iters: int | None = None, env: Mapping[str, str] | None = None,
+              average: int | None = None) -> NcclTestsRun:
+    """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid).
+
+    ``nranks``: the ranks the caller launched (every ``NCCL_TESTS_SPLIT`` group); ``env``: the environment the
+    run had, for its split (``settings`` too); ``average``: its ``-a`` value when the caller knows it.
+    """
     if op is None:
         raise ParseError(source, None, "the collective (no 'Collective test starting' line and no *_perf command "
                          "line); pass op (--op all_reduce|all_gather|...)")
-    n, how = infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings)
+    count = infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings, header=header,
+                         env={**(settings or {}), **(env or {})})
+    n, how = count.nranks, count.source
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
-    nnodes = len(hosts) if devices and not ranks_elided else None
+    nnodes = _group_nodes(devices) if devices and not ranks_elided else None
     gpu = gpu_model(devices, warnings)
+    shape, nprocs = process_shape(devices, ranks_elided, header, count.world)
+    over_ranks = time_over_ranks(average, nprocs, header.nthreads)
 
     all_bad = oob_failed and not any(d.wrong for d in rows)  # no per-size count: every record is suspect
     by_error = all_bad and any(d.error is not None and d.error >= ERROR_LIMIT for d in rows)
@@ -174,7 +190,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                                algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
                                warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
                                gpu=gpu, nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,
-                               timestamp=timestamp)
+                               timestamp=timestamp, time_over_ranks=over_ranks, process_shape=shape)
         unchecked = header.validation == 0
         records = (_table_records(rows, template, all_bad, unchecked) if isinstance(rows, TableRows)
                    else _records(rows, template, all_bad, unchecked))
@@ -198,4 +214,5 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                         nccl_tests_version=nccl_tests_version, header=header, avg_busbw_gbps=avg_busbw_gbps,
                         out_of_bounds=out_of_bounds, oob_failed=oob_failed, min_bw_failed=min_bw_failed,
                         complete=complete, errors=tuple(errors), warnings=tuple(dict.fromkeys(warnings)),
-                        source=source)
+                        source=source, world_nranks=count.world, groups=count.groups, process_shape=shape,
+                        time_over_ranks=over_ranks)

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collscope.collectives.nccl_tests.build import build_run
+from collscope.collectives.nccl_tests.launch import average_from_argv
 from collscope.collectives.nccl_tests.records import (
     NcclTestsDevice,
     NcclTestsHeader,
@@ -29,6 +31,7 @@ from collscope.collectives.nccl_tests.records import (
 )
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
+from collscope.vocab.ops import DTYPE_ALIASES
 
 __all__ = ["parse_nccl_tests_json"]
 
@@ -107,7 +110,8 @@ def _truth(value: Any) -> bool | None:
     return None
 
 
-def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
+def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None, run_env: Mapping[str, str] | None,
+          argv: Sequence[str] | None) -> NcclTestsRun:
     warnings: list[str] = []
     args = doc.get("args") or []
     if not isinstance(args, list):
@@ -155,6 +159,7 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) 
         size = _int(r.get("size"), f"{where}.size")
         count_value = None if count is None else _int(count, f"{where}.count")
         dtype = str(r.get("type", ""))
+        dtype = DTYPE_ALIASES.get(dtype, dtype)
         for in_place, key in ((False, "out_of_place"), (True, "in_place")):
             p = _placement(r.get(key), f"{where}.{key}")
             if p is not None:
@@ -186,12 +191,16 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None) 
                      min_bw_failed=bool(min_bw_failed), complete="end_time" in doc or oob_doc is not None,
                      errors=errors, warnings=warnings, source=source, nranks=nranks, settings=settings,
                      timestamp=str(doc["start_time"]) if doc.get("start_time") else None,
-                     iters=iters.pop() if len(iters) == 1 else None)
+                     iters=iters.pop() if len(iters) == 1 else None, env=run_env,
+                     average=average_from_argv(argv if argv is not None else [str(a) for a in args]))
 
 
-def parse_nccl_tests_json(text: str, source: str = "<json>", op: str | None = None, *,
-                          nranks: int | None = None) -> NcclTestsRun:
-    """Parse the ``-J`` JSON document; a cut-off file (the run was killed) raises ParseError with its line."""
+def parse_nccl_tests_json(text: str, source: str = "<json>", op: str | None = None, *, nranks: int | None = None,
+                          env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None) -> NcclTestsRun:
+    """Parse the ``-J`` JSON document; a cut-off file (the run was killed) raises ParseError with its line.
+
+    ``nranks``, ``env`` and ``argv`` as :func:`~collscope.collectives.nccl_tests.parse.parse_nccl_tests`; the
+    document's own ``args`` (its ``-a``) and ``env`` (its split) are read when they are not given."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -203,6 +212,6 @@ def parse_nccl_tests_json(text: str, source: str = "<json>", op: str | None = No
         raise ParseError(source, None, "an nccl-tests -J JSON object with 'results'",
                          found=type(doc).__name__ if not isinstance(doc, dict) else ", ".join(list(doc)[:8]))
     try:
-        return _read(doc, source, op, nranks)
+        return _read(doc, source, op, nranks, env, argv)
     except _Bad as exc:
         raise ParseError(source, None, f"{exc.expected} at {exc.where}", found=repr(exc.found)) from exc

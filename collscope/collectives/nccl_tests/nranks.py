@@ -1,19 +1,22 @@
-"""How many ranks an nccl-tests run had, when its output has no complete rank list.
+"""How many ranks the bandwidths of an nccl-tests run are for.
 
-In order: the number passed, the rank lines, size/count (all_gather, reduce_scatter print the per-rank count),
-then busbw/algbw solved for n with the printing precision of both columns (nccl-facts.md section 4).
+In order: the rank lines (with ``NCCL_TESTS_SPLIT`` groups, rank 0's group: :mod:`.launch`), the number passed,
+size/count (all_gather, reduce_scatter print the per-rank count), then busbw/algbw solved for n with the
+printing precision of both columns (nccl-facts.md section 4).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
-from collscope.collectives.nccl_tests.records import DTYPE_BYTES, NcclTestsDevice, Row, TableRows
+from collscope.collectives.nccl_tests.launch import SEPARATE_FIX, RankGroups, groups_from_env, rank_groups
+from collscope.collectives.nccl_tests.records import DTYPE_BYTES, NcclTestsDevice, NcclTestsHeader, Row, TableRows
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ParseError
 
-__all__ = ["infer_nranks", "nranks_from_bandwidths"]
+__all__ = ["infer_nranks", "nranks_from_bandwidths", "RankCount"]
 
 
 def _half_ulp(value: float) -> float:
@@ -83,34 +86,82 @@ def _nranks_from_counts(op: str, rows: Iterable[Row]) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+class RankCount(NamedTuple):
+    """How many ranks the printed bandwidths are for, how that was found, and the launch around them."""
+
+    nranks: int
+    source: str
+    world: int | None
+    """Ranks launched, every ``NCCL_TESTS_SPLIT`` group included; None when unknown."""
+    groups: int | None
+    """Communicators measured at once; None when unknown."""
+
+
+def _split_groups(devices: Sequence[NcclTestsDevice], listed: int | None, explicit: int | None,
+                  header: NcclTestsHeader, env: Mapping[str, str], source: str) -> RankGroups | None:
+    """The groups of the run: the rank lines' Group column, checked against the split the caller ran with."""
+    from_lines = rank_groups(devices) if listed is not None else None
+    world = listed if listed is not None else explicit
+    per_process = (header.nthreads or 1) * (header.ngpus or 1)
+    from_env = groups_from_env(env, world, per_process) if world else None
+    if from_env is not None and from_lines is not None and (from_env.size, from_env.groups) != (
+            from_lines.size, from_lines.groups):
+        raise ParseError(source, None, f"the groups of the split the run was given ({from_env.evidence}; "
+                         "rank lines that show others mean the variable did not reach nccl-tests, or its build has "
+                         "no MPI, which the split needs)", found=from_lines.evidence)
+    return from_lines or from_env
+
+
 def infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool,
-                  rows: Sequence[Row] | TableRows,
-                  explicit: int | None, source: str, warnings: list[str]) -> tuple[int, str]:
-    listed = None
-    if devices and not ranks_elided:
-        group0 = devices[0].group
-        listed = sum(1 for d in devices if d.group == group0)
-        if group0 is not None and listed != len(devices):
-            warnings.append(f"NCCL_TESTS_SPLIT groups: {len(devices)} ranks in groups of {listed}; "
-                            "bandwidths are per group")
-    if explicit is not None:
-        if explicit < 1:
-            raise ParseError(source, None, "nranks >= 1", found=str(explicit))
-        if listed is not None and listed != explicit:
-            raise ParseError(source, None, f"{explicit} ranks (as passed)", found=f"{listed} ranks in the rank list")
-        return explicit, "argument"
+                 rows: Sequence[Row] | TableRows, explicit: int | None, source: str, warnings: list[str], *,
+                 header: NcclTestsHeader | None = None, env: Mapping[str, str] | None = None) -> RankCount:
+    """The n of the printed busbw: rank 0's communicator (its ``NCCL_TESTS_SPLIT`` group when the run was split).
+
+    ``explicit`` is the number of ranks the caller launched (a sweep point's ``nranks``): with a split it is the
+    world, every group included, and is checked against the rank lines' count; ``env`` the environment the run
+    had (``NCCL_TESTS_SPLIT_MASK``/``NCCL_TESTS_SPLIT``), checked against the rank lines' Group column.
+    """
+    if explicit is not None and explicit < 1:
+        raise ParseError(source, None, "nranks >= 1", found=str(explicit))
+    listed = len(devices) if devices and not ranks_elided else None
+    groups = _split_groups(devices, listed, explicit, header or NcclTestsHeader(), env or {}, source)
+    split = groups is not None and groups.groups > 1
     if listed is not None:
-        return listed, "rank lines"
+        size = groups.size if groups is not None else listed
+        if split:
+            assert groups is not None
+            unequal = "" if len(set(groups.sizes)) == 1 else (
+                f" (groups of {', '.join(map(str, groups.sizes))}: nccl-tests prints rank 0's group's numbers)")
+            warnings.append(f"NCCL_TESTS_SPLIT groups: {listed} ranks in {groups.groups} groups of {size}{unequal}; "
+                            "bandwidths are per group, the time over every group")
+            span = nranks_from_bandwidths(op, rows)
+            if span is not None and not (span[0] <= size and (span[1] is None or size <= span[1])):
+                warnings.append(f"busbw/algbw does not fit groups of {size} ranks ({span[0]}..{span[1]})")
+        if explicit is not None and explicit not in (size, listed):
+            shown = f" in {groups.groups} groups of {size}" if split and groups is not None else ""
+            one = len({(d.host, d.pid) for d in devices}) == 1 and explicit > listed
+            hint = (f" (one process's ranks only: if the launch started {explicit // listed or 1} processes, each "
+                    f"ran alone; {SEPARATE_FIX})") if one else ""
+            raise ParseError(source, None, f"{explicit} ranks (as passed){hint}",
+                             found=f"{listed} ranks in the rank list{shown}")
+        if split and groups is not None:
+            return RankCount(size, groups.evidence, listed, groups.groups)
+        return RankCount(size, "argument" if explicit is not None else "rank lines", listed, 1)
+    if explicit is not None:
+        if split and groups is not None:
+            return RankCount(groups.size, groups.evidence, explicit, groups.groups)
+        return RankCount(explicit, "argument", explicit if groups is None else groups.world,
+                         None if groups is None else groups.groups)
     floor = max((d.rank for d in devices), default=-1) + 1
     counted = _nranks_from_counts(op, rows)
     if counted is not None and counted >= max(floor, 1):
-        return counted, "size/count"
+        return RankCount(counted, "size/count", None, None)
     span = nranks_from_bandwidths(op, rows)
     if span is not None:
         first, last = max(span[0], floor, 1), span[1]
         if first == last:
             warnings.append(f"nranks {first} inferred from busbw/algbw (no complete rank list)")
-            return first, "busbw/algbw"
+            return RankCount(first, "busbw/algbw", None, None)
         if last is None:
             why = f"busbw/algbw only says {first} or more"
         elif first < last:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import gc
 import re
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from collscope.collectives.nccl_tests.build import build_run
+from collscope.collectives.nccl_tests.launch import average_from_argv, rank_line, rank_lines, separate_processes
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
     Block,
@@ -46,8 +48,6 @@ _VERSION = re.compile(r"nccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: nccl-h
 _STARTING = re.compile(r"Collective test (starting|concluded): (\S+)")
 _PARAM = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:"
                     r"|unalign:)\s*(-?\d+)(?:\((\w+)\))?")
-_RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]"
-                   r"\s*(.*?)\s*$")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
@@ -81,6 +81,10 @@ class _State:
         self.last_lineno: int | None = None
         self.op_started: tuple[str, int] | None = None
         self.op_command: tuple[str, int] | None = None
+        self.command: list[str] | None = None
+        """The tokens of the line that named the binary, when it reads as its command line."""
+        self.headers = 0
+        """``# nThread`` header lines seen (one per process that printed its own)."""
         self.params: dict[str, int] = {}
         self.devices: list[NcclTestsDevice] = []
         self.ranks_elided = False
@@ -121,15 +125,14 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
     if body.startswith("(B)") or body.startswith("out-of-place"):
         return
     if body.startswith("Rank"):
-        m = _RANK.match(body)
-        if m:
-            st.devices.append(NcclTestsDevice(rank=int(m[1]), group=None if m[2] is None else int(m[2]),
-                                              pid=int(m[3]), host=m[4], device=int(m[5]), bus_id=m[6], name=m[7]))
+        device = rank_line(body)
+        if device is not None:
+            st.devices.append(device)
         return
     if body.startswith("nThread"):
         if st.blocks:
-            raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split "
-                             "the file per run", found=body)
+            _second_run(st, lineno, body)
+        st.headers += 1
         for m in _PARAM.finditer(body):
             key, value, unit = m[1], int(m[2]), m[3]
             if key == "step:":
@@ -150,8 +153,7 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
             op = op_from_binary(m[2])
             if m[1] == "starting":
                 if st.blocks:
-                    raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts "
-                                     "here); split the file per run", found=body)
+                    _second_run(st, lineno, body)
                 if op:
                     st.op_started = (op, lineno)
         return
@@ -192,7 +194,20 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
             op = op_from_binary(m[1])
             if op:
                 st.op_command = (op, lineno)
+                tokens = line[m.start(1):].split()
+                if any(t.startswith("-") for t in tokens[1:]):  # flags follow the binary: its command line
+                    st.command = tokens
                 break
+
+
+
+def _second_run(st: _State, lineno: int, body: str) -> NoReturn:
+    """A run starts after rows: separate processes of one launch (said so, with the fix), or a second run."""
+    why = separate_processes(rank_lines(st.text), 0)
+    if why is not None:
+        raise ParseError(st.source, lineno, why[0], found=why[1])
+    raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split the file "
+                     "per run", found=body)
 
 
 def _table_row(st: _State, parts: list[str], lineno: int) -> None:
@@ -302,7 +317,8 @@ def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
     return fixed_columns(st.text, start, end, st.layout)
 
 
-def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> NcclTestsRun:
+def _parse_text(text: str, source: str, op: str | None, nranks: int | None, env: Mapping[str, str] | None,
+                argv: Sequence[str] | None) -> NcclTestsRun:
     if any(c in text for c in _BREAKS) or (not text.isascii() and any(c in text for c in _BREAKS_NOT_ASCII)):
         text = "\n".join(text.splitlines())  # every line break a "\n", the lines (and their numbers) the same
     st = _State(source, text)
@@ -323,6 +339,9 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
     if not st.blocks and st.layout is None and not st.params and not st.devices and not st.complete:
         raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
                          "'Out of bounds values' summary)")
+    separate = separate_processes(st.devices, st.headers)
+    if separate is not None:
+        raise ParseError(source, None, separate[0], found=separate[1])
     found = st.op_started or st.op_command
     if op is not None:
         if op not in OPS:
@@ -340,26 +359,35 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None) -> N
                      header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
                      avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
                      min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
-                     source=source, nranks=nranks)
+                     source=source, nranks=nranks, env=env,
+                     average=average_from_argv(argv if argv is not None else st.command or ()))
 
 
-def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *,
-                     nranks: int | None = None) -> NcclTestsRun:
+def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *, nranks: int | None = None,
+                     env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None) -> NcclTestsRun:
     """Parse nccl-tests stdout (any generation) or its ``-J`` JSON file; raises only :class:`ParseError`.
 
     ``op`` names the collective when the output does not (no ``Collective test starting`` line and no
-    ``*_perf`` command line); ``nranks`` when neither the rank list nor the bandwidths tell it.
+    ``*_perf`` command line); ``nranks`` is the number of ranks launched, when the caller knows it or neither
+    the rank list nor the bandwidths tell it (with ``NCCL_TESTS_SPLIT`` every group together: the records get
+    rank 0's group's size, the n of the printed busbw). ``env`` is the environment the run had (its
+    ``NCCL_TESTS_SPLIT_MASK``/``NCCL_TESTS_SPLIT``, checked against the rank lines' groups) and ``argv`` its
+    command line (its ``-a``: how times were combined over ranks), when the caller ran it; else a command line
+    in the output is read for ``-a``, and the JSON file's own ``args`` and ``env``.
+
+    Several processes that each printed their own header and ``Rank 0`` (a build without MPI, a PMI that does
+    not match nccl-tests' MPI) are a ParseError saying so and how to fix the launch, never one run.
     """
     if not isinstance(text, str):
         raise ParseError(source, None, "text (str)", found=type(text).__name__)
     if text.lstrip().startswith("{"):
         from collscope.collectives.nccl_tests.json import parse_nccl_tests_json
 
-        return parse_nccl_tests_json(text, source=source, op=op, nranks=nranks)
+        return parse_nccl_tests_json(text, source=source, op=op, nranks=nranks, env=env, argv=argv)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the parse allocates no cycles; collections over 10^5 fresh records only cost time
     try:
-        return _parse_text(text, source, op, nranks)
+        return _parse_text(text, source, op, nranks, env, argv)
     except ParseError:
         raise
     except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from collscope.collectives.record import OPS, Measurement
+from collscope.vocab.ops import DTYPE_TABLE, NCCL_TESTS_TYPE_BYTES
 
 __all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "Block", "Placement", "TableRows",
            "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES", "valid_times"]
 
-# nccl-tests src/common.cu test_typenames (current and pre-NCCL-2.10 names) -> bytes per element.
-DTYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
-               "int32": 4, "uint32": 4, "int": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8}
+DTYPE_BYTES: dict[str, int] = {**NCCL_TESTS_TYPE_BYTES, **{d.name: d.elem_bytes for d in DTYPE_TABLE}}
+"""Bytes per element of every type name a table or a record may hold: nccl-tests' (``src/common.cu``
+test_typenames, current and pre-NCCL-2.10) and collscope's, which the records carry (:mod:`collscope.vocab.ops`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,15 +74,17 @@ class NcclTestsRun:
     records: tuple[Measurement, ...]
     """One per size and placement (out-of-place ``in_place=False`` first, then in-place), in output order."""
     nranks: int
+    """The ranks of the communicator the bandwidths are for: with ``NCCL_TESTS_SPLIT`` rank 0's group."""
     nnodes: int | None
-    """Distinct hosts in the rank list; None when the list is absent or elided."""
+    """Distinct hosts of that communicator in the rank list; None when the list is absent or elided."""
     hosts: tuple[str, ...]
     """Hosts in rank order as far as the rank list shows them."""
     devices: tuple[NcclTestsDevice, ...]
     ranks_elided: bool
     """The rank list was shortened (``...``), so ``devices``/``hosts`` are partial."""
     nranks_source: str
-    """How ``nranks`` was found: ``rank lines``, ``argument``, ``size/count``, ``busbw/algbw``."""
+    """How ``nranks`` was found: ``rank lines``, ``argument``, ``size/count``, ``busbw/algbw``, or the split
+    (``rank lines: 16 ranks in 8 group(s), rank 0's of 2``, ``NCCL_TESTS_SPLIT_MASK=0x7: ...``)."""
     nccl_version: str | None
     nccl_tests_version: str | None
     header: NcclTestsHeader
@@ -99,6 +102,15 @@ class NcclTestsRun:
     warnings: tuple[str, ...] = ()
     """What the parser noticed: elisions by an author, inferred values, inconsistencies."""
     source: str = "<text>"
+    world_nranks: int | None = None
+    """Ranks launched, every split group included (the rank lines' count); None when unknown."""
+    groups: int | None = None
+    """Communicators measured at once: 1 without ``NCCL_TESTS_SPLIT``; None when unknown."""
+    process_shape: str | None = None
+    """``PxTxG``: processes x threads per process x GPUs per thread (``1x1x8`` for ``-g 8``, ``8x1x1`` for one
+    process per GPU); None when unknown."""
+    time_over_ranks: str | None = None
+    """How a row's time combines the ranks' times: ``max``, ``mean``, ``min``, ``rank0`` (``-a``); None: unknown."""
 
     @property
     def failed(self) -> bool:
@@ -123,6 +135,8 @@ class NcclTestsRun:
             "oob_failed": self.oob_failed, "min_bw_failed": self.min_bw_failed, "complete": self.complete,
             "errors": list(self.errors), "warnings": list(self.warnings), "source": self.source,
             "records": len(self.records), "sizes": len(self.sizes), "failed": self.failed,
+            "world_nranks": self.world_nranks, "groups": self.groups, "process_shape": self.process_shape,
+            "time_over_ranks": self.time_over_ranks,
         }
 
 

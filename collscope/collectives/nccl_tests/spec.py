@@ -11,14 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from collscope.collectives.sizes import first_ladder_size
 from collscope.errors import ConfigError
-from collscope.vocab.ops import OPS, Op
+from collscope.vocab.ops import DTYPE_TABLE, OPS, Op
 
 if TYPE_CHECKING:
     from collscope.collectives.spec import BenchSpec
 
 __all__ = ["NcclTestsSpec", "NcclTestsOp", "nccl_tests_argv", "binary_name", "nccl_tests_spec_for_ladder",
-           "nccl_tests_spec_for_bench", "NCCL_TESTS_DTYPES", "NCCL_TESTS_REDOPS", "BENCH_TO_NCCL_TESTS_DTYPE"]
+           "nccl_tests_spec_for_bench", "NCCL_TESTS_DTYPES", "NCCL_TESTS_REDOPS", "BENCH_TO_NCCL_TESTS_DTYPE",
+           "COLLSCOPE_AVERAGE"]
 
 NcclTestsOp = Op
 """The collectives nccl-tests builds a ``<op>_perf`` binary for (``src/*.cu``): every op of the vocabulary."""
@@ -154,21 +156,29 @@ def nccl_tests_argv(spec: NcclTestsSpec, binary: str | None = None) -> list[str]
     return argv
 
 
-BENCH_TO_NCCL_TESTS_DTYPE = {"float32": "float", "float64": "double", "float16": "half", "bfloat16": "bfloat16",
-                             "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8"}
-"""``collscope bench --dtype`` names -> nccl-tests ``-d`` names (names nccl-tests already knows pass through)."""
+BENCH_TO_NCCL_TESTS_DTYPE = {d.name: d.nccl_tests for d in DTYPE_TABLE if d.nccl_tests is not None}
+"""collscope's element type names (``collscope bench --dtype``, the records' ``dtype``) -> nccl-tests ``-d``
+names, from :data:`collscope.vocab.ops.DTYPE_TABLE` (names nccl-tests already knows pass through)."""
+
+COLLSCOPE_AVERAGE = 3
+"""The ``-a`` of every nccl-tests run collscope starts: the maximum over ranks, as collscope's harnesses report
+(nccl-tests' default ``-a 1`` is the mean, which reads faster than the slowest rank whenever ranks differ)."""
 
 
 def nccl_tests_spec_for_ladder(*, op: str, min_bytes: int, max_bytes: int, factor: float, iters: int, warmup: int,
                                check: bool, dtype: str, redop: str | None = None, root: int | None = None,
                                cuda_graph: bool = False, ngpus: int | None = None,
-                               timeout_s: float | None = None) -> NcclTestsSpec:
-    """The nccl-tests invocation measuring a collscope size ladder: ``-b/-e/-f``, ``-n``, ``-w``, ``-c``, ``-d``.
+                               timeout_s: float | None = None, nranks: int | None = None) -> NcclTestsSpec:
+    """The nccl-tests invocation measuring a collscope size ladder: ``-b/-e/-f``, ``-n``, ``-w``, ``-c``, ``-d``,
+    and ``-a 3`` (:data:`COLLSCOPE_AVERAGE`: times are the maximum over ranks, as the harnesses report them).
 
     ``factor`` must be a whole number (nccl-tests' ``-f`` is an integer); ``dtype`` is a ``collscope bench``
     name (``float32``) or an nccl-tests one (``float``); ``check`` becomes ``-c 1`` / ``-c 0``; ``cuda_graph``
     ``-G 1``; ``timeout_s`` (``-T``) is rounded down to whole seconds, at least 1. ``None`` leaves a flag out.
-    Raises ConfigError naming the bad value and the valid ones.
+    With ``nranks`` (the ranks of the launch) a split op (all_gather, reduce_scatter, alltoall) starts at the
+    first ladder size that gives every rank data (:func:`~collscope.collectives.sizes.first_ladder_size`: 8 B
+    on 8 ranks becomes ``-b 128`` with ``-f 2``): nccl-tests rounds each rank's share down to 16 bytes and would
+    print the smaller sizes as size-0 rows. Raises ConfigError naming the bad value and the valid ones.
     """
     if factor != int(factor):
         raise ConfigError(f"factor={factor:g} is invalid for engine nccl-tests, which takes a whole size factor "
@@ -177,9 +187,12 @@ def nccl_tests_spec_for_ladder(*, op: str, min_bytes: int, max_bytes: int, facto
     if nccl_dtype not in NCCL_TESTS_DTYPES:
         raise ConfigError(f"dtype={dtype!r} is invalid for engine nccl-tests; valid: "
                           f"{', '.join([*BENCH_TO_NCCL_TESTS_DTYPE, *NCCL_TESTS_DTYPES])}")
+    if nranks is not None:
+        min_bytes = first_ladder_size(min_bytes, max_bytes, factor, op=op, nranks=nranks)
     return NcclTestsSpec(op=op, min_bytes=min_bytes, max_bytes=max_bytes,  # type: ignore[arg-type]
                          step_factor=int(factor), iters=iters, warmup_iters=warmup, check_iters=1 if check else 0,
-                         ngpus=ngpus, timeout_s=None if timeout_s is None else max(1, int(timeout_s)),
+                         ngpus=ngpus, average=COLLSCOPE_AVERAGE,
+                         timeout_s=None if timeout_s is None else max(1, int(timeout_s)),
                          dtype=nccl_dtype, redop=redop, root=root, cudagraph_launches=1 if cuda_graph else None)
 
 

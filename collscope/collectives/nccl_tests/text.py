@@ -23,6 +23,7 @@ import msgspec
 
 from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement, valid_times
 from collscope.errors import ParseError
+from collscope.vocab.ops import DTYPE_ALIASES
 
 __all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "convert_columns", "Columns",
            "TokenColumns", "check_names", "new_seen", "Seen"]
@@ -200,6 +201,7 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     sizes = cols.ints(0)
     counts: list[Any] = cols.ints(lay.i_count) if lay.i_count >= 0 else none
     dtypes = cols.names(lay.i_type, "type")
+    dtypes = list(map(DTYPE_ALIASES.get, dtypes, dtypes))  # collscope's names (float -> float32), C-level
     redops: list[Any] = none
     if lay.i_redop >= 0:
         names = cols.names(lay.i_redop, "redop")
