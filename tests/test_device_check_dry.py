@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from collscope import proc
 from collscope.topo.samples import sample_path
 from tests.fakes import Answer, FakeTools
+from tests.gpu import device_selection
 from tests.gpu.device_check import LOG_FIXTURE, STEPS
 from tests.gpu.judge import info_cost, judge_floor, judge_gather, judge_log
 
@@ -212,3 +214,45 @@ def test_worker_figures_feed_the_judges(monkeypatch: pytest.MonkeyPatch) -> None
     ok, figures, _ = info_cost(warn, info, 0)
     assert ok and figures["iters"] == 50 and figures["warn_us"] > 0
     assert json.loads(json.dumps(worker.probe()))["cuda_available"] is torch.cuda.is_available()
+
+
+# --- the live device-selection step's judgement, on outputs as the GPU machine's runs print them --------------
+
+def _ran(code: int, output: str) -> proc.ProcResult:
+    return proc.ProcResult(argv=("collscope",), returncode=code, stdout=output, stderr="", duration_s=4.0,
+                           timed_out=False)
+
+
+def _record_line(gpu: str) -> str:
+    return json.dumps({"engine": "torch", "backend": "nccl", "op": "all_reduce", "size_bytes": 8, "gpu": gpu}) + "\n"
+
+
+def _refusal() -> str:
+    from collscope.collectives.ranks import rank_info, select_cuda_device
+    from collscope.errors import ConfigError
+
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_PORT": "29500"}
+    with pytest.raises(ConfigError) as err:
+        select_cuda_device(rank_info(env), 1, env)
+    return f"error: {err.value}\n"
+
+
+def test_live_selection_passes_and_fails_on_what_the_runs_print() -> None:
+    duplicate = device_selection.DUPLICATE_GPU_WARNINGS["nccl<2.30"]
+    torchruns = iter([_ran(1, duplicate), _ran(1, _refusal() + _refusal())])
+    ok, figures, reason = device_selection.live(
+        lambda env, name: _ran(0, _record_line("NVIDIA H200")), lambda env, name: next(torchruns),
+        machine_cvd=None, gpu_uuid="GPU-5c8a3f2e-9b1d-4e7a-8c2f-1a3b5d7e9f01", gpu_name="NVIDIA H200")
+    assert ok, reason
+    assert figures["torchrun variables, CUDA_VISIBLE_DEVICES=<uuid>"]["gpu"] == ["NVIDIA H200"]
+    assert figures["two ranks, every GPU visible"] == {"exit": 1, "refused_by_collscope": True}
+    # a record on another GPU, two ranks that started, and no refusal: each named
+    torchruns = iter([_ran(0, _record_line("NVIDIA H200"))])
+    ok, figures, reason = device_selection.live(
+        lambda env, name: _ran(0, _record_line("NVIDIA A100-SXM4-80GB")), lambda env, name: next(torchruns),
+        machine_cvd="0", gpu_uuid=None, gpu_name="NVIDIA H200")
+    assert not ok
+    assert "slurm, CUDA_VISIBLE_DEVICES=0: records name GPU ['NVIDIA A100-SXM4-80GB'], nvidia-smi 'NVIDIA H200'" \
+        in reason
+    assert "two ranks on one GPU: exit 0, diagnosis 'launch_diagnosis found nothing to say'" in reason
+    assert figures["two ranks, every GPU visible"].startswith("not run: this machine sets CUDA_VISIBLE_DEVICES='0'")

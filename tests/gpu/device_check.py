@@ -137,7 +137,7 @@ def step_environment(ctx: Context, kept: list[str]) -> Outcome:
         rows = [dict(zip(GPU_QUERY.split(","), (c.strip() for c in line.split(",")), strict=False))
                 for line in res.stdout.splitlines() if line.strip()]
         figures["nvidia_smi"] = rows
-        if rows:
+        if len(rows) == 1:  # several: not the one-GPU machine this check is for; no GPU is singled out
             ctx.gpu = rows[0]
     if ctx.dry:
         return True, figures, "dry mode: recorded what this machine has; CUDA steps skipped"
@@ -208,11 +208,11 @@ def step_device_selection(ctx: Context, kept: list[str]) -> Outcome:
 
 def step_device_selection_live(ctx: Context, kept: list[str]) -> Outcome:
     """The same on the GPU: one-rank runs under each launcher's variables, two ranks on one GPU."""
-    one_gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() or "0"
     mig = ctx.gpu.get("mig.mode.current", "").strip().lower() == "enabled"
     return device_selection.live(lambda env, name: ctx.bench(env, name, kept),
-                                 lambda env, name: ctx.torchrun2(env, name, kept), one_gpu,
-                                 None if mig else ctx.gpu.get("uuid"))
+                                 lambda env, name: ctx.torchrun2(env, name, kept),
+                                 machine_cvd=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                 gpu_uuid=None if mig else ctx.gpu.get("uuid"), gpu_name=ctx.gpu.get("name"))
 
 
 def step_nccl_log(ctx: Context, kept: list[str]) -> Outcome:

@@ -14,6 +14,7 @@ naming it for both (NCCL refuses; collscope must explain it); two ranks with the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,11 +141,13 @@ def _error_line(output: str) -> str | None:
     return lines[-1] if lines else None
 
 
-def live(bench: Callable[[dict[str, str], str], Any], torchrun2: Callable[[dict[str, str], str], Any],
-         one_gpu: str, gpu_uuid: str | None) -> tuple[bool, dict[str, Any], str]:
+def live(bench: Callable[[dict[str, str], str], Any], torchrun2: Callable[[dict[str, str], str], Any], *,
+         machine_cvd: str | None, gpu_uuid: str | None, gpu_name: str | None) -> tuple[bool, dict[str, Any], str]:
     """One-rank runs under each launcher's variables on the real GPU, and two ranks on it (see the module doc).
-    ``one_gpu``: the ``CUDA_VISIBLE_DEVICES`` value naming the machine's GPU (its own value, else ``0``);
-    ``gpu_uuid``: the GPU's UUID from nvidia-smi (None under MIG, where the parent's UUID runs nothing)."""
+    ``machine_cvd``: the machine's own ``CUDA_VISIBLE_DEVICES`` (None when unset); ``gpu_uuid``: the GPU's UUID
+    from nvidia-smi (None under MIG, where the parent's UUID runs nothing, or when nvidia-smi lists several);
+    ``gpu_name``: the model nvidia-smi names, which every record's ``gpu`` must be."""
+    one_gpu = machine_cvd.strip() if machine_cvd and machine_cvd.strip() else "0"
     one_rank = {
         f"slurm, CUDA_VISIBLE_DEVICES={one_gpu}": {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0",
                                                    "SLURM_NNODES": "1", "CUDA_VISIBLE_DEVICES": one_gpu},
@@ -160,21 +163,40 @@ def live(bench: Callable[[dict[str, str], str], Any], torchrun2: Callable[[dict[
     failed: list[str] = []
     for i, (name, env) in enumerate(one_rank.items()):
         res = bench(env, f"bench-live-{i}.log")
-        figures[name] = {"exit": res.returncode, "seconds": round(res.duration_s, 1)}
+        gpus = sorted({str(r.get("gpu")) for r in _records(_output(res))})
+        figures[name] = {"exit": res.returncode, "gpu": gpus, "seconds": round(res.duration_s, 1)}
         if res.returncode != 0:
             failed.append(f"{name}: exit {res.returncode}: {_output(res)[-300:]!r}")
+        elif not gpus or (gpu_name and not all(g.startswith(gpu_name) for g in gpus)):  # MIG adds a suffix
+            failed.append(f"{name}: records name GPU {gpus}, nvidia-smi {gpu_name!r}")
     res = torchrun2({"CUDA_VISIBLE_DEVICES": one_gpu}, "two-ranks-one-gpu-same-cuda-visible-devices.log")
     ok, said = duplicate_gpu_explained(_output(res))
     figures[f"two ranks, CUDA_VISIBLE_DEVICES={one_gpu} for both"] = {"exit": res.returncode, "diagnosis": said}
     if res.returncode == 0 or not ok:
         failed.append(f"two ranks on one GPU: exit {res.returncode}, diagnosis {said!r}")
-    res = torchrun2({}, "two-ranks-one-gpu-all-visible.log")
-    refused = "one GPU per rank" in _output(res)  # each rank exits 2 with it; torchrun itself then exits 1
-    figures["two ranks, every GPU visible"] = {"exit": res.returncode, "refused_by_collscope": refused}
-    if res.returncode == 0 or not refused:
-        failed.append(f"two ranks, one visible GPU: exit {res.returncode}, expected a failure with collscope's "
-                      "reason (one GPU per rank)")
+    if machine_cvd is None:
+        res = torchrun2({}, "two-ranks-one-gpu-all-visible.log")
+        refused = "one GPU per rank" in _output(res)  # each rank exits 2 with it; torchrun itself then exits 1
+        figures["two ranks, every GPU visible"] = {"exit": res.returncode, "refused_by_collscope": refused}
+        if res.returncode == 0 or not refused:
+            failed.append(f"two ranks, one visible GPU: exit {res.returncode}, expected a failure with collscope's "
+                          "reason (one GPU per rank)")
+    else:
+        figures["two ranks, every GPU visible"] = (f"not run: this machine sets CUDA_VISIBLE_DEVICES={machine_cvd!r}, "
+                                                   "so both ranks see the one GPU named for them (the case above)")
     return not failed, figures, "; ".join(failed) or "one-rank runs under each launcher; two ranks refused, explained"
+
+
+def _records(output: str) -> list[dict[str, Any]]:
+    """The JSON records ``collscope bench`` prints on stdout without ``--out``."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
 
 
 def drop_launcher_vars(env: dict[str, str]) -> dict[str, str]:
