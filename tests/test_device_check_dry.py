@@ -256,3 +256,19 @@ def test_live_selection_passes_and_fails_on_what_the_runs_print() -> None:
         in reason
     assert "two ranks on one GPU: exit 0, diagnosis 'launch_diagnosis found nothing to say'" in reason
     assert figures["two ranks, every GPU visible"].startswith("not run: this machine sets CUDA_VISIBLE_DEVICES='0'")
+
+
+def test_a_dependency_below_its_floor_without_wheels_fails_setup(tmp_path: Path) -> None:
+    """click 8.0 first on the path (a dist-info as pip writes it) and no wheels folder: setup fails, saying both."""
+    if (REPO / "wheels").exists() or (REPO.parent / "wheels").exists():
+        pytest.skip("a wheels folder beside this checkout would be used")
+    site = tmp_path / "site"
+    (site / "click-8.0.0.dist-info").mkdir(parents=True)
+    (site / "click-8.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: click\nVersion: 8.0.0\n")
+    env = {**os.environ, "PYTHONPATH": str(site), "WHEELS": str(tmp_path / "none")}
+    out = tmp_path / "dc"
+    res = _check(out, "--dry", env=env)
+    assert res.returncode == 1
+    text = (out / "summary.txt").read_text()
+    assert text == res.stdout and "FAIL     setup" in text and "missing: click>=8.4; no wheels folder" in text
+    assert "bash tests/gpu/prepare_wheels.sh" in text and "result: FAIL (setup)" in text

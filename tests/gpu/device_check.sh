@@ -59,13 +59,24 @@ if [ "$DRY" = 0 ] && ! has_cuda_torch "$PY"; then
 fi
 
 # Missing pure dependencies -> a venv over this Python's packages, filled from the wheels folder.
-missing() {
+missing() {  # the requirements this Python lacks, or has below their floor (name>=version)
     "$1" - "$REPO/tests/gpu/requirements-device.txt" <<'PYEOF'
-import importlib.util, re, sys
-modules = {"pyyaml": "yaml"}
+import re, sys
+from importlib.metadata import PackageNotFoundError, version
+
+def numbers(text):
+    return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3])
+
 for line in open(sys.argv[1]):
-    name = re.split(r"[<>=!~ ;#]", line.strip(), maxsplit=1)[0]
-    if name and importlib.util.find_spec(modules.get(name.lower(), name)) is None:
+    m = re.match(r"\s*([A-Za-z0-9_.-]+)\s*(?:>=\s*([0-9.]+))?", line)
+    if not m or line.lstrip().startswith("#"):
+        continue
+    try:
+        have = version(m.group(1))
+    except PackageNotFoundError:
+        print(line.strip())
+        continue
+    if m.group(2) and numbers(have) < numbers(m.group(2)):
         print(line.strip())
 PYEOF
 }
@@ -96,5 +107,4 @@ fi
 
 note "python: $PY"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
-cd "$REPO"
 exec "$PY" "$REPO/tests/gpu/device_check.py" "$OUTDIR" "$@"
