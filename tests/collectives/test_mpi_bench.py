@@ -7,12 +7,18 @@ import time
 
 import pytest
 
+from collscope.collectives.measure import ELEM_SIZE
 from collscope.collectives.record import busbw_factor
+from collscope.collectives.sizes import size_ladder
 from collscope.collectives.spec import BENCH_OPS
 from tests.collectives.launch import clean_env, collscope_program, mpirun_argv, need_mpi, records, run
 
-SIZES = ["-b", "8", "-e", "64K", "-f", "4"]  # 8, 32, ..., 32768: 7 sizes
-LADDER = [8, 32, 128, 512, 2048, 8192, 32768]
+SIZES = ["-b", "8", "-e", "64K", "-f", "4"]  # 8, 32, ..., 32768: 7 sizes (fewer for split ops: collectives.sizes)
+
+
+def _ladder(op: str, lo: int = 8, hi: int = 64 * 1024, factor: float = 4, dtype: str = "float32") -> list[int]:
+    """What ``-b lo -e hi -f factor`` measures for ``op`` on 2 ranks (split ops round each rank's share)."""
+    return size_ladder(lo, hi, factor, elem_size=ELEM_SIZE[dtype], op=op, nranks=2)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +38,8 @@ def test_every_op_measures_and_checks(mpirun, tmp_path, op):
                  "--out", str(out))
     assert res.returncode == 0, res.stderr
     recs = records(out)
-    assert [r.size_bytes for r in recs] == LADDER
+    assert [r.size_bytes for r in recs] == _ladder(op)
+    assert _ladder("all_reduce") == [8, 32, 128, 512, 2048, 8192, 32768]
     for r in recs:
         assert (r.engine, r.backend, r.op, r.nranks, r.nnodes) == ("mpi", "mpi", op, 2, 1)
         assert r.wrong == 0 and r.ok
@@ -45,7 +52,7 @@ def test_every_op_measures_and_checks(mpirun, tmp_path, op):
         assert r.in_place == (op == "broadcast")
         per_rank = r.size_bytes // 4 // (2 if op in ("all_gather", "reduce_scatter", "alltoall") else 1)
         assert r.count == per_rank
-    assert "#wrong" in res.stdout and str(LADDER[-1]) in res.stdout
+    assert "#wrong" in res.stdout and str(_ladder(op)[-1]) in res.stdout
 
 
 def test_settings_capture_knobs_not_launcher_bookkeeping(mpirun, tmp_path):
@@ -70,7 +77,7 @@ def test_in_place_and_dtypes(mpirun, tmp_path, op, dtype):
                  "--dtype", dtype, "--redop", "max", "--out", str(out))
     assert res.returncode == 0, res.stderr
     recs = records(out)
-    assert [r.size_bytes for r in recs] == [16, 256, 4096]
+    assert [r.size_bytes for r in recs] == _ladder(op, 16, 4096, 16, dtype)
     assert all(r.in_place and r.wrong == 0 and r.dtype == dtype for r in recs)
     assert all(r.redop == ("max" if op in ("all_reduce", "reduce_scatter") else None) for r in recs)
 

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
+from collscope.collectives.measure import ELEM_SIZE
 from collscope.collectives.record import busbw_factor
+from collscope.collectives.sizes import size_ladder
 from collscope.collectives.spec import BENCH_OPS, BenchSpec
 from collscope.errors import ConfigError
 from tests.collectives.launch import (
@@ -25,7 +27,11 @@ from tests.collectives.launch import (
 )
 
 SIZES = ["-b", "8", "-e", "64K", "-f", "8", "--iters", "5", "--warmup", "2"]  # 8, 64, 512, 4096, 32768
-LADDER = [8, 64, 512, 4096, 32768]
+
+
+def _ladder(op: str, dtype: str = "float32") -> list[int]:
+    """What SIZES measures for ``op`` on 2 ranks (split ops round each rank's share: collscope.collectives.sizes)."""
+    return size_ladder(8, 64 * 1024, 8, elem_size=ELEM_SIZE[dtype], op=op, nranks=2)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +39,9 @@ def torchrun() -> str:
     return need_torchrun()
 
 
-def _check_records(recs, op, in_place=False):
-    assert [r.size_bytes for r in recs] == LADDER
+def _check_records(recs, op, in_place=False, dtype="float32"):
+    assert [r.size_bytes for r in recs] == _ladder(op, dtype)
+    assert _ladder("all_reduce") == [8, 64, 512, 4096, 32768]
     for r in recs:
         assert (r.engine, r.backend, r.op, r.nranks, r.nnodes) == ("torch", "gloo", op, 2, 1)
         assert r.wrong == 0 and r.ok and (r.iters, r.warmup) == (5, 2)
@@ -62,7 +69,7 @@ def test_in_place_views_and_narrow_dtypes(torchrun, tmp_path, op, dtype):
                             "--dtype", dtype, "--out", str(out)), clean_env())
     assert res.returncode == 0, res.stderr
     recs = records(out)
-    _check_records(recs, op, in_place=True)
+    _check_records(recs, op, in_place=True, dtype=dtype)
     assert {r.dtype for r in recs} == {dtype}
 
 
