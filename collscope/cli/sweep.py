@@ -62,6 +62,13 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
               help="mpirun: allow more ranks than cores (Open MPI --oversubscribe; it turns binding off).")
 @click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default=None,
               help="srun --mpi=... (default pmix for the mpi engine: Open MPI 5 speaks only PMIx).")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
+              help="srun: GPUs of each node [default: the allocation's SLURM_GPUS_ON_NODE/_PER_NODE/SLURM_JOB_GPUS; "
+                   "0: CPU nodes]. GPU steps get --ntasks-per-node, --cpus-per-task, --cpu-bind=cores and GPU "
+                   "binding off (docs/slurm.md, GPU nodes).")
+@click.option("--one-gpu-per-task", is_flag=True,
+              help="srun on GPU nodes: the site gives each task one GPU whatever srun asks (nccl-tests then gets "
+                   "NCCL_TESTS_DEVICE=0).")
 @topo_option("topo_paths", cluster=False)
 @click.option("--rails", "rails", default=None, metavar="NAME,NAME",
               help="Rail presets (mpi-rails, gloo-rails, nccl-pxn-rails): the rails, e.g. cl0,cl1 (interfaces) or "
@@ -83,7 +90,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: Path | None,
         min_bytes: int | None, max_bytes: int | None, iters: int | None, warmup: int | None, repeats: int | None,
         timeout_s: float | None, hostfile: str | None, mpi_flavour: str, oversubscribe: bool, srun_mpi: str | None,
-        topo_paths: tuple[str, ...], rails: str | None,
+        gpus_per_node: int | None, one_gpu_per_task: bool, topo_paths: tuple[str, ...], rails: str | None,
         shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
         workers: str, progress: bool | None) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
@@ -114,6 +121,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         spec_file=spec_file, preset=preset, out_dir=out_dir, overrides=overrides,
         launcher=launcher, mpi_flavour=mpi_flavour, hostfile=hostfile,  # type: ignore[arg-type]
         srun_mpi=srun_mpi, oversubscribe=oversubscribe, topo_paths=topo_paths,  # type: ignore[arg-type]
+        gpus_per_node=gpus_per_node, one_gpu_per_task=one_gpu_per_task,
         rails=tuple(r.strip() for r in rails.split(",") if r.strip()) if rails else (),
         shard=_parse_shard(shard), retry_failed=retry_failed, dry_run=dry_run, strategy=strategy,  # type: ignore[arg-type]
         min_gain=min_gain, max_rounds=max_rounds, progress=sys.stderr.isatty() if progress is None else progress,

@@ -12,14 +12,17 @@ What each launcher starts (``P`` is the per-rank program, :func:`bench_argv`, or
 ``mpirun``  Open MPI: ``mpirun -np N [--hostfile F] [--map-by M] [--bind-to B] -x VAR ... P``; MPICH/Hydra:
             ``mpirun -n N [-f F] [-ppn K] -genv VAR VALUE ... P``. Multi-node without ``map_by`` places
             ``nranks / nnodes`` ranks per node.
-``srun``    inside an allocation: ``srun --ntasks N --nodes M --export=ALL --kill-on-bad-exit=1 [--mpi=X] P``.
+``srun``    inside an allocation: ``srun --ntasks N --nodes M --export=ALL --kill-on-bad-exit=1 [--mpi=X] P``;
+            on GPU nodes (``gpus_per_node``) also ``--ntasks-per-node``, ``--cpus-per-task``, ``--cpu-bind=cores``
+            and per-task GPU binding turned off, by Slurm version (:mod:`collscope.sweeps.slurm_gpu`).
 
 Environment: the point's variables (``spec.fixed_env``, then the point's settings, which win) and the
 launcher's (Open MPI's run-as-root pair, ``MASTER_ADDR``/``MASTER_PORT`` for torch) are returned in
 ``env``, to be ADDED to the caller's environment, never written into a shell string. Open MPI does not carry
 the environment to other hosts, so every name is also forwarded with ``-x NAME`` (the value stays in the
 environment, so commas, quotes and newlines survive), and so is every name of the user's own environment that
-the caller lists in ``LaunchOptions.forward_env`` (NCCL_*, UCX_*, OMPI_MCA_*, GLOO_*, CUDA_*, ...); Hydra gets
+the caller lists in ``LaunchOptions.forward_env`` (NCCL_*, UCX_*, OMPI_MCA_*, FI_*, CUDA_*, LD_LIBRARY_PATH, ...,
+never ``CUDA_VISIBLE_DEVICES``: see :data:`~collscope.sweeps.environment.FORWARD_PREFIXES`); Hydra gets
 ``-genv NAME VALUE`` pairs as argv elements (and forwards the caller's whole environment by itself).
 srun exports the environment it was started with; ``--export=ALL`` is explicit because a batch script started
 with ``sbatch --export=NONE`` sets ``SLURM_EXPORT_ENV`` and would otherwise leave the settings behind, and the
@@ -46,10 +49,11 @@ from collscope.collectives.nccl_tests.spec import (
 )
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
 from collscope.errors import ConfigError, ParseError
+from collscope.sweeps.slurm_gpu import SlurmVersion, gpu_step
 from collscope.sweeps.spec import Point, SweepSpec
 
 __all__ = ["LaunchCommand", "LaunchOptions", "LauncherKind", "MpiFlavour", "SrunMpi", "build_launch", "bench_argv",
-           "nccl_tests_spec_for", "rank_timeout_s", "detect_mpi_flavour", "ROOT_ENV"]
+           "launcher_prefix", "nccl_tests_spec_for", "rank_timeout_s", "detect_mpi_flavour", "ROOT_ENV"]
 
 LauncherKind = Literal["local", "mpirun", "srun"]
 MpiFlavour = Literal["openmpi", "mpich"]
@@ -124,7 +128,20 @@ class LaunchOptions:
     srun_mpi: SrunMpi | None = None
     """srun only: ``--mpi=pmix|pmi2|none``; ``None`` leaves Slurm's MpiDefault (Open MPI 5 needs pmix)."""
     cpu_bind: str | None = None
-    """srun only: ``--cpu-bind=VALUE`` (``cores``, ``none``, ``map_cpu:0,4`` ...)."""
+    """srun only: ``--cpu-bind=VALUE`` (``cores``, ``none``, ``map_cpu:0,4`` ...); on GPU nodes the default is
+    ``cores``."""
+    gpus_per_node: int | None = None
+    """srun only: GPUs of each node. ``None`` or 0: CPU nodes, srun lines as they always were; G > 0: the step gets
+    what GPU ranks need (:func:`~collscope.sweeps.slurm_gpu.gpu_step`), one rank per GPU at most."""
+    slurm_version: SlurmVersion | None = None
+    """srun on GPU nodes: ``srun --version`` as ``(22, 5, 8)``; chooses the option that turns GPU binding off."""
+    cpus_per_task: int | None = None
+    """srun on GPU nodes: ``--cpus-per-task`` (the allocation's ``SLURM_CPUS_PER_TASK``)."""
+    cpus_on_node: int | None = None
+    """srun on GPU nodes without ``cpus_per_task``: the node's CPUs (``SLURM_CPUS_ON_NODE``), shared by its tasks."""
+    one_gpu_per_task: bool = False
+    """srun on GPU nodes: the site gives each task exactly one GPU whatever srun asks; nccl-tests then gets
+    ``NCCL_TESTS_DEVICE=0`` (else it picks device ``local rank``, which that task does not see)."""
     master_addr: str | None = None
     """Engine torch under mpirun or srun: ``MASTER_ADDR`` (needed by mpirun across nodes; srun derives it)."""
     master_port: int | None = None
@@ -154,6 +171,10 @@ class LaunchOptions:
         if self.master_port is not None and (not isinstance(self.master_port, int)
                                              or not 0 < self.master_port < 65536):
             raise ConfigError(f"master_port={self.master_port!r} is invalid; valid: 1..65535 or None")
+        for name in ("gpus_per_node", "cpus_per_task", "cpus_on_node"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ConfigError(f"{name}={value!r} is invalid; valid: an integer >= 0 or None")
         if self.rank_timeout_s is not None and not self.rank_timeout_s > 0:
             raise ConfigError(f"rank_timeout_s={self.rank_timeout_s!r} is invalid; valid: seconds > 0 or None")
         for name in ("python", "mpirun", "srun", "hostfile", "map_by", "bind_to", "cpu_bind", "master_addr",
@@ -252,8 +273,12 @@ def _point_env(spec: SweepSpec, point: Point) -> dict[str, str]:
 def _reject(kind: str, options: LaunchOptions, names: tuple[str, ...], why: str) -> None:
     for name in names:
         value = getattr(options, name)
-        if value is not None and value != () and value is not False:
+        if value not in (None, (), False, 0):
             raise ConfigError(f"launcher {kind!r} does not take {name}={value!r}: {why}")
+
+
+_SRUN_ONLY = ("srun_mpi", "cpu_bind", "gpus_per_node", "slurm_version", "cpus_per_task", "cpus_on_node",
+              "one_gpu_per_task")
 
 
 def build_launch(kind: LauncherKind, spec: SweepSpec, point: Point, out_jsonl: str | PurePath,
@@ -300,7 +325,7 @@ def _records_from(spec: SweepSpec) -> Literal["out_file", "stdout"]:
 def _local(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
            env: dict[str, str]) -> LaunchCommand:
     _reject("local", options, ("hostfile",), "it runs on this host only; use launcher 'mpirun'")
-    _reject("local", options, ("srun_mpi", "cpu_bind"), "they are srun options; use launcher 'srun'")
+    _reject("local", options, _SRUN_ONLY, "they are srun options; use launcher 'srun'")
     if spec.nnodes != 1:
         raise ConfigError(f"nnodes={spec.nnodes} is invalid for launcher 'local'; valid: 1 (use mpirun or srun)")
     n = spec.nranks
@@ -338,27 +363,53 @@ def _placement(options: LaunchOptions, dash: str) -> list[str]:
     return out
 
 
-def _per_node(spec: SweepSpec, options: LaunchOptions) -> int | None:
-    """Ranks per node for a multi-node mpirun without ``map_by`` (None when one node or map_by is given)."""
-    if spec.nnodes == 1 or options.map_by is not None:
-        return None
-    if spec.nranks % spec.nnodes:
-        raise ConfigError(f"nranks={spec.nranks} is not a multiple of nnodes={spec.nnodes}; valid: a multiple, "
-                          "or set map_by to place the ranks yourself")
-    return spec.nranks // spec.nnodes
-
-
 def _mpirun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
             env: dict[str, str]) -> LaunchCommand:
-    _reject("mpirun", options, ("srun_mpi", "cpu_bind"), "they are srun options; use launcher 'srun'")
     if spec.engine == "torch" and spec.nnodes > 1 and not env.get("MASTER_ADDR"):
         raise ConfigError("engine torch under mpirun on several nodes needs master_addr (the host of rank 0, "
                           "usually the first host of the hostfile)")
     program = _program(spec, point, out_jsonl, options)
-    per_node = _per_node(spec, options)
+    prefix = launcher_prefix("mpirun", nranks=spec.nranks, nnodes=spec.nnodes, engine=spec.engine, env=env,
+                             options=options)
+    return LaunchCommand(argv=(*prefix.argv, *program), env=prefix.env, records_from=_records_from(spec))
+
+
+def _srun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
+          env: dict[str, str]) -> LaunchCommand:
+    prefix = launcher_prefix("srun", nranks=spec.nranks, nnodes=spec.nnodes, engine=spec.engine, env=env,
+                             options=options)
+    return LaunchCommand(argv=(*prefix.argv, *_program(spec, point, out_jsonl, options)), env=prefix.env,
+                         records_from=_records_from(spec))
+
+
+def launcher_prefix(kind: Literal["mpirun", "srun"], *, nranks: int, nnodes: int, engine: str,
+                    env: dict[str, str], options: LaunchOptions) -> LaunchCommand:
+    """The launcher part of a command (its argv up to, not including, the per-rank program, ``extra_args``
+    last) and the environment to add: what :func:`build_launch` puts before its program, for a caller that
+    starts a program of its own under mpirun or srun (``collscope bench --engine nccl-tests --launcher``).
+    ``env`` holds the variables every rank needs (mpirun forwards each by name)."""
+    _choice("launcher", kind, ("mpirun", "srun"))
+    if nranks < 1 or nnodes < 1 or nnodes > nranks:
+        raise ConfigError(f"nranks={nranks}, nnodes={nnodes} is invalid; valid: 1 <= nnodes <= nranks")
+    if kind == "srun":
+        argv, env = _srun_prefix(nranks, nnodes, engine, env, options)
+    else:
+        argv, env = _mpirun_prefix(nranks, nnodes, env, options)
+    return LaunchCommand(argv=(*argv, *options.extra_args), env=env)
+
+
+def _mpirun_prefix(nranks: int, nnodes: int, env: dict[str, str],
+                   options: LaunchOptions) -> tuple[list[str], dict[str, str]]:
+    _reject("mpirun", options, _SRUN_ONLY, "they are srun options; use launcher 'srun'")
+    per_node = None
+    if nnodes > 1 and options.map_by is None:
+        if nranks % nnodes:
+            raise ConfigError(f"nranks={nranks} is not a multiple of nnodes={nnodes}; valid: a multiple, or set "
+                              "map_by to place the ranks yourself")
+        per_node = nranks // nnodes
     if options.flavour == "mpich":
         _reject("mpirun", options, ("oversubscribe",), "MPICH's Hydra always allows more ranks than cores")
-        argv = [options.mpirun, "-n", str(spec.nranks)]
+        argv = [options.mpirun, "-n", str(nranks)]
         if options.hostfile is not None:
             argv += ["-f", options.hostfile]
         if per_node is not None:
@@ -366,10 +417,9 @@ def _mpirun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: L
         argv += _placement(options, "-")
         for name, value in env.items():
             argv += ["-genv", name, value]
-        argv += [*options.extra_args, *program]
-        return LaunchCommand(argv=tuple(argv), env=env, records_from=_records_from(spec))
+        return argv, env
     env = {**env, **(ROOT_ENV if options.as_root else {})}
-    argv = [options.mpirun, "-np", str(spec.nranks)]
+    argv = [options.mpirun, "-np", str(nranks)]
     if options.hostfile is not None:
         argv += ["--hostfile", options.hostfile]
     if per_node is not None:
@@ -379,22 +429,27 @@ def _mpirun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: L
         argv.append("--oversubscribe")
     for name in (*env, *(n for n in options.forward_env if n not in env)):
         argv += ["-x", name]
-    argv += [*options.extra_args, *program]
-    return LaunchCommand(argv=tuple(argv), env=env, records_from=_records_from(spec))
+    return argv, env
 
 
-def _srun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
-          env: dict[str, str]) -> LaunchCommand:
+def _srun_prefix(nranks: int, nnodes: int, engine: str, env: dict[str, str],
+                 options: LaunchOptions) -> tuple[list[str], dict[str, str]]:
     _reject("srun", options, ("hostfile", "map_by", "bind_to", "oversubscribe"),
             "they are mpirun options; srun places tasks from the allocation (use cpu_bind or extra_args)")
-    argv = [options.srun, "--ntasks", str(spec.nranks), "--nodes", str(spec.nnodes), "--export=ALL",
-            "--kill-on-bad-exit=1"]
+    argv = [options.srun, "--ntasks", str(nranks), "--nodes", str(nnodes)]
+    if options.gpus_per_node:
+        step = gpu_step(nranks=nranks, nnodes=nnodes, gpus_per_node=options.gpus_per_node,
+                        slurm_version=options.slurm_version, cpus_per_task=options.cpus_per_task,
+                        cpus_on_node=options.cpus_on_node, cpu_bind=options.cpu_bind,
+                        one_gpu_per_task=options.one_gpu_per_task, engine=engine)
+        argv += step.flags
+        env = {**step.env, **env}  # a point that sets NCCL_TESTS_DEVICE itself wins
+    argv += ["--export=ALL", "--kill-on-bad-exit=1"]
     if options.srun_mpi is not None:
         argv.append(f"--mpi={options.srun_mpi}")
     if options.cpu_bind is not None:
         argv.append(f"--cpu-bind={options.cpu_bind}")
-    argv += [*options.extra_args, *_program(spec, point, out_jsonl, options)]
-    return LaunchCommand(argv=tuple(argv), env=env, records_from=_records_from(spec))
+    return argv, env
 
 
 def detect_mpi_flavour(mpirun_version_text: str, source: str = "mpirun --version") -> MpiFlavour:

@@ -52,6 +52,11 @@ class SweepRequest:
     """srun ``--mpi=``; ``None``: pmix for the mpi engine, Slurm's default otherwise."""
     oversubscribe: bool = False
     """mpirun: allow more ranks than cores."""
+    gpus_per_node: int | None = None
+    """srun: GPUs of each node (None: from the allocation's SLURM_GPUS_*; 0: CPU nodes), see
+    :mod:`collscope.sweeps.slurm_gpu`."""
+    one_gpu_per_task: bool = False
+    """srun on GPU nodes: the site gives each task one GPU whatever srun asks (nccl-tests gets NCCL_TESTS_DEVICE=0)."""
     topo_paths: tuple[str, ...] = ()
     """Topology of the node the sweep runs on (captures or ``topo show --json``), for constraints and sweep.json."""
     rails: tuple[str, ...] = ()
@@ -144,11 +149,13 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     topology = _topology(request.topo_paths)
     spec = load_request_spec(request, topology)
     plan = plan_sweep(spec, topology=topology)
-    check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run)
+    check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run,
+                   gpus_per_node=request.gpus_per_node)
     if not request.dry_run:  # after the spec and the launcher are known good: a bad spec leaves no directory
         check_output_dir(request.out_dir, "--out")
     launch = launch_options(request.launcher, spec.engine, flavour=request.mpi_flavour, hostfile=request.hostfile,
-                            srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe)
+                            srun_mpi=request.srun_mpi, oversubscribe=request.oversubscribe,
+                            gpus_per_node=request.gpus_per_node, one_gpu_per_task=request.one_gpu_per_task)
     options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,
                          retry_failed=request.retry_failed, shard=request.shard, progress=request.progress,
                          workers=request.workers)

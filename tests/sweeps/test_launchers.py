@@ -69,6 +69,17 @@ CASES: dict[str, tuple[str, SweepSpec, Point, LaunchOptions]] = {
     "srun-torch": ("srun", TORCH_SPEC, TORCH_POINT, LaunchOptions(python=PY)),
     "srun-nccl-tests": ("srun", replace(NCCL_SPEC, nnodes=2), NCCL_POINT, LaunchOptions(
         python=PY, nccl_tests_binary=NCCL_BIN, srun_mpi="pmi2", extra_args=("--gpus-per-task", "1"))),
+    # GPU nodes (collscope.sweeps.slurm_gpu): 2 nodes of 8 GPUs, the node's 128 CPUs shared by its 8 tasks.
+    "srun-nccl-tests-gpu-slurm22.05": ("srun", replace(NCCL_SPEC, nranks=16, nnodes=2), NCCL_POINT, LaunchOptions(
+        python=PY, nccl_tests_binary=NCCL_BIN, srun_mpi="pmix", gpus_per_node=8, slurm_version=(22, 5, 8),
+        cpus_on_node=128)),
+    "srun-torch-gpu-slurm24.05": ("srun", TORCH_SPEC, TORCH_POINT, LaunchOptions(
+        python=PY, gpus_per_node=4, slurm_version=(24, 5, 4), cpus_per_task=12, cpus_on_node=96)),
+    "srun-nccl-tests-one-gpu-per-task-slurm21.08.0": ("srun", replace(NCCL_SPEC, nranks=16, nnodes=2), NCCL_POINT,
+                                                      LaunchOptions(python=PY, nccl_tests_binary=NCCL_BIN,
+                                                                    srun_mpi="pmix", gpus_per_node=8,
+                                                                    slurm_version=(21, 8, 0), cpu_bind="ldoms",
+                                                                    one_gpu_per_task=True)),
 }
 
 

@@ -65,9 +65,9 @@ def test_rails_from_a_captured_topology() -> None:
 
 def test_mpirun_forwards_the_users_variables() -> None:
     env = {"NCCL_IB_HCA": "mlx5_0", "UCX_TLS": "tcp", "OMPI_MCA_btl": "tcp,self", "GLOO_SOCKET_IFNAME": "cl0",
-           "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root", "bad name": "x"}
-    names = forwarded_names(env)
-    assert names == ("CUDA_VISIBLE_DEVICES", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "OMPI_MCA_btl", "UCX_TLS")
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root", "bad name": "x"}
+    names = forwarded_names(env)  # never the launching host's CUDA_VISIBLE_DEVICES (tests/sweeps/test_gpu_launch.py)
+    assert names == ("CUDA_DEVICE_ORDER", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "OMPI_MCA_btl", "UCX_TLS")
     spec = preset("mpi-rails", repeats=1)
     point = plan_sweep(spec, env={}).points[2]
     cmd = build_launch("mpirun", spec, point, "/r/p.jsonl", LaunchOptions(python="py", forward_env=names))
