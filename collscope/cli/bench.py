@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -92,12 +93,32 @@ def _run_torch(spec: BenchSpec, backend: str, sink: _Sink) -> None:
         sys.exit(2)
 
 
-def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: float, sink: _Sink) -> None:
-    """Run the nccl-tests binary for ``spec`` (both placements, as nccl-tests prints them) and emit its records."""
+def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: float, sink: _Sink, *, ngpus: int,
+                    launcher: str | None, nranks: int | None, nnodes: int, gpus_per_node: int | None) -> None:
+    """Run the nccl-tests binary for ``spec`` (both placements, as nccl-tests prints them) and emit its records:
+    one process driving ``ngpus`` GPUs, or ``nranks`` processes of the MPI build under ``launcher``."""
     from collscope.collectives.nccl_tests.run import run_nccl_tests
     from collscope.collectives.nccl_tests.spec import nccl_tests_spec_for_bench
+    from collscope.sweeps.environment import enclosing_launch, program_launcher
 
-    execution = run_nccl_tests(nccl_tests_spec_for_bench(spec), nccl_tests_dir=nccl_tests_dir, timeout_s=timeout_s)
+    inside = enclosing_launch()
+    if inside is not None:
+        kind, size = inside
+        raise click.UsageError(
+            f"this process is one of {size} tasks started by {kind}: each would run its own nccl-tests binary, "
+            f"{size} separate one-rank runs; run collscope bench --engine nccl-tests once (not under {kind}) and let "
+            f"it start the ranks: collscope bench --engine nccl-tests --launcher {kind} --nranks {size} ...")
+    nt_spec = replace(nccl_tests_spec_for_bench(spec), ngpus=ngpus)
+    prefix: tuple[str, ...] = ()
+    extra_env: dict[str, str] = {}
+    if launcher is not None:
+        assert nranks is not None  # the command checks it
+        command = program_launcher(launcher, "nccl-tests", nranks=nranks, nnodes=nnodes,  # type: ignore[arg-type]
+                                   gpus_per_process=ngpus, gpus_per_node=gpus_per_node)
+        prefix, extra_env = command.argv, command.env
+        nt_spec = replace(nt_spec, mpi=True)  # the MPI build: <op>_perf_mpi first, then <op>_perf
+    execution = run_nccl_tests(nt_spec, nccl_tests_dir=nccl_tests_dir, launcher=prefix, extra_env=extra_env,
+                               timeout_s=timeout_s, nranks=(nranks or 1) * ngpus)
     for record in execution.records:
         sink(record)
     if execution.failure and execution.failure != "wrong values":
@@ -134,10 +155,21 @@ def _quiet_unless_root(rank: int) -> None:
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, metavar="S",
               help="torch: bound on rendezvous and each collective; mpi: bound on the whole run (abort).")
 @nccl_tests_dir_option
+@click.option("--ngpus", "-g", type=click.IntRange(min=1), default=1, show_default=True,
+              help="nccl-tests: GPUs driven by each nccl-tests process (its -g).")
+@click.option("--launcher", type=click.Choice(["mpirun", "srun"]), default=None,
+              help="nccl-tests: start --nranks processes of the MPI build under mpirun or srun (one per GPU with "
+                   "-g 1); run this command once, not under a launcher.")
+@click.option("--nranks", type=click.IntRange(min=1), default=None, help="nccl-tests with --launcher: processes.")
+@click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="nccl-tests with --launcher: nodes the processes are spread over.")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
+              help="nccl-tests with --launcher srun: GPUs of each node [default: the allocation's SLURM_GPUS_*].")
 def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_bytes: int | None, factor: float,
           sizes: tuple[int, ...] | None, iters: int, warmup: int, check: bool, dtype: str, redop: str, root: int,
           in_place: bool, device: str | None, cuda_graph: bool, out: Path | None, timeout_s: float,
-          nccl_tests_dir: Path | None) -> None:
+          nccl_tests_dir: Path | None, ngpus: int, launcher: str | None, nranks: int | None, nnodes: int,
+          gpus_per_node: int | None) -> None:
     """Measure one collective configuration over a ladder of sizes (nccl-tests semantics).
 
     For --engine mpi and torch, every rank of a job runs this command; rank 0 writes the records.
@@ -150,9 +182,22 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_
       OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4 \\
         mpirun -np 4 collscope bench --engine mpi --op all_reduce -b 1M -e 16M
       mpirun -np 2 collscope bench --engine mpi --op all_reduce --sizes 8,4K,1M
+      collscope bench --engine nccl-tests --op all_reduce -b 8 -e 1G -f 2 --ngpus 8
+      collscope bench --engine nccl-tests --op all_gather -b 8 -e 1G -f 2 --launcher srun --nranks 16 --nnodes 2
+
+    For --engine nccl-tests this command runs the binary itself: run it once (under sbatch or salloc for
+    --launcher srun), never under srun or mpirun, which would start one separate nccl-tests run per task.
     """
     if backend is not None and engine != "torch":
         raise click.UsageError("--backend applies to --engine torch only")
+    given = [name for name, value in (("--ngpus", ngpus != 1), ("--launcher", launcher), ("--nranks", nranks),
+                                      ("--nnodes", nnodes != 1), ("--gpus-per-node", gpus_per_node is not None))
+             if value]
+    if given and engine != "nccl-tests":
+        raise click.UsageError(f"{', '.join(given)} apply to --engine nccl-tests; engines mpi and torch are the "
+                               "per-rank program: start them under the launcher (mpirun -np N collscope bench ...)")
+    if (launcher is None) != (nranks is None) or (launcher is None and (nnodes != 1 or gpus_per_node is not None)):
+        raise click.UsageError("--launcher and --nranks go together (--nnodes and --gpus-per-node need them)")
     if sizes is None and (min_bytes is None or max_bytes is None):
         raise click.UsageError("give --min-bytes and --max-bytes, or --sizes")
     if sizes is not None:
@@ -171,6 +216,7 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_
     elif engine == "torch":
         _run_torch(spec, backend, sink)
     else:
-        _run_nccl_tests(spec, nccl_tests_dir, timeout_s, sink)
+        _run_nccl_tests(spec, nccl_tests_dir, timeout_s, sink, ngpus=ngpus, launcher=launcher, nranks=nranks,
+                        nnodes=nnodes, gpus_per_node=gpus_per_node)
     sink.finish()
 
