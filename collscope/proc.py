@@ -286,19 +286,20 @@ def _kill_session(sid: int) -> None:
 
 
 def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env: Mapping[str, str] | None = None,
-          install_hint: str = "install it or put it on PATH", kill_on_parent_death: bool = True) -> Started:
+          install_hint: str = "install it or put it on PATH", kill_on_parent_death: bool = True,
+          env: Mapping[str, str] | None = None) -> Started:
     """Start ``argv`` in its own process group, stdout and stderr appended to ``output_path``; return at once.
 
     The caller owns the child: it must end with :meth:`Started.wait` or :meth:`Started.kill_group` (the whole
     group is killed either way). ``kill_on_parent_death`` runs it under :mod:`collscope._reaper` as
-    :func:`run` does.
+    :func:`run` does. ``env`` and ``extra_env`` as in :func:`run`.
     """
     if isinstance(argv, (str, bytes)):
         raise TypeError("proc.start takes an argv list, not a shell string")
     argv = [os.fspath(a) for a in argv]
     if not argv:
         raise ValueError("proc.start needs a non-empty argv")
-    full_env = dict(os.environ)
+    full_env = dict(os.environ if env is None else env)
     if extra_env:
         full_env.update(extra_env)
     if os.sep not in argv[0] and shutil.which(argv[0], path=full_env.get("PATH")) is None:

@@ -46,6 +46,11 @@ for line in lines:
         out += ["%s:%d:%d [0] NCCL INFO %s\n" % (config["host"], os.getpid(), os.getpid(), e) for e in echo]
         echo = []
     out.append(line)
+debug_file = os.environ.get("NCCL_DEBUG_FILE") if config["info_at_debug_info"] else None
+if debug_file:  # as NCCL: its own lines go to NCCL_DEBUG_FILE, not to stdout
+    with open(debug_file, "a") as f:
+        f.write("".join(l for l in out if " NCCL INFO " in l))
+    out = [l for l in out if " NCCL INFO " not in l]
 sys.stdout.write("".join(out))
 sys.stdout.flush()
 sys.stderr.write(answer["stderr"])
@@ -83,8 +88,8 @@ class FakeTools:
         :class:`Answer`. ``record_to`` receives ``{"argv", "cwd", "env"}`` of the last call; ``echo_env``
         names NCCL variables echoed as ``NCCL INFO X set by environment to V`` before the first line of
         output that is not a ``#`` header, as NCCL does when they are set; ``info_at_debug_info``: the ``NCCL INFO``
-        lines (recorded and echoed) appear only when ``NCCL_DEBUG=INFO``, as with NCCL. Returns the executable's
-        path."""
+        lines (recorded and echoed) appear only when ``NCCL_DEBUG=INFO``, and go to ``NCCL_DEBUG_FILE`` instead of
+        stdout when it is set, as with NCCL. Returns the executable's path."""
         where = self.bin_dir if directory is None else directory
         where.mkdir(parents=True, exist_ok=True)
         if answers is None:

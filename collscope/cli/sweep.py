@@ -86,13 +86,18 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
               help="per-point: one launch per point; persistent: ranks launched once per group of points that can "
                    "share a launch (engine mpi: Open MPI algorithms switched in-process through MPI_T).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--keep-env", is_flag=True,
+              help="Time every point in the environment as inherited: keep NCCL_ALGO/NCCL_PROTO/NCCL_TUNER_PLUGIN, "
+                   "swept knobs and NCCL conf file entries (by default unset, or the sweep refuses), and the spec's "
+                   "and your NCCL_DEBUG* (by default WARN in timed runs). sweep.json's inherited_env says what "
+                   "shaped the baseline (docs/slurm.md, What a sweep inherits).")
 def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path, nranks: int | None,
         nnodes: int | None, engine: str | None, backend: str | None, nccl_tests_dir: Path | None,
         min_bytes: int | None, max_bytes: int | None, iters: int | None, warmup: int | None, repeats: int | None,
         timeout_s: float | None, hostfile: str | None, mpi_flavour: str, oversubscribe: bool, srun_mpi: str | None,
         gpus_per_node: int | None, one_gpu_per_task: bool, topo_paths: tuple[str, ...], rails: str | None,
         shard: str | None, retry_failed: bool, dry_run: bool, strategy: str, min_gain: float, max_rounds: int,
-        workers: str, progress: bool | None) -> None:
+        workers: str, progress: bool | None, keep_env: bool) -> None:
     """Plan and run a sweep; points already done in --out are skipped.
 
     Each point is one launch with its own timeout; failures (timeout, exit code, parse error, wrong values,
@@ -125,7 +130,7 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
         rails=tuple(r.strip() for r in rails.split(",") if r.strip()) if rails else (),
         shard=_parse_shard(shard), retry_failed=retry_failed, dry_run=dry_run, strategy=strategy,  # type: ignore[arg-type]
         min_gain=min_gain, max_rounds=max_rounds, progress=sys.stderr.isatty() if progress is None else progress,
-        workers=workers)  # type: ignore[arg-type]
+        workers=workers, keep_env=keep_env)  # type: ignore[arg-type]
     outcome = run_session(request, echo=lambda m: click.echo(m, err=True))
     if dry_run:
         for text in outcome.commands:

@@ -72,6 +72,8 @@ class SweepDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     hosts: list[str] = []
     slurm_job_id: str | None = None
     topology_hash: str | None = None
+    inherited_env: dict[str, Any] | None = None
+    """The inherited-environment audit of the sweep (collscope.sweeps.inherited_env); None before it existed."""
     strategy: Literal["grid", "adaptive"] | None = None
     adaptive: dict[str, Any] | None = None
     rounds: list[dict[str, Any]] = []

@@ -2,6 +2,14 @@
 workers): the run options, :func:`run_point` (one launch, its timeout, its log) and :func:`conclude_attempt`
 (records, failures with the log tail, wrong values, settings that did not apply).
 
+What shapes a timed run besides the point's own settings is decided here, once for every launcher
+(:func:`timed_launch`): engines torch and nccl-tests time at ``NCCL_DEBUG=WARN`` with ``NCCL_DEBUG_SUBSYS`` and
+``NCCL_DEBUG_FILE`` unset whatever the spec or the user's environment says (NCCL >= 2.24 logs a line per call at
+INFO, inside the timed loop; a debug file would take the WARN lines :func:`launch_diagnosis` reads), and the
+inherited variables of the sweep's audit (:mod:`collscope.sweeps.inherited_env`) are removed from the launch's
+environment. ``--keep-env`` (:attr:`RunOptions.keep_env`) keeps all of them. Forced NCCL settings are verified
+from a separate short run at INFO (:mod:`collscope.sweeps.verification`), once per configuration.
+
 Moved out of :mod:`collscope.sweeps.runner`, which re-exports these names, so that
 :mod:`collscope.sweeps.persistent` can use them without an import cycle.
 """
@@ -35,9 +43,11 @@ from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.launchers import LaunchOptions, build_launch
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
+from collscope.vocab.configs import is_tuning_variable
 
 __all__ = ["RunOptions", "PointOutcome", "SettingsCheck", "Workers", "LauncherKind", "run_point", "conclude_attempt",
-           "collect_records", "verify_settings", "launch_options_for", "overridden_user_env", "VERIFY_ENV"]
+           "collect_records", "verify_settings", "launch_options_for", "overridden_user_env", "timed_launch",
+           "launch_environment", "forced_nccl_settings", "TIMED_DEBUG", "TIMED_UNSET"]
 
 log = logging.getLogger(__name__)
 LauncherKind = Literal["local", "mpirun", "srun"]
@@ -60,10 +70,19 @@ class RunOptions:
     workers: Workers = "per-point"
     """``per-point``: one launch per point; ``persistent``: ranks launched once per group of points that can
     share a launch, measuring point after point (:mod:`collscope.sweeps.persistent`)."""
+    keep_env: bool = False
+    """``--keep-env``: timed runs keep ``NCCL_DEBUG``, ``NCCL_DEBUG_SUBSYS`` and ``NCCL_DEBUG_FILE`` as the spec and
+    the environment set them (by default engines torch and nccl-tests time at :data:`TIMED_DEBUG`)."""
+    unset_env: tuple[str, ...] = ()
+    """Inherited variables removed from every launch's environment (and from mpirun's ``-x`` list): the ones the
+    sweep's inherited-environment audit unsets (:mod:`collscope.sweeps.inherited_env`); empty with
+    ``--keep-env``."""
 
     def __post_init__(self) -> None:
         if self.workers not in ("per-point", "persistent"):
             raise ConfigError(f"workers={self.workers!r} is invalid; valid: per-point, persistent")
+        if not isinstance(self.unset_env, tuple) or not all(isinstance(n, str) for n in self.unset_env):
+            raise ConfigError(f"unset_env={self.unset_env!r} is invalid; valid: a tuple of variable names")
 
 
 @dataclass(frozen=True)
@@ -85,12 +104,14 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     if os.path.lexists(partial):  # an earlier attempt's records are kept, never deleted (and never counted)
         move_aside(partial, "attempt")
     log_path = results.log_path(pid)
+    timed_spec, timed_point, unset = timed_launch(spec, point, options)
     try:
-        cmd = build_launch(options.launcher, spec, point, partial, launch_options_for(spec, point, options))
+        cmd = build_launch(options.launcher, timed_spec, timed_point, partial,
+                           launch_options_for(timed_spec, timed_point, options, without=unset))
     except CollscopeError as exc:
         results.record_failure(pid, "launch error", str(exc))
         return PointOutcome(pid, "failed", "launch error", str(exc))
-    replaced = overridden_user_env(cmd.env, os.environ)
+    replaced = overridden_user_env(cmd.env, os.environ) + unset_user_env(unset, os.environ)
     with log_path.open("a") as fh:
         fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n")
         fh.write("".join(f"=== {line}\n" for line in replaced) + "===\n")
@@ -99,8 +120,8 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
     offset_after_header = log_path.stat().st_size
     start = time.monotonic()
     try:
-        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env=cmd.env, output_path=log_path,
-                          kill_on_parent_death=True)
+        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, env=launch_environment(unset),
+                          extra_env=cmd.env, output_path=log_path, kill_on_parent_death=True)
     except SweepTerminated as exc:
         record_cancelled(results, pid, exc, _read_from(log_path, offset_after_header), options.launcher,
                          time.monotonic() - start)
@@ -143,8 +164,10 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
     """Write down how one attempt ended: ``failure`` (reason, detail) from the launch, else the records (done,
     wrong values, setting not applied, parse error). Shared by per-point launches and persistent workers.
 
-    ``options``: how the point was launched, for its verification run when its log cannot show whether a forced
-    NCCL setting applied (:func:`verification_run`); without it the attempt's own log is the only evidence."""
+    ``options``: how the point was launched, for the verification of its forced NCCL settings: always from a
+    separate short run at NCCL_DEBUG=INFO, once per configuration
+    (:func:`collscope.sweeps.verification.configuration_check`), never from the timed run's log; without it (a
+    persistent worker's point) the attempt's own log is the only evidence."""
     spec = plan.spec
     pid = point.point_id
     records = [_stamp(r, plan, point, spec) for r in records]
@@ -161,9 +184,12 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
         results.record_failure(pid, "parse error", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "parse error", detail, len(records), duration)
 
-    check = verify_settings(spec, point, attempt_text)
-    if check is not None and options is not None and spec.engine != "mpi" and check.applied is None:
-        check = verification_run(results, spec, point, options) or check
+    if options is not None and spec.engine != "mpi" and forced_nccl_settings(point):
+        from collscope.sweeps.verification import configuration_check
+
+        check: SettingsCheck | None = configuration_check(results, spec, point, options)
+    else:
+        check = verify_settings(spec, point, attempt_text)
     results.finish_point(pid, records)
     if check is not None:
         results.write_check(pid, check.to_dict())
@@ -180,44 +206,48 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
     return PointOutcome(pid, "done", None, "", len(records), duration)
 
 
-VERIFY_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"}
-"""The environment of a point's verification run: NCCL's log then shows which algorithm, protocol and settings
-really ran (``shared/reference/nccl-facts.md`` section 5)."""
-VERIFY_ITERS = 2
+TIMED_DEBUG: dict[str, str] = {"NCCL_DEBUG": "WARN"}
+"""What a timed run of engine torch or nccl-tests logs at, whatever the spec and the environment say (DESIGN,
+domain rules: NCCL >= 2.24 at INFO writes a line per call inside the timed loop)."""
+TIMED_UNSET = ("NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
+"""Left out of a timed run of engine torch or nccl-tests: the subsystems only matter at INFO, and a debug file
+would take the run's WARN lines out of its log (:func:`~collscope.sweeps.diagnose.launch_diagnosis` reads them)."""
 
 
-def verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options: RunOptions) -> SettingsCheck | None:
-    """A short run of the point at NCCL_DEBUG=INFO (2 iterations, no warm-up), only to read what NCCL did.
+def timed_launch(spec: SweepSpec, point: Point, options: RunOptions) -> tuple[SweepSpec, Point, tuple[str, ...]]:
+    """The spec and point a timed run is launched with, and the inherited variables it runs without.
 
-    The timed run stays at the preset's NCCL_DEBUG (WARN): INFO logging inside the timed loop (NCCL >= 2.24 logs
-    every call) would change what is measured. The log goes to ``points/<id>.verify.log``; None when the run could
-    not be launched (the timed run's check stands).
-    """
-    short = dataclasses.replace(spec, iters=VERIFY_ITERS, warmup=0, fixed_env={**spec.fixed_env, **VERIFY_ENV})
-    pid = point.point_id
-    settings = {k: v for k, v in point.settings.items() if k not in VERIFY_ENV}
-    probe = dataclasses.replace(point, settings=settings)
-    out = results.points_dir / f"{pid}.verify.out"
-    log = results.points_dir / f"{pid}.verify.log"
-    try:
-        cmd = build_launch(options.launcher, short, probe, out, launch_options_for(short, probe, options))
-        with log.open("w") as fh:
-            fh.write(f"=== collscope verification run (NCCL_DEBUG=INFO) {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
-                     f"{cmd.display()}\n===\n")
-        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, extra_env={**cmd.env, **VERIFY_ENV},
-                          output_path=log, kill_on_parent_death=True)
-    except (CollscopeError, OSError) as exc:
-        return SettingsCheck(applied=None, note=f"verification run not started: {exc}")
-    text = _read_from(log, 0)
-    if result.timed_out or result.returncode != 0:
-        why = f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}"
-        return SettingsCheck(applied=None, note=f"verification run at NCCL_DEBUG=INFO failed ({why}); see {log.name}")
-    check = verify_settings(spec, point, text)
-    if check is None:
-        return None
-    return dataclasses.replace(check, note=(check.note + "; " if check.note else "") +
-                               f"verified in a separate {VERIFY_ITERS}-iteration run at NCCL_DEBUG=INFO ({log.name}); "
-                               "the timed run logged at the preset's NCCL_DEBUG")
+    Engines nccl-tests and torch (NCCL, not gloo): ``fixed_env`` gets :data:`TIMED_DEBUG` and loses
+    :data:`TIMED_UNSET`, the point's settings lose both, and :data:`TIMED_UNSET` joins ``options.unset_env``; with
+    ``options.keep_env`` (or engine mpi, or torch over gloo) the spec and point are the plan's. The point keeps
+    its id (its records say what the plan asked for)."""
+    unset = tuple(options.unset_env)
+    if options.keep_env or not (spec.engine == "nccl-tests" or (spec.engine == "torch" and spec.backend != "gloo")):
+        return spec, point, unset
+    debug = (*TIMED_DEBUG, *TIMED_UNSET)
+    fixed = {**{k: TIMED_DEBUG.get(k, v) for k, v in spec.fixed_env.items() if k not in TIMED_UNSET}, **TIMED_DEBUG}
+    settings = {k: v for k, v in point.settings.items() if k not in debug}
+    return (dataclasses.replace(spec, fixed_env=fixed), dataclasses.replace(point, settings=settings),
+            (*unset, *(n for n in TIMED_UNSET if n not in unset)))
+
+
+def launch_environment(unset: tuple[str, ...] | list[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a launch starts from: ``base`` (this process's) without the names in ``unset``."""
+    env = os.environ if base is None else base
+    return {k: v for k, v in env.items() if k not in unset}
+
+
+def unset_user_env(unset: tuple[str, ...], user_env: Mapping[str, str]) -> list[str]:
+    """``NCCL_ALGO: your 'Ring' -> unset for this run``: the user's variables a launch goes without (a sweep never
+    changes a user's variable silently)."""
+    return [f"{name}: your {user_env[name]!r} -> unset for this run (see sweep.json's inherited_env; --keep-env "
+            "keeps it)" for name in sorted(unset) if name in user_env]
+
+
+def forced_nccl_settings(point: Point) -> dict[str, str]:
+    """The point's settings that NCCL's log can confirm: NCCL tuning variables (not nccl-tests' own, not logging)."""
+    return {k: v for k, v in point.settings.items()
+            if k.startswith("NCCL_") and not k.startswith("NCCL_TESTS") and is_tuning_variable(k)}
 
 
 def overridden_user_env(point_env: dict[str, str], user_env: Mapping[str, str]) -> list[str]:
@@ -227,12 +257,19 @@ def overridden_user_env(point_env: dict[str, str], user_env: Mapping[str, str]) 
             if name in user_env and user_env[name] != value]
 
 
-def launch_options_for(spec: SweepSpec, point: Point, options: RunOptions) -> LaunchOptions:
-    """nccl-tests points need the binary of their op, looked up here (the builder stays pure)."""
-    if spec.engine != "nccl-tests" or options.launch.nccl_tests_binary is not None:
-        return options.launch
+def launch_options_for(spec: SweepSpec, point: Point, options: RunOptions, *,
+                       without: tuple[str, ...] | None = None) -> LaunchOptions:
+    """The launch options of one point: nccl-tests points need the binary of their op, looked up here (the
+    builder stays pure), and mpirun forwards none of the variables the launch goes without (``without``, by
+    default ``options.unset_env``)."""
+    launch = options.launch
+    gone = options.unset_env if without is None else without
+    if gone and any(n in gone for n in launch.forward_env):
+        launch = dataclasses.replace(launch, forward_env=tuple(n for n in launch.forward_env if n not in gone))
+    if spec.engine != "nccl-tests" or launch.nccl_tests_binary is not None:
+        return launch
     binary = find_nccl_tests_binary(point.op, spec.nccl_tests_dir, mpi=options.launcher != "local")
-    return dataclasses.replace(options.launch, nccl_tests_binary=str(binary))
+    return dataclasses.replace(launch, nccl_tests_binary=str(binary))
 
 
 def _read_from(path: Path, offset: int) -> str:
@@ -290,7 +327,8 @@ class SettingsCheck:
     effects: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per forced variable: what was forced, what NCCL used, and whether it applied."""
     unchecked: tuple[str, ...] | None = None
-    """Forced variables the log says nothing about; None when the log was not examined."""
+    """Forced variables the log does not confirm either way (not echoed, or no evidence of their effect); None
+    when the log was not examined. Any of them leaves ``applied`` None, never True."""
     note: str | None = None
     """Why nothing could be verified."""
 
@@ -306,7 +344,7 @@ class SettingsCheck:
 
 def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> SettingsCheck | None:
     """What NCCL's debug output says about the point's forced NCCL settings (None: nothing to verify)."""
-    forced = {k: v for k, v in point.settings.items() if k.startswith("NCCL_") and not k.startswith("NCCL_TESTS")}
+    forced = forced_nccl_settings(point)
     if not forced:
         return None
     if spec.engine == "mpi":
@@ -316,7 +354,8 @@ def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> Setting
     except ParseError:
         return SettingsCheck(applied=None, note="no NCCL debug output in the point log (NCCL_DEBUG=INFO?)")
     effects = forced_setting_effects(nccl)
-    verdicts = [e.get("applied") for k, e in effects.items() if k in forced]
-    applied = False if False in verdicts else (True if verdicts and all(v is True for v in verdicts) else None)
-    unchecked = tuple(sorted(set(forced) - set(effects)))
+    verdicts = [effects[k].get("applied") if k in effects else None for k in forced]
+    # applied only when the log confirms every forced variable: one it says nothing about is unchecked
+    applied = False if False in verdicts else (True if all(v is True for v in verdicts) else None)
+    unchecked = tuple(sorted(k for k in forced if effects.get(k, {}).get("applied") is None))
     return SettingsCheck(applied=applied, effects=effects, unchecked=unchecked)

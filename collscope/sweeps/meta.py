@@ -1,4 +1,4 @@
-"""What sweep.json records about the machine: versions, hosts, a topology hash."""
+"""What sweep.json records about the machine: versions, hosts, a topology hash, the inherited-environment audit."""
 
 from __future__ import annotations
 
@@ -29,11 +29,18 @@ class SweepMeta:
     slurm_job_id: str | None = None
     topology_hash: str | None = None
     """See :func:`topology_hash`; None without GPU tools or captures."""
+    inherited_env: dict[str, Any] | None = None
+    """The inherited-environment audit (:meth:`collscope.sweeps.inherited_env.EnvAudit.to_dict`): what the user's
+    environment and NCCL's conf files held that could shape the timed runs, and what the sweep did with it."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The keys merged into ``sweep.json``: ``{"versions", "hosts", "slurm_job_id", "topology_hash"}``."""
-        return {"versions": dict(self.versions), "hosts": list(self.hosts), "slurm_job_id": self.slurm_job_id,
-                "topology_hash": self.topology_hash}
+        """The keys merged into ``sweep.json``: ``{"versions", "hosts", "slurm_job_id", "topology_hash"}``, and
+        ``inherited_env`` when the audit was made."""
+        doc = {"versions": dict(self.versions), "hosts": list(self.hosts), "slurm_job_id": self.slurm_job_id,
+               "topology_hash": self.topology_hash}
+        if self.inherited_env is not None:
+            doc["inherited_env"] = self.inherited_env
+        return doc
 
 
 def _package_version(name: str) -> str | None:
@@ -71,8 +78,10 @@ def topology_hash(topo_paths: list[str] | None) -> str | None:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> SweepMeta:
-    """Versions, hosts, Slurm job and topology hash of this run of the sweep (``to_dict()`` for sweep.json)."""
+def sweep_meta(*, engine: str, topo_paths: list[str] | None = None,
+               inherited_env: dict[str, Any] | None = None) -> SweepMeta:
+    """Versions, hosts, Slurm job and topology hash of this run of the sweep, and ``inherited_env`` (the audit's
+    ``to_dict()``) as given (``to_dict()`` for sweep.json)."""
     from collscope.collectives.ranks import expand_nodelist
 
     hosts = [socket.gethostname()]
@@ -91,4 +100,4 @@ def sweep_meta(*, engine: str, topo_paths: list[str] | None = None) -> SweepMeta
     if engine == "mpi":
         versions["mpirun"] = _first_line(["mpirun", "--version"])
     return SweepMeta(versions=versions, hosts=tuple(hosts), slurm_job_id=os.environ.get("SLURM_JOB_ID"),
-                     topology_hash=topology_hash(topo_paths))
+                     topology_hash=topology_hash(topo_paths), inherited_env=inherited_env)

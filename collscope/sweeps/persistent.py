@@ -91,7 +91,8 @@ def worker_launch(spec: SweepSpec, group: Group, options: RunOptions, *, control
     ``idle_timeout_s``: how long the worker waits for a control line (None: the worker's default)."""
     head = Point("persistent-worker", group.points[0].op, dict(group.launch_settings))
     timeout = rank_timeout_s(spec, options.launch)
-    cmd = build_launch(options.launcher, spec, head, control.with_suffix(".unused"), options.launch)
+    cmd = build_launch(options.launcher, spec, head, control.with_suffix(".unused"),
+                       launch_options_for(spec, head, options))
     program = bench_argv(spec, head, control.with_suffix(".unused"), python=options.launch.python, timeout_s=timeout)
     n = len(program)
     if tuple(cmd.argv[-n:]) != tuple(program):
@@ -107,10 +108,12 @@ def worker_launch(spec: SweepSpec, group: Group, options: RunOptions, *, control
     return dataclasses.replace(cmd, argv=(*cmd.argv[:-n], *worker))
 
 
-def control_line(spec: SweepSpec, point: Point, out: Path, added: list[str], *, timeout_s: float) -> dict[str, Any]:
-    """The worker's description of one point (see :mod:`collscope.collectives.harness.worker`)."""
+def control_line(spec: SweepSpec, point: Point, out: Path, added: list[str], *, timeout_s: float,
+                 unset: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The worker's description of one point (see :mod:`collscope.collectives.harness.worker`); the user's value
+    of an added variable comes back unless the sweep unsets it (``unset``, the inherited-environment audit)."""
     env = {**spec.fixed_env, **point.settings}
-    env.update({k: os.environ[k] for k in added if k in os.environ and k not in env})
+    env.update({k: os.environ[k] for k in added if k in os.environ and k not in env and k not in unset})
     cvars = {ompi_cvar_name(k): int(v) for k, v in point.settings.items() if switch_of(k).kind == "mpi_t"}
     bench = {"op": point.op, "min_bytes": spec.min_bytes, "max_bytes": spec.max_bytes, "factor": spec.factor,
              "sizes": None if point.sizes is None else list(point.sizes), "iters": spec.iters,

@@ -31,6 +31,7 @@ from collscope.sweeps.attempt import (
     conclude_attempt,
     launch_options_for,
     run_point,
+    timed_launch,
     verify_settings,
 )
 from collscope.sweeps.launchers import build_launch
@@ -82,9 +83,12 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
         return outcome
     if options.dry_run:
         for point in points:
-            cmd = build_launch(options.launcher, plan.spec, point, results.partial_path(point.point_id),
-                               launch_options_for(plan.spec, point, options))
-            outcome.commands.append(f"# point {point.point_id}\n{cmd.display()}")
+            spec, timed, unset = timed_launch(plan.spec, point, options)
+            cmd = build_launch(options.launcher, spec, timed, results.partial_path(point.point_id),
+                               launch_options_for(spec, timed, options, without=unset))
+            gone = [n for n in unset if n in os.environ]
+            without = f"# without the inherited {', '.join(gone)} (unset for this run)\n" if gone else ""
+            outcome.commands.append(f"# point {point.point_id}\n{without}{cmd.display()}")
         for skipped in plan.skipped:
             outcome.commands.append(f"# skipped {skipped.op} {skipped.settings}: {skipped.reason}")
         return outcome

@@ -1,14 +1,17 @@
 """One sweep, start to end: spec (file or preset) + overrides -> plan -> launch settings -> grid or adaptive run.
 
 :func:`run_session` is what ``collscope sweep run`` calls: it loads the spec and applies the command line's
-overrides, loads the topology (for hardware constraints), checks the launcher against this machine
-(:mod:`collscope.sweeps.environment`), records the machine in ``sweep.json`` and runs the points with the grid
-runner or the adaptive strategy. The result is a :class:`SessionOutcome` for the caller to render.
+overrides, loads the topology (for hardware constraints), audits what the inherited environment and NCCL's conf
+files would change in the timed runs (:mod:`collscope.sweeps.inherited_env`: unset, or refused, unless
+``keep_env``), checks the launcher against this machine (:mod:`collscope.sweeps.environment`), records the
+machine and the audit in ``sweep.json`` and runs the points with the grid runner or the adaptive strategy.
+The result is a :class:`SessionOutcome` for the caller to render.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.sweeps.environment import check_launcher, launch_options
+from collscope.sweeps.inherited_env import EnvAudit, audit_inherited_env, check_refused, read_conf_texts
 from collscope.sweeps.launchers import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, Workers, run_sweep
 from collscope.sweeps.spec import Plan, SweepSpec
@@ -25,7 +29,8 @@ if TYPE_CHECKING:
     from collscope.sweeps.adaptive.run import AdaptiveOutcome
     from collscope.topo.model import NodeTopology
 
-__all__ = ["SweepRequest", "SessionOutcome", "Strategy", "load_request_spec", "run_session"]
+__all__ = ["SweepRequest", "SessionOutcome", "Strategy", "load_request_spec", "run_session", "audit_sweep_env",
+           "audit_lines"]
 
 Strategy = Literal["grid", "adaptive"]
 
@@ -79,6 +84,9 @@ class SweepRequest:
     workers: Workers = "per-point"
     """``per-point``: one launch per point; ``persistent``: ranks launched once per group of points that can
     share a launch (:mod:`collscope.sweeps.persistent`)."""
+    keep_env: bool = False
+    """``--keep-env``: time every point in the inherited environment (selection variables, swept knobs, NCCL conf
+    files, ``NCCL_DEBUG*``) instead of unsetting them or refusing; the audit in sweep.json says what shaped it."""
 
     def __post_init__(self) -> None:
         if (self.spec_file is None) == (self.preset is None):
@@ -149,6 +157,8 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     topology = _topology(request.topo_paths)
     spec = load_request_spec(request, topology)
     plan = plan_sweep(spec, topology=topology)
+    audit = audit_sweep_env(spec, plan, keep_env=request.keep_env)
+    check_refused(audit)
     check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run,
                    gpus_per_node=request.gpus_per_node)
     if not request.dry_run:  # after the spec and the launcher are known good: a bad spec leaves no directory
@@ -158,12 +168,15 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
                             gpus_per_node=request.gpus_per_node, one_gpu_per_task=request.one_gpu_per_task)
     options = RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run,
                          retry_failed=request.retry_failed, shard=request.shard, progress=request.progress,
-                         workers=request.workers)
+                         workers=request.workers, keep_env=request.keep_env, unset_env=audit.unset)
     topo_paths = list(request.topo_paths) or None
-    meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=topo_paths).to_dict()
+    meta = {} if request.dry_run else sweep_meta(engine=spec.engine, topo_paths=topo_paths,
+                                                 inherited_env=audit.to_dict()).to_dict()
     if request.strategy == "adaptive":
         from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
 
+        for line in audit_lines(audit):
+            echo(line)
         adaptive = run_adaptive(spec, request.out_dir, options,
                                 AdaptiveOptions(min_gain=request.min_gain, max_rounds=request.max_rounds),
                                 meta=meta, topology=topology, echo=echo)
@@ -172,8 +185,34 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     echo(f"sweep {plan.sweep_id}: {len(plan.points)} point(s), {len(plan.skipped)} skipped by constraints")
     for skipped in plan.skipped:
         echo(f"  skipped {skipped.op} {_fmt_settings(skipped.settings)}: {skipped.reason}")
+    for line in audit_lines(audit):
+        echo(line)
     grid = run_sweep(plan, request.out_dir, options, meta=meta, echo=echo)
     return SessionOutcome(strategy="grid", out_dir=request.out_dir, plan=plan, grid=grid)
+
+
+def audit_sweep_env(spec: SweepSpec, plan: Plan, *, keep_env: bool,
+                    env: Mapping[str, str] | None = None) -> EnvAudit:
+    """The inherited-environment audit of ``plan`` (:mod:`collscope.sweeps.inherited_env`): this process's
+    environment (or ``env``) and the NCCL conf files it points to, read here."""
+    env = os.environ if env is None else env
+    swept = frozenset(k for p in plan.points for k in p.settings)
+    return audit_inherited_env(env, read_conf_texts(env), engine=spec.engine, backend=spec.backend, swept=swept,
+                               fixed_env=spec.fixed_env, keep_env=keep_env)
+
+
+def audit_lines(audit: EnvAudit) -> list[str]:
+    """What the sweep says about the audit before it runs: one line per variable it unsets or keeps although it
+    shapes the baseline."""
+    out = []
+    for s in audit.settings:
+        if s.action == "unset":
+            out.append(f"inherited {s.name}={s.value} ({s.where}): unset for every launch ({s.why}; --keep-env "
+                       "keeps it)")
+        elif s.action == "kept" and (s.role == "selection" or s.swept):
+            out.append(f"inherited {s.name}={s.value} ({s.where}) kept by --keep-env: the default baseline is "
+                       "shaped by it (sweep.json inherited_env)")
+    return out
 
 
 def _fmt_settings(settings: Mapping[str, str]) -> str:

@@ -42,6 +42,7 @@ from collscope.sweeps.attempt import (
     RunOptions,
     collect_records,
     conclude_attempt,
+    launch_environment,
     record_cancelled,
     run_point,
 )
@@ -182,7 +183,8 @@ class WorkerJob:
             if os.path.lexists(partial):  # an earlier attempt's records are kept, never counted
                 move_aside(partial, "attempt")
             lines.append(json.dumps(control_line(self.spec, point, partial.resolve(), added,
-                                                 timeout_s=rank_timeout_s(self.spec, self.options.launch))))
+                                                 timeout_s=rank_timeout_s(self.spec, self.options.launch),
+                                                 unset=self.options.unset_env)))
         return lines
 
     def _start(self, plan: Plan, first: Point, report: Report) -> bool:
@@ -190,7 +192,8 @@ class WorkerJob:
         try:
             cmd = worker_launch(self.spec, self.group, self.options, control=self.control.resolve(),
                                 status=self.status.resolve(), idle_timeout_s=self.idle_timeout_s)
-            self.job = proc.start(list(cmd.argv), output_path=self.output, extra_env=cmd.env)
+            self.job = proc.start(list(cmd.argv), output_path=self.output, extra_env=cmd.env,
+                                  env=launch_environment(self.options.unset_env))
         except CollscopeError as exc:
             self.results.record_failure(first.point_id, "launch error", str(exc))
             report(first, PointOutcome(first.point_id, "failed", "launch error", str(exc)), 0.0)

@@ -273,3 +273,93 @@ def test_a_point_that_replaces_a_users_variable_says_old_and_new(tmp_path, fake_
     assert "=== NCCL_ALGO: your 'Ring' -> this point's 'Tree'" in results.log_path(tree.point_id).read_text()
     assert "your 'Ring'" not in results.log_path(ring.point_id).read_text()  # same value: nothing to say
     assert any("NCCL_ALGO: your 'Ring' -> this point's 'Tree'" in r.getMessage() for r in caplog.records)
+
+
+def test_timed_runs_log_at_warn_whatever_the_spec_and_user_say(tmp_path, fake_tools, monkeypatch):
+    """A user spec with NCCL_DEBUG=INFO (as docs once advised) and an inherited NCCL_DEBUG_FILE: the timed run gets
+    NCCL_DEBUG=WARN without NCCL_DEBUG_SUBSYS/NCCL_DEBUG_FILE (and says so); --keep-env keeps them."""
+    bin_dir, seen = tmp_path / "nccl-tests", tmp_path / "seen.json"
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, directory=bin_dir, info_at_debug_info=True,
+                          record_to=seen)
+    monkeypatch.setenv("NCCL_DEBUG_FILE", str(tmp_path / "user-nccl.%h.log"))
+    spec = SweepSpec(name="debug", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
+                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=1,
+                     fixed_env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"})
+    plan = _plan(spec, [{}])
+    assert [o.status for o in run_sweep(plan, tmp_path / "res", _options(), meta={}).outcomes] == ["done"]
+    env = json.loads(seen.read_text())["env"]
+    assert env["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_SUBSYS" not in env and "NCCL_DEBUG_FILE" not in env
+    log = ResultsDir(tmp_path / "res").log_path(plan.points[0].point_id).read_text()
+    assert " NCCL INFO " not in log and "=== NCCL_DEBUG_FILE: your " in log and "-> unset for this run" in log
+    kept = run_sweep(plan, tmp_path / "kept", _options(keep_env=True), meta={})
+    assert [o.status for o in kept.outcomes] == ["done"]
+    env = json.loads(seen.read_text())["env"]
+    assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,ENV,TUNING" and "NCCL_DEBUG_FILE" in env
+
+
+def test_verification_log_lands_in_the_point_dir_despite_a_users_debug_file(tmp_path, fake_tools, monkeypatch):
+    """NCCL writes its log to NCCL_DEBUG_FILE when set: the verification run goes without it (even with --keep-env),
+    so its INFO lines land in points/<id>.verify.log and the check has evidence."""
+    bin_dir, seen = tmp_path / "nccl-tests", tmp_path / "seen.json"
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, echo_env=("NCCL_ALGO",), directory=bin_dir,
+                          info_at_debug_info=True, record_to=seen)
+    user_file = tmp_path / "user-nccl.log"
+    monkeypatch.setenv("NCCL_DEBUG_FILE", str(user_file))
+    spec = SweepSpec(name="debug-file", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
+                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=1, fixed_env={"NCCL_DEBUG_FILE": "x.log"})
+    plan = _plan(spec, [{"NCCL_ALGO": "Ring"}])
+    for out, keep in ((tmp_path / "res", False), (tmp_path / "kept", True)):
+        assert [o.status for o in run_sweep(plan, out, _options(keep_env=keep), meta={}).outcomes] == ["done"]
+        assert "NCCL_DEBUG_FILE" not in json.loads(seen.read_text())["env"]  # the last run: the verification
+        check = json.loads(ResultsDir(out).check_path(plan.points[0].point_id).read_text())
+        assert check["applied"] is True and check["effects"]["NCCL_ALGO"]["used"] == ["Ring"]
+    assert not user_file.exists()
+
+
+def test_a_configuration_is_verified_once_for_all_its_repeats_and_on_resume(tmp_path, fake_tools, monkeypatch):
+    from collscope.sweeps import verification
+
+    runs: list[str] = []
+    real = verification.verification_run
+
+    def counted(results, spec, point, options, configuration=None):
+        runs.append(point.point_id)
+        return real(results, spec, point, options, configuration)
+
+    monkeypatch.setattr(verification, "verification_run", counted)
+    bin_dir = tmp_path / "nccl-tests"
+    fake_tools.nccl_tests("all_reduce", RING_ONLY_OUTPUT, echo_env=("NCCL_ALGO",), directory=bin_dir,
+                          info_at_debug_info=True)
+    spec = SweepSpec(name="once", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
+                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=3)
+    settings = [{}, {"NCCL_ALGO": "Ring"}, {"NCCL_ALGO": "Tree"}]
+    plan = Plan(spec, tuple(Point(point_id_for(spec, "all_reduce", s, r), "all_reduce", s, r)
+                            for r in range(3) for s in settings))
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert [o.status for o in outcome.outcomes] == ["done", "done", "failed"] * 3  # Tree: not applied, each repeat
+    ring = [p for p in plan.points if p.settings == {"NCCL_ALGO": "Ring"}]
+    assert runs == [ring[0].point_id, plan.points[2].point_id]  # one run per configuration
+    results = ResultsDir(tmp_path / "res")
+    assert sorted(p.name for p in results.points_dir.glob("*.verify.json")) == sorted(
+        f"{p.point_id}.verify.json" for p in plan.points[1:3])
+    later = json.loads(results.check_path(ring[2].point_id).read_text())
+    assert later["applied"] is True and f"verified once for this configuration ({ring[0].point_id}" in later["note"]
+    results.records_path(ring[1].point_id).unlink()  # resume: the missing repeat runs again, its check is reused
+    again = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert [o.status for o in again.outcomes if o.status != "skipped"] == ["done"]
+    assert len(runs) == 2 and json.loads(results.check_path(ring[1].point_id).read_text())["applied"] is True
+
+
+def test_a_forced_knob_the_log_does_not_confirm_is_unchecked_never_applied():
+    """NCCL_ALGO confirmed, NCCL_MAX_CTAS echoed without the channel count it bounds: the point is not 'applied'."""
+    from collscope.sweeps.attempt import verify_settings
+
+    spec = SweepSpec(name="ctas", engine="nccl-tests", nranks=2, repeats=1)
+    point = Point("p", "all_reduce", {"NCCL_ALGO": "Ring", "NCCL_MAX_CTAS": "2"})
+    text = RING_ONLY_OUTPUT.read_text() + ("gpu-a01:31000:31000 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+                                           "gpu-a01:31000:31000 [0] NCCL INFO NCCL_MAX_CTAS set by environment to 2.\n")
+    check = verify_settings(spec, point, text)
+    assert check is not None and check.applied is None and check.unchecked == ("NCCL_MAX_CTAS",)
+    assert check.effects["NCCL_ALGO"]["applied"] is True
+    silent = verify_settings(spec, Point("q", "all_reduce", {"NCCL_ALGO": "Ring", "NCCL_MIN_CTAS": "2"}), text)
+    assert silent is not None and silent.applied is None and silent.unchecked == ("NCCL_MIN_CTAS",)  # not echoed

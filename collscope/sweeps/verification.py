@@ -1,0 +1,119 @@
+"""Did a point's forced NCCL settings take effect? A separate short run at NCCL_DEBUG=INFO, once per configuration.
+
+The timed run logs at WARN (:data:`~collscope.sweeps.attempt.TIMED_DEBUG`): INFO logging inside the timed loop
+(NCCL >= 2.24 logs every call) would change what is measured, so its log never serves as evidence. Instead
+:func:`verification_run` launches the point again for :data:`VERIFY_ITERS` iterations with
+:data:`VERIFY_ENV`, and without ``NCCL_DEBUG_FILE`` (a user's debug file would take the log elsewhere and leave
+the point without evidence), and reads NCCL's log (:func:`~collscope.sweeps.attempt.verify_settings`).
+
+A configuration (op, settings, sizes; not the repeat) is verified once: :func:`configuration_check` keeps the
+check in ``points/<id>.verify.json`` (``<id>``: the configuration's repeat-0 point id) beside the run's log
+``points/<id>.verify.log``, and every other repeat, in this run or a resumed one, reuses it. A verification run
+that could not run is not kept: the next repeat tries again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any
+
+from collscope import proc
+from collscope.atomic import write_text_atomic
+from collscope.errors import CollscopeError
+from collscope.results.store import ResultsDir
+from collscope.sweeps.attempt import (
+    RunOptions,
+    SettingsCheck,
+    launch_environment,
+    launch_options_for,
+    verify_settings,
+)
+from collscope.sweeps.launchers import build_launch
+from collscope.sweeps.spec import Point, SweepSpec, point_id_for
+
+__all__ = ["VERIFY_ENV", "VERIFY_ITERS", "VERIFY_UNSET", "configuration_id", "configuration_check",
+           "verification_run"]
+
+VERIFY_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"}
+"""The environment of a point's verification run: NCCL's log then shows which algorithm, protocol and settings
+really ran (``shared/reference/nccl-facts.md`` section 5)."""
+VERIFY_ITERS = 2
+VERIFY_UNSET = ("NCCL_DEBUG_FILE",)
+"""Never set in a verification run, even with ``--keep-env``: NCCL writes its log to that file instead of the
+run's output (``points/<id>.verify.log``)."""
+
+
+def configuration_id(spec: SweepSpec, point: Point) -> str:
+    """The id under which a configuration's verification is kept: the id of its repeat 0 (for a grid point, the
+    repeat-0 point's own id)."""
+    return point_id_for(spec, point.op, dict(point.settings), 0, sizes=point.sizes)
+
+
+def configuration_check(results: ResultsDir, spec: SweepSpec, point: Point, options: RunOptions) -> SettingsCheck:
+    """The check of ``point``'s configuration: the kept one when an earlier repeat verified it, else a new
+    verification run (kept when it ran)."""
+    cid = configuration_id(spec, point)
+    kept = results.points_dir / f"{cid}.verify.json"
+    found = _read_kept(kept)
+    if found is not None:
+        if cid == point.point_id:
+            return found
+        note = f"verified once for this configuration ({cid}.verify.log)"
+        return dataclasses.replace(found, note=f"{found.note}; {note}" if found.note else note)
+    check, ran = verification_run(results, spec, point, options, cid)
+    if ran:
+        write_text_atomic(kept, json.dumps({"configuration": cid, "check": check.to_dict()}, indent=1))
+    return check
+
+
+def _read_kept(path: os.PathLike[str]) -> SettingsCheck | None:
+    """A kept check, or None when there is none or it cannot be read (then the configuration is verified again)."""
+    try:
+        with open(path) as fh:
+            doc: Any = json.load(fh)
+        check = doc["check"]
+        unchecked = check.get("unchecked")
+        return SettingsCheck(applied=check["applied"], effects=dict(check["effects"]),
+                             unchecked=None if unchecked is None else tuple(unchecked), note=check.get("note"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options: RunOptions,
+                     configuration: str | None = None) -> tuple[SettingsCheck, bool]:
+    """A short run of the point at NCCL_DEBUG=INFO (2 iterations, no warm-up), only to read what NCCL did.
+
+    Returns the check and whether the run ran to its end (exit 0). Its environment: the point's, with
+    :data:`VERIFY_ENV`, without :data:`VERIFY_UNSET` and without the variables the timed runs go without
+    (``options.unset_env``). The log goes to ``points/<configuration>.verify.log``.
+    """
+    cid = configuration or point.point_id
+    fixed = {**{k: v for k, v in spec.fixed_env.items() if k not in VERIFY_UNSET}, **VERIFY_ENV}
+    short = dataclasses.replace(spec, iters=VERIFY_ITERS, warmup=0, fixed_env=fixed)
+    settings = {k: v for k, v in point.settings.items() if k not in VERIFY_ENV and k not in VERIFY_UNSET}
+    probe = dataclasses.replace(point, settings=settings)
+    unset = (*options.unset_env, *(n for n in VERIFY_UNSET if n not in options.unset_env))
+    out = results.points_dir / f"{cid}.verify.out"
+    log = results.points_dir / f"{cid}.verify.log"
+    try:
+        cmd = build_launch(options.launcher, short, probe, out,
+                           launch_options_for(short, probe, options, without=unset))
+        with log.open("w") as fh:
+            fh.write(f"=== collscope verification run (NCCL_DEBUG=INFO) {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+                     f"{cmd.display()}\n===\n")
+        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, env=launch_environment(unset),
+                          extra_env={**cmd.env, **VERIFY_ENV}, output_path=log, kill_on_parent_death=True)
+    except (CollscopeError, OSError) as exc:
+        return SettingsCheck(applied=None, note=f"verification run not started: {exc}"), False
+    text = log.read_bytes().decode("utf-8", "replace")
+    if result.timed_out or result.returncode != 0:
+        why = f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}"
+        return SettingsCheck(applied=None, note=f"verification run at NCCL_DEBUG=INFO failed ({why}); see "
+                             f"{log.name}"), False
+    check = verify_settings(spec, point, text) or SettingsCheck(applied=None, note="nothing to verify")
+    note = (f"verified in a separate {VERIFY_ITERS}-iteration run at NCCL_DEBUG=INFO ({log.name}); the timed run "
+            "logged at NCCL_DEBUG=WARN" + (" (or as --keep-env kept it)" if options.keep_env else ""))
+    return dataclasses.replace(check, note=(check.note + "; " if check.note else "") + note), True
