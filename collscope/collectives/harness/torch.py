@@ -173,7 +173,7 @@ def _time_batch_cuda(torch: Any, call: Callable[[], Any], barrier: Callable[[], 
     group's), then each records its start event on an idle stream and enqueues the batch. Every rank's batch so
     starts within the barrier's exit skew, and the events hold the batch alone. A barrier on the NCCL group would
     be an NCCL AllReduce in the measured communicator (in the TUNING counts, refused under some forced
-    algorithms), and torch's NCCL barrier orders the streams, not the hosts' enqueueing.
+    algorithms); the gloo barrier only lines up the hosts, which is why each GPU is drained before it.
 
     With ``graph``, one eager call comes before the capture whatever the warm-up (nccl-tests warms up before
     capturing too, ``src/common.cu``): a communicator's first use sets up connections and buffers (NCCL's lazy
