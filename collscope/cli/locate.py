@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -73,6 +74,22 @@ def _nccl_tests_binary(row: LocateEngineRow, nccl_tests_dir: Path | None) -> str
     from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
 
     return str(find_nccl_tests_binary("all_reduce", nccl_tests_dir, mpi=True))
+
+
+def _positive(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def _gpu_launch(row: LocateEngineRow) -> dict[str, Any]:
+    """GPU engines: srun's version and the allocation's CPUs, which the GPU steps' srun options need
+    (:func:`collscope.sweeps.slurm_gpu.gpu_step`); nothing for the host engines."""
+    if row.device != "gpu":
+        return {}
+    from collscope.sweeps.environment import slurm_version
+
+    return {"slurm_version": slurm_version(), "cpus_per_task": _positive("SLURM_CPUS_PER_TASK"),
+            "cpus_on_node": _positive("SLURM_CPUS_ON_NODE")}
 
 
 def _make_runner(options: StepOptions, work_dir: Path, timeout_s: float) -> Runner:
@@ -174,7 +191,7 @@ def locate_command(nodes: str | None, rails: int, engine: str | None, backend: s
                           warmup=warmup, python=sys.executable, srun_mpi=None if srun_mpi == "none" else srun_mpi,
                           gpus_per_node=gpus.value or 0, iface_prefix=iface_prefix, rail_nics=nics,
                           nccl_tests_binary=_nccl_tests_binary(row, nccl_tests_dir),
-                          rank_timeout_s=max(1.0, 0.9 * timeout_s))
+                          rank_timeout_s=max(1.0, 0.9 * timeout_s), **_gpu_launch(row))
     config = LocateConfig(repeats=repeats, k_mad=k_mad, min_gap=min_gap, expect_busbw_gbps=expect_gbps,
                           rails=rails, leaf_of=topo.leaf_of)
     root = out or _default_out()

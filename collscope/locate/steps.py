@@ -1,18 +1,21 @@
 """One locate test -> the ``srun`` job step that measures it, and the environment that pins it to a rail (pure).
 
 A step is ``srun --nodes K --ntasks K*P --ntasks-per-node P --nodelist NODES --export=ALL --kill-on-bad-exit=1
-[--mpi=pmix] [--gpu-bind=none] PROGRAM``: the program is ``python -m collscope bench --engine mpi|torch --op
+[--mpi=pmix] [GPU options] PROGRAM``: the program is ``python -m collscope bench --engine mpi|torch --op
 all_reduce --sizes S`` (rank 0 appends the record to ``--out``), or for engine nccl-tests the MPI-built
-``all_reduce_perf`` itself (``-b S -e S -g 1``, one process per GPU; its table is parsed from the step's
-output). Steps of one round run at the same time on disjoint nodes.
+``all_reduce_perf`` itself (``-b S -e S -g 1``, one process per GPU, ``-a 3``: the slowest rank's time, as the
+harnesses report; the one translation :func:`~collscope.collectives.nccl_tests.spec.nccl_tests_spec_for_ladder`;
+its table is parsed from the step's output). Steps of one round run at the same time on disjoint nodes.
 
 Ranks per node (:func:`ranks_per_node`): on CPU nodes a node test runs 2 ranks talking inside the node and an
 inter-node test 1 rank per node; on GPU nodes every test runs one rank per GPU, so the node test drives every
 GPU of its node over NVLink (a slow GPU or a broken NVLink slows it) and an inter-node test every GPU's NIC.
-GPU steps get ``--gpu-bind=none`` (srun(1): the same as ``--tres-bind=gres/gpu:none``, which turns off the
-per-task binding ``--gpus-per-task`` or ``--ntasks-per-gpu`` would imply): every rank then sees all GPUs of its
-node, as nccl-tests needs (it selects device ``localRank x threads x gpus``, nccl-tests ``src/common.cu``) and as
-NCCL needs to find its NVLink peers (NCCL issue 1066).
+GPU steps add what :func:`collscope.sweeps.slurm_gpu.gpu_step` (the one srun policy for GPU ranks, shared with the
+sweeps) gives: ``--ntasks-per-node=G``, ``--cpus-per-task`` (the allocation's, else the node's CPUs / G: srun
+>= 22.05 does not inherit sbatch's), ``--cpu-bind=cores``, and the option that turns per-task GPU binding off
+for the Slurm version (``--gpu-bind=none`` 21.08.1 .. 23.02, ``--tres-bind=gres/gpu:none`` from 23.11): every
+rank then sees all GPUs of its node, as nccl-tests needs (it selects device ``localRank x threads x gpus``,
+nccl-tests ``src/common.cu``) and as NCCL needs to find its NVLink peers (NCCL issue 1066).
 
 Rails (:func:`rail_env`): the variables of the engine's row in :mod:`collscope.locate.engines`: on a CPU cluster
 rail r is the interface ``<iface_prefix><r>`` (``cl<r>`` on the simulated cluster):
@@ -41,12 +44,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from collscope.collectives.nccl_tests.spec import NcclTestsSpec, nccl_tests_argv
+from collscope.collectives.nccl_tests.spec import nccl_tests_argv, nccl_tests_spec_for_ladder
 from collscope.errors import ConfigError
 from collscope.locate.engines import Backend, LocateEngine, LocateEngineRow, engine_row, rail_variables
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
 from collscope.locate.plan import first_round, group_round
+from collscope.sweeps.slurm_gpu import SlurmVersion, gpu_step
 from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
 __all__ = ["StepOptions", "PlannedStep", "step_argv", "rail_env", "launch_env", "ranks_per_node", "first_steps"]
@@ -78,6 +82,13 @@ class StepOptions:
     rank_timeout_s: float = 60.0
     """Each step's own bound (``collscope bench --timeout``, nccl-tests ``-T``), below the runner's kill timeout."""
     extra_srun_args: tuple[str, ...] = field(default_factory=tuple)
+    slurm_version: SlurmVersion | None = None
+    """GPU steps: srun's version (``srun --version``), which says how per-task GPU binding is turned off; None:
+    unknown (``--gpu-bind=none``)."""
+    cpus_per_task: int | None = None
+    """GPU steps: the allocation's ``SLURM_CPUS_PER_TASK`` (srun >= 22.05 does not inherit it), else None."""
+    cpus_on_node: int | None = None
+    """GPU steps: the allocation's ``SLURM_CPUS_ON_NODE``: ``--cpus-per-task`` is its share per GPU rank."""
 
     def __post_init__(self) -> None:
         row = self.row  # an unknown engine or backend raises here
@@ -127,9 +138,9 @@ def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str])
 def _program(options: StepOptions, out_jsonl: str | PurePath) -> list[str]:
     size = options.size_bytes
     if options.engine == "nccl-tests":
-        spec = NcclTestsSpec(op="all_reduce", min_bytes=size, max_bytes=size, iters=options.iters,
-                             warmup_iters=options.warmup, check_iters=0, ngpus=1,
-                             timeout_s=max(1, int(options.rank_timeout_s)))
+        spec = nccl_tests_spec_for_ladder(op="all_reduce", min_bytes=size, max_bytes=size, factor=2,
+                                          iters=options.iters, warmup=options.warmup, check=False, dtype="float32",
+                                          ngpus=1, timeout_s=options.rank_timeout_s)
         return nccl_tests_argv(spec, options.nccl_tests_binary)
     argv = [options.python, "-m", "collscope", "bench", "--engine", options.engine, "--op", "all_reduce",
             "--sizes", str(size), "--iters", str(options.iters), "--warmup", str(options.warmup),
@@ -143,13 +154,18 @@ def step_argv(spec: TestSpec, options: StepOptions, out_jsonl: str | PurePath) -
     """The srun command line of one repeat of ``spec``; ``out_jsonl`` is where rank 0 appends its record."""
     ppn = ranks_per_node(spec, options)
     k = len(spec.nodes)
-    argv = [options.srun, "--nodes", str(k), "--ntasks", str(k * ppn), "--ntasks-per-node", str(ppn),
+    gpu = options.row.device == "gpu"
+    argv = [options.srun, "--nodes", str(k), "--ntasks", str(k * ppn),
+            *([] if gpu else ["--ntasks-per-node", str(ppn)]),
             "--nodelist", format_nodelist(spec.nodes), "--export=ALL", "--kill-on-bad-exit=1",
             "--job-name", f"locate-{spec.kind}"]
     if options.srun_mpi is not None:
         argv.append(f"--mpi={options.srun_mpi}")
-    if options.row.device == "gpu":
-        argv.append("--gpu-bind=none")
+    if gpu:
+        argv += gpu_step(nranks=k * ppn, nnodes=k, gpus_per_node=options.gpus_per_node,
+                         slurm_version=options.slurm_version, cpus_per_task=options.cpus_per_task,
+                         cpus_on_node=options.cpus_on_node, cpu_bind=None, one_gpu_per_task=False,
+                         engine=options.engine).flags
     return [*argv, *options.extra_srun_args, *_program(options, out_jsonl)]
 
 

@@ -30,9 +30,9 @@ GOLDEN = Path(__file__).parent / "golden"
 # Real nccl-tests output of 2 nodes x 8 A100 (16 ranks, one process per GPU): shared/corpus/nccl-tests.
 NCCL_TESTS_16_RANKS = Path(__file__).parent / "fixtures" / "all_reduce_perf-a100-2node-16rank-oci-10G.txt"
 GPU_NODES = {"SLURM_JOB_NODELIST": "gpu[1-2]", "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "8",
-             "SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7"}
-"""What a 2-node allocation with 8 GPUs per node (sbatch -N 2 --gpus-per-node=8) puts in the environment
-(SLURM_GPUS_PER_NODE is left out: the cases below add it where they need it)."""
+             "SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7", "SLURM_CPUS_ON_NODE": "224"}
+"""What a 2-node allocation with 8 GPUs per node (sbatch -N 2 --gpus-per-node=8 --exclusive) puts in the
+environment (SLURM_GPUS_PER_NODE is left out: the cases below add it where they need it); srun says Slurm 22.05.8."""
 
 
 # ---- GPUs per node, with its evidence --------------------------------------------------------------------
@@ -187,25 +187,37 @@ def test_gpu_steps_drive_every_gpu_of_each_node():
         (1, "node", ("gpu1",), None), (1, "node", ("gpu2",), None),
         (2, "group", ("gpu1", "gpu2"), 0), (3, "group", ("gpu1", "gpu2"), 1)]
     node, _, rail0, rail1 = steps
-    assert node.argv[:7] == ("srun", "--nodes", "1", "--ntasks", "8", "--ntasks-per-node", "8")
-    assert rail0.argv[:7] == ("srun", "--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8")
+    assert node.argv[:5] == ("srun", "--nodes", "1", "--ntasks", "8") and "--ntasks-per-node=8" in node.argv
+    assert rail0.argv[:5] == ("srun", "--nodes", "2", "--ntasks", "16") and "--ntasks-per-node=8" in rail0.argv
     program = node.argv[node.argv.index("/nt/all_reduce_perf_mpi"):]
     assert program[program.index("-g") + 1] == "1"  # one process per GPU
-    assert all("--gpu-bind=none" in s.argv for s in steps)
+    assert all("--gpu-bind=none" in s.argv for s in steps)  # unknown Slurm version: the option 21.08.1+ takes
     assert "NCCL_IB_HCA" not in node.env
     assert (rail0.env["NCCL_IB_HCA"], rail1.env["NCCL_IB_HCA"]) == ("=mlx5_0", "=mlx5_3")
     torch = StepOptions(engine="torch", backend="nccl", gpus_per_node=8, python="/py")
     argv = step_argv(TestSpec(kind="node", nodes=("gpu1",)), torch, "/w/o.jsonl")
-    assert argv[3:7] == ["--ntasks", "8", "--ntasks-per-node", "8"] and "--gpu-bind=none" in argv
+    assert argv[3:5] == ["--ntasks", "8"] and {"--ntasks-per-node=8", "--gpu-bind=none"} <= set(argv)
     assert argv[-2:] == ["--backend", "nccl"]
     cpu = step_argv(TestSpec(kind="node", nodes=("n1",)), StepOptions(), "/w/o.jsonl")
-    assert "--gpu-bind=none" not in cpu
+    assert not [a for a in cpu if a.startswith(("--gpu-bind", "--tres-bind", "--cpu-bind", "--cpus-per-task"))]
+
+
+@pytest.mark.parametrize(("version", "unbind"), [
+    ((22, 5, 8), "--gpu-bind=none"), ((23, 11, 0), "--tres-bind=gres/gpu:none"), ((20, 11, 9), None)])
+def test_gpu_steps_take_the_shared_srun_policy_by_slurm_version(version, unbind):
+    options = StepOptions(engine="nccl-tests", gpus_per_node=8, slurm_version=version, cpus_on_node=224)
+    argv = step_argv(TestSpec(kind="pair", nodes=("gpu1", "gpu2")), options, "/w/o.jsonl")
+    flags = argv[argv.index("--job-name") + 2:argv.index("all_reduce_perf")]
+    assert flags == ["--mpi=pmix", "--ntasks-per-node=8", "--cpus-per-task=28", "--cpu-bind=cores",
+                     *([unbind] if unbind else [])]
 
 
 @pytest.fixture
-def gpu_allocation(monkeypatch, tmp_path):
-    for name in (*GPU_VARIABLES, "NCCL_IB_DISABLE", "NCCL_NET", "OMPI_MCA_pml", "NCCL_TESTS_HOME"):
+def gpu_allocation(monkeypatch, tmp_path, fake_tools):
+    for name in (*GPU_VARIABLES, "NCCL_IB_DISABLE", "NCCL_NET", "OMPI_MCA_pml", "NCCL_TESTS_HOME",
+                 "SLURM_CPUS_PER_TASK", "NCCL_IB_HCA"):
         monkeypatch.delenv(name, raising=False)
+    fake_tools.add("srun", {"--version": Answer(stdout="slurm 22.05.8\n")})
     for name, value in GPU_NODES.items():
         monkeypatch.setenv(name, value)
     nccl_tests = tmp_path / "nccl-tests"
@@ -266,7 +278,7 @@ def test_gpu_evidence_of_the_allocation_reaches_the_cli_and_the_option_wins(gpu_
     assert "SLURM_GPUS_ON_NODE=8 says 8, SLURM_GPUS_PER_NODE=4 says 4; give --gpus-per-node G" in result.output
     code, text = _dry_run(gpu_allocation, "--gpus-per-node", "4")
     assert code == 0 and "4 GPUs per node (--gpus-per-node 4, given)" in text
-    assert "--ntasks-per-node 4" in text
+    assert "--ntasks-per-node=4 --cpus-per-task=56" in text
 
 
 def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_path, monkeypatch):
@@ -284,7 +296,7 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     assert {r.nranks for r in got.records} == {16} and got.records[0].settings["NCCL_IB_HCA"] == "=mlx5_3"
     call = json.loads(record.read_text())
     assert call["env"]["NCCL_IB_HCA"] == "=mlx5_3" and "OMPI_MCA_btl_tcp_if_include" not in call["env"]
-    assert call["argv"][:6] == ["--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8"]
+    assert call["argv"][:4] == ["--nodes", "2", "--ntasks", "16"] and "--ntasks-per-node=8" in call["argv"]
     assert "--gpu-bind=none" in call["argv"]
 
 
