@@ -185,7 +185,8 @@ def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, 
                 time_us: float, wrong: int | None, in_place: bool, hosts: tuple[str, ...],
                 engine_version: str | None, nccl_version: str | None, settings: dict[str, str],
                 source: str, extra: Mapping[str, Any] | None = None) -> Measurement:
-    """The Measurement of one size (algbw/busbw from size and time, nccl-tests factors)."""
+    """The Measurement of one size (algbw/busbw from size and time, nccl-tests factors). ``time_us`` is the slowest
+    rank's (``time_over_ranks="max"``); every rank is a process of its own (``process_shape`` ``Nx1x1``)."""
     is_reduction = spec.op in ("all_reduce", "reduce_scatter")
     return Measurement.from_timing(
         op=spec.op, size_bytes=size_bytes, nranks=nranks, time_us=time_us, engine=engine, backend=backend,
@@ -193,5 +194,5 @@ def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, 
         root=spec.root if spec.op == "broadcast" else None, in_place=in_place, nnodes=len(hosts) or None,
         wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=dict(settings), hosts=hosts,
         engine_version=engine_version, nccl_version=nccl_version, source=source,
-        cluster=os.environ.get("SLURM_CLUSTER_NAME") or None,
+        cluster=os.environ.get("SLURM_CLUSTER_NAME") or None, time_over_ranks="max", process_shape=f"{nranks}x1x1",
         timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **dict(extra or {}))

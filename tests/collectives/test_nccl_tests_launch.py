@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.collectives.measure import ELEM_SIZE
+from collscope.collectives.spec import BenchSpec, make_record
 from collscope.collectives.nccl_tests.launch import (
     average_from_argv,
     groups_from_env,
@@ -253,6 +254,16 @@ def test_time_over_ranks_from_the_command_line_the_json_args_or_the_shape():
         average_from_argv(doc["args"])]
     doc["args"] = [doc["args"][0], "-a", "3"]
     assert parse_nccl_tests(json.dumps(doc)).records[0].time_over_ranks == "max"
+
+
+def test_harness_records_say_they_are_the_slowest_ranks_time():
+    spec = BenchSpec(op="all_gather", min_bytes=64, max_bytes=64, dtype="float32")
+    rec = make_record(spec, engine="torch", backend="nccl", size_bytes=64, count=2, nranks=8, time_us=10.0,
+                      wrong=0, in_place=False, hosts=("h",), engine_version=None, nccl_version=None, settings={},
+                      source="test")
+    assert (rec.time_over_ranks, rec.process_shape, rec.dtype) == ("max", "8x1x1", "float32")
+    run = parse_nccl_tests(MODERN.read_text(), argv=["all_reduce_perf", "-a", str(COLLSCOPE_AVERAGE)])
+    assert {(r.time_over_ranks, r.process_shape, r.dtype) for r in run.records} == {("max", "8x1x1", "float32")}
 
 
 def test_time_over_ranks_rules():
