@@ -7,7 +7,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -81,15 +80,18 @@ def _positive(name: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def _gpu_launch(row: LocateEngineRow) -> dict[str, Any]:
-    """GPU engines: srun's version and the allocation's CPUs, which the GPU steps' srun options need
-    (:func:`collscope.sweeps.slurm_gpu.gpu_step`); nothing for the host engines."""
+def _gpu_srun_args(row: LocateEngineRow, gpus_per_node: int) -> tuple[str, ...]:
+    """GPU engines: the srun options of G GPU ranks per node, from the sweeps' one policy (srun's version, the
+    allocation's CPUs); locate's steps say ``--ntasks-per-node`` themselves. Nothing for the host engines."""
     if row.device != "gpu":
-        return {}
+        return ()
     from collscope.sweeps.environment import slurm_version
+    from collscope.sweeps.slurm_gpu import gpu_step
 
-    return {"slurm_version": slurm_version(), "cpus_per_task": _positive("SLURM_CPUS_PER_TASK"),
-            "cpus_on_node": _positive("SLURM_CPUS_ON_NODE")}
+    step = gpu_step(nranks=gpus_per_node, nnodes=1, gpus_per_node=gpus_per_node, slurm_version=slurm_version(),
+                    cpus_per_task=_positive("SLURM_CPUS_PER_TASK"), cpus_on_node=_positive("SLURM_CPUS_ON_NODE"),
+                    cpu_bind=None, one_gpu_per_task=False, engine=row.engine)
+    return tuple(flag for flag in step.flags if not flag.startswith("--ntasks-per-node="))
 
 
 def _make_runner(options: StepOptions, work_dir: Path, timeout_s: float) -> Runner:
@@ -191,7 +193,8 @@ def locate_command(nodes: str | None, rails: int, engine: str | None, backend: s
                           warmup=warmup, python=sys.executable, srun_mpi=None if srun_mpi == "none" else srun_mpi,
                           gpus_per_node=gpus.value or 0, iface_prefix=iface_prefix, rail_nics=nics,
                           nccl_tests_binary=_nccl_tests_binary(row, nccl_tests_dir),
-                          rank_timeout_s=max(1.0, 0.9 * timeout_s), **_gpu_launch(row))
+                          rank_timeout_s=max(1.0, 0.9 * timeout_s),
+                          gpu_srun_args=_gpu_srun_args(row, gpus.value or 0))
     config = LocateConfig(repeats=repeats, k_mad=k_mad, min_gap=min_gap, expect_busbw_gbps=expect_gbps,
                           rails=rails, leaf_of=topo.leaf_of)
     root = out or _default_out()

@@ -10,12 +10,13 @@ its table is parsed from the step's output). Steps of one round run at the same 
 Ranks per node (:func:`ranks_per_node`): on CPU nodes a node test runs 2 ranks talking inside the node and an
 inter-node test 1 rank per node; on GPU nodes every test runs one rank per GPU, so the node test drives every
 GPU of its node over NVLink (a slow GPU or a broken NVLink slows it) and an inter-node test every GPU's NIC.
-GPU steps add what :func:`collscope.sweeps.slurm_gpu.gpu_step` (the one srun policy for GPU ranks, shared with the
-sweeps) gives: ``--ntasks-per-node=G``, ``--cpus-per-task`` (the allocation's, else the node's CPUs / G: srun
->= 22.05 does not inherit sbatch's), ``--cpu-bind=cores``, and the option that turns per-task GPU binding off
-for the Slurm version (``--gpu-bind=none`` 21.08.1 .. 23.02, ``--tres-bind=gres/gpu:none`` from 23.11): every
-rank then sees all GPUs of its node, as nccl-tests needs (it selects device ``localRank x threads x gpus``,
-nccl-tests ``src/common.cu``) and as NCCL needs to find its NVLink peers (NCCL issue 1066).
+GPU steps add ``gpu_srun_args``: what the sweeps' one srun policy for GPU ranks
+(:func:`collscope.sweeps.slurm_gpu.gpu_step`, which ``collscope locate`` applies: locate itself never imports
+sweeps) gives for G ranks per node: ``--cpus-per-task`` (the allocation's, else the node's CPUs / G: srun >= 22.05
+does not inherit sbatch's), ``--cpu-bind=cores``, and the option that turns per-task GPU binding off for the Slurm
+version (``--gpu-bind=none`` 21.08.1 .. 23.02, ``--tres-bind=gres/gpu:none`` from 23.11): every rank then sees
+all GPUs of its node, as nccl-tests needs (it selects device ``localRank x threads x gpus``, nccl-tests
+``src/common.cu``) and as NCCL needs to find its NVLink peers (NCCL issue 1066).
 
 Rails (:func:`rail_env`): the variables of the engine's row in :mod:`collscope.locate.engines`: on a CPU cluster
 rail r is the interface ``<iface_prefix><r>`` (``cl<r>`` on the simulated cluster):
@@ -50,7 +51,6 @@ from collscope.locate.engines import Backend, LocateEngine, LocateEngineRow, eng
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
 from collscope.locate.plan import first_round, group_round
-from collscope.sweeps.slurm_gpu import SlurmVersion, gpu_step
 from collscope.vocab.configs import OMPI_ASYNC_MODEX
 
 __all__ = ["StepOptions", "PlannedStep", "step_argv", "rail_env", "launch_env", "ranks_per_node", "first_steps"]
@@ -82,13 +82,9 @@ class StepOptions:
     rank_timeout_s: float = 60.0
     """Each step's own bound (``collscope bench --timeout``, nccl-tests ``-T``), below the runner's kill timeout."""
     extra_srun_args: tuple[str, ...] = field(default_factory=tuple)
-    slurm_version: SlurmVersion | None = None
-    """GPU steps: srun's version (``srun --version``), which says how per-task GPU binding is turned off; None:
-    unknown (``--gpu-bind=none``)."""
-    cpus_per_task: int | None = None
-    """GPU steps: the allocation's ``SLURM_CPUS_PER_TASK`` (srun >= 22.05 does not inherit it), else None."""
-    cpus_on_node: int | None = None
-    """GPU steps: the allocation's ``SLURM_CPUS_ON_NODE``: ``--cpus-per-task`` is its share per GPU rank."""
+    gpu_srun_args: tuple[str, ...] = ()
+    """GPU engines: srun options every step adds after ``--mpi`` (CPUs per rank, CPU and GPU binding; see the
+    module docstring), as :func:`collscope.sweeps.slurm_gpu.gpu_step` gives them without ``--ntasks-per-node``."""
 
     def __post_init__(self) -> None:
         row = self.row  # an unknown engine or backend raises here
@@ -154,18 +150,13 @@ def step_argv(spec: TestSpec, options: StepOptions, out_jsonl: str | PurePath) -
     """The srun command line of one repeat of ``spec``; ``out_jsonl`` is where rank 0 appends its record."""
     ppn = ranks_per_node(spec, options)
     k = len(spec.nodes)
-    gpu = options.row.device == "gpu"
-    argv = [options.srun, "--nodes", str(k), "--ntasks", str(k * ppn),
-            *([] if gpu else ["--ntasks-per-node", str(ppn)]),
+    argv = [options.srun, "--nodes", str(k), "--ntasks", str(k * ppn), "--ntasks-per-node", str(ppn),
             "--nodelist", format_nodelist(spec.nodes), "--export=ALL", "--kill-on-bad-exit=1",
             "--job-name", f"locate-{spec.kind}"]
     if options.srun_mpi is not None:
         argv.append(f"--mpi={options.srun_mpi}")
-    if gpu:
-        argv += gpu_step(nranks=k * ppn, nnodes=k, gpus_per_node=options.gpus_per_node,
-                         slurm_version=options.slurm_version, cpus_per_task=options.cpus_per_task,
-                         cpus_on_node=options.cpus_on_node, cpu_bind=None, one_gpu_per_task=False,
-                         engine=options.engine).flags
+    if options.row.device == "gpu":
+        argv += options.gpu_srun_args
     return [*argv, *options.extra_srun_args, *_program(options, out_jsonl)]
 
 

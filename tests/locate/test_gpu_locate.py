@@ -179,37 +179,32 @@ def test_a_rail_variable_of_the_user_is_said_old_to_new(caplog):
 
 # ---- the steps on a fake 2-node 8-GPU allocation ---------------------------------------------------------
 
+UNBIND = ("--cpus-per-task=28", "--cpu-bind=cores", "--gpu-bind=none")
+
+
 def test_gpu_steps_drive_every_gpu_of_each_node():
     options = StepOptions(engine="nccl-tests", gpus_per_node=8, rail_nics=("mlx5_0", "mlx5_3"),
-                          nccl_tests_binary="/nt/all_reduce_perf_mpi")
+                          nccl_tests_binary="/nt/all_reduce_perf_mpi", gpu_srun_args=UNBIND)
     steps = first_steps(["gpu1", "gpu2"], options, rails=2, environ={}, work_dir="/w/steps")
     assert [(s.round, s.spec.kind, s.spec.nodes, s.spec.rail) for s in steps] == [
         (1, "node", ("gpu1",), None), (1, "node", ("gpu2",), None),
         (2, "group", ("gpu1", "gpu2"), 0), (3, "group", ("gpu1", "gpu2"), 1)]
     node, _, rail0, rail1 = steps
-    assert node.argv[:5] == ("srun", "--nodes", "1", "--ntasks", "8") and "--ntasks-per-node=8" in node.argv
-    assert rail0.argv[:5] == ("srun", "--nodes", "2", "--ntasks", "16") and "--ntasks-per-node=8" in rail0.argv
+    assert node.argv[:7] == ("srun", "--nodes", "1", "--ntasks", "8", "--ntasks-per-node", "8")
+    assert rail0.argv[:7] == ("srun", "--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8")
     program = node.argv[node.argv.index("/nt/all_reduce_perf_mpi"):]
     assert program[program.index("-g") + 1] == "1"  # one process per GPU
-    assert all("--gpu-bind=none" in s.argv for s in steps)  # unknown Slurm version: the option 21.08.1+ takes
+    for step in steps:  # the GPU ranks' srun options right after --mpi
+        at = step.argv.index("--mpi=pmix")
+        assert step.argv[at + 1:at + 4] == UNBIND
     assert "NCCL_IB_HCA" not in node.env
     assert (rail0.env["NCCL_IB_HCA"], rail1.env["NCCL_IB_HCA"]) == ("=mlx5_0", "=mlx5_3")
-    torch = StepOptions(engine="torch", backend="nccl", gpus_per_node=8, python="/py")
+    torch = StepOptions(engine="torch", backend="nccl", gpus_per_node=8, python="/py", gpu_srun_args=UNBIND)
     argv = step_argv(TestSpec(kind="node", nodes=("gpu1",)), torch, "/w/o.jsonl")
-    assert argv[3:5] == ["--ntasks", "8"] and {"--ntasks-per-node=8", "--gpu-bind=none"} <= set(argv)
+    assert argv[3:7] == ["--ntasks", "8", "--ntasks-per-node", "8"] and set(UNBIND) <= set(argv)
     assert argv[-2:] == ["--backend", "nccl"]
-    cpu = step_argv(TestSpec(kind="node", nodes=("n1",)), StepOptions(), "/w/o.jsonl")
-    assert not [a for a in cpu if a.startswith(("--gpu-bind", "--tres-bind", "--cpu-bind", "--cpus-per-task"))]
-
-
-@pytest.mark.parametrize(("version", "unbind"), [
-    ((22, 5, 8), "--gpu-bind=none"), ((23, 11, 0), "--tres-bind=gres/gpu:none"), ((20, 11, 9), None)])
-def test_gpu_steps_take_the_shared_srun_policy_by_slurm_version(version, unbind):
-    options = StepOptions(engine="nccl-tests", gpus_per_node=8, slurm_version=version, cpus_on_node=224)
-    argv = step_argv(TestSpec(kind="pair", nodes=("gpu1", "gpu2")), options, "/w/o.jsonl")
-    flags = argv[argv.index("--job-name") + 2:argv.index("all_reduce_perf")]
-    assert flags == ["--mpi=pmix", "--ntasks-per-node=8", "--cpus-per-task=28", "--cpu-bind=cores",
-                     *([unbind] if unbind else [])]
+    cpu = step_argv(TestSpec(kind="node", nodes=("n1",)), StepOptions(gpu_srun_args=UNBIND), "/w/o.jsonl")
+    assert not set(UNBIND) & set(cpu)  # host engines: no GPU ranks
 
 
 @pytest.fixture
@@ -254,6 +249,19 @@ def test_dry_run_golden(gpu_allocation, case, args):
     assert steps and all("srun" in words for words in steps)  # each step line is a valid shell line
 
 
+@pytest.mark.parametrize(("srun_says", "flags"), [
+    ("slurm 22.05.8", "--cpus-per-task=28 --cpu-bind=cores --gpu-bind=none"),
+    ("slurm 23.11.0", "--cpus-per-task=28 --cpu-bind=cores --tres-bind=gres/gpu:none"),
+    ("slurm 20.11.9", "--cpus-per-task=28 --cpu-bind=cores"),  # no per-task GPU binding to undo, and no "none"
+])
+def test_gpu_steps_take_the_sweeps_srun_policy_by_slurm_version(gpu_allocation, fake_tools, srun_says, flags):
+    fake_tools.add("srun", {"--version": Answer(stdout=srun_says + "\n")})
+    code, text = _dry_run(gpu_allocation)
+    assert code == 0, text
+    steps = [line for line in text.splitlines() if not line.startswith("#")]
+    assert len(steps) == 3 and all(f" --mpi=pmix {flags} <nccl-tests>/all_reduce_perf_mpi " in s for s in steps)
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--engine", "mpi"], "--engine mpi measures host MPI"),
     (["--engine", "torch", "--backend", "gloo"], "--engine torch --backend gloo measures"),
@@ -278,7 +286,7 @@ def test_gpu_evidence_of_the_allocation_reaches_the_cli_and_the_option_wins(gpu_
     assert "SLURM_GPUS_ON_NODE=8 says 8, SLURM_GPUS_PER_NODE=4 says 4; give --gpus-per-node G" in result.output
     code, text = _dry_run(gpu_allocation, "--gpus-per-node", "4")
     assert code == 0 and "4 GPUs per node (--gpus-per-node 4, given)" in text
-    assert "--ntasks-per-node=4 --cpus-per-task=56" in text
+    assert "--ntasks-per-node 4" in text and "--cpus-per-task=56" in text
 
 
 def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_path, monkeypatch):
@@ -288,7 +296,7 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     record = tmp_path / "srun-call.json"
     srun = tools.add("srun", Answer(stdout=NCCL_TESTS_16_RANKS), record_to=record)
     options = StepOptions(engine="nccl-tests", gpus_per_node=8, rail_nics=("mlx5_0", "mlx5_3"), srun=str(srun),
-                          nccl_tests_binary="/nt/all_reduce_perf_mpi")
+                          nccl_tests_binary="/nt/all_reduce_perf_mpi", gpu_srun_args=UNBIND)
     runner = SrunRunner(options=options, work_dir=tmp_path / "steps", timeout_s=30)
     got = runner(TestSpec(kind="group", nodes=("gpu1", "gpu2"), rail=1), 3)
     assert got.failure is None, got.detail
@@ -296,8 +304,8 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     assert {r.nranks for r in got.records} == {16} and got.records[0].settings["NCCL_IB_HCA"] == "=mlx5_3"
     call = json.loads(record.read_text())
     assert call["env"]["NCCL_IB_HCA"] == "=mlx5_3" and "OMPI_MCA_btl_tcp_if_include" not in call["env"]
-    assert call["argv"][:4] == ["--nodes", "2", "--ntasks", "16"] and "--ntasks-per-node=8" in call["argv"]
-    assert "--gpu-bind=none" in call["argv"]
+    assert call["argv"][:6] == ["--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8"]
+    assert set(UNBIND) <= set(call["argv"])
 
 
 def test_a_run_on_gpu_nodes_uses_the_gpu_engine_by_default(gpu_allocation, monkeypatch, tmp_path):

@@ -33,9 +33,10 @@ def test_node_step_runs_two_ranks_inside_the_node_on_cpu_and_one_per_gpu():
     cpu = step_argv(spec, StepOptions(python=PY), "o.jsonl")
     assert cpu[1:9] == ["--nodes", "1", "--ntasks", "2", "--ntasks-per-node", "2", "--nodelist", "gpu07"]
     gpu = step_argv(spec, StepOptions(engine="nccl-tests", gpus_per_node=8, nccl_tests_binary="/nt/all_reduce_perf",
-                                      srun_mpi=None, size_bytes=1 << 30, rank_timeout_s=100), "o.jsonl")
-    assert gpu == ["srun", "--nodes", "1", "--ntasks", "8", "--nodelist", "gpu07", "--export=ALL",
-                   "--kill-on-bad-exit=1", "--job-name", "locate-node", "--ntasks-per-node=8", "--cpu-bind=cores",
+                                      srun_mpi=None, size_bytes=1 << 30, rank_timeout_s=100,
+                                      gpu_srun_args=("--cpu-bind=cores", "--gpu-bind=none")), "o.jsonl")
+    assert gpu == ["srun", "--nodes", "1", "--ntasks", "8", "--ntasks-per-node", "8", "--nodelist", "gpu07",
+                   "--export=ALL", "--kill-on-bad-exit=1", "--job-name", "locate-node", "--cpu-bind=cores",
                    "--gpu-bind=none", "/nt/all_reduce_perf", "-b", "1073741824", "-e", "1073741824", "-f", "2",
                    "-n", "10", "-w", "3", "-c", "0", "-g", "1", "-a", "3", "-T", "100", "-d", "float"]
 
