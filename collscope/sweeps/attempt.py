@@ -170,7 +170,8 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
     persistent worker's point) the attempt's own log is the only evidence."""
     spec = plan.spec
     pid = point.point_id
-    records = [_stamp(r, plan, point, spec) for r in records]
+    ran_spec, ran_point, _ = timed_launch(spec, point, options) if options is not None else (spec, point, ())
+    records = [_stamp(r, plan, point, {**ran_spec.fixed_env, **ran_point.settings}) for r in records]
     if failure is not None:
         reason, detail = failure
         _keep_partial(results, pid, records)
@@ -301,8 +302,10 @@ def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: 
         return [], str(exc)
 
 
-def _stamp(record: Measurement, plan: Plan, point: Point, spec: SweepSpec) -> Measurement:
-    settings = record.settings or Settings({**spec.fixed_env, **point.settings})
+def _stamp(record: Measurement, plan: Plan, point: Point, ran_with: dict[str, str]) -> Measurement:
+    """The record as the point's: ids, repeat, and the settings it ran with (the engine's own capture, else
+    ``ran_with``: the timed run's fixed env and settings, NCCL_DEBUG=WARN included)."""
+    settings = record.settings or Settings(ran_with)
     return msgspec.structs.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
                                    settings=settings)
 
