@@ -121,10 +121,10 @@ def split_colors(env: Mapping[str, str], nprocs: int) -> tuple[list[int], str] |
     if split is None:
         return None
     m = _SPLIT.match(split)
-    value = None if m is None else _parse_int(m[2])
-    if m is None or value is None:
+    parsed = None if m is None else _parse_int(m[2])
+    if m is None or parsed is None:
         return None
-    op = m[1].upper()
+    op, value = m[1].upper(), parsed
     if op in ("MOD", "%", "DIV", "/") and value == 0:
         return None
     colors = {"AND": lambda p: p & value, "&": lambda p: p & value, "OR": lambda p: p | value,

@@ -133,8 +133,8 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
         if st.blocks:
             _second_run(st, lineno, body)
         st.headers += 1
-        for m in _PARAM.finditer(body):
-            key, value, unit = m[1], int(m[2]), m[3]
+        for p in _PARAM.finditer(body):
+            key, value, unit = p[1], int(p[2]), p[3]
             if key == "step:":
                 st.params["step_factor" if unit == "factor" else "step_bytes"] = value
             else:

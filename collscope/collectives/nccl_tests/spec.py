@@ -160,7 +160,7 @@ BENCH_TO_NCCL_TESTS_DTYPE = {d.name: d.nccl_tests for d in DTYPE_TABLE if d.nccl
 """collscope's element type names (``collscope bench --dtype``, the records' ``dtype``) -> nccl-tests ``-d``
 names, from :data:`collscope.vocab.ops.DTYPE_TABLE` (names nccl-tests already knows pass through)."""
 
-COLLSCOPE_AVERAGE = 3
+COLLSCOPE_AVERAGE: Literal[3] = 3
 """The ``-a`` of every nccl-tests run collscope starts: the maximum over ranks, as collscope's harnesses report
 (nccl-tests' default ``-a 1`` is the mean, which reads faster than the slowest rank whenever ranks differ)."""
 
