@@ -11,6 +11,7 @@ broadcast processes under srun (whole outputs one after the other).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collscope.collectives.measure import ELEM_SIZE
-from collscope.collectives.spec import BenchSpec, make_record
 from collscope.collectives.nccl_tests.launch import (
     average_from_argv,
     groups_from_env,
@@ -28,14 +28,17 @@ from collscope.collectives.nccl_tests.launch import (
 )
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsDevice
+from collscope.collectives.nccl_tests.run import run_nccl_tests
 from collscope.collectives.nccl_tests.spec import (
     BENCH_TO_NCCL_TESTS_DTYPE,
     COLLSCOPE_AVERAGE,
+    NcclTestsSpec,
     nccl_tests_argv,
     nccl_tests_spec_for_ladder,
 )
 from collscope.collectives.record import Measurement, busbw_factor
 from collscope.collectives.sizes import first_ladder_size, size_ladder
+from collscope.collectives.spec import BenchSpec, make_record
 from collscope.errors import ConfigError, ParseError
 from collscope.results.decode import decode_records
 from collscope.sweeps.attempt import collect_records
@@ -264,6 +267,16 @@ def test_harness_records_say_they_are_the_slowest_ranks_time():
     assert (rec.time_over_ranks, rec.process_shape, rec.dtype) == ("max", "8x1x1", "float32")
     run = parse_nccl_tests(MODERN.read_text(), argv=["all_reduce_perf", "-a", str(COLLSCOPE_AVERAGE)])
     assert {(r.time_over_ranks, r.process_shape, r.dtype) for r in run.records} == {("max", "8x1x1", "float32")}
+
+
+def test_run_nccl_tests_records_the_a_it_ran_with(fake_tools):
+    fake_tools.nccl_tests("all_reduce", MODERN)
+    env = {"PATH": os.environ["PATH"]}
+    plain = run_nccl_tests(NcclTestsSpec(min_bytes=8, max_bytes=32 << 20, step_factor=4), extra_env=env, timeout_s=30)
+    assert plain.ok and {r.time_over_ranks for r in plain.records} == {"mean"}  # no -a: nccl-tests' default
+    ours = run_nccl_tests(NcclTestsSpec(min_bytes=8, max_bytes=32 << 20, step_factor=4, average=3), extra_env=env,
+                          timeout_s=30)
+    assert ours.ok and {r.time_over_ranks for r in ours.records} == {"max"}
 
 
 def test_time_over_ranks_rules():

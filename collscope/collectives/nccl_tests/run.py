@@ -126,7 +126,8 @@ def run_nccl_tests(spec: NcclTestsSpec, *, nccl_tests_dir: str | os.PathLike[str
         failure = f"exit code {result.returncode}"
     run: NcclTestsRun | None = None
     try:
-        run = parse_nccl_tests(result.stdout, source=" ".join(argv), op=spec.op, nranks=nranks)
+        run = parse_nccl_tests(result.stdout, source=" ".join(argv), op=spec.op, nranks=nranks, env=lookup_env,
+                               argv=argv)
     except ParseError as exc:
         failure = f"{failure}; {exc}" if failure else f"unparseable output: {exc}"
     if run is not None and failure is None:
