@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,26 @@ def test_split_mask_run_as_the_sweep_ran_it_is_accepted_and_checked():
         parse_nccl_tests(unsplit, nranks=16, env=env)
 
 
+def test_split_busbw_that_does_not_fit_the_group_is_said():
+    lines = SPLIT.read_text().splitlines()
+    # busbw as if computed over all 16 ranks (15/16 of algbw) instead of the group of 2
+    wrong = [line.replace("17.95", "33.66").replace("17.94", "33.63") if line.strip().startswith("1048576 ")
+             else line for line in lines]
+    run = parse_nccl_tests("\n".join(wrong))
+    assert run.nranks == 2 and any("does not fit groups of 2" in w for w in run.warnings)
+
+
 def test_split_groups_from_the_environment_when_the_rank_list_is_absent():
     table = "\n".join(line for line in SPLIT.read_text().splitlines() if "Rank" not in line)
     run = parse_nccl_tests(table, nranks=16, env={"NCCL_TESTS_SPLIT_MASK": "0x7"})
     assert (run.nranks, run.world_nranks, run.groups) == (2, 16, 8)
     assert run.nranks_source.startswith("NCCL_TESTS_SPLIT_MASK=0x7")
     assert parse_nccl_tests(table, nranks=16).nranks == 16  # nothing says it was split: the caller's count
+    # a build before v2.13.4 prints no Group column: the split the run was given says it
+    old = re.sub(r"Group +\d+ ", "", SPLIT.read_text())
+    assert "Group" not in old
+    run = parse_nccl_tests(old, env={"NCCL_TESTS_SPLIT_MASK": "0x7"})
+    assert (run.nranks, run.world_nranks, run.groups, run.nnodes) == (2, 16, 8, 2)
 
 
 @pytest.mark.parametrize(("env", "nprocs", "colors"), [
