@@ -21,22 +21,12 @@ from typing import TYPE_CHECKING, Any
 from collscope.errors import ConfigError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import (
-    LauncherKind,
-    PointOutcome,
-    RunOptions,
-    SettingsCheck,
-    Workers,
-    collect_records,
-    conclude_attempt,
-    launch_options_for,
-    run_point,
-    timed_launch,
-    verify_settings,
-)
+from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, run_point
 from collscope.sweeps.launchers import build_launch
+from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, launch_options_for, timed_launch
 from collscope.sweeps.spec import Plan, Point
 from collscope.sweeps.termination import SweepTerminated, on_sigterm
+from collscope.sweeps.verification import SettingsCheck, verify_settings
 
 if TYPE_CHECKING:
     from collscope.sweeps.worker_jobs import WorkerPool

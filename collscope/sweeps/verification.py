@@ -1,10 +1,10 @@
 """Did a point's forced NCCL settings take effect? A separate short run at NCCL_DEBUG=INFO, once per configuration.
 
-The timed run logs at WARN (:data:`~collscope.sweeps.attempt.TIMED_DEBUG`): INFO logging inside the timed loop
+The timed run logs at WARN (:data:`~collscope.sweeps.run_options.TIMED_DEBUG`): INFO logging inside the timed loop
 (NCCL >= 2.24 logs every call) would change what is measured, so its log never serves as evidence. Instead
 :func:`verification_run` launches the point again for :data:`VERIFY_ITERS` iterations with
 :data:`VERIFY_ENV`, and without ``NCCL_DEBUG_FILE`` (a user's debug file would take the log elsewhere and leave
-the point without evidence), and reads NCCL's log (:func:`~collscope.sweeps.attempt.verify_settings`).
+the point without evidence), and reads NCCL's log (:func:`verify_settings`).
 
 A configuration (op, settings, sizes; not the repeat) is verified once: :func:`configuration_check` keeps the
 check in ``points/<id>.verify.json`` (``<id>``: the configuration's repeat-0 point id) beside the run's log
@@ -18,24 +18,21 @@ import dataclasses
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from collscope import proc
 from collscope.atomic import write_text_atomic
-from collscope.errors import CollscopeError
+from collscope.collectives.nccl_log.effects import forced_setting_effects
+from collscope.collectives.nccl_log.parse import parse_nccl_log
+from collscope.errors import CollscopeError, ParseError
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import (
-    RunOptions,
-    SettingsCheck,
-    launch_environment,
-    launch_options_for,
-    verify_settings,
-)
 from collscope.sweeps.launchers import build_launch
+from collscope.sweeps.run_options import RunOptions, forced_nccl_settings, launch_environment, launch_options_for
 from collscope.sweeps.spec import Point, SweepSpec, point_id_for
 
-__all__ = ["VERIFY_ENV", "VERIFY_ITERS", "VERIFY_UNSET", "configuration_id", "configuration_check",
-           "verification_run"]
+__all__ = ["VERIFY_ENV", "VERIFY_ITERS", "VERIFY_UNSET", "SettingsCheck", "configuration_id", "configuration_check",
+           "verification_run", "verify_settings"]
 
 VERIFY_ENV: dict[str, str] = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,TUNING"}
 """The environment of a point's verification run: NCCL's log then shows which algorithm, protocol and settings
@@ -117,3 +114,47 @@ def verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options
     note = (f"verified in a separate {VERIFY_ITERS}-iteration run at NCCL_DEBUG=INFO ({log.name}); the timed run "
             "logged at NCCL_DEBUG=WARN" + (" (or as --keep-env kept it)" if options.keep_env else ""))
     return dataclasses.replace(check, note=(check.note + "; " if check.note else "") + note), True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettingsCheck:
+    """What NCCL's debug output says about a point's forced NCCL settings (``points/<id>.check.json``)."""
+
+    applied: bool | None
+    """False when a forced setting demonstrably did not take effect, True when all that could be checked did,
+    None when the log holds no evidence."""
+    effects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per forced variable: what was forced, what NCCL used, and whether it applied."""
+    unchecked: tuple[str, ...] | None = None
+    """Forced variables the log does not confirm either way (not echoed, or no evidence of their effect); None
+    when the log was not examined. Any of them leaves ``applied`` None, never True."""
+    note: str | None = None
+    """Why nothing could be verified."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of the check file: ``applied`` and ``effects``, plus ``unchecked`` or ``note``."""
+        doc: dict[str, Any] = {"applied": self.applied, "effects": self.effects}
+        if self.unchecked is not None:
+            doc["unchecked"] = list(self.unchecked)
+        if self.note is not None:
+            doc["note"] = self.note
+        return doc
+
+
+def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> SettingsCheck | None:
+    """What NCCL's debug output says about the point's forced NCCL settings (None: nothing to verify)."""
+    forced = forced_nccl_settings(point)
+    if not forced:
+        return None
+    if spec.engine == "mpi":
+        return SettingsCheck(applied=None, note="NCCL settings have no effect on the mpi engine")
+    try:
+        nccl = parse_nccl_log(attempt_text, "point log")
+    except ParseError:
+        return SettingsCheck(applied=None, note="no NCCL debug output in the point log (NCCL_DEBUG=INFO?)")
+    effects = forced_setting_effects(nccl)
+    verdicts = [effects[k].get("applied") if k in effects else None for k in forced]
+    # applied only when the log confirms every forced variable: one it says nothing about is unchecked
+    applied = False if False in verdicts else (True if all(v is True for v in verdicts) else None)
+    unchecked = tuple(sorted(k for k in forced if effects.get(k, {}).get("applied") is None))
+    return SettingsCheck(applied=applied, effects=effects, unchecked=unchecked)

@@ -37,18 +37,11 @@ from collscope import proc
 from collscope.errors import CollscopeError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import (
-    PointOutcome,
-    RunOptions,
-    collect_records,
-    conclude_attempt,
-    launch_environment,
-    record_cancelled,
-    run_point,
-)
+from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, record_cancelled, run_point
 from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.launchers import rank_timeout_s
 from collscope.sweeps.persistent import Group, added_variables, control_line, plan_groups, worker_launch
+from collscope.sweeps.run_options import RunOptions, launch_environment
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated
 

@@ -352,7 +352,7 @@ def test_a_configuration_is_verified_once_for_all_its_repeats_and_on_resume(tmp_
 
 def test_a_forced_knob_the_log_does_not_confirm_is_unchecked_never_applied():
     """NCCL_ALGO confirmed, NCCL_MAX_CTAS echoed without the channel count it bounds: the point is not 'applied'."""
-    from collscope.sweeps.attempt import verify_settings
+    from collscope.sweeps.verification import verify_settings
 
     spec = SweepSpec(name="ctas", engine="nccl-tests", nranks=2, repeats=1)
     point = Point("p", "all_reduce", {"NCCL_ALGO": "Ring", "NCCL_MAX_CTAS": "2"})
