@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 
 from collscope.cli.options import SIZE, nccl_tests_dir_option
+from collscope.collectives.allocation import GPU_VARIABLES, gpus_per_node
 from collscope.errors import ConfigError
 from collscope.locate.engines import LocateEngineRow, check_rails, choose_engine
-from collscope.locate.gpus import GPU_VARIABLES, gpus_per_node
 from collscope.locate.model import LocateConfig, LocateResult, Runner
 from collscope.locate.nodelist import format_nodelist, parse_nodelist
 from collscope.locate.records import LocateWriter

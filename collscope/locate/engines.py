@@ -11,7 +11,7 @@ RDMA shows in its numbers; a *host* engine measures the CPUs and the host networ
 own rail variables and no other's: NCCL_IB_HCA means nothing to Open MPI or gloo, so pinning a host engine's
 rails with it would run R identical tests.
 
-:func:`choose_engine` picks the engine from the request and the GPUs per node (:mod:`collscope.locate.gpus`):
+:func:`choose_engine` picks the engine from the request and the GPUs per node (:mod:`collscope.collectives.allocation`):
 on GPU nodes nccl-tests by default (torch means torch with NCCL) and the host engines are refused; with
 ``--gpus-per-node 0`` (or ``SLURM_GPUS_ON_NODE=0``...) the host engines only; with no GPU evidence at all the
 host engines stay allowed (mpi by default) and the GPU engines need ``--gpus-per-node``.
@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from collscope.collectives.allocation import GpuCount
 from collscope.errors import ConfigError
-from collscope.locate.gpus import GpuCount
 
 __all__ = ["LocateEngine", "Backend", "LocateEngineRow", "ENGINES", "EngineChoice", "engine_row", "choose_engine",
            "rail_variables", "check_rails"]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
 import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from collscope import proc
+from collscope.collectives.allocation import gpus_per_node
 from collscope.errors import CollscopeError, ConfigError
 from collscope.sweeps.launchers import LaunchCommand, LauncherKind, LaunchOptions, MpiFlavour, SrunMpi, launcher_prefix
 from collscope.sweeps.slurm_gpu import SlurmVersion, parse_slurm_version
@@ -72,35 +72,11 @@ def forwarded_names(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
                         and not n[0].isdigit()))
 
 
-def _count(value: str | None) -> int | None:
-    """``8`` -> 8, ``h100:8`` / ``gpu:h100:8`` (a typed count) -> 8; anything else None."""
-    if not value:
-        return None
-    last = value.strip().rsplit(":", 1)[-1]
-    return int(last) if last.isdigit() else None
-
-
-def _job_gpus(value: str | None) -> int | None:
-    """``SLURM_JOB_GPUS`` (the job's GPU indices on this node: ``0,1,2,3`` or ``0-3,6``) -> how many."""
-    if not value or not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", value.strip()):
-        return None
-    total = 0
-    for part in value.strip().split(","):
-        lo, _, hi = part.partition("-")
-        total += int(hi) - int(lo) + 1 if hi else 1
-    return total
-
-
 def gpus_per_node_of(env: Mapping[str, str] | None = None) -> int | None:
-    """The GPUs of each node of the allocation: ``SLURM_GPUS_ON_NODE`` (set by Slurm when the job holds GPUs on the
-    node), else ``SLURM_GPUS_PER_NODE`` (``--gpus-per-node``, ``8`` or ``h100:8``), else the count of
-    ``SLURM_JOB_GPUS``; None when none of them says (a CPU job, or no allocation)."""
-    env = os.environ if env is None else env
-    for found in (_count(env.get("SLURM_GPUS_ON_NODE")), _count(env.get("SLURM_GPUS_PER_NODE")),
-                  _job_gpus(env.get("SLURM_JOB_GPUS"))):
-        if found is not None:
-            return found
-    return None
+    """The GPUs of each node of the allocation as its variables say (:func:`collscope.collectives.allocation.
+    gpus_per_node`: ``SLURM_GPUS_ON_NODE``, ``SLURM_GPUS_PER_NODE``, ``SLURM_JOB_GPUS``, ``SLURM_GRES``); None when
+    none of them says (a CPU job, or no allocation). ConfigError when they disagree or one is not Slurm's format."""
+    return gpus_per_node(None, os.environ if env is None else env).value
 
 
 def slurm_version(srun: str = "srun") -> SlurmVersion | None:

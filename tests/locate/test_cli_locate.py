@@ -10,8 +10,8 @@ from click.testing import CliRunner
 import collscope.cli.locate as cli_locate
 from collscope.analysis.load import load_results
 from collscope.cli import main
+from collscope.collectives.allocation import GPU_VARIABLES
 from collscope.collectives.record import Measurement
-from collscope.locate.gpus import GPU_VARIABLES
 from collscope.locate.model import TestOutcome, TestSpec
 from collscope.locate.simulate import SimFabric
 

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.cli import main
+from collscope.collectives.allocation import GPU_VARIABLES, GpuCount, gpus_per_node
 from collscope.errors import ConfigError
 from collscope.locate.engines import ENGINES, check_rails, choose_engine, engine_row, rail_variables
-from collscope.locate.gpus import GPU_VARIABLES, GpuCount, gpus_per_node
 from collscope.locate.model import TestSpec
 from collscope.locate.srun import SrunRunner
 from collscope.locate.steps import StepOptions, first_steps, step_argv

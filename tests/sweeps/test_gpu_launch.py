@@ -141,17 +141,33 @@ def test_gpu_step_options_belong_to_srun(kind, kw):
 
 
 @pytest.mark.parametrize(("env", "gpus"), [
-    ({"SLURM_GPUS_ON_NODE": "8", "SLURM_GPUS_PER_NODE": "4"}, 8),
+    ({"SLURM_GPUS_ON_NODE": "8", "SLURM_GPUS_PER_NODE": "8"}, 8),
+    ({"SLURM_GPUS_ON_NODE": "8", "SLURM_GPUS_PER_NODE": "h100:8", "SLURM_GRES": "gpu:8"}, 8),
     ({"SLURM_GPUS_PER_NODE": "h100:8"}, 8),
     ({"SLURM_GPUS_PER_NODE": "8"}, 8),
     ({"SLURM_JOB_GPUS": "0,1,2,3"}, 4),
     ({"SLURM_JOB_GPUS": "0-3,6"}, 5),
-    ({"SLURM_JOB_GPUS": "garbage"}, None),
+    ({"SLURM_GRES": "gpu:h100:4"}, 4),
+    ({"SLURM_GRES": "none"}, 0),
     ({"SLURM_JOB_ID": "7", "SLURM_NTASKS": "16"}, None),  # a CPU allocation
     ({}, None),
 ])
 def test_gpus_per_node_from_the_allocation(env, gpus):
     assert gpus_per_node_of(env) == gpus
+
+
+@pytest.mark.parametrize(("env", "words"), [
+    ({"SLURM_GPUS_ON_NODE": "8", "SLURM_GPUS_PER_NODE": "4"}, ["SLURM_GPUS_ON_NODE=8 says 8",
+                                                               "SLURM_GPUS_PER_NODE=4 says 4", "--gpus-per-node"]),
+    ({"SLURM_JOB_GPUS": "garbage"}, ["SLURM_JOB_GPUS='garbage'", "valid: GPU ids"]),
+])
+def test_the_sweeps_refuse_gpu_evidence_that_disagrees_as_locate_does(env, words):
+    """One reading of the allocation for sweeps and locate: evidence that disagrees, or is not Slurm's, is an
+    error naming it (it used to take the first variable, or to read garbage as no GPU)."""
+    with pytest.raises(ConfigError) as exc:
+        gpus_per_node_of(env)
+    for word in words:
+        assert word in str(exc.value)
 
 
 def _fake_srun(fake_tools: FakeTools, version: str = "slurm 24.05.4\n") -> None:

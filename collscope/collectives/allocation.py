@@ -11,8 +11,9 @@ srun(1), Slurm's ``gres_common.c``), on the node that runs locate:
   step locate starts inherits.
 
 Sources that disagree are an error naming both (the option settles it). None of them set: the count is unknown
-(``value`` None): no GPU evidence, so locate keeps the host engines (see :mod:`collscope.locate.engines`).
-The count is the launching node's; locate assumes every node of the allocation has as many.
+(``value`` None), never guessed: locate then keeps the host engines (:mod:`collscope.locate.engines`) and sweeps
+leave srun's GPU options out (:func:`collscope.sweeps.environment.launch_options`). The count is the launching
+node's; both assume every node of the allocation has as many. The one home of this fact for every command.
 """
 
 from __future__ import annotations
