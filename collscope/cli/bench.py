@@ -108,7 +108,7 @@ def _run_nccl_tests(spec: BenchSpec, nccl_tests_dir: Path | None, timeout_s: flo
             f"this process is one of {size} tasks started by {kind}: each would run its own nccl-tests binary, "
             f"{size} separate one-rank runs; run collscope bench --engine nccl-tests once (not under {kind}) and let "
             f"it start the ranks: collscope bench --engine nccl-tests --launcher {kind} --nranks {size} ...")
-    nt_spec = replace(nccl_tests_spec_for_bench(spec), ngpus=ngpus)
+    nt_spec = replace(nccl_tests_spec_for_bench(spec, nranks=(nranks or 1) * ngpus), ngpus=ngpus)
     prefix: tuple[str, ...] = ()
     extra_env: dict[str, str] = {}
     if launcher is not None:

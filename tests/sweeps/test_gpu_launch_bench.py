@@ -51,6 +51,18 @@ def test_ngpus_drives_that_many_gpus_from_one_process(tmp_path: Path, fake_tools
     assert records and all(r["nranks"] == 2 for r in records)
 
 
+def test_a_split_op_starts_where_every_one_of_the_gpus_holds_data(tmp_path: Path, fake_tools: FakeTools) -> None:
+    """-b 8 for all_gather on 8 GPUs would be rows of 0 bytes per rank (nccl-tests rounds each rank's share down to
+    16 B): bench raises -b to the first ladder size that gives each rank data, as a sweep does (-g 8: 128 B)."""
+    log = tmp_path / "binary.json"
+    fake_tools.nccl_tests("all_gather", output=ONE_PROCESS_TWO_GPUS, record_to=log, directory=tmp_path / "nt")
+    CliRunner().invoke(main, ["bench", "--engine", "nccl-tests", "--op", "all_gather", "-b", "8", "-e", "1M", "-f",
+                              "2", "--ngpus", "8", "--nccl-tests-dir", str(tmp_path / "nt")],
+                       env={**_no_outer_launch(), "NCCL_TESTS_HOME": None})
+    argv = _calls(log)
+    assert argv[argv.index("-b") + 1] == "128" and argv[argv.index("-g") + 1] == "8"
+
+
 def test_srun_pass_through_starts_one_process_per_gpu(tmp_path: Path, fake_tools: FakeTools) -> None:
     log = tmp_path / "srun.json"
     fake_tools.add("srun", {"--version": Answer(stdout="slurm 24.05.4\n"), "*": Answer(stdout=EIGHT_PROCESSES)},

@@ -196,8 +196,9 @@ def nccl_tests_spec_for_ladder(*, op: str, min_bytes: int, max_bytes: int, facto
                          dtype=nccl_dtype, redop=redop, root=root, cudagraph_launches=1 if cuda_graph else None)
 
 
-def nccl_tests_spec_for_bench(spec: BenchSpec) -> NcclTestsSpec:
-    """What ``collscope bench --engine nccl-tests`` runs for ``spec``: its ladder, reduction, root and CUDA graph.
+def nccl_tests_spec_for_bench(spec: BenchSpec, nranks: int | None = None) -> NcclTestsSpec:
+    """What ``collscope bench --engine nccl-tests`` runs for ``spec``: its ladder, reduction, root and CUDA graph;
+    with ``nranks`` (processes x GPUs per process) a split op starts where every rank holds data, as in a sweep.
 
     nccl-tests measures a ladder only, so a spec listing explicit ``sizes`` is a ConfigError.
     """
@@ -207,4 +208,4 @@ def nccl_tests_spec_for_bench(spec: BenchSpec) -> NcclTestsSpec:
     return nccl_tests_spec_for_ladder(op=spec.op, min_bytes=spec.min_bytes, max_bytes=spec.max_bytes,
                                       factor=spec.factor, iters=spec.iters, warmup=spec.warmup, check=spec.check,
                                       dtype=spec.dtype, redop=spec.redop, root=spec.root,
-                                      cuda_graph=spec.cuda_graph)
+                                      cuda_graph=spec.cuda_graph, nranks=nranks)
