@@ -306,7 +306,8 @@ def test_verification_log_lands_in_the_point_dir_despite_a_users_debug_file(tmp_
     user_file = tmp_path / "user-nccl.log"
     monkeypatch.setenv("NCCL_DEBUG_FILE", str(user_file))
     spec = SweepSpec(name="debug-file", engine="nccl-tests", nranks=2, min_bytes=8, max_bytes=64, factor=8,
-                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=1, fixed_env={"NCCL_DEBUG_FILE": str(tmp_path / "spec-nccl.log")})
+                     timeout_s=60, nccl_tests_dir=str(bin_dir), repeats=1,
+                     fixed_env={"NCCL_DEBUG_FILE": str(tmp_path / "spec-nccl.log")})
     plan = _plan(spec, [{"NCCL_ALGO": "Ring"}])
     for out, keep in ((tmp_path / "res", False), (tmp_path / "kept", True)):
         assert [o.status for o in run_sweep(plan, out, _options(keep_env=keep), meta={}).outcomes] == ["done"]
