@@ -5,7 +5,7 @@ teardown (about 1.6 s on a 2-core machine) for collectives that take millisecond
 worker job (:mod:`collscope.collectives.harness.worker`) once per *group* and feeds it the group's points:
 
 - **Groups** (:func:`plan_groups`): points share a launch when every setting that differs between them can be
-  switched inside a running job (:data:`collscope.vocab.knobs.SWITCHES`). Engine mpi: Open MPI's coll tuned
+  switched inside a running job (:data:`collscope.vocab.switches.SWITCHES`). Engine mpi: Open MPI's coll tuned
   algorithms are written through MPI_T and take effect on a new communicator, so the points of a sweep share
   one launch unless another knob (one read only at launch) differs. Engines torch and nccl-tests keep one
   launch per point (a persistent torch worker is not written yet; nccl-tests binaries run one configuration).
@@ -28,7 +28,8 @@ from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import LaunchCommand, bench_argv, build_launch, rank_timeout_s
 from collscope.sweeps.run_options import RunOptions, launch_options_for
 from collscope.sweeps.spec import Plan, Point, SweepSpec
-from collscope.vocab.knobs import DYNAMIC_RULES, switch_of
+from collscope.vocab.knobs import DYNAMIC_RULES
+from collscope.vocab.switches import switch_of
 
 __all__ = ["Group", "plan_groups", "worker_launch", "control_line", "dry_run_commands", "added_variables",
            "WORKER_MODULE"]

@@ -19,13 +19,13 @@ from collscope.vocab.knobs import (
     KNOBS,
     describe,
     requires,
-    switch_of,
     validate_env,
     validate_setting,
     validate_settings,
 )
 from collscope.vocab.nccl import ALGORITHMS, enabled, listed, parse_selection
 from collscope.vocab.ompi import OMPI_ALGORITHMS, OMPI_VERSION
+from collscope.vocab.switches import switch_of
 
 AR = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 AG = "OMPI_MCA_coll_tuned_allgather_algorithm"

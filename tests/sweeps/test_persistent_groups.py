@@ -16,7 +16,8 @@ from collscope.sweeps.persistent import WORKER_MODULE, control_line, dry_run_com
 from collscope.sweeps.plan import plan_sweep, preset
 from collscope.sweeps.runner import RunOptions
 from collscope.sweeps.spec import Point, SweepSpec, point_id_for
-from collscope.vocab.knobs import KNOBS, SWITCHES, switch_of
+from collscope.vocab.knobs import KNOBS
+from collscope.vocab.switches import SWITCHES, switch_of
 
 ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
