@@ -46,7 +46,7 @@ from collscope.analysis.fit import aggregate
 from collscope.analysis.load import load_results
 from collscope.sweeps.adaptive.planner import size_ranges
 from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.plan import plan_sweep
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import SweepSpec

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.plan import plan_sweep, preset
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.units import parse_size

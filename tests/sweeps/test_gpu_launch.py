@@ -18,7 +18,8 @@ from collscope.sweeps.environment import (
     launch_options,
     slurm_version,
 )
-from collscope.sweeps.launchers import LaunchOptions, build_launch
+from collscope.sweeps.launch_options import LaunchOptions
+from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.slurm_gpu import gpu_step, gpu_unbind_flag, parse_slurm_version
 from collscope.sweeps.spec import Point, SweepSpec
 from tests.fakes import Answer, FakeTools

@@ -19,14 +19,8 @@ from hypothesis import strategies as st
 
 from collscope import proc
 from collscope.errors import ConfigError, ParseError
-from collscope.sweeps.launchers import (
-    ROOT_ENV,
-    LaunchCommand,
-    LaunchOptions,
-    bench_argv,
-    build_launch,
-    detect_mpi_flavour,
-)
+from collscope.sweeps.launch_options import ROOT_ENV, LaunchCommand, LaunchOptions
+from collscope.sweeps.launchers import bench_argv, build_launch, detect_mpi_flavour
 from collscope.sweeps.spec import Point, SweepSpec
 from tests.collectives.launch import ROOT_FLAGS, clean_env, need_mpi, records
 
@@ -178,9 +172,14 @@ def test_bench_argv_matches_the_bench_command_options():
     assert argv == [PY, "-m", "collscope", "bench", "--engine", "torch", "--op", "all_reduce", "--min-bytes", "1024",
                     "--max-bytes", str(1 << 24), "--factor", "1.5", "--iters", "20", "--warmup", "5", "--check",
                     "--dtype", "float32", "--out", OUT, "--timeout", "54.5", "--backend", "gloo"]
+    import click
+
     from collscope.cli import main
 
-    parsed = main.commands["bench"].make_context("bench", argv[4:])  # the real command accepts every option as built
+    # the real command accepts every option as built; parsed under the group's context, as `collscope bench` is
+    # (click caches a command's help option at first use: without the parent it would cache '--help' alone, and
+    # docs/cli.md, generated later in the same process, would lose '-h')
+    parsed = main.commands["bench"].make_context("bench", argv[4:], parent=click.Context(main, **main.context_settings))
     assert parsed.params["out"] == Path(OUT) and parsed.params["timeout_s"] == 54.5
     assert parsed.params["check"] and parsed.params["backend"] == "gloo" and parsed.params["factor"] == 1.5
 

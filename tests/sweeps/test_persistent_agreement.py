@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 

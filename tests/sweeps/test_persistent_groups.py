@@ -11,7 +11,7 @@ import pytest
 
 from collscope.collectives.harness.worker import effective_env, read_control_line
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.persistent import WORKER_MODULE, control_line, dry_run_commands, plan_groups, worker_launch
 from collscope.sweeps.plan import plan_sweep, preset
 from collscope.sweeps.runner import RunOptions

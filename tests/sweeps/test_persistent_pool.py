@@ -13,7 +13,7 @@ import pytest
 
 from collscope.results.store import ResultsDir
 from collscope.sweeps.adaptive.run import AdaptiveOptions, run_adaptive
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.persistent import WORKER_MODULE
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for

@@ -17,7 +17,7 @@ import pytest
 
 from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import ROOT_ENV, LaunchOptions
+from collscope.sweeps.launch_options import ROOT_ENV, LaunchOptions
 from collscope.sweeps.persistent import WORKER_MODULE
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for

@@ -10,7 +10,8 @@ import pytest
 from collscope.errors import ConfigError
 from collscope.sweeps.diagnose import launch_diagnosis
 from collscope.sweeps.environment import forwarded_names
-from collscope.sweeps.launchers import LaunchOptions, build_launch
+from collscope.sweeps.launch_options import LaunchOptions
+from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.plan import plan_sweep, preset
 from collscope.sweeps.presets import rail_interfaces
 from collscope.topo.detect import load_captures

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from collscope.cli import main
 from collscope.results.decode import read_jsonl
 from collscope.results.store import ResultsDir
-from collscope.sweeps.launchers import LaunchOptions
+from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.presets import preset
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
