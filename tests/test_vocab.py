@@ -64,3 +64,28 @@ def test_no_module_outside_vocab_spells_out_a_vocabulary_list() -> None:
     copies = [f"{path.relative_to(PACKAGE)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
               if "vocab" not in path.parts for line, items in _literal_tuples(path) if items in lists]
     assert not copies, f"vocabulary lists re-defined (import them from collscope.vocab): {copies}"
+
+
+def test_one_table_of_element_types_serves_records_harnesses_and_traces():
+    """Element types live in vocab.ops.DTYPE_TABLE only: the harnesses' sizes, nccl-tests' names and every spelling
+    the trace readers met before the table took them over (torch c10 names, C names, NCCL's enum names)."""
+    from collscope.collectives.measure import DTYPES, ELEM_SIZE
+    from collscope.traces.names import dtype_of, element_bytes
+    from collscope.vocab.ops import DTYPE_ALIASES, DTYPE_SPELLINGS, DTYPE_TABLE
+
+    assert ELEM_SIZE == {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
+                         "int8": 1, "uint8": 1} and set(ELEM_SIZE) == set(DTYPES)
+    seen_in_traces = {
+        "Float": "float32", "c10::Float": "float32", "Half": "float16", "c10::Half": "float16", "BFloat16": "bfloat16",
+        "c10::BFloat16": "bfloat16", "Double": "float64", "int": "int32", "long": "int64", "long int": "int64",
+        "short": "int16", "char": "int8", "signed char": "int8", "byte": "uint8", "unsigned char": "uint8",
+        "bool": "bool", "c10::Float8_e4m3fn": "float8_e4m3fn", "c10::Float8_e5m2": "float8_e5m2",
+        "ncclFloat32": "float32", "ncclFloat": "float32", "ncclHalf": "float16", "ncclBfloat16": "bfloat16",
+        "ncclFloat64": "float64", "ncclInt32": "int32", "ncclInt64": "int64", "ncclInt8": "int8", "ncclUint8": "uint8",
+    }
+    for spelling, name in seen_in_traces.items():
+        assert dtype_of(spelling) == name, spelling
+    assert dtype_of("complex64") is None and element_bytes("complex64") is None
+    assert {d.name: element_bytes(d.name) for d in DTYPE_TABLE} == {d.name: d.elem_bytes for d in DTYPE_TABLE}
+    assert all(DTYPE_SPELLINGS[alias.lower()] == name for alias, name in DTYPE_ALIASES.items())
+    assert "c10::half" not in DTYPE_ALIASES  # records and nccl-tests tables take exact names only

@@ -16,16 +16,15 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from collscope.errors import ConfigError
+from collscope.vocab.ops import ELEM_BYTES
 
 __all__ = ["MeasureSpec", "Dtype", "DTYPES", "ELEM_SIZE"]
 
 Dtype = Literal["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"]
 """Element types by collscope's names (the nccl-tests launcher maps them to nccl-tests' ``-d`` names)."""
 DTYPES: tuple[str, ...] = get_args(Dtype)
-ELEM_SIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
-"""Bytes per element of each :data:`Dtype`."""
-if set(ELEM_SIZE) != set(DTYPES):
-    raise AssertionError("ELEM_SIZE and Dtype disagree")
+ELEM_SIZE: dict[str, int] = {name: ELEM_BYTES[name] for name in DTYPES}
+"""Bytes per element of each :data:`Dtype` (:data:`collscope.vocab.ops.ELEM_BYTES`, the one table of types)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

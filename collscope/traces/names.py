@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from collscope.vocab.ops import DTYPE_SPELLINGS, ELEM_BYTES
+
 __all__ = ["op_of", "dtype_of", "element_bytes", "is_nccl_kernel", "SKIPPED"]
 
 _OPS = {
@@ -53,30 +55,12 @@ def is_nccl_kernel(name: str) -> bool:
     return name.startswith(("ncclKernel", "ncclDevKernel"))
 
 
-_DTYPES = {
-    "float": "float32", "float32": "float32", "c10::float": "float32",
-    "half": "float16", "c10::half": "float16", "float16": "float16",
-    "bfloat16": "bfloat16", "c10::bfloat16": "bfloat16",
-    "double": "float64", "float64": "float64",
-    "int": "int32", "int32": "int32", "long": "int64", "long int": "int64", "int64": "int64",
-    "short": "int16", "int16": "int16", "char": "int8", "signed char": "int8", "int8": "int8",
-    "byte": "uint8", "unsigned char": "uint8", "uint8": "uint8", "bool": "bool",
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2", "c10::float8_e4m3fn": "float8_e4m3fn",
-    "c10::float8_e5m2": "float8_e5m2",
-    "ncclfloat32": "float32", "ncclfloat": "float32", "ncclfloat16": "float16", "ncclhalf": "float16",
-    "ncclbfloat16": "bfloat16", "ncclfloat64": "float64", "ncclint32": "int32", "ncclint64": "int64",
-    "ncclint8": "int8", "nccluint8": "uint8",
-}
-_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4, "int64": 8, "int16": 2, "int8": 1,
-          "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
 def dtype_of(name: str | None) -> str | None:
     """``Float``, ``float``, ``c10::BFloat16``, ``ncclFloat32`` -> ``float32``...; None when unknown."""
     if not name:
         return None
-    return _DTYPES.get(name.strip().lower())
+    return DTYPE_SPELLINGS.get(name.strip().lower())
 
 
 def element_bytes(dtype: str | None) -> int | None:
-    return None if dtype is None else _SIZES.get(dtype)
+    return None if dtype is None else ELEM_BYTES.get(dtype)

@@ -13,6 +13,7 @@ from typing import Literal, NamedTuple, get_args
 
 __all__ = ["Op", "OPS", "HarnessOp", "HARNESS_OPS", "SweepOp", "SWEEP_OPS", "SPLIT_OPS", "busbw_factor",
            "DtypeName", "DTYPE_TABLE", "DTYPE_NAMES", "DTYPE_ALIASES", "canonical_dtype", "NCCL_TESTS_TYPE_BYTES",
+           "ELEM_BYTES", "DTYPE_SPELLINGS",
            "SPLIT_GRANULE_BYTES"]
 
 Op = Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
@@ -54,21 +55,26 @@ class DtypeName(NamedTuple):
     """nccl-tests' ``-d`` name and "type" column (``src/common.cu`` test_typenames); None: nccl-tests has none."""
     nccl_tests_old: tuple[str, ...] = ()
     """Names of the same type in nccl-tests built against NCCL < 2.10 (``char``, ``int``)."""
+    trace_names: tuple[str, ...] = ()
+    """Other spellings traces use (matched without case): PyTorch profiler / Flight Recorder ``c10::`` and C type
+    names, NCCL's ``ncclDataType_t`` names (``ncclFloat32``) as NCCL Inspector writes them."""
 
 
 DTYPE_TABLE: tuple[DtypeName, ...] = (
-    DtypeName("int8", 1, "int8", ("char",)),
-    DtypeName("uint8", 1, "uint8"),
-    DtypeName("int32", 4, "int32", ("int",)),
+    DtypeName("int8", 1, "int8", ("char",), ("signed char", "ncclInt8")),
+    DtypeName("uint8", 1, "uint8", (), ("byte", "unsigned char", "ncclUint8")),
+    DtypeName("int16", 2, None, (), ("short",)),
+    DtypeName("int32", 4, "int32", ("int",), ("ncclInt32",)),
     DtypeName("uint32", 4, "uint32"),
-    DtypeName("int64", 8, "int64"),
+    DtypeName("int64", 8, "int64", (), ("long", "long int", "ncclInt64")),
     DtypeName("uint64", 8, "uint64"),
-    DtypeName("float16", 2, "half"),
-    DtypeName("float32", 4, "float"),
-    DtypeName("float64", 8, "double"),
-    DtypeName("bfloat16", 2, "bfloat16"),
-    DtypeName("float8_e4m3fn", 1, "f8e4m3"),
-    DtypeName("float8_e5m2", 1, "f8e5m2"),
+    DtypeName("float16", 2, "half", (), ("c10::Half", "ncclFloat16", "ncclHalf")),
+    DtypeName("float32", 4, "float", (), ("c10::float", "ncclFloat32", "ncclFloat")),
+    DtypeName("float64", 8, "double", (), ("ncclFloat64",)),
+    DtypeName("bfloat16", 2, "bfloat16", (), ("c10::BFloat16", "ncclBfloat16")),
+    DtypeName("float8_e4m3fn", 1, "f8e4m3", (), ("c10::Float8_e4m3fn",)),
+    DtypeName("float8_e5m2", 1, "f8e5m2", (), ("c10::Float8_e5m2",)),
+    DtypeName("bool", 1, None),
 )
 """Every element type a record may name, once (the harnesses' ``--dtype`` names are a part of it)."""
 DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in DTYPE_TABLE)
@@ -82,6 +88,12 @@ for _d in DTYPE_TABLE:
 NCCL_TESTS_TYPE_BYTES: dict[str, int] = {alias: d.elem_bytes for d in DTYPE_TABLE
                                          for alias in (d.nccl_tests, *d.nccl_tests_old) if alias is not None}
 """nccl-tests' type names (current and pre-2.10) -> bytes per element: what its "type" column may hold."""
+ELEM_BYTES: dict[str, int] = {d.name: d.elem_bytes for d in DTYPE_TABLE}
+"""collscope's element type name -> bytes per element."""
+DTYPE_SPELLINGS: dict[str, str] = {name.lower(): d.name for d in DTYPE_TABLE
+                                   for name in (d.name, d.nccl_tests, *d.nccl_tests_old, *d.trace_names) if name}
+"""Every spelling of an element type, lower case (traces: ``c10::BFloat16``, ``ncclFloat32``, ``float``) ->
+collscope's name; records and nccl-tests tables use :data:`DTYPE_ALIASES`, which is exact."""
 
 
 def canonical_dtype(name: str) -> str:
