@@ -10,6 +10,7 @@ them without an import cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -28,7 +29,7 @@ from collscope.errors import CollscopeError, ParseError
 from collscope.results.decode import read_jsonl
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.diagnose import launch_diagnosis
+from collscope.sweeps.diagnose import launch_diagnosis, launcher_failure
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import (
     RunOptions,
@@ -43,9 +44,12 @@ from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
 
-__all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled"]
+__all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
+           "QUICK_LAUNCH_FAILURE_S"]
 
 log = logging.getLogger(__name__)
+
+
 @dataclass(frozen=True)
 class PointOutcome:
     point_id: str
@@ -56,9 +60,63 @@ class PointOutcome:
     duration_s: float = 0.0
 
 
+QUICK_LAUNCH_FAILURE_S = 10.0
+"""A launch that fails within this many seconds with a launcher error (:func:`launcher_failure`: a task killed, a
+step not created, a PMIx error) is started once more before it counts: on a node that just came back (a requeued
+job) the first step can die 0.1 s in, with nothing measured."""
+
+RESUMED_REASONS = ("cancelled", "launch error")
+"""Failure reasons that say nothing about the point: a resume (the same command, a requeued job) runs such a point
+again without ``--retry-failed``. ``cancelled``: the sweep was stopped (SIGTERM) while the point ran, an attempt
+cut short; ``launch error``: the launch could not be built or started (a tool missing at the time)."""
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """How one launch of a point ended, before it is written down."""
+
+    records: list[Measurement]
+    parse_problem: str | None
+    failure: tuple[str, str] | None
+    text: str
+    duration_s: float
+
 
 def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) -> PointOutcome:
-    """One attempt at one point; every ending is written down (records, or a failure with the log tail)."""
+    """One attempt at one point (two when the first dies of a launcher error within
+    :data:`QUICK_LAUNCH_FAILURE_S`); every ending is written down (records, or a failure with the log tail)."""
+    attempt = _launch(results, plan, point, options)
+    if isinstance(attempt, PointOutcome):
+        return attempt
+    quick = _quick_launch_failure(attempt)
+    if quick is not None:
+        note = (f"the launch failed {attempt.duration_s:.1f} s after its start with a launcher error ({quick}); "
+                "started once more")
+        log.warning("point %s: %s", point.point_id, note)
+        with results.log_path(point.point_id).open("a") as fh:
+            fh.write(f"=== collscope: {note}\n")
+        attempt = _launch(results, plan, point, options)
+        if isinstance(attempt, PointOutcome):
+            return attempt
+        if attempt.failure is not None:
+            reason, detail = attempt.failure
+            attempt = dataclasses.replace(attempt, failure=(reason, f"{detail}; a first attempt failed at launch "
+                                                                    f"({quick}) and was started once more"))
+    return conclude_attempt(results, plan, point, attempt.records, attempt.parse_problem, attempt.failure,
+                            attempt.text, attempt.duration_s, options=options)
+
+
+def _quick_launch_failure(attempt: _Attempt) -> str | None:
+    """Why ``attempt`` is worth starting once more (a launcher error within seconds, nothing measured), or None."""
+    if attempt.failure is None or attempt.failure[0] != "exit code" or attempt.records:
+        return None
+    if attempt.duration_s > QUICK_LAUNCH_FAILURE_S:
+        return None
+    return launcher_failure(attempt.text)
+
+
+def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) -> _Attempt | PointOutcome:
+    """Start ``point`` once and wait for it; a launch that cannot be built or started is written down here."""
     spec = plan.spec
     pid = point.point_id
     partial = results.partial_path(pid)
@@ -102,21 +160,24 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         if diagnosis:
             detail += f" ({diagnosis})"
         failure = ("timeout" if result.timed_out else "exit code", detail)
-    return conclude_attempt(results, plan, point, records, parse_problem, failure, attempt_text, duration,
-                            options=options)
+    return _Attempt(records, parse_problem, failure, attempt_text, duration)
 
 
 def record_cancelled(results: ResultsDir, pid: str, exc: SweepTerminated, attempt_text: str, launcher: str,
                      attempt_s: float) -> None:
     """Write the running point down as cancelled (with what the launcher and Slurm say), for a sweep stopped by
-    SIGTERM; ``exc.detail`` gets the same words. Shared by per-point launches and persistent workers."""
+    SIGTERM; ``exc.detail`` gets the same words. Shared by per-point launches and persistent workers.
+
+    A cancelled point is an attempt cut short, not a failure of its configuration (:data:`RESUMED_REASONS`): the
+    same command again (a requeued job) measures it again; its log and partial records stay (the next attempt
+    moves the partial file aside, never deletes it)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     diagnosis = launch_diagnosis(attempt_text)
     down = slurm_nodes_down() if launcher == "srun" else None
     exc.detail = str(exc) + " while this point ran" + (f"; Slurm reports down: {down}" if down else "") + (
         f" ({diagnosis})" if diagnosis else " (Slurm cancels a job when a node fails, its time runs out, or "
         "on scancel)")
-    results.record_failure(pid, "cancelled", exc.detail, attempt_s=attempt_s)
+    results.record_failure(pid, "cancelled", exc.detail + "; a resume measures it again", attempt_s=attempt_s)
 
 
 def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: list[Measurement],

@@ -3,14 +3,16 @@
 A point whose ranks ran on several nodes can fail because a node went away, Slurm cancelled the step, or a
 rank was killed; the exit code alone ("exit code 14") does not say which. :func:`launch_diagnosis` reads the
 attempt's output for the messages srun, slurmstepd and Open MPI's runtime print in those cases, and for the NCCL
-warning of a launch that gave two ranks one GPU.
+warning of a launch that gave two ranks one GPU. :func:`launcher_failure` picks out the launcher's own errors (a
+step srun could not create, a task killed by the runtime, a lost node or daemon, PMIx), which say nothing about the
+point's configuration: a point that dies of one within seconds is started once more before it counts.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["launch_diagnosis"]
+__all__ = ["launch_diagnosis", "launcher_failure"]
 
 _CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?:,[^*\n]*)? \*\*\*")
 _NODE_FAIL = re.compile(r"srun: error: Node failure on (\S+)")
@@ -29,6 +31,35 @@ _ONE_GPU_PER_RANK = ("Each rank needs a GPU of its own: start at most as many ra
                      "a wrapper that sets it per local rank)")
 _LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
                           re.IGNORECASE)
+
+
+# PMIx client and server errors: Open MPI/PRRTE "PMIX ERROR: UNREACHABLE in file ...", "PMIx_Init failed", srun's
+# "mpi/pmix_v4: ... error ..." and "pmixp_..." lines of Slurm's plugin (src/plugins/mpi/pmix).
+_PMIX_ERROR = re.compile(r"PMIX ERROR|PMIx_Init failed|PMIx_Connect|mpi/pmix\S*: .*error|pmixp_\w+: .*(error|fail)",
+                         re.IGNORECASE)
+
+
+def launcher_failure(text: str) -> str | None:
+    """The launcher's own error in ``text`` (srun, slurmstepd, Open MPI's runtime, PMIx), in words, or None: what
+    says the launch failed, not the measurement (a task killed, a step not created, a node or daemon lost, PMIx)."""
+    found: list[str] = []
+    for node in dict.fromkeys(_NODE_FAIL.findall(text)):
+        found.append(f"node failure on {node}")
+    killed = [f"{node}: task {task}: killed" for node, task, state in _TASK.findall(text) if state == "Killed"]
+    if killed:
+        found.append("; ".join(dict.fromkeys(killed)))
+    match = _NO_STEP.search(text)
+    if match:
+        found.append(f"srun could not start the step ({match.group(1).strip()})")
+    pmix = _PMIX_ERROR.search(text)
+    if pmix:
+        line = text[text.rfind("\n", 0, pmix.start()) + 1:].split("\n", 1)[0].strip()
+        found.append(f"PMIx error: {line[:200]}")
+    if _PMIX_LISTENER in text:
+        found.append("mpirun could not start its PMIx server")
+    if _LOST_DAEMON.search(text):
+        found.append("Open MPI lost contact with a remote node's daemon")
+    return "; ".join(found) if found else None
 
 
 def launch_diagnosis(text: str) -> str | None:

@@ -5,23 +5,33 @@ process behind) and its output appended to the point's log. A point is done only
 written (temp file + rename); rerunning the same command skips done points and redoes the rest. A point whose
 records file is damaged (empty, undecodable, not a regular file) is not done: the rerun moves the file aside
 (``<id>.jsonl.damaged-<time>``, never deleted), says so, and measures the point again.
+
+Before the first point, :func:`check_tools` makes sure the launcher and the engine's programs exist here (mpirun
+or srun, the nccl-tests binary of every op, the Python of ``collscope bench``): a missing one stops the sweep with
+the cause and the fix, and nothing is written down as a failure. A point whose last failure says nothing about it
+(:data:`~collscope.sweeps.attempt.RESUMED_REASONS`: cancelled by SIGTERM, a launch error) is run again by a resume
+without ``--retry-failed``. When a point times out, the configuration hangs: its other repeats of this run are
+written down as skipped (reason ``configuration hung``, naming the repeat that hung) instead of costing one timeout
+each; ``--retry-failed`` runs them (and skips nothing).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collscope.errors import ConfigError
+from collscope.errors import ConfigError, ToolMissingError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, run_point
+from collscope.sweeps.attempt import RESUMED_REASONS, PointOutcome, collect_records, conclude_attempt, run_point
+from collscope.sweeps.environment import MPIRUN_HINT
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, launch_options_for, timed_launch
 from collscope.sweeps.spec import Plan, Point
@@ -32,7 +42,15 @@ if TYPE_CHECKING:
     from collscope.sweeps.worker_jobs import WorkerPool
 
 __all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "Workers", "LauncherKind", "run_sweep",
-           "select_shard", "verify_settings", "conclude_attempt", "collect_records", "progress_line", "run_point"]
+           "select_shard", "verify_settings", "conclude_attempt", "collect_records", "progress_line", "run_point",
+           "check_tools", "HUNG_REASON"]
+
+HUNG_REASON = "configuration hung"
+"""The failure reason of a repeat not run because another repeat of its configuration timed out."""
+
+_TOOL_HINTS = {"mpirun": MPIRUN_HINT, "mpiexec": MPIRUN_HINT,
+               "srun": "srun comes with Slurm: run the sweep on a node of the allocation (sbatch slurm/sweep.sh, "
+                       "salloc) where Slurm's commands are on PATH"}
 
 
 @dataclass
@@ -92,7 +110,9 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
             echo(f"point {pid}: damaged ({found.problem}); moved aside to {results.move_aside(pid).name}, "
                  "running it again")
     todo = [p for p in points if states[p.point_id] != "done"
-            and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged")]
+            and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged"
+                 or failures[p.point_id].reason in RESUMED_REASONS)]
+    check_tools(plan, todo, options)
     for p in todo:
         log_path = results.log_path(p.point_id)
         if os.path.lexists(log_path) and not log_path.is_file():  # a FIFO would block the append below
@@ -123,13 +143,23 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
 
             run_persistent(results, plan, todo, options, report=report, echo=echo, pool=pool)
         else:
+            hung: dict[tuple[str, tuple[tuple[str, str], ...], tuple[int, ...] | None], Point] = {}
             for point in todo:
+                first = hung.get(_configuration(point))
+                if first is not None:
+                    detail = (f"repeat {first.repeat} of this configuration ({first.point_id}) timed out: the "
+                              "configuration hangs; --retry-failed runs this repeat")
+                    results.record_failure(point.point_id, HUNG_REASON, detail)
+                    report(point, PointOutcome(point.point_id, "skipped", HUNG_REASON, detail), 0.0)
+                    continue
                 point_start = time.monotonic()
                 try:
                     result = run_point(results, plan, point, options)
                 except SweepTerminated as exc:
                     echo(f"point {point.point_id}: cancelled ({exc.detail})")
                     raise
+                if result.reason == "timeout" and not options.retry_failed:
+                    hung[_configuration(point)] = point
                 report(point, result, time.monotonic() - point_start)
     finally:
         if previous is not None:
@@ -137,6 +167,44 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
         if bar is not None:
             bar.close()
     return outcome
+
+
+def _configuration(point: Point) -> tuple[str, tuple[tuple[str, str], ...], tuple[int, ...] | None]:
+    """What the repeats of one configuration share: the op, the forced settings, the sizes."""
+    return point.op, tuple(sorted(point.settings.items())), point.sizes
+
+
+def check_tools(plan: Plan, points: Sequence[Point], options: RunOptions) -> None:
+    """Before the first point: the launcher and the engine's programs of every op of ``points`` exist here (mpirun
+    or srun, each op's nccl-tests binary, the Python that runs ``collscope bench``). ConfigError with the cause and
+    the fix otherwise: a missing tool fails every point alike, so no point is written down as failed."""
+    seen: set[str] = set()
+    path = os.environ.get("PATH", os.defpath)
+    for point in points:
+        if point.op in seen:
+            continue
+        seen.add(point.op)
+        spec, timed, unset = timed_launch(plan.spec, point, options)
+        try:
+            launch = launch_options_for(spec, timed, options, without=unset)
+        except ToolMissingError as exc:
+            raise ConfigError(f"{exc}; checked before the first point: nothing was run or recorded") from exc
+        try:
+            cmd = build_launch(options.launcher, spec, timed, "-", launch)
+        except ConfigError:
+            continue  # a combination that cannot run is that point's launch error, written down when it runs
+        programs = [cmd.argv[0]] + ([launch.python] if spec.engine != "nccl-tests" else [])
+        for program in dict.fromkeys(programs):
+            found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
+                else shutil.which(program, path=path) is not None
+            if not found:
+                name = os.path.basename(program)
+                hint = _TOOL_HINTS.get(name, "install it, or give its path" if os.sep not in program else
+                                       "the path does not exist here (a shared file system on every node?)")
+                where = "PATH" if os.sep not in program else program
+                raise ConfigError(f"{name} not found ({where}), needed to launch point {point.point_id} "
+                                  f"({options.launcher} launcher, engine {spec.engine}): {hint}; checked before the "
+                                  "first point: nothing was run or recorded")
 
 
 def _duration(seconds: float) -> str:
