@@ -14,11 +14,12 @@ from typing import Any, Literal
 from collscope.errors import ConfigError
 
 __all__ = ["TestKind", "TestStatus", "SuspectKind", "TestSpec", "TestOutcome", "TestResult", "Suspect",
-           "LocateConfig", "LocateResult", "Runner"]
+           "LocateConfig", "LocateResult", "Runner", "LaunchFailure", "LaunchKind"]
 
 TestKind = Literal["node", "pair", "rail", "group"]
 TestStatus = Literal["ok", "slow", "failed", "timeout"]
 SuspectKind = Literal["slow", "broken", "unreachable"]
+LaunchKind = Literal["allocation", "missing program", "launcher"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +47,19 @@ class TestSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchFailure:
+    """A step that failed because the launch cannot work (:mod:`collscope.locate.launch`), not a node."""
+
+    kind: LaunchKind
+    """``allocation``: the allocation forbids the step; ``missing program``: a task's program is not on the node;
+    ``launcher``: srun's MPI plugin (PMIx) could not start the ranks."""
+    line: str
+    """The launcher's own line that says it."""
+    fix: str
+    """What to do, with the allocation's shape where it is the cause."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TestOutcome:
     """What running a test gave: busbw per repeat, or why there is none."""
 
@@ -63,6 +77,8 @@ class TestOutcome:
     """The Measurement records behind the samples (real runners), written under ``--out``."""
     logs: tuple[str, ...] = ()
     """Paths of the step logs behind this outcome (real runners)."""
+    launch: LaunchFailure | None = None
+    """A failed test whose launch itself failed (the allocation, a missing program, PMIx): no node's fault."""
 
     def __post_init__(self) -> None:
         if self.failure is None and not self.busbw_gbps:

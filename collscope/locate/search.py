@@ -2,7 +2,10 @@
 
 :func:`locate` drives a :data:`~collscope.locate.model.Runner` (the real one launches Slurm job steps, the tests'
 one simulates a fabric) and returns a :class:`~collscope.locate.model.LocateResult`. The tests of one round run
-at the same time, one thread each (they are on disjoint nodes); a round ends when its slowest test ends.
+at the same time, one thread each (they are on disjoint nodes); a round ends when its slowest test ends. When
+every test of a round (two or more) failed to launch the same way (:mod:`collscope.locate.launch`: the allocation
+forbids the step, a missing program, PMIx), the search stops with
+:class:`~collscope.locate.launch.LaunchFailedEverywhere` and names no node.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from collscope.errors import ConfigError
 from collscope.locate.judge import Assessment, assess
+from collscope.locate.launch import LaunchFailedEverywhere, same_launch_failure
 from collscope.locate.model import LocateConfig, LocateResult, Runner, Suspect, SuspectKind, TestResult, TestSpec
 from collscope.locate.plan import first_round, group_round, next_round
 
@@ -99,11 +103,14 @@ def locate(nodes: Sequence[str], runner: Runner, config: LocateConfig | None = N
         round_no += 1
         got = _run_round(runner, specs, config.repeats, round_no, len(results))
         results.extend(got)
+        launch = same_launch_failure(got)
         a = assess(results, config)
         if on_round is not None:
             on_round(round_no, a.results[-len(got):])
         log.info("round %d: %s", round_no, ", ".join(f"{r.spec.kind} {'+'.join(r.spec.nodes)} {r.status}"
                                                       for r in a.results[-len(got):]))
+        if launch is not None:  # the launch cannot work anywhere: a usage or environment error, no node at fault
+            raise LaunchFailedEverywhere(launch, got)
         return a
 
     a = run(first_round(all_nodes))

@@ -9,7 +9,9 @@ run once more before it counts, since a launch can fail on its own on healthy no
 crash with SIGSEGV in ob1 when a peer's first message arrives before MPI_COMM_WORLD is set up:
 open-mpi/ompi#11438, #13559; seen here once in a 4-node step); the retry and the failed step's log are kept in
 the outcome's ``detail`` and ``logs``. A second failure ends the test; a timeout ends it at once (a hang costs a
-whole timeout and is evidence enough).
+whole timeout and is evidence enough). A failure whose output says the launch itself cannot work (the allocation
+forbids the step, the program is missing, PMIx: :func:`collscope.locate.launch.classify_launch`) carries that in
+the outcome's ``launch``; when every test of a round says the same, locate stops and names no node.
 
 Step files go to ``work_dir``: ``<id>.jsonl`` (rank 0's record) and ``<id>.log`` (the step's output); the
 directory must be visible from every node (a shared file system, not a node's /tmp).
@@ -30,8 +32,9 @@ import msgspec
 from collscope import proc
 from collscope.collectives.record import Measurement, Settings
 from collscope.errors import CollscopeError
-from collscope.locate.model import TestOutcome, TestSpec
-from collscope.locate.steps import StepOptions, launch_env, rail_env, step_argv
+from collscope.locate.launch import classify_launch
+from collscope.locate.model import LaunchFailure, TestOutcome, TestSpec
+from collscope.locate.steps import StepOptions, launch_env, rail_env, ranks_per_node, step_argv
 from collscope.results.decode import read_jsonl
 
 __all__ = ["SrunRunner"]
@@ -102,9 +105,15 @@ class SrunRunner:
             why = f"exit code {result.returncode}" if result.returncode != 0 else "no record"
             if mine and not all(r.ok for r in mine):
                 why = "wrong values"
-            return None, TestOutcome(failure="failed", detail=f"{why}: {_last_line(result.stdout)}{where}"), \
-                result.duration_s, str(log)
+            launch = None if mine else self._launch_failure(spec, result.stdout)
+            return None, TestOutcome(failure="failed", detail=f"{why}: {_last_line(result.stdout)}{where}",
+                                     launch=launch), result.duration_s, str(log)
         return max(mine, key=lambda r: r.size_bytes), None, result.duration_s, str(log)
+
+    def _launch_failure(self, spec: TestSpec, text: str) -> LaunchFailure | None:
+        program = self.options.nccl_tests_binary if self.options.engine == "nccl-tests" else self.options.python
+        return classify_launch(text, ranks_per_node=ranks_per_node(spec, self.options), test_kind=spec.kind,
+                               environ=self.env or os.environ, program=program, srun_mpi=self.options.srun_mpi)
 
     def __call__(self, spec: TestSpec, repeats: int) -> TestOutcome:
         rail = rail_env(spec.rail, self.options)
@@ -125,7 +134,7 @@ class SrunRunner:
                 logs.append(log)
             if failure is not None:
                 return TestOutcome(failure=failure.failure, detail="; ".join([*retried, failure.detail]),
-                                   duration_s=spent, logs=tuple(logs))
+                                   duration_s=spent, logs=tuple(logs), launch=failure.launch)
             assert record is not None
             samples.append(record.busbw_gbps)
             times.append(record.time_us)
