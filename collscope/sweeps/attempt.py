@@ -29,7 +29,7 @@ from collscope.errors import CollscopeError, ParseError
 from collscope.results.decode import read_jsonl
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.diagnose import launch_diagnosis, launcher_failure
+from collscope.sweeps.diagnose import NODE_LOST, launch_diagnosis, launcher_failure
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import (
     RunOptions,
@@ -45,7 +45,7 @@ from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slur
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
 
 __all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
-           "QUICK_LAUNCH_FAILURE_S"]
+           "QUICK_LAUNCH_FAILURE_S", "resumed_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,17 @@ RESUMED_REASONS = ("cancelled", "launch error")
 """Failure reasons that say nothing about the point: a resume (the same command, a requeued job) runs such a point
 again without ``--retry-failed``. ``cancelled``: the sweep was stopped (SIGTERM) while the point ran, an attempt
 cut short; ``launch error``: the launch could not be built or started (a tool missing at the time)."""
+
+
+def resumed_failure(reason: str, detail: str) -> bool:
+    """Whether a resume runs a point whose last failure is (``reason``, ``detail``) without ``--retry-failed``:
+    a reason of :data:`RESUMED_REASONS`, or an exit code or timeout while Slurm lost a node under the point (the
+    launcher's words, :data:`~collscope.sweeps.diagnose.NODE_LOST`): neither says anything about the
+    configuration."""
+    if reason in RESUMED_REASONS:
+        return True
+    return reason in ("exit code", "timeout") and any(f"({words}" in detail or f"; {words}" in detail
+                                                      for words in NODE_LOST)
 
 
 @dataclass(frozen=True)

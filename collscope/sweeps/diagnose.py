@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["launch_diagnosis", "launcher_failure"]
+__all__ = ["launch_diagnosis", "launcher_failure", "NODE_LOST"]
+
+NODE_LOST = ("node failure on ", "Slurm cancelled ")
+"""How :func:`launch_diagnosis` begins the words of a node lost under a point: the job's nodes, not the point's
+configuration, ended it (a resume measures such a point again)."""
 
 _CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?:,[^*\n]*)? \*\*\*")
 _NODE_FAIL = re.compile(r"srun: error: Node failure on (\S+)")

@@ -9,10 +9,10 @@ records file is damaged (empty, undecodable, not a regular file) is not done: th
 Before the first point, :func:`check_tools` makes sure the launcher and the engine's programs exist here (mpirun
 or srun, the nccl-tests binary of every op, the Python of ``collscope bench``): a missing one stops the sweep with
 the cause and the fix, and nothing is written down as a failure. A point whose last failure says nothing about it
-(:data:`~collscope.sweeps.attempt.RESUMED_REASONS`: cancelled by SIGTERM, a launch error) is run again by a resume
-without ``--retry-failed``. When a point times out, the configuration hangs: its other repeats of this run are
-written down as skipped (reason ``configuration hung``, naming the repeat that hung) instead of costing one timeout
-each; ``--retry-failed`` runs them (and skips nothing).
+(:func:`~collscope.sweeps.attempt.resumed_failure`: cancelled by SIGTERM, a launch error, a node lost under it) is
+run again by a resume without ``--retry-failed``. When a point times out (no node lost), the configuration hangs:
+its other repeats of this run are written down as skipped (reason ``configuration hung``, naming the repeat that
+hung) instead of costing one timeout each; ``--retry-failed`` runs them (and skips nothing).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from collscope.errors import ConfigError, ToolMissingError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
-from collscope.sweeps.attempt import RESUMED_REASONS, PointOutcome, collect_records, conclude_attempt, run_point
+from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, resumed_failure, run_point
 from collscope.sweeps.environment import MPIRUN_HINT
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, launch_options_for, timed_launch
@@ -111,7 +111,7 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                  "running it again")
     todo = [p for p in points if states[p.point_id] != "done"
             and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged"
-                 or failures[p.point_id].reason in RESUMED_REASONS)]
+                 or resumed_failure(failures[p.point_id].reason, failures[p.point_id].detail))]
     check_tools(plan, todo, options)
     for p in todo:
         log_path = results.log_path(p.point_id)
@@ -158,7 +158,8 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                 except SweepTerminated as exc:
                     echo(f"point {point.point_id}: cancelled ({exc.detail})")
                     raise
-                if result.reason == "timeout" and not options.retry_failed:
+                if result.reason == "timeout" and not options.retry_failed \
+                        and not resumed_failure(result.reason, result.detail):
                     hung[_configuration(point)] = point
                 report(point, result, time.monotonic() - point_start)
     finally:

@@ -225,3 +225,16 @@ def test_a_launch_error_of_an_earlier_run_is_retried_without_retry_failed(tmp_pa
     assert outcome[launch_failed.point_id].status == "done"
     assert (outcome[measured_failed.point_id].status, outcome[measured_failed.point_id].reason) == \
         ("skipped", "failed before (use --retry-failed)")
+
+
+def test_which_failures_a_resume_runs_again():
+    assert attempt.resumed_failure("cancelled", "the sweep was stopped by SIGTERM while this point ran")
+    assert attempt.resumed_failure("launch error", "mpirun not found on PATH")
+    # a node lost under the point (the launcher's words, as launch_diagnosis writes them) is not the configuration's
+    assert attempt.resumed_failure("exit code", "exit code 1 (node failure on node2; node1: task 0: killed)")
+    assert attempt.resumed_failure("timeout", "timeout after 60 s (Slurm cancelled step 77.3 on node2 due to "
+                                              "node failure)")
+    for reason, detail in (("exit code", "exit code 1"), ("timeout", "timeout after 60 s"),
+                           ("wrong values", "wrong values at 1 size(s): 8"), (HUNG_REASON, "repeat 0 ... timed out"),
+                           ("exit code", "exit code 1 (node3: task 0: segmentation fault)")):
+        assert not attempt.resumed_failure(reason, detail), (reason, detail)
