@@ -111,7 +111,7 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
                  "running it again")
     todo = [p for p in points if states[p.point_id] != "done"
             and (options.retry_failed or p.point_id not in failures or states[p.point_id] == "damaged"
-                 or resumed_failure(failures[p.point_id].reason, failures[p.point_id].detail))]
+                 or resumed_failure(failures[p.point_id].reason, failures[p.point_id].detail or ""))]
     check_tools(plan, todo, options)
     for p in todo:
         log_path = results.log_path(p.point_id)
