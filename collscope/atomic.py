@@ -1,16 +1,166 @@
-"""Whole-file writes that never leave a half-written file: temp file in the same directory, then rename."""
+"""Writing files without following links, without half-written files, and with the user's umask.
+
+* :func:`write_text_atomic` / :func:`write_bytes_atomic`: whole-file replacement. The temporary file has an
+  unpredictable name (``.<name>.<random>.tmp``, created with ``O_CREAT | O_EXCL | O_NOFOLLOW``, as ``mkstemp``
+  does), so a link planted under a predictable name is never written through; it is then given the umask's mode
+  (``0666 & ~umask``: ``mkstemp``'s 0600 would hide the file from a group that shares the directory) and
+  renamed over the target (a rename replaces a link, it never writes through it).
+* :func:`append_bytes`: one append-only log line (``failures.jsonl``): opened with ``O_NOFOLLOW``, refused
+  unless it is a regular file with one link, a missing newline at its end (a writer killed mid-line, a full disk)
+  repaired first, every byte written (``os.write`` may write fewer: it is called again until all is written).
+* :func:`open_append`: a log's descriptor under the same rules, for a caller that writes and reads it back.
+
+A file that is a symbolic link, a hard link to another name, or not a regular file is an :class:`UnsafeFileError`
+naming it; a write that fails (a full disk, no permission) is a :class:`~collscope.errors.ConfigError` naming
+the file and the system's reason, never a traceback.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["write_text_atomic"]
+from collscope.errors import ConfigError
+
+__all__ = ["write_text_atomic", "write_bytes_atomic", "append_bytes", "open_append", "write_all", "umask_mode",
+           "UnsafeFileError", "check_writable_fd"]
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (the temp name carries the pid, so concurrent writers of the
-    same file, e.g. Slurm array shards writing sweep.json, never share a temp file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+class UnsafeFileError(ConfigError):
+    """A file collscope would write is a symbolic link, a hard link or not a regular file: never written through."""
+
+    def __init__(self, path: Path | str, found: str) -> None:
+        self.path = str(path)
+        self.found = found
+        super().__init__(f"{path}: {found}; collscope never writes through it (move it away, or use another --out)")
+
+
+def umask_mode(mode: int = 0o666) -> int:
+    """``mode`` less this process's umask (what ``open(..., O_CREAT, mode)`` would give a new file)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return mode & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no /proc: read it by setting it (and put it back at once)
+    os.umask(mask)
+    return mode & ~mask
+
+
+def write_all(fd: int, data: bytes, name: str = "") -> None:
+    """Write every byte of ``data`` to ``fd`` (``os.write`` may write fewer: called again until done)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # a file system that takes nothing and says no error: treat as full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), name)
+        view = view[written:]
+
+
+def _found(st: os.stat_result) -> str | None:
+    """What is wrong with a file to be written (None: a regular file with one link)."""
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_nlink > 1:
+        return f"a hard link ({st.st_nlink} names for one file)"
+    return None
+
+
+def check_writable_fd(fd: int, path: Path | str) -> os.stat_result:
+    """``fstat(fd)``, or UnsafeFileError when it is not a regular file with one link."""
+    st = os.fstat(fd)
+    problem = _found(st)
+    if problem is not None:
+        raise UnsafeFileError(path, problem)
+    return st
+
+
+def _write_error(path: Path | str, exc: OSError) -> ConfigError:
+    if exc.errno == errno.ELOOP:
+        return UnsafeFileError(path, "a symbolic link")
+    return ConfigError(f"{path}: cannot be written ({exc.strerror or exc})")
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (see the module doc); ConfigError naming it when that fails."""
+    path = Path(path)
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise _write_error(path.parent, exc) from None
+    tmp = ""
+    try:
+        for _ in range(100):
+            tmp = f".{path.name}.{os.urandom(6).hex()}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise OSError(errno.EEXIST, "no free temporary name", str(path))
+        try:
+            write_all(fd, data, str(path))
+            os.fchmod(fd, umask_mode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        tmp = ""
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+        os.close(dir_fd)
+
+
+def write_text_atomic(path: Path | str, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically: :func:`write_bytes_atomic`."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def open_append(path: Path | str) -> int:
+    """A descriptor to append to ``path`` (created with the umask's mode when missing): ``O_NOFOLLOW``, and
+    UnsafeFileError unless it is a regular file with one link; opened for reading too (``pread``: a log is read
+    back from the descriptor that wrote it, never by opening its name again). The caller closes it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    try:
+        check_writable_fd(fd, path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def append_bytes(path: Path | str, data: bytes) -> None:
+    """Append ``data`` (whole lines) to the log ``path``: a missing newline at its end is written first, every
+    byte is written and synced (see the module doc)."""
+    fd = open_append(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # the last line was cut (killed writer, full disk): never glue onto it
+        write_all(fd, data, str(path))
+        os.fsync(fd)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    finally:
+        os.close(fd)

@@ -11,6 +11,7 @@ can be written in it. Every problem is a :class:`~collscope.errors.ParseError` (
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from collscope.errors import ConfigError, ParseError
 
-__all__ = ["read_input_bytes", "read_input_text", "decode_text", "check_output_dir", "kind_of"]
+__all__ = ["read_input_bytes", "read_input_text", "decode_text", "check_output_dir", "kind_of", "UnreadableFileError"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -32,14 +33,25 @@ def kind_of(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "a special file"
 
 
-def read_input_bytes(path: Path | str, what: str = "a regular file") -> bytes:
+class UnreadableFileError(ParseError):
+    """The file exists but this user may not read it (EACCES): a permission to fix, not a damaged file."""
+
+
+def read_input_bytes(path: Path | str, what: str = "a regular file", *, follow_links: bool = True) -> bytes:
     """The bytes of the regular file ``path``; anything else is a ParseError saying what was found.
 
-    ``what`` says what the file should be (``a Measurement JSONL file``), for the message.
+    ``what`` says what the file should be (``a Measurement JSONL file``), for the message. ``follow_links=False``
+    (the files of a results directory): a symbolic link is refused, never followed (``O_NOFOLLOW``). A file this
+    user may not read is an :class:`UnreadableFileError`.
     """
     name = str(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
+    except PermissionError as exc:
+        raise UnreadableFileError(name, None, what, found=f"{exc.strerror} (unreadable for this user)") from None
     except FileNotFoundError:
         if os.path.islink(path):
             raise ParseError(name, None, what, found=f"a symlink to a missing target ({os.readlink(path)})") from None
@@ -47,6 +59,9 @@ def read_input_bytes(path: Path | str, what: str = "a regular file") -> bytes:
     except IsADirectoryError:
         raise ParseError(name, None, what, found="a directory") from None
     except OSError as exc:
+        if not follow_links and exc.errno == errno.ELOOP and os.path.islink(path):
+            found = f"a symbolic link (to {os.readlink(path)}), not followed"
+            raise ParseError(name, None, what, found=found) from None
         raise ParseError(name, None, what, found=exc.strerror or str(exc)) from None
     try:
         mode = os.fstat(fd).st_mode

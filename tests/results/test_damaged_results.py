@@ -198,7 +198,7 @@ def test_failure_without_reason_is_an_error_naming_line_and_field(tmp_path, cmd)
 @pytest.mark.parametrize("cmd", READERS)
 def test_an_undecodable_line_inside_failures_jsonl_is_an_error(tmp_path, cmd):
     results = _results(tmp_path / "r")
-    results.failures_path.write_text('{"point_id": "p-default-r0", "reas\n'
+    results.failures_path.write_text('{"point_id": "p-default-r0" "reason": "timeout"}\n'
                                      + json.dumps({"point_id": "lost", "reason": "timeout"}) + "\n")
     _assert_user_error(_invoke(*cmd, str(results.root)), f"{results.failures_path}:1:", "a failure entry")
 

@@ -40,7 +40,7 @@ def test_status_is_a_typed_record_with_todays_json(tmp_path: Path) -> None:
     assert [f.point_id for f in status.failures] == ["b", "c"]
     doc = status.to_dict()
     assert list(doc) == ["sweep_id", "points", "done", "failed", "pending", "damaged", "skipped", "failure_reasons",
-                         "failures", "damaged_points"]
+                         "failures", "damaged_points", "unreadable", "unreadable_points"]
     assert doc["failures"][0] == {"point_id": "b", "reason": "timeout", "detail": "timeout after 5 s"}
     assert json.loads(json.dumps(doc)) == doc
     assert results.read_point("a") == [_rec(8), _rec(64)]

@@ -137,13 +137,17 @@ def test_a_fifo_as_a_point_log_is_moved_aside_not_opened(copy):
 
 
 def test_an_earlier_attempts_partial_records_are_kept_on_a_new_attempt(copy):
+    """Partial files are named per writing process (``<id>.<writer>.partial.jsonl``): the resume never writes into
+    an earlier attempt's file, keeps it byte for byte, and never counts it."""
     spec, results, points = copy
     path = results.records_path(points[0])
     kept = path.read_bytes()
     path.unlink()  # pending again, with the records of an attempt that did not finish
-    results.partial_path(points[0]).write_bytes(kept)
+    earlier = results.partial_path(points[0])
+    earlier.write_bytes(kept)
     result = CliRunner().invoke(main, _args(spec, results.root))
     assert result.exit_code == 0, result.output
-    earlier = sorted(results.points_dir.glob(f"{points[0]}.partial.jsonl.attempt-*"))
-    assert len(earlier) == 1 and earlier[0].read_bytes() == kept
-    assert results.is_done(points[0]) and not results.partial_path(points[0]).exists()
+    assert earlier.read_bytes() == kept
+    assert results.is_done(points[0])
+    partials = sorted(p.name for p in results.points_dir.glob(f"{points[0]}.*partial.jsonl*"))
+    assert partials == [earlier.name], partials  # the resume's own partial file is gone with the finished point
