@@ -61,7 +61,7 @@ class PlannedPoint:
 
 def foreign_records(records: list[Measurement] | tuple[Measurement, ...], planned: PlannedPoint) -> str | None:
     """Why ``records`` are not the planned point's (the first reason), or None when they all belong to it."""
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, bool, int]] = set()
     for n, r in enumerate(records, 1):
         for name, have, want in (("point_id", r.point_id, planned.point_id), ("sweep_id", r.sweep_id, planned.sweep_id),
                                  ("repeat", r.repeat, planned.repeat), ("op", r.op, planned.op)):
@@ -74,9 +74,10 @@ def foreign_records(records: list[Measurement] | tuple[Measurement, ...], planne
                 if have_value != want_value and not (want_value is None and knob in planned.inherited):
                     return (f"record {n} has {knob}={have_value!r}, the plan says {want_value!r} (another "
                             "configuration's records?)")
-        key = (r.size_bytes, r.repeat)
+        key = (r.size_bytes, r.in_place, r.repeat)  # nccl-tests writes an out-of-place and an in-place record
         if key in seen:
-            return f"record {n} repeats size {r.size_bytes} of repeat {r.repeat} (records written twice?)"
+            return (f"record {n} repeats size {r.size_bytes} ({'in' if r.in_place else 'out of'} place) of repeat "
+                    f"{r.repeat} (records written twice?)")
         seen.add(key)
     return None
 
