@@ -151,18 +151,19 @@ LIBRARY = {"vocab", "results", "topo", "collectives", "sweeps", "locate", "analy
 """Packages and modules below the CLI: they never import click or ``collscope.cli``."""
 
 FORBIDDEN: dict[str, set[str]] = {
-    "analysis": {"sweeps", "demo", "cli"},
-    "sweeps": {"demo", "cli"},
-    "locate": {"analysis", "sweeps", "demo", "cli"},
-    "topo": {"analysis", "sweeps", "demo", "cli"},
-    "collectives": {"analysis", "sweeps", "demo", "cli"},
-    "traces": {"analysis", "sweeps", "demo", "cli", "topo", "results"},
-    "results": {"analysis", "sweeps", "demo", "cli"},
-    "vocab": {"topo", "collectives", "results", "analysis", "sweeps", "demo", "cli"},
-    **{bottom: {"vocab", "topo", "collectives", "results", "analysis", "sweeps", "demo", "cli"}
+    "analysis": {"sweeps", "locate", "demo", "cli"},
+    "sweeps": {"locate", "demo", "cli"},
+    "locate": {"demo", "cli"},
+    "topo": {"analysis", "sweeps", "locate", "demo", "cli"},
+    "collectives": {"analysis", "sweeps", "locate", "demo", "cli"},
+    "traces": {"analysis", "sweeps", "locate", "demo", "cli", "topo", "results"},
+    "results": {"analysis", "sweeps", "locate", "demo", "cli"},
+    "vocab": {"topo", "collectives", "results", "analysis", "sweeps", "locate", "demo", "cli"},
+    **{bottom: {"vocab", "topo", "collectives", "results", "analysis", "sweeps", "locate", "demo", "cli"}
        for bottom in ("errors", "files", "units", "proc", "atomic", "_reaper", "_lazy")},
 }
-"""Layer -> collscope layers it must not import (DESIGN.md: arrows point down only)."""
+"""Layer -> collscope layers it must not import (DESIGN.md "Arrows point down only": cli -> (triage, canary,
+observe, locate) -> (analysis, sweeps, traces) -> (collectives, topo, results) -> vocab -> (errors, units, proc))."""
 
 
 def _violations() -> list[str]:

@@ -89,3 +89,21 @@ def test_one_table_of_element_types_serves_records_harnesses_and_traces():
     assert {d.name: element_bytes(d.name) for d in DTYPE_TABLE} == {d.name: d.elem_bytes for d in DTYPE_TABLE}
     assert all(DTYPE_SPELLINGS[alias.lower()] == name for alias, name in DTYPE_ALIASES.items())
     assert "c10::half" not in DTYPE_ALIASES  # records and nccl-tests tables take exact names only
+
+
+def test_one_engine_table_answers_what_each_engine_can_do():
+    """collscope/vocab/engines.py: every engine once; torch is one row per backend, gloo when none is given (as
+    collscope bench runs it), so a sweep of torch without a backend skips NCCL knobs, which would not apply."""
+    from collscope.sweeps.constraints import PlanContext, skip_reason
+    from collscope.sweeps.spec import SweepSpec
+    from collscope.vocab.engines import ENGINE_NAMES, ENGINE_ROWS, engine_row
+
+    assert [r.name for r in ENGINE_ROWS] == ["nccl-tests", "torch/nccl", "mpi", "torch/gloo"]
+    assert set(ENGINE_NAMES) == {"mpi", "torch", "nccl-tests"}
+    assert {r.name for r in ENGINE_ROWS if r.persistent} == {"mpi"}
+    assert {r.name for r in ENGINE_ROWS if r.needs_gpus} == {"nccl-tests", "torch/nccl"}
+    assert engine_row("nccl-tests").rail_variables == ("NCCL_IB_HCA",)
+    assert engine_row("torch").rail_variables == ("GLOO_SOCKET_IFNAME",)
+    assert "reduce" in engine_row("nccl-tests").ops and "reduce" not in engine_row("mpi").ops
+    ctx = PlanContext(spec=SweepSpec(name="x", engine="torch", repeats=1))
+    assert "no effect on this engine (torch/gloo" in str(skip_reason("all_reduce", {"NCCL_PROTO": "LL"}, ctx))

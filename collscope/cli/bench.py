@@ -22,6 +22,7 @@ from collscope.cli.options import engine_option, nccl_tests_dir_option, size_ran
 from collscope.collectives.record import Measurement, append_jsonl
 from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS, BenchSpec
 from collscope.errors import CollscopeError
+from collscope.vocab.engines import ENGINE_ROWS, engine_row
 
 __all__ = ["bench", "render_row", "TABLE_HEADER"]
 
@@ -188,12 +189,14 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_
     For --engine nccl-tests this command runs the binary itself: run it once (under sbatch or salloc for
     --launcher srun), never under srun or mpirun, which would start one separate nccl-tests run per task.
     """
-    if backend is not None and engine != "torch":
-        raise click.UsageError("--backend applies to --engine torch only")
+    with_backends = sorted({r.engine for r in ENGINE_ROWS if r.backend is not None})
+    if backend is not None and engine not in with_backends:
+        raise click.UsageError(f"--backend applies to --engine {' or '.join(with_backends)} only")
+    row = engine_row(engine, backend)  # torch without --backend: its default backend (gloo)
     given = [name for name, value in (("--ngpus", ngpus != 1), ("--launcher", launcher), ("--nranks", nranks),
                                       ("--nnodes", nnodes != 1), ("--gpus-per-node", gpus_per_node is not None))
              if value]
-    if given and engine != "nccl-tests":
+    if given and row.program != "nccl-tests":
         raise click.UsageError(f"{', '.join(given)} apply to --engine nccl-tests; engines mpi and torch are the "
                                "per-rank program: start them under the launcher (mpirun -np N collscope bench ...)")
     if (launcher is None) != (nranks is None) or (launcher is None and (nnodes != 1 or gpus_per_node is not None)):
@@ -201,12 +204,12 @@ def bench(engine: str, backend: str | None, op: str, min_bytes: int | None, max_
     if sizes is None and (min_bytes is None or max_bytes is None):
         raise click.UsageError("give --min-bytes and --max-bytes, or --sizes")
     if sizes is not None:
-        if engine == "nccl-tests":
+        if row.program != "bench":
             raise click.UsageError("--sizes applies to engines mpi and torch (nccl-tests takes -b/-e/-f)")
         min_bytes, max_bytes = min(sizes), max(sizes)
     assert min_bytes is not None and max_bytes is not None  # checked just above
-    backend = backend or "gloo"
-    device = device or ("cuda" if engine == "torch" and backend == "nccl" else "cpu")
+    backend = row.backend or "gloo"
+    device = device or ("cuda" if row.needs_gpus and row.program == "bench" else "cpu")
     spec = BenchSpec(op=op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, sizes=sizes,  # type: ignore[arg-type]
                      iters=iters, warmup=warmup, dtype=dtype, redop=redop, root=root, in_place=in_place,  # type: ignore[arg-type]
                      check=check, device=device, cuda_graph=cuda_graph, timeout_s=timeout_s)  # type: ignore[arg-type]

@@ -7,13 +7,14 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from collscope.cli.options import SIZE, nccl_tests_dir_option
 from collscope.collectives.allocation import GPU_VARIABLES, gpus_per_node
 from collscope.errors import ConfigError
-from collscope.locate.engines import LocateEngineRow, check_rails, choose_engine
+from collscope.locate.engines import check_rails, choose_engine
 from collscope.locate.model import LocateConfig, LocateResult, Runner
 from collscope.locate.nodelist import format_nodelist, parse_nodelist
 from collscope.locate.records import LocateWriter
@@ -21,6 +22,7 @@ from collscope.locate.render import drain_argv, render_steps, render_text, shell
 from collscope.locate.search import locate
 from collscope.locate.steps import StepOptions, first_steps
 from collscope.locate.topology import LocateTopology, topology_from_cluster_json
+from collscope.vocab.engines import EngineRow
 
 __all__ = ["locate_command"]
 
@@ -65,10 +67,10 @@ def _default_out() -> Path:
     return Path("results") / (f"locate-{job}" if job else time.strftime("locate-%Y%m%d-%H%M%S"))
 
 
-def _nccl_tests_binary(row: LocateEngineRow, nccl_tests_dir: Path | None) -> str:
+def _nccl_tests_binary(row: EngineRow, nccl_tests_dir: Path | None) -> str:
     """Engine nccl-tests: the all_reduce_perf it runs on every node (the MPI build, found here: the path must be
     the same on every node, as a shared file system gives it); other engines: unused."""
-    if row.engine != "nccl-tests":
+    if row.program != "nccl-tests":
         return "all_reduce_perf"
     from collscope.collectives.nccl_tests.run import find_nccl_tests_binary
 
@@ -80,18 +82,15 @@ def _positive(name: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def _gpu_srun_args(row: LocateEngineRow, gpus_per_node: int) -> tuple[str, ...]:
-    """GPU engines: the srun options of G GPU ranks per node, from the sweeps' one policy (srun's version, the
-    allocation's CPUs); locate's steps say ``--ntasks-per-node`` themselves. Nothing for the host engines."""
-    if row.device != "gpu":
-        return ()
+def _gpu_srun_facts(row: EngineRow) -> dict[str, Any]:
+    """GPU engines: what the sweeps' srun policy for GPU ranks needs (srun's version, the allocation's CPUs), as
+    StepOptions fields. Nothing for the host engines."""
+    if not row.needs_gpus:
+        return {}
     from collscope.sweeps.environment import slurm_version
-    from collscope.sweeps.slurm_gpu import gpu_step
 
-    step = gpu_step(nranks=gpus_per_node, nnodes=1, gpus_per_node=gpus_per_node, slurm_version=slurm_version(),
-                    cpus_per_task=_positive("SLURM_CPUS_PER_TASK"), cpus_on_node=_positive("SLURM_CPUS_ON_NODE"),
-                    cpu_bind=None, one_gpu_per_task=False, engine=row.engine)
-    return tuple(flag for flag in step.flags if not flag.startswith("--ntasks-per-node="))
+    return {"slurm_version": slurm_version(), "cpus_per_task": _positive("SLURM_CPUS_PER_TASK"),
+            "cpus_on_node": _positive("SLURM_CPUS_ON_NODE")}
 
 
 def _make_runner(options: StepOptions, work_dir: Path, timeout_s: float) -> Runner:
@@ -194,7 +193,7 @@ def locate_command(nodes: str | None, rails: int, engine: str | None, backend: s
                           gpus_per_node=gpus.value or 0, iface_prefix=iface_prefix, rail_nics=nics,
                           nccl_tests_binary=_nccl_tests_binary(row, nccl_tests_dir),
                           rank_timeout_s=max(1.0, 0.9 * timeout_s),
-                          gpu_srun_args=_gpu_srun_args(row, gpus.value or 0))
+                          **_gpu_srun_facts(row))
     config = LocateConfig(repeats=repeats, k_mad=k_mad, min_gap=min_gap, expect_busbw_gbps=expect_gbps,
                           rails=rails, leaf_of=topo.leaf_of)
     root = out or _default_out()

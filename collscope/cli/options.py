@@ -16,13 +16,12 @@ import click
 from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.units import parse_size
+from collscope.vocab.engines import ENGINE_NAMES
 
-__all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "ENGINES", "engine_option", "gpu_option",
+__all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "engine_option", "gpu_option",
            "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option", "check_output_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-ENGINES = ("mpi", "torch", "nccl-tests")
-"""The measuring engines of ``collscope bench`` and ``collscope sweep run``."""
 
 
 class SizeType(click.ParamType):
@@ -125,7 +124,7 @@ def sizes_option(*, instead_of: str, applies_to: str = "", minimum: int = 0) -> 
 def engine_option(*, required: bool) -> Callable[[F], F]:
     """``--engine {mpi,torch,nccl-tests}``; optional where a spec already names one."""
     text = "mpi: mpi4py harness; torch: torch.distributed harness; nccl-tests: run the binary."
-    return click.option("--engine", type=click.Choice(ENGINES), required=required, default=None,
+    return click.option("--engine", type=click.Choice(ENGINE_NAMES), required=required, default=None,
                         help=text if required else text + "  [default: the spec's]")
 
 

@@ -16,11 +16,12 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from collscope.collectives.measure import DTYPES, ELEM_SIZE, Dtype, MeasureSpec
+from collscope.collectives.measure import ELEM_SIZE, Dtype, MeasureSpec
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
 from collscope.vocab.configs import OMPI_ASYNC_MODEX
-from collscope.vocab.ops import HARNESS_OPS, HarnessOp
+from collscope.vocab.engines import ENGINE_ROWS
+from collscope.vocab.ops import HarnessOp
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
            "pattern", "reduce_rows", "wrapped", "expected_result", "count_wrong", "make_record"]
@@ -29,8 +30,9 @@ BenchOp = HarnessOp
 """The collectives the harnesses measure (the vocabulary's :data:`~collscope.vocab.ops.HarnessOp`)."""
 BenchDtype = Dtype
 Redop = Literal["sum", "max", "min"]
-BENCH_OPS: tuple[str, ...] = HARNESS_OPS
-BENCH_DTYPES: tuple[str, ...] = DTYPES
+BENCH_OPS: tuple[str, ...] = tuple(dict.fromkeys(op for r in ENGINE_ROWS if r.program == "bench" for op in r.ops))
+"""What ``collscope bench`` measures: the ops of the engines whose per-rank program it is (the engine table)."""
+BENCH_DTYPES: tuple[str, ...] = tuple(dict.fromkeys(d for r in ENGINE_ROWS if r.program == "bench" for d in r.dtypes))
 _NARROW = frozenset({"float16", "bfloat16", "int8", "uint8"})
 _INT_RANGE = {"int8": (-(2**7), 2**8), "uint8": (0, 2**8), "int32": (-(2**31), 2**32), "int64": (-(2**63), 2**64)}
 """Integer dtypes: (lowest value, number of values)."""

@@ -1,4 +1,5 @@
-"""Locate's engines, one row each: what a test measures, where it runs, and how a rail is pinned (pure).
+"""Which engine a locate run uses and how its rails are pinned, read from the one engine table
+(:data:`collscope.vocab.engines.ENGINE_ROWS`: what a test measures, where it runs, its rail variables) (pure).
 
     engine       device  a rail r is pinned by                                           rail r is
     nccl-tests   gpu     NCCL_IB_HCA==<nic>                                              rail_nics[r]
@@ -21,104 +22,24 @@ host engines stay allowed (mpi by default) and the GPU engines need ``--gpus-per
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from collscope.collectives.allocation import GpuCount
 from collscope.errors import ConfigError
+from collscope.vocab.engines import ENGINE_ROWS, EngineRow, engine_row, rows_of
 
-__all__ = ["LocateEngine", "Backend", "LocateEngineRow", "ENGINES", "EngineChoice", "engine_row", "choose_engine",
-           "rail_variables", "check_rails"]
-
-LocateEngine = Literal["mpi", "torch", "nccl-tests"]
-Backend = Literal["gloo", "nccl"]
+__all__ = ["EngineChoice", "choose_engine", "rail_variables", "check_rails"]
 
 log = logging.getLogger(__name__)
 
-
-def _nccl_ib_unread(environ: Mapping[str, str]) -> str | None:
-    """Why NCCL would not read NCCL_IB_HCA here (its IB transport off, or another network chosen), else None."""
-    if environ.get("NCCL_IB_DISABLE", "").strip() not in ("", "0"):
-        return f"NCCL_IB_DISABLE={environ['NCCL_IB_DISABLE']} turns NCCL's IB transport off"
-    net = environ.get("NCCL_NET", "").strip()
-    if net and net.lower() != "ib":
-        return f"NCCL_NET={net} selects a network other than NCCL's IB transport"
-    return None
-
-
-def _ompi_tcp_unread(environ: Mapping[str, str]) -> str | None:
-    """Why Open MPI would not read btl_tcp_if_include here (a PML without BTLs, such as UCX), else None."""
-    pml = environ.get("OMPI_MCA_pml", "").strip()
-    if pml and pml != "ob1":
-        return f"OMPI_MCA_pml={pml} sends through a PML that uses no BTL (only ob1 uses btl_tcp)"
-    return None
-
-
-def _always_read(environ: Mapping[str, str]) -> str | None:
-    return None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocateEngineRow:
-    """One engine of locate (an engine, and for torch its backend)."""
-
-    name: str
-    """How output names it: ``nccl-tests``, ``torch/nccl``, ``mpi``, ``torch/gloo``."""
-    engine: LocateEngine
-    backend: Backend | None
-    """torch's process-group backend; None for the other engines."""
-    device: Literal["gpu", "host"]
-    option: str
-    """The command-line options that ask for it."""
-    measures: str
-    """What its tests measure, in a phrase."""
-    rail_variables: tuple[str, ...]
-    """The variables that pin a step to one rail (each set to the rail's NIC or interface)."""
-    rail_by: Literal["nic", "iface"]
-    """Rail r is ``rail_nics[r]`` (``=``-prefixed: NCCL's exact match), or interface ``<iface_prefix><r>``."""
-    rail_unread: Callable[[Mapping[str, str]], str | None]
-    """Why, in this environment, the engine would not read its rail variables (None: it reads them)."""
-
-
-ENGINES: tuple[LocateEngineRow, ...] = (  # the first row of each device is the default there
-    LocateEngineRow(name="nccl-tests", engine="nccl-tests", backend=None, device="gpu",
-                    option="--engine nccl-tests",
-                    measures="NCCL on every GPU of each node (the GPUs, NVLink, the NICs with GPUDirect RDMA)",
-                    # NCCL src/transport/net_ib.cc reads NCCL_IB_HCA when its IB transport starts.
-                    rail_variables=("NCCL_IB_HCA",), rail_by="nic", rail_unread=_nccl_ib_unread),
-    LocateEngineRow(name="torch/nccl", engine="torch", backend="nccl", device="gpu",
-                    option="--engine torch --backend nccl",
-                    measures="torch.distributed with NCCL on every GPU of each node (the GPUs, NVLink, the NICs "
-                             "with GPUDirect RDMA)",
-                    rail_variables=("NCCL_IB_HCA",), rail_by="nic", rail_unread=_nccl_ib_unread),
-    LocateEngineRow(name="mpi", engine="mpi", backend=None, device="host", option="--engine mpi",
-                    measures="host MPI between the CPUs (the host network, no GPU)",
-                    rail_variables=("OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"),
-                    rail_by="iface", rail_unread=_ompi_tcp_unread),
-    LocateEngineRow(name="torch/gloo", engine="torch", backend="gloo", device="host",
-                    option="--engine torch --backend gloo",
-                    measures="torch.distributed with gloo between the CPUs (the host network, no GPU)",
-                    rail_variables=("GLOO_SOCKET_IFNAME",), rail_by="iface", rail_unread=_always_read),
-)
-
-_GPU_OPTIONS = " or ".join(r.option for r in ENGINES if r.device == "gpu")
-_HOST_OPTIONS = " or ".join(r.option for r in ENGINES if r.device == "host")
-
-
-def engine_row(engine: str, backend: str | None = None) -> LocateEngineRow:
-    """The row of ``engine`` (with ``backend`` for torch; None for the others)."""
-    for row in ENGINES:
-        if row.engine == engine and row.backend == backend:
-            return row
-    valid = ", ".join(f"{r.engine}" + (f" with backend {r.backend}" if r.backend else "") for r in ENGINES)
-    shown = engine + (f" with backend {backend}" if backend is not None else "")
-    raise ConfigError(f"engine {shown!r} is invalid for locate; valid: {valid}")
+_GPU_OPTIONS = " or ".join(r.option for r in ENGINE_ROWS if r.device == "gpu")
+_HOST_OPTIONS = " or ".join(r.option for r in ENGINE_ROWS if r.device == "host")
 
 
 @dataclass(frozen=True, slots=True)
 class EngineChoice:
-    row: LocateEngineRow
+    row: EngineRow
     reason: str
     """Why this engine: what was asked and what the GPU count says (shown in locate's output)."""
 
@@ -129,21 +50,21 @@ def choose_engine(engine: str | None, backend: str | None, gpus: GpuCount) -> En
     Raises ConfigError naming the options to use when the engine cannot test these nodes: a host engine on GPU
     nodes, a GPU engine without GPUs or without a known GPU count, ``--backend`` without ``--engine torch``.
     """
-    with_backends = {r.engine for r in ENGINES if r.backend is not None}
+    with_backends = {r.engine for r in ENGINE_ROWS if r.backend is not None}
     if backend is not None and engine not in with_backends:
         raise ConfigError(f"--backend {backend} applies to --engine {' or '.join(sorted(with_backends))} only"
                           + (f", not --engine {engine}" if engine is not None else
                              f"; add --engine {' or '.join(sorted(with_backends))}"))
-    engines = dict.fromkeys(r.engine for r in ENGINES)
+    engines = dict.fromkeys(r.engine for r in ENGINE_ROWS)
     if engine is not None and engine not in engines:
         raise ConfigError(f"--engine {engine} is invalid; valid: {', '.join(engines)}")
     has_gpus = gpus.value is not None and gpus.value > 0
     device = "gpu" if has_gpus else "host"
     if engine is None:  # the first row of a device is its default
-        row = next(r for r in ENGINES if r.device == device)
+        row = next(r for r in ENGINE_ROWS if r.device == device)
         asked = "the default"
     elif backend is None and engine in with_backends:  # the engine's backend for these nodes
-        row = next(r for r in ENGINES if r.engine == engine and r.device == device)
+        row = next(r for r in rows_of(engine) if r.device == device)
         asked = f"--engine {engine} (backend {row.backend} by the GPU count)"
     else:
         row = engine_row(engine, backend)
@@ -167,7 +88,7 @@ def choose_engine(engine: str | None, backend: str | None, gpus: GpuCount) -> En
     return EngineChoice(row, why)
 
 
-def rail_variables(row: LocateEngineRow, rail: int, *, rail_nics: Sequence[str], iface_prefix: str) -> dict[str, str]:
+def rail_variables(row: EngineRow, rail: int, *, rail_nics: Sequence[str], iface_prefix: str) -> dict[str, str]:
     """The variables that pin one step of ``row`` to ``rail``."""
     if row.rail_by == "nic":
         if rail >= len(rail_nics) or not rail_nics[rail]:
@@ -177,7 +98,7 @@ def rail_variables(row: LocateEngineRow, rail: int, *, rail_nics: Sequence[str],
     return {name: f"{iface_prefix}{rail}" for name in row.rail_variables}
 
 
-def check_rails(row: LocateEngineRow, rails: int, *, rail_nics: Sequence[str], nics_given: bool,
+def check_rails(row: EngineRow, rails: int, *, rail_nics: Sequence[str], nics_given: bool,
                 environ: Mapping[str, str], iface_prefix: str = "") -> None:
     """Refuse ``--rails R`` (R > 1) when the rail tests could not differ: the engine does not read the variable
     that would pin them, or a rail has no NIC to pin to. ``nics_given``: ``--rail-nics`` was on the command line.

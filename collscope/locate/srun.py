@@ -76,7 +76,7 @@ class SrunRunner:
         return f"s{os.getpid()}-{n:04d}-{spec.kind}-{rail}"
 
     def _parse(self, spec: TestSpec, out: Path, log: str, rail: dict[str, str]) -> list[Measurement]:
-        if self.options.engine == "nccl-tests":
+        if self.options.row.records_from == "stdout":  # nccl-tests' table
             from collscope.collectives.nccl_tests import parse_nccl_tests
 
             return list(parse_nccl_tests(log, source="all_reduce_perf", op="all_reduce").records)
@@ -111,7 +111,7 @@ class SrunRunner:
         return max(mine, key=lambda r: r.size_bytes), None, result.duration_s, str(log)
 
     def _launch_failure(self, spec: TestSpec, text: str) -> LaunchFailure | None:
-        program = self.options.nccl_tests_binary if self.options.engine == "nccl-tests" else self.options.python
+        program = self.options.nccl_tests_binary if self.options.row.program == "nccl-tests" else self.options.python
         return classify_launch(text, ranks_per_node=ranks_per_node(spec, self.options), test_kind=spec.kind,
                                environ=self.env or os.environ, program=program, srun_mpi=self.options.srun_mpi)
 

@@ -1,18 +1,20 @@
 """One locate test -> the ``srun`` job step that measures it, and the environment that pins it to a rail (pure).
 
-A step is ``srun --nodes K --ntasks K*P --ntasks-per-node P --nodelist NODES --export=ALL --kill-on-bad-exit=1
-[--mpi=pmix] [GPU options] PROGRAM``: the program is ``python -m collscope bench --engine mpi|torch --op
-all_reduce --sizes S`` (rank 0 appends the record to ``--out``), or for engine nccl-tests the MPI-built
-``all_reduce_perf`` itself (``-b S -e S -g 1``, one process per GPU, ``-a 3``: the slowest rank's time, as the
-harnesses report; the one translation :func:`~collscope.collectives.nccl_tests.spec.nccl_tests_spec_for_ladder`;
-its table is parsed from the step's output). Steps of one round run at the same time on disjoint nodes.
+A step is built by the sweeps' launcher (:func:`collscope.sweeps.launchers.build_launch`, launcher ``srun``), as
+a sweep point of one size on the test's nodes: ``srun --ntasks K*P --nodes K --nodelist NODES --job-name
+locate-KIND --ntasks-per-node=P [GPU options] --export=ALL --kill-on-bad-exit=1 [--mpi=pmix] PROGRAM``: the
+program is ``python -m collscope bench --engine mpi|torch --op all_reduce --sizes S ... --dtype float32`` (rank 0
+appends the record to ``--out``), or for engine nccl-tests the MPI-built ``all_reduce_perf`` itself (``-b S -e S
+-g 1``, one process per GPU, ``-a 3``: the slowest rank's time, as the harnesses report; the sweeps' one
+translation; its table is parsed from the step's output). Which program, and where its records appear, is the
+engine's row (:mod:`collscope.vocab.engines`). Steps of one round run at the same time on disjoint nodes.
 
 Ranks per node (:func:`ranks_per_node`): on CPU nodes a node test runs 2 ranks talking inside the node and an
 inter-node test 1 rank per node; on GPU nodes every test runs one rank per GPU, so the node test drives every
 GPU of its node over NVLink (a slow GPU or a broken NVLink slows it) and an inter-node test every GPU's NIC.
-GPU steps add ``gpu_srun_args``: what the sweeps' one srun policy for GPU ranks
-(:func:`collscope.sweeps.slurm_gpu.gpu_step`, which ``collscope locate`` applies: locate itself never imports
-sweeps) gives for G ranks per node: ``--cpus-per-task`` (the allocation's, else the node's CPUs / G: srun >= 22.05
+GPU steps get what the sweeps' one srun policy for GPU ranks (:func:`collscope.sweeps.slurm_gpu.gpu_step`, from
+the Slurm version and the allocation's CPUs that ``collscope locate`` reads) gives for G ranks per node:
+``--ntasks-per-node=G``, ``--cpus-per-task`` (the allocation's, else the node's CPUs / G: srun >= 22.05
 does not inherit sbatch's), ``--cpu-bind=cores``, and the option that turns per-task GPU binding off for the Slurm
 version (``--gpu-bind=none`` 21.08.1 .. 23.02, ``--tres-bind=gres/gpu:none`` from 23.11): every rank then sees
 all GPUs of its node, as nccl-tests needs (it selects device ``localRank x threads x gpus``, nccl-tests
@@ -44,23 +46,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import cast
 
-from collscope.collectives.nccl_tests.spec import nccl_tests_argv, nccl_tests_spec_for_ladder
 from collscope.errors import ConfigError
-from collscope.locate.engines import Backend, LocateEngine, LocateEngineRow, engine_row, rail_variables
+from collscope.locate.engines import rail_variables
 from collscope.locate.model import TestSpec
 from collscope.locate.nodelist import format_nodelist
 from collscope.locate.plan import first_round, group_round
+from collscope.sweeps.launch_options import LaunchCommand, LaunchOptions, SrunMpi
+from collscope.sweeps.launchers import build_launch
+from collscope.sweeps.slurm_gpu import SlurmVersion
+from collscope.sweeps.spec import Point, SweepSpec
 from collscope.vocab.configs import OMPI_ASYNC_MODEX
+from collscope.vocab.engines import BackendName, EngineName, EngineRow, engine_row, rows_of
 
-__all__ = ["StepOptions", "PlannedStep", "step_argv", "rail_env", "launch_env", "ranks_per_node", "first_steps"]
+__all__ = ["StepOptions", "PlannedStep", "step_argv", "step_launch", "rail_env", "launch_env", "ranks_per_node",
+           "first_steps"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepOptions:
     """How every step of one locate run is launched."""
 
-    engine: LocateEngine = "mpi"
+    engine: EngineName = "mpi"
     size_bytes: int = 16 << 20
     iters: int = 10
     warmup: int = 3
@@ -69,7 +77,7 @@ class StepOptions:
     srun: str = "srun"
     srun_mpi: str | None = "pmix"
     """``--mpi=``: Open MPI 5 speaks PMIx only; ``None`` leaves Slurm's MpiDefault."""
-    backend: Backend = "gloo"
+    backend: BackendName = "gloo"
     """Engine torch: the process-group backend (nccl on GPU nodes)."""
     gpus_per_node: int = 0
     """0: CPU nodes (host engines). G > 0: GPU nodes, GPU engines only; every test runs one rank per GPU."""
@@ -82,9 +90,13 @@ class StepOptions:
     rank_timeout_s: float = 60.0
     """Each step's own bound (``collscope bench --timeout``, nccl-tests ``-T``), below the runner's kill timeout."""
     extra_srun_args: tuple[str, ...] = field(default_factory=tuple)
-    gpu_srun_args: tuple[str, ...] = ()
-    """GPU engines: srun options every step adds after ``--mpi`` (CPUs per rank, CPU and GPU binding; see the
-    module docstring), as :func:`collscope.sweeps.slurm_gpu.gpu_step` gives them without ``--ntasks-per-node``."""
+    slurm_version: SlurmVersion | None = None
+    """GPU engines: ``srun --version`` as ``(22, 5, 8)``: which option turns per-task GPU binding off (see the
+    module docstring); None: ``--gpu-bind=none``."""
+    cpus_per_task: int | None = None
+    """GPU engines: ``--cpus-per-task`` (the allocation's ``SLURM_CPUS_PER_TASK``)."""
+    cpus_on_node: int | None = None
+    """GPU engines without ``cpus_per_task``: the node's CPUs (``SLURM_CPUS_ON_NODE``), shared by its G ranks."""
 
     def __post_init__(self) -> None:
         row = self.row  # an unknown engine or backend raises here
@@ -95,18 +107,19 @@ class StepOptions:
             raise ConfigError(f"iters={self.iters}, warmup={self.warmup} are invalid; valid: iters >= 1, warmup >= 0")
         if self.gpus_per_node < 0:
             raise ConfigError(f"gpus_per_node={self.gpus_per_node} is invalid; valid: 0 (CPU) or the GPU count")
-        if row.device == "gpu" and self.gpus_per_node == 0:
+        if row.needs_gpus and self.gpus_per_node == 0:
             raise ConfigError(f"engine {row.name} needs GPUs: give --gpus-per-node G (or use engine mpi or "
                               "torch with gloo)")
-        if row.device == "host" and self.gpus_per_node > 0:
+        if not row.needs_gpus and self.gpus_per_node > 0:
             raise ConfigError(f"engine {row.name} measures {row.measures}, not the {self.gpus_per_node} GPUs per "
                               "node; valid on GPU nodes: nccl-tests, torch with nccl (gpus_per_node=0 tests the "
                               "host network)")
 
     @property
-    def row(self) -> LocateEngineRow:
-        """The engine's row (:data:`collscope.locate.engines.ENGINES`)."""
-        return engine_row(self.engine, self.backend if self.engine == "torch" else None)
+    def row(self) -> EngineRow:
+        """The engine's row (:data:`collscope.vocab.engines.ENGINE_ROWS`; ``backend`` for an engine that has
+        backends)."""
+        return engine_row(self.engine, self.backend if len(rows_of(self.engine)) > 1 else None)
 
 
 def ranks_per_node(spec: TestSpec, options: StepOptions) -> int:
@@ -131,33 +144,31 @@ def launch_env(spec: TestSpec, options: StepOptions, environ: Mapping[str, str])
     return env
 
 
-def _program(options: StepOptions, out_jsonl: str | PurePath) -> list[str]:
+def step_launch(spec: TestSpec, options: StepOptions, out_jsonl: str | PurePath) -> LaunchCommand:
+    """The launch of one repeat of ``spec``, built by the sweeps' srun launcher as a point of one size: its argv and
+    the variables it adds (none but a GPU step's own); ``out_jsonl`` is where rank 0 appends its record."""
+    row = options.row
+    ppn = ranks_per_node(spec, options)
+    k = len(spec.nodes)
     size = options.size_bytes
-    if options.engine == "nccl-tests":
-        spec = nccl_tests_spec_for_ladder(op="all_reduce", min_bytes=size, max_bytes=size, factor=2,
-                                          iters=options.iters, warmup=options.warmup, check=False, dtype="float32",
-                                          ngpus=1, timeout_s=options.rank_timeout_s)
-        return nccl_tests_argv(spec, options.nccl_tests_binary)
-    argv = [options.python, "-m", "collscope", "bench", "--engine", options.engine, "--op", "all_reduce",
-            "--sizes", str(size), "--iters", str(options.iters), "--warmup", str(options.warmup),
-            "--out", str(out_jsonl), "--timeout", f"{options.rank_timeout_s:g}"]
-    if options.engine == "torch":
-        argv += ["--backend", options.backend]
-    return argv
+    sweep = SweepSpec(name=f"locate-{spec.kind}", engine=row.engine, backend=row.backend, ops=("all_reduce",),
+                      min_bytes=size, max_bytes=size, factor=2, iters=options.iters, warmup=options.warmup,
+                      check=False, dtype="float32", nranks=k * ppn, nnodes=k, repeats=1)
+    # a bench program measures the one size it is given; nccl-tests takes a ladder of one rung (-b S -e S)
+    point = Point(f"locate-{spec.kind}", "all_reduce", {}, sizes=(size,) if row.program == "bench" else None)
+    launch = LaunchOptions(python=options.python, srun=options.srun,
+                           srun_mpi=cast("SrunMpi | None", options.srun_mpi),  # LaunchOptions checks the choice
+                           gpus_per_node=options.gpus_per_node or None, slurm_version=options.slurm_version,
+                           cpus_per_task=options.cpus_per_task, cpus_on_node=options.cpus_on_node,
+                           nodelist=format_nodelist(spec.nodes), job_name=f"locate-{spec.kind}", even_placement=True,
+                           nccl_tests_binary=options.nccl_tests_binary if row.program == "nccl-tests" else None,
+                           rank_timeout_s=options.rank_timeout_s, extra_args=options.extra_srun_args)
+    return build_launch("srun", sweep, point, out_jsonl, launch)
 
 
 def step_argv(spec: TestSpec, options: StepOptions, out_jsonl: str | PurePath) -> list[str]:
-    """The srun command line of one repeat of ``spec``; ``out_jsonl`` is where rank 0 appends its record."""
-    ppn = ranks_per_node(spec, options)
-    k = len(spec.nodes)
-    argv = [options.srun, "--nodes", str(k), "--ntasks", str(k * ppn), "--ntasks-per-node", str(ppn),
-            "--nodelist", format_nodelist(spec.nodes), "--export=ALL", "--kill-on-bad-exit=1",
-            "--job-name", f"locate-{spec.kind}"]
-    if options.srun_mpi is not None:
-        argv.append(f"--mpi={options.srun_mpi}")
-    if options.row.device == "gpu":
-        argv += options.gpu_srun_args
-    return [*argv, *options.extra_srun_args, *_program(options, out_jsonl)]
+    """The srun command line of one repeat of ``spec`` (:func:`step_launch`'s argv)."""
+    return list(step_launch(spec, options, out_jsonl).argv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +192,7 @@ def first_steps(nodes: Sequence[str], options: StepOptions, *, rails: int, envir
         for spec in specs:
             rail = "all" if spec.rail is None else f"r{spec.rail}"
             out = PurePath(work_dir) / f"<step>-{spec.kind}-{rail}.jsonl"
-            env = {**launch_env(spec, options, environ), **rail_env(spec.rail, options)}
-            planned.append(PlannedStep(number, spec, tuple(step_argv(spec, options, out)), env))
+            launch = step_launch(spec, options, out)
+            env = {**launch.env, **launch_env(spec, options, environ), **rail_env(spec.rail, options)}
+            planned.append(PlannedStep(number, spec, launch.argv, env))
     return planned

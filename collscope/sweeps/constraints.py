@@ -18,6 +18,7 @@ from collscope.errors import ConfigError
 from collscope.sweeps.spec import SweepSpec
 from collscope.topo.model import NodeTopology
 from collscope.topo.rates import gpu_generation
+from collscope.vocab.engines import engine_row
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS
 from collscope.vocab.nccl import (
     ALGORITHMS,
@@ -116,20 +117,12 @@ def skip_reason(op: str, settings: Mapping[str, str], ctx: PlanContext) -> str |
 
 
 def _engine(op: str, settings: Mapping[str, str], ctx: PlanContext) -> str | None:
-    engine, backend = ctx.spec.engine, ctx.spec.backend
+    row = engine_row(ctx.spec.engine, ctx.spec.backend)
     for name in settings:
         family = KNOBS[name].family
-        if family == "nccl":
-            ok = engine == "nccl-tests" or (engine == "torch" and backend in (None, "nccl"))
-        elif family == "ompi":
-            ok = engine == "mpi" or (engine == "torch" and backend == "mpi")
-        elif family == "gloo":
-            ok = engine == "torch" and backend in (None, "gloo")
-        else:
-            ok = engine == "nccl-tests"
-        if not ok:
-            where = engine + (f" (backend {backend})" if backend else "")
-            return f"{name}: knob has no effect on this engine ({where})"
+        if not row.honours(family):
+            return (f"{name}: knob has no effect on this engine ({row.name}, which reads "
+                    f"{', '.join(sorted(row.knob_families))} knobs, not {family})")
     return None
 
 

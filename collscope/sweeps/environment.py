@@ -23,6 +23,7 @@ from collscope.errors import CollscopeError, ConfigError
 from collscope.sweeps.launch_options import LaunchCommand, LauncherKind, LaunchOptions, MpiFlavour, SrunMpi
 from collscope.sweeps.launchers import launcher_prefix
 from collscope.sweeps.slurm_gpu import SlurmVersion, parse_slurm_version
+from collscope.vocab.engines import engine_row
 
 __all__ = ["FORWARD_PREFIXES", "FORWARD_NAMES", "NEVER_FORWARD", "MPIRUN_HINT", "check_launcher", "find_tool",
            "forwarded_names", "launch_options", "local_cores", "gpus_per_node_of", "slurm_version",
@@ -148,7 +149,7 @@ def launch_options(launcher: LauncherKind, engine: str, *, flavour: MpiFlavour =
         raise ConfigError(f"mpirun not found: {MPIRUN_HINT}")
     gpus = None
     if launcher == "srun":
-        srun_mpi = srun_mpi or ("pmix" if engine in ("mpi", "nccl-tests") else None)
+        srun_mpi = srun_mpi or engine_row(engine).srun_mpi
         gpus = (gpus_per_node_of(env) if gpus_per_node is None else gpus_per_node) or None
     else:
         srun_mpi = None

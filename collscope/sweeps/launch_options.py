@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 from collscope.errors import ConfigError
 from collscope.sweeps.slurm_gpu import SlurmVersion
+from collscope.vocab.secrets import redact_env, redacted
 
 __all__ = ["LaunchCommand", "LaunchOptions", "LauncherKind", "MpiFlavour", "SrunMpi", "ROOT_ENV", "check_choice",
            "check_no_nul", "ENV_NAME"]
@@ -45,7 +46,8 @@ class LaunchCommand:
 
         With ``per_rank_env`` one line per process, each ending in ``&``, then ``wait``. A copy-paste into bash
         runs exactly this argv and environment (except an ``argv[0]`` containing ``=``, which ``env`` would
-        take for an assignment).
+        take for an assignment). A secret's value (:func:`collscope.vocab.secrets.is_secret_name`) is shown as
+        ``REDACTED``, in ``env`` assignments and after MPICH's ``-genv NAME``; the process gets the real one.
         """
         if self.per_rank_env is None:
             return _env_line(self.env, self.argv)
@@ -54,7 +56,12 @@ class LaunchCommand:
 
 
 def _env_line(env: dict[str, str], argv: tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(word) for word in ["env", *(f"{k}={v}" for k, v in env.items()), *argv])
+    words = list(argv)
+    for i in range(len(words) - 2):
+        if words[i] == "-genv":
+            words[i + 2] = redacted(words[i + 1], words[i + 2])
+    return " ".join(shlex.quote(word) for word in ["env", *(f"{k}={v}" for k, v in redact_env(env).items()),
+                                                   *words])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +109,14 @@ class LaunchOptions:
     one_gpu_per_task: bool = False
     """srun on GPU nodes: the site gives each task exactly one GPU whatever srun asks; nccl-tests then gets
     ``NCCL_TESTS_DEVICE=0`` (else it picks device ``local rank``, which that task does not see)."""
+    nodelist: str | None = None
+    """srun only: ``--nodelist NODES`` (Slurm syntax), the nodes of the step; None: srun chooses in the
+    allocation."""
+    job_name: str | None = None
+    """srun only: ``--job-name NAME`` of the step (what ``sacct`` and ``squeue --steps`` show)."""
+    even_placement: bool = False
+    """srun only: ``--ntasks-per-node=nranks/nnodes`` on CPU nodes too (GPU steps always say it), so a step's
+    ranks are spread evenly whatever the allocation's shape."""
     master_addr: str | None = None
     """Engine torch under mpirun or srun: ``MASTER_ADDR`` (needed by mpirun across nodes; srun derives it)."""
     master_port: int | None = None
@@ -138,7 +153,7 @@ class LaunchOptions:
         if self.rank_timeout_s is not None and not self.rank_timeout_s > 0:
             raise ConfigError(f"rank_timeout_s={self.rank_timeout_s!r} is invalid; valid: seconds > 0 or None")
         for name in ("python", "mpirun", "srun", "hostfile", "map_by", "bind_to", "cpu_bind", "master_addr",
-                     "nccl_tests_binary"):
+                     "nccl_tests_binary", "nodelist", "job_name"):
             check_no_nul(name, getattr(self, name))
         for arg in self.extra_args:
             check_no_nul("extra_args", arg)

@@ -45,7 +45,6 @@ from collscope.collectives.nccl_tests.spec import (
     nccl_tests_argv,
     nccl_tests_spec_for_ladder,
 )
-from collscope.collectives.spec import BENCH_DTYPES, BENCH_OPS
 from collscope.errors import ConfigError, ParseError
 from collscope.sweeps.launch_options import (
     ENV_NAME,
@@ -59,6 +58,7 @@ from collscope.sweeps.launch_options import (
 )
 from collscope.sweeps.slurm_gpu import gpu_step
 from collscope.sweeps.spec import Point, SweepSpec
+from collscope.vocab.engines import EngineRow, engine_row
 
 __all__ = ["build_launch", "bench_argv", "launcher_prefix", "nccl_tests_spec_for", "rank_timeout_s",
            "detect_mpi_flavour"]
@@ -84,10 +84,10 @@ def bench_argv(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, *, pyth
 
     ``out_jsonl`` should be absolute: ranks may start in another directory (``srun --chdir``, remote hosts).
     """
-    if spec.engine not in ("mpi", "torch"):
-        raise ConfigError(f"collscope bench is the per-rank program of engines mpi and torch, not {spec.engine!r}")
-    check_choice(f"op (engine {spec.engine})", point.op, BENCH_OPS)
-    check_choice(f"dtype (engine {spec.engine})", spec.dtype, BENCH_DTYPES)
+    row = _row(spec, point.op)
+    if row.program != "bench":
+        raise ConfigError(f"collscope bench is not the per-rank program of engine {spec.engine!r} (it runs "
+                          f"{row.program})")
     argv = [python, "-m", "collscope", "bench", "--engine", spec.engine, "--op", point.op]
     if point.sizes is not None:
         argv += ["--sizes", ",".join(str(int(s)) for s in point.sizes)]
@@ -98,9 +98,19 @@ def bench_argv(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, *, pyth
     if spec.check:
         argv.append("--check")
     argv += ["--dtype", spec.dtype, "--out", str(out_jsonl), "--timeout", _num(timeout_s)]
-    if spec.engine == "torch" and spec.backend is not None:
+    if row.backend is not None and spec.backend is not None:
         argv += ["--backend", spec.backend]
     return argv
+
+
+def _row(spec: SweepSpec, op: str | None = None) -> EngineRow:
+    """The engine's row (:mod:`collscope.vocab.engines`), with ``op`` (when given) and the spec's dtype checked
+    against what it measures."""
+    row = engine_row(spec.engine, spec.backend)
+    if op is not None:
+        check_choice(f"op (engine {row.engine})", op, row.ops)
+    check_choice(f"dtype (engine {row.engine})", spec.dtype, row.dtypes)
+    return row
 
 
 def nccl_tests_spec_for(spec: SweepSpec, point: Point, *, ngpus: int, timeout_s: float) -> NcclTestsSpec:
@@ -146,7 +156,7 @@ def _reject(kind: str, options: LaunchOptions, names: tuple[str, ...], why: str)
 
 
 _SRUN_ONLY = ("srun_mpi", "cpu_bind", "gpus_per_node", "slurm_version", "cpus_per_task", "cpus_on_node",
-              "one_gpu_per_task")
+              "one_gpu_per_task", "nodelist", "job_name", "even_placement")
 
 
 def build_launch(kind: LauncherKind, spec: SweepSpec, point: Point, out_jsonl: str | PurePath,
@@ -162,15 +172,16 @@ def build_launch(kind: LauncherKind, spec: SweepSpec, point: Point, out_jsonl: s
     if spec.nranks < 1 or spec.nnodes < 1 or spec.nnodes > spec.nranks:
         raise ConfigError(f"nranks={spec.nranks}, nnodes={spec.nnodes} is invalid; valid: 1 <= nnodes <= nranks")
     env = _point_env(spec, point)
+    row = _row(spec, point.op)
     if options.master_addr is not None or options.master_port is not None:
-        if kind == "local" or spec.engine != "torch":
+        if kind == "local" or not row.master_addr:
             raise ConfigError(f"master_addr/master_port apply to engine torch under mpirun or srun, not engine "
                               f"{spec.engine!r} with launcher {kind!r}")
         if options.master_addr is not None:
             env["MASTER_ADDR"] = options.master_addr
         if options.master_port is not None:
             env["MASTER_PORT"] = str(options.master_port)
-    if options.nccl_tests_binary is not None and spec.engine != "nccl-tests":
+    if options.nccl_tests_binary is not None and row.program != "nccl-tests":
         raise ConfigError(f"nccl_tests_binary applies to engine nccl-tests, not {spec.engine!r}")
     if kind == "local":
         return _local(spec, point, out_jsonl, options, env)
@@ -181,13 +192,13 @@ def build_launch(kind: LauncherKind, spec: SweepSpec, point: Point, out_jsonl: s
 
 def _program(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions) -> list[str]:
     """The per-rank program under mpirun or srun (one process per rank, one GPU each for nccl-tests)."""
-    if spec.engine == "nccl-tests":
+    if _row(spec).program == "nccl-tests":
         return _nccl_tests_program(spec, point, options, ngpus=1)
     return bench_argv(spec, point, out_jsonl, python=options.python, timeout_s=rank_timeout_s(spec, options))
 
 
 def _records_from(spec: SweepSpec) -> Literal["out_file", "stdout"]:
-    return "stdout" if spec.engine == "nccl-tests" else "out_file"
+    return _row(spec).records_from
 
 
 def _local(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
@@ -197,15 +208,16 @@ def _local(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: La
     if spec.nnodes != 1:
         raise ConfigError(f"nnodes={spec.nnodes} is invalid for launcher 'local'; valid: 1 (use mpirun or srun)")
     n = spec.nranks
-    if spec.engine != "mpi":
+    start = _row(spec).local_start
+    if start != "mpirun":
         _reject("local", options, ("map_by", "bind_to", "oversubscribe"),
                 f"they are mpirun options and engine {spec.engine!r} runs without mpirun")
-    if spec.engine == "nccl-tests":
+    if start == "one-process":
         _reject("local", options, ("extra_args",), "a local nccl-tests launch is one process with no launcher")
         return LaunchCommand(argv=tuple(_nccl_tests_program(spec, point, options, ngpus=n)), env=env,
                              records_from="stdout")
     program = bench_argv(spec, point, out_jsonl, python=options.python, timeout_s=rank_timeout_s(spec, options))
-    if spec.engine == "torch":
+    if start == "torchrun":
         argv = [options.python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
                 "--nproc-per-node", str(n), *options.extra_args, *program[1:]]
         return LaunchCommand(argv=tuple(argv), env=env)
@@ -233,7 +245,7 @@ def _placement(options: LaunchOptions, dash: str) -> list[str]:
 
 def _mpirun(spec: SweepSpec, point: Point, out_jsonl: str | PurePath, options: LaunchOptions,
             env: dict[str, str]) -> LaunchCommand:
-    if spec.engine == "torch" and spec.nnodes > 1 and not env.get("MASTER_ADDR"):
+    if _row(spec).master_addr and spec.nnodes > 1 and not env.get("MASTER_ADDR"):
         raise ConfigError("engine torch under mpirun on several nodes needs master_addr (the host of rank 0, "
                           "usually the first host of the hostfile)")
     program = _program(spec, point, out_jsonl, options)
@@ -305,6 +317,15 @@ def _srun_prefix(nranks: int, nnodes: int, engine: str, env: dict[str, str],
     _reject("srun", options, ("hostfile", "map_by", "bind_to", "oversubscribe"),
             "they are mpirun options; srun places tasks from the allocation (use cpu_bind or extra_args)")
     argv = [options.srun, "--ntasks", str(nranks), "--nodes", str(nnodes)]
+    if options.nodelist is not None:
+        argv += ["--nodelist", options.nodelist]
+    if options.job_name is not None:
+        argv += ["--job-name", options.job_name]
+    if options.even_placement and not options.gpus_per_node:
+        if nranks % nnodes:
+            raise ConfigError(f"nranks={nranks} is not a multiple of nnodes={nnodes}; valid with even_placement: "
+                              "a multiple")
+        argv.append(f"--ntasks-per-node={nranks // nnodes}")
     if options.gpus_per_node:
         step = gpu_step(nranks=nranks, nnodes=nnodes, gpus_per_node=options.gpus_per_node,
                         slurm_version=options.slurm_version, cpus_per_task=options.cpus_per_task,

@@ -29,6 +29,7 @@ from collscope.sweeps.launch_options import LaunchCommand
 from collscope.sweeps.launchers import bench_argv, build_launch, rank_timeout_s
 from collscope.sweeps.run_options import RunOptions, launch_options_for
 from collscope.sweeps.spec import Plan, Point, SweepSpec
+from collscope.vocab.engines import engine_row
 from collscope.vocab.knobs import DYNAMIC_RULES
 from collscope.vocab.switches import switch_of
 
@@ -61,11 +62,9 @@ def _launch_key(spec: SweepSpec, point: Point) -> dict[str, str]:
 def plan_groups(spec: SweepSpec, points: tuple[Point, ...] | list[Point]) -> list[Group]:
     """Split ``points`` (in order) into launches: one per distinct set of launch-only settings for engine mpi,
     one per point otherwise."""
-    if spec.engine != "mpi":
-        why = ("nccl-tests runs one configuration per launch" if spec.engine == "nccl-tests" else
-               "engine torch: no persistent torch worker yet (NCCL_ALGO/NCCL_PROTO are per communicator, but "
-               "the other NCCL variables are read once per process)")
-        return [Group((p,), {}, False, why) for p in points]
+    row = engine_row(spec.engine, spec.backend)
+    if not row.persistent:  # the engine table says why
+        return [Group((p,), {}, False, row.persistent_note) for p in points]
     groups: dict[tuple[tuple[str, str], ...], list[Point]] = {}
     for point in points:
         groups.setdefault(tuple(sorted(_launch_key(spec, point).items())), []).append(point)

@@ -23,6 +23,7 @@ from collscope.errors import ConfigError
 from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.spec import Point, SweepSpec
 from collscope.vocab.configs import is_tuning_variable
+from collscope.vocab.engines import engine_row
 
 __all__ = ["RunOptions", "Workers", "LauncherKind", "launch_options_for", "overridden_user_env", "timed_launch",
            "launch_environment", "unset_user_env", "forced_nccl_settings", "TIMED_DEBUG", "TIMED_UNSET"]
@@ -78,7 +79,7 @@ def timed_launch(spec: SweepSpec, point: Point, options: RunOptions) -> tuple[Sw
     ``options.keep_env`` (or engine mpi, or torch over gloo) the spec and point are the plan's. The point keeps
     its id (its records say what the plan asked for)."""
     unset = tuple(options.unset_env)
-    if options.keep_env or not (spec.engine == "nccl-tests" or (spec.engine == "torch" and spec.backend != "gloo")):
+    if options.keep_env or not engine_row(spec.engine, spec.backend).honours("nccl"):  # the engine runs NCCL
         return spec, point, unset
     debug = (*TIMED_DEBUG, *TIMED_UNSET)
     fixed = {**{k: TIMED_DEBUG.get(k, v) for k, v in spec.fixed_env.items() if k not in TIMED_UNSET}, **TIMED_DEBUG}
@@ -122,7 +123,7 @@ def launch_options_for(spec: SweepSpec, point: Point, options: RunOptions, *,
     gone = options.unset_env if without is None else without
     if gone and any(n in gone for n in launch.forward_env):
         launch = dataclasses.replace(launch, forward_env=tuple(n for n in launch.forward_env if n not in gone))
-    if spec.engine != "nccl-tests" or launch.nccl_tests_binary is not None:
+    if engine_row(spec.engine).program != "nccl-tests" or launch.nccl_tests_binary is not None:
         return launch
     binary = find_nccl_tests_binary(point.op, spec.nccl_tests_dir, mpi=options.launcher != "local")
     return dataclasses.replace(launch, nccl_tests_binary=str(binary))

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from collscope.errors import ConfigError, ParseError
+from collscope.vocab.engines import engine_row
 
 __all__ = ["SlurmVersion", "GpuStep", "gpu_step", "gpu_unbind_flag", "parse_slurm_version", "GPU_BIND_NONE_SINCE",
            "TRES_BIND_SINCE", "NCCL_TESTS_DEVICE_SINCE"]
@@ -114,5 +115,5 @@ def gpu_step(*, nranks: int, nnodes: int, gpus_per_node: int, slurm_version: Slu
     unbind = gpu_unbind_flag(slurm_version)
     if unbind is not None:
         flags.append(unbind)
-    env = {"NCCL_TESTS_DEVICE": "0"} if one_gpu_per_task and engine == "nccl-tests" else {}
+    env = {"NCCL_TESTS_DEVICE": "0"} if one_gpu_per_task and engine_row(engine).program == "nccl-tests" else {}
     return GpuStep(flags=tuple(flags), env=env)

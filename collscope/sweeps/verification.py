@@ -30,6 +30,7 @@ from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import RunOptions, forced_nccl_settings, launch_environment, launch_options_for
 from collscope.sweeps.spec import Point, SweepSpec, point_id_for
+from collscope.vocab.engines import engine_row
 
 __all__ = ["VERIFY_ENV", "VERIFY_ITERS", "VERIFY_UNSET", "SettingsCheck", "configuration_id", "configuration_check",
            "verification_run", "verify_settings"]
@@ -146,8 +147,9 @@ def verify_settings(spec: SweepSpec, point: Point, attempt_text: str) -> Setting
     forced = forced_nccl_settings(point)
     if not forced:
         return None
-    if spec.engine == "mpi":
-        return SettingsCheck(applied=None, note="NCCL settings have no effect on the mpi engine")
+    row = engine_row(spec.engine, spec.backend)
+    if not row.honours("nccl"):
+        return SettingsCheck(applied=None, note=f"NCCL settings have no effect on engine {row.name}")
     try:
         nccl = parse_nccl_log(attempt_text, "point log")
     except ParseError:

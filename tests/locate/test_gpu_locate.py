@@ -20,10 +20,11 @@ from click.testing import CliRunner
 from collscope.cli import main
 from collscope.collectives.allocation import GPU_VARIABLES, GpuCount, gpus_per_node
 from collscope.errors import ConfigError
-from collscope.locate.engines import ENGINES, check_rails, choose_engine, engine_row, rail_variables
+from collscope.locate.engines import check_rails, choose_engine, rail_variables
 from collscope.locate.model import TestSpec
 from collscope.locate.srun import SrunRunner
 from collscope.locate.steps import StepOptions, first_steps, step_argv
+from collscope.vocab.engines import ENGINE_ROWS, engine_row
 from tests.fakes import Answer, FakeTools
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -132,12 +133,12 @@ def test_step_options_refuse_a_host_engine_on_gpus_and_a_gpu_engine_without():
 # ---- rail pinning: one table, each engine its own variables ----------------------------------------------
 
 def test_rail_pinning_table():
-    got = {row.name: rail_variables(row, 1, rail_nics=("mlx5_0", "mlx5_3"), iface_prefix="ib") for row in ENGINES}
+    got = {row.name: rail_variables(row, 1, rail_nics=("mlx5_0", "mlx5_3"), iface_prefix="ib") for row in ENGINE_ROWS}
     assert got == {"nccl-tests": {"NCCL_IB_HCA": "=mlx5_3"},
                    "torch/nccl": {"NCCL_IB_HCA": "=mlx5_3"},
                    "mpi": {"OMPI_MCA_btl_tcp_if_include": "ib1", "OMPI_MCA_oob_tcp_if_include": "ib1"},
                    "torch/gloo": {"GLOO_SOCKET_IFNAME": "ib1"}}
-    for row in ENGINES:  # every engine's rails differ from each other: R rail tests are R different tests
+    for row in ENGINE_ROWS:  # every engine's rails differ from each other: R rail tests are R different tests
         pins = [rail_variables(row, r, rail_nics=("mlx5_0", "mlx5_3"), iface_prefix="ib") for r in range(2)]
         assert pins[0] != pins[1]
 
@@ -155,7 +156,7 @@ def test_rail_pinning_table():
     ("nccl-tests", {}, ("mlx5_0", ""), False, "rail 1 has no NIC name"),  # the nodes name it differently (--topo)
 ])
 def test_rail_tests_the_engine_cannot_tell_apart_are_refused(name, environ, nics, given, message):
-    row = next(r for r in ENGINES if r.name == name)
+    row = next(r for r in ENGINE_ROWS if r.name == name)
     with pytest.raises(ConfigError) as info:
         check_rails(row, 2, rail_nics=nics, nics_given=given, environ=environ)
     assert message in str(info.value)
@@ -180,30 +181,35 @@ def test_a_rail_variable_of_the_user_is_said_old_to_new(caplog):
 # ---- the steps on a fake 2-node 8-GPU allocation ---------------------------------------------------------
 
 UNBIND = ("--cpus-per-task=28", "--cpu-bind=cores", "--gpu-bind=none")
+GPU_SRUN = {"slurm_version": (22, 5, 8), "cpus_on_node": 224}
+"""What the CLI reads for the GPU steps (srun --version, SLURM_CPUS_ON_NODE): 224 CPUs / 8 ranks = 28 each."""
 
 
 def test_gpu_steps_drive_every_gpu_of_each_node():
     options = StepOptions(engine="nccl-tests", gpus_per_node=8, rail_nics=("mlx5_0", "mlx5_3"),
-                          nccl_tests_binary="/nt/all_reduce_perf_mpi", gpu_srun_args=UNBIND)
+                          nccl_tests_binary="/nt/all_reduce_perf_mpi", **GPU_SRUN)
     steps = first_steps(["gpu1", "gpu2"], options, rails=2, environ={}, work_dir="/w/steps")
     assert [(s.round, s.spec.kind, s.spec.nodes, s.spec.rail) for s in steps] == [
         (1, "node", ("gpu1",), None), (1, "node", ("gpu2",), None),
         (2, "group", ("gpu1", "gpu2"), 0), (3, "group", ("gpu1", "gpu2"), 1)]
     node, _, rail0, rail1 = steps
-    assert node.argv[:7] == ("srun", "--nodes", "1", "--ntasks", "8", "--ntasks-per-node", "8")
-    assert rail0.argv[:7] == ("srun", "--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8")
+    assert node.argv[:10] == ("srun", "--ntasks", "8", "--nodes", "1", "--nodelist", "gpu1", "--job-name",
+                              "locate-node", "--ntasks-per-node=8")
+    assert rail0.argv[:10] == ("srun", "--ntasks", "16", "--nodes", "2", "--nodelist", "gpu[1-2]", "--job-name",
+                               "locate-group", "--ntasks-per-node=8")
     program = node.argv[node.argv.index("/nt/all_reduce_perf_mpi"):]
     assert program[program.index("-g") + 1] == "1"  # one process per GPU
-    for step in steps:  # the GPU ranks' srun options right after --mpi
-        at = step.argv.index("--mpi=pmix")
-        assert step.argv[at + 1:at + 4] == UNBIND
+    for step in steps:  # the GPU ranks' srun options, as a sweep's GPU step has them: before --export
+        at = step.argv.index("--export=ALL")
+        assert step.argv[at - 3:at] == UNBIND and "--mpi=pmix" in step.argv[at:]
     assert "NCCL_IB_HCA" not in node.env
     assert (rail0.env["NCCL_IB_HCA"], rail1.env["NCCL_IB_HCA"]) == ("=mlx5_0", "=mlx5_3")
-    torch = StepOptions(engine="torch", backend="nccl", gpus_per_node=8, python="/py", gpu_srun_args=UNBIND)
+    torch = StepOptions(engine="torch", backend="nccl", gpus_per_node=8, python="/py", **GPU_SRUN)
     argv = step_argv(TestSpec(kind="node", nodes=("gpu1",)), torch, "/w/o.jsonl")
-    assert argv[3:7] == ["--ntasks", "8", "--ntasks-per-node", "8"] and set(UNBIND) <= set(argv)
+    assert argv[1:5] == ["--ntasks", "8", "--nodes", "1"] and "--ntasks-per-node=8" in argv
+    assert set(UNBIND) <= set(argv)
     assert argv[-2:] == ["--backend", "nccl"]
-    cpu = step_argv(TestSpec(kind="node", nodes=("n1",)), StepOptions(gpu_srun_args=UNBIND), "/w/o.jsonl")
+    cpu = step_argv(TestSpec(kind="node", nodes=("n1",)), StepOptions(**GPU_SRUN), "/w/o.jsonl")
     assert not set(UNBIND) & set(cpu)  # host engines: no GPU ranks
 
 
@@ -259,7 +265,9 @@ def test_gpu_steps_take_the_sweeps_srun_policy_by_slurm_version(gpu_allocation, 
     code, text = _dry_run(gpu_allocation)
     assert code == 0, text
     steps = [line for line in text.splitlines() if not line.startswith("#")]
-    assert len(steps) == 3 and all(f" --mpi=pmix {flags} <nccl-tests>/all_reduce_perf_mpi " in s for s in steps)
+    assert len(steps) == 3 and all(
+        f" --ntasks-per-node=8 {flags} --export=ALL --kill-on-bad-exit=1 --mpi=pmix <nccl-tests>/all_reduce_perf_mpi "
+        in s for s in steps)
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -286,7 +294,7 @@ def test_gpu_evidence_of_the_allocation_reaches_the_cli_and_the_option_wins(gpu_
     assert "SLURM_GPUS_ON_NODE=8 says 8, SLURM_GPUS_PER_NODE=4 says 4; give --gpus-per-node G" in result.output
     code, text = _dry_run(gpu_allocation, "--gpus-per-node", "4")
     assert code == 0 and "4 GPUs per node (--gpus-per-node 4, given)" in text
-    assert "--ntasks-per-node 4" in text and "--cpus-per-task=56" in text
+    assert "--ntasks-per-node=4" in text and "--cpus-per-task=56" in text
 
 
 def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_path, monkeypatch):
@@ -296,7 +304,7 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     record = tmp_path / "srun-call.json"
     srun = tools.add("srun", Answer(stdout=NCCL_TESTS_16_RANKS), record_to=record)
     options = StepOptions(engine="nccl-tests", gpus_per_node=8, rail_nics=("mlx5_0", "mlx5_3"), srun=str(srun),
-                          nccl_tests_binary="/nt/all_reduce_perf_mpi", gpu_srun_args=UNBIND)
+                          nccl_tests_binary="/nt/all_reduce_perf_mpi", **GPU_SRUN)
     runner = SrunRunner(options=options, work_dir=tmp_path / "steps", timeout_s=30)
     got = runner(TestSpec(kind="group", nodes=("gpu1", "gpu2"), rail=1), 3)
     assert got.failure is None, got.detail
@@ -304,7 +312,9 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     assert {r.nranks for r in got.records} == {16} and got.records[0].settings["NCCL_IB_HCA"] == "=mlx5_3"
     call = json.loads(record.read_text())
     assert call["env"]["NCCL_IB_HCA"] == "=mlx5_3" and "OMPI_MCA_btl_tcp_if_include" not in call["env"]
-    assert call["argv"][:6] == ["--nodes", "2", "--ntasks", "16", "--ntasks-per-node", "8"]
+    assert call["argv"][:8] == ["--ntasks", "16", "--nodes", "2", "--nodelist", "gpu[1-2]", "--job-name",
+                                "locate-group"]
+    assert "--ntasks-per-node=8" in call["argv"]
     assert set(UNBIND) <= set(call["argv"])
 
 

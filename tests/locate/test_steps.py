@@ -22,22 +22,24 @@ PY = "/venv/bin/python"
 def test_pair_step_golden():
     spec = TestSpec(kind="pair", nodes=("node3", "node1"), rail=1)
     argv = step_argv(spec, StepOptions(python=PY, size_bytes=16 << 20, rank_timeout_s=54), "/var/tmp/o/s1.jsonl")
-    assert argv == ["srun", "--nodes", "2", "--ntasks", "2", "--ntasks-per-node", "1", "--nodelist",
-                    "node[1,3]", "--export=ALL", "--kill-on-bad-exit=1", "--job-name", "locate-pair", "--mpi=pmix",
+    assert argv == ["srun", "--ntasks", "2", "--nodes", "2", "--nodelist", "node[1,3]", "--job-name", "locate-pair",
+                    "--ntasks-per-node=1", "--export=ALL", "--kill-on-bad-exit=1", "--mpi=pmix",
                     PY, "-m", "collscope", "bench", "--engine", "mpi", "--op", "all_reduce", "--sizes", "16777216",
-                    "--iters", "10", "--warmup", "3", "--out", "/var/tmp/o/s1.jsonl", "--timeout", "54"]
+                    "--iters", "10", "--warmup", "3", "--dtype", "float32", "--out", "/var/tmp/o/s1.jsonl",
+                    "--timeout", "54"]
 
 
 def test_node_step_runs_two_ranks_inside_the_node_on_cpu_and_one_per_gpu():
     spec = TestSpec(kind="node", nodes=("gpu07",))
     cpu = step_argv(spec, StepOptions(python=PY), "o.jsonl")
-    assert cpu[1:9] == ["--nodes", "1", "--ntasks", "2", "--ntasks-per-node", "2", "--nodelist", "gpu07"]
+    assert cpu[1:9] == ["--ntasks", "2", "--nodes", "1", "--nodelist", "gpu07", "--job-name", "locate-node"]
+    assert cpu[9] == "--ntasks-per-node=2"
     gpu = step_argv(spec, StepOptions(engine="nccl-tests", gpus_per_node=8, nccl_tests_binary="/nt/all_reduce_perf",
                                       srun_mpi=None, size_bytes=1 << 30, rank_timeout_s=100,
-                                      gpu_srun_args=("--cpu-bind=cores", "--gpu-bind=none")), "o.jsonl")
-    assert gpu == ["srun", "--nodes", "1", "--ntasks", "8", "--ntasks-per-node", "8", "--nodelist", "gpu07",
-                   "--export=ALL", "--kill-on-bad-exit=1", "--job-name", "locate-node", "--cpu-bind=cores",
-                   "--gpu-bind=none", "/nt/all_reduce_perf", "-b", "1073741824", "-e", "1073741824", "-f", "2",
+                                      slurm_version=(22, 5, 8)), "o.jsonl")
+    assert gpu == ["srun", "--ntasks", "8", "--nodes", "1", "--nodelist", "gpu07", "--job-name", "locate-node",
+                   "--ntasks-per-node=8", "--cpu-bind=cores", "--gpu-bind=none", "--export=ALL",
+                   "--kill-on-bad-exit=1", "/nt/all_reduce_perf", "-b", "1073741824", "-e", "1073741824", "-f", "2",
                    "-n", "10", "-w", "3", "-c", "0", "-g", "1", "-a", "3", "-T", "100", "-d", "float"]
 
 

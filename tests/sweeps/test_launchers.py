@@ -344,3 +344,20 @@ def test_the_asynchronous_modex_is_plumbing_not_a_configuration():
     env = {"OMPI_MCA_pmix_base_async_modex": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
     assert captured_settings(env) == {"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
     assert config_of(env) == config_of({"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"})
+
+
+def test_srun_names_the_steps_nodes_and_spreads_cpu_ranks_evenly_when_asked():
+    """What locate's steps need from the one srun launcher: their nodes, a job name, and the ranks per node said on
+    CPU nodes too (a GPU step always says it)."""
+    spec = replace(MPI_SPEC, nranks=4, nnodes=2)
+    options = LaunchOptions(python=PY, nodelist="node[1,3]", job_name="locate-pair", even_placement=True)
+    argv = build_launch("srun", spec, MPI_POINT, "/o.jsonl", options).argv
+    assert argv[:10] == ("srun", "--ntasks", "4", "--nodes", "2", "--nodelist", "node[1,3]", "--job-name",
+                         "locate-pair", "--ntasks-per-node=2")
+    plain = build_launch("srun", spec, MPI_POINT, "/o.jsonl", LaunchOptions(python=PY)).argv
+    assert not any(a.startswith("--ntasks-per-node") or a in ("--nodelist", "--job-name") for a in plain)
+    for kw in ({"nodelist": "n1"}, {"job_name": "x"}, {"even_placement": True}):
+        with pytest.raises(ConfigError, match="they are srun options"):
+            build_launch("mpirun", spec, MPI_POINT, "/o.jsonl", LaunchOptions(python=PY, **kw))
+    with pytest.raises(ConfigError, match="NUL"):
+        LaunchOptions(python=PY, nodelist="n\0")

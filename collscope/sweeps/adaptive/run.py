@@ -56,6 +56,7 @@ from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from collscope.sweeps.worker_jobs import WorkerPool
 from collscope.topo.model import NodeTopology
 from collscope.vocab.configs import config_of
+from collscope.vocab.engines import engine_row
 
 __all__ = ["AdaptiveOptions", "AdaptiveOutcome", "run_adaptive", "group_evidence"]
 
@@ -123,7 +124,7 @@ def run_adaptive(spec: SweepSpec, out_dir: Path, options: RunOptions, adaptive: 
                  echo: Callable[[str], None] = print) -> AdaptiveOutcome:
     """Plan round 1, run it, decide, run the next round, ... until the planner asks for nothing more."""
     adaptive = adaptive or AdaptiveOptions()
-    if spec.engine not in ("mpi", "torch"):
+    if engine_row(spec.engine, spec.backend).program != "bench":
         raise ConfigError(f"the adaptive strategy needs engine mpi or torch (points measure chosen sizes with "
                           f"collscope bench --sizes); engine {spec.engine!r} takes a ladder: use --strategy grid")
     if options.shard is not None:
