@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn, get_args
 
 import msgspec
 
+from collscope.atomic import umask_mode
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import OPS, busbw_factor
 
@@ -235,6 +236,7 @@ def write_jsonl(path: Path | str, records: Iterable[Measurement]) -> int:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, umask_mode())  # mkstemp's 0600 would hide the file from a group sharing the directory
     n = 0
     try:
         with os.fdopen(fd, "w") as fh:
@@ -257,7 +259,7 @@ def append_jsonl(path: Path | str, records: Iterable[Measurement]) -> int:
     payload = "".join(_dumps(r) + "\n" for r in records)
     if not payload:
         return 0
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o666)  # never through a link
     try:
         os.write(fd, payload.encode())
         os.fsync(fd)

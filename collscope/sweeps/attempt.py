@@ -104,8 +104,7 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
         note = (f"the launch failed {attempt.duration_s:.1f} s after its start with a launcher error ({quick}); "
                 "started once more")
         log.warning("point %s: %s", point.point_id, note)
-        with results.log_path(point.point_id).open("a") as fh:
-            fh.write(f"=== collscope: {note}\n")
+        results.append_log(point.point_id, f"=== collscope: {note}\n")
         attempt = _launch(results, plan, point, options)
         if isinstance(attempt, PointOutcome):
             return attempt
@@ -133,7 +132,6 @@ def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) 
     partial = results.partial_path(pid)
     if os.path.lexists(partial):  # an earlier attempt's records are kept, never deleted (and never counted)
         move_aside(partial, "attempt")
-    log_path = results.log_path(pid)
     timed_spec, timed_point, unset = timed_launch(spec, point, options)
     try:
         cmd = build_launch(options.launcher, timed_spec, timed_point, partial,
@@ -142,18 +140,21 @@ def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) 
         results.record_failure(pid, "launch error", str(exc))
         return PointOutcome(pid, "failed", "launch error", str(exc))
     replaced = overridden_user_env(cmd.env, os.environ) + unset_user_env(unset, os.environ)
-    with log_path.open("a") as fh:
-        fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n")
-        fh.write("".join(f"=== {line}\n" for line in replaced) + "===\n")
+    point_log = results.open_log(pid)  # no link followed; written and read back through its descriptor
+    if point_log.note:
+        log.warning("point %s: %s", pid, point_log.note)
+    log_path = point_log.path
+    point_log.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n"
+                    + "".join(f"=== {line}\n" for line in replaced) + "===\n")
     for line in replaced:
         log.warning("point %s: %s", pid, line)
-    offset_after_header = log_path.stat().st_size
+    offset_after_header = point_log.size()
     start = time.monotonic()
     try:
         result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, env=launch_environment(unset),
-                          extra_env=cmd.env, output_path=log_path, kill_on_parent_death=True)
+                          extra_env=cmd.env, output_path=point_log.output_path, kill_on_parent_death=True)
     except SweepTerminated as exc:
-        record_cancelled(results, pid, exc, _read_from(log_path, offset_after_header), options.launcher,
+        record_cancelled(results, pid, exc, point_log.read_from(offset_after_header), options.launcher,
                          time.monotonic() - start)
         raise
     except CollscopeError as exc:
@@ -162,7 +163,8 @@ def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) 
     if result.timed_out and options.launcher == "srun":
         cancel_job_steps()
     duration = time.monotonic() - start
-    attempt_text = _read_from(log_path, offset_after_header)
+    attempt_text = point_log.read_from(offset_after_header)
+    point_log.close()
     failure: tuple[str, str] | None = None
     records, parse_problem = collect_records(spec, point, partial, attempt_text, log_path)
     if result.timed_out or result.returncode not in (0, 1) or (result.returncode == 1 and not _any_wrong(records)):
@@ -236,12 +238,6 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
         results.record_failure(pid, "setting not applied", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "setting not applied", detail, len(records), duration)
     return PointOutcome(pid, "done", None, "", len(records), duration)
-
-
-def _read_from(path: Path, offset: int) -> str:
-    with path.open("rb") as fh:
-        fh.seek(offset)
-        return fh.read().decode("utf-8", "replace")
 
 
 def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: str,

@@ -100,7 +100,13 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
         for skipped in plan.skipped:
             outcome.commands.append(f"# skipped {skipped.op} {skipped.settings}: {skipped.reason}")
         return outcome
+    with results.lock(options.shard):  # one writer per directory (shards of one split side by side)
+        return _run_locked(plan, results, outcome, points, options, meta=meta, echo=echo, pool=pool)
 
+
+def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: tuple[Point, ...],
+                options: RunOptions, *, meta: dict[str, Any] | None, echo: Callable[[str], None],
+                pool: WorkerPool | None) -> SweepOutcome:
     results.prepare(plan.sweep_id, plan.spec.to_dict(), plan.to_dict(), meta or {})
     failures = results.failures()
     files = {p.point_id: results.point_file(p.point_id) for p in points}

@@ -95,18 +95,19 @@ def verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options
     probe = dataclasses.replace(point, settings=settings)
     unset = (*options.unset_env, *(n for n in VERIFY_UNSET if n not in options.unset_env))
     out = results.points_dir / f"{cid}.verify.out"
-    log = results.points_dir / f"{cid}.verify.log"
     try:
         cmd = build_launch(options.launcher, short, probe, out,
                            launch_options_for(short, probe, options, without=unset))
-        with log.open("w") as fh:
-            fh.write(f"=== collscope verification run (NCCL_DEBUG=INFO) {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
-                     f"{cmd.display()}\n===\n")
-        result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, env=launch_environment(unset),
-                          extra_env={**cmd.env, **VERIFY_ENV}, output_path=log, kill_on_parent_death=True)
+        with results.open_log(cid, ".verify.log", truncate=True) as verify_log:  # no link followed (results.logs)
+            log = verify_log.path
+            verify_log.write(f"=== collscope verification run (NCCL_DEBUG=INFO) "
+                             f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{cmd.display()}\n===\n")
+            result = proc.run(list(cmd.argv), timeout_s=spec.timeout_s, env=launch_environment(unset),
+                              extra_env={**cmd.env, **VERIFY_ENV}, output_path=verify_log.output_path,
+                              kill_on_parent_death=True)
+            text = verify_log.read_from(0)
     except (CollscopeError, OSError) as exc:
         return SettingsCheck(applied=None, note=f"verification run not started: {exc}"), False
-    text = log.read_bytes().decode("utf-8", "replace")
     if result.timed_out or result.returncode != 0:
         why = f"timeout after {spec.timeout_s:g} s" if result.timed_out else f"exit code {result.returncode}"
         return SettingsCheck(applied=None, note=f"verification run at NCCL_DEBUG=INFO failed ({why}); see "

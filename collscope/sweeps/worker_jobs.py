@@ -245,9 +245,9 @@ class WorkerJob:
     # ---- watching one feed -------------------------------------------------------------------------
     def _header(self, point: Point) -> int:
         self.fed += 1
-        with self.results.log_path(point.point_id).open("a") as fh:
-            fh.write(f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n{self.display}\n"
-                     f"# persistent worker job {self.output.name}, point {self.fed} of the job\n===\n")
+        self.results.append_log(point.point_id, f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+                                f"{self.display}\n# persistent worker job {self.output.name}, point {self.fed} of "
+                                "the job\n===\n")
         try:
             return self.output.stat().st_size
         except FileNotFoundError:
@@ -259,8 +259,7 @@ class WorkerJob:
             return fh.read().decode("utf-8", "replace")
 
     def _append_log(self, point: Point, text: str) -> None:
-        with self.results.log_path(point.point_id).open("a") as fh:
-            fh.write(text)
+        self.results.append_log(point.point_id, text)
 
     def _events(self) -> list[dict[str, object]]:
         assert self._status_fh is not None

@@ -151,6 +151,8 @@ def run_adaptive(spec: SweepSpec, out_dir: Path, options: RunOptions, adaptive: 
     fill = adaptive.refine == "fill"
     earlier = _recorded_refine(results) if results.sweep_json.exists() else None  # a resumed sweep replays it
     pool = WorkerPool() if options.workers == "persistent" else None
+    lock = results.lock()  # held across the rounds (run_sweep's own is re-entrant)
+    lock.__enter__()
     try:
         for k in range(1, adaptive.max_rounds + 1):
             if k > 1 and len(points) + len(round_points) > budget:
@@ -188,6 +190,7 @@ def run_adaptive(spec: SweepSpec, out_dir: Path, options: RunOptions, adaptive: 
             if not round_points:
                 break
     finally:
+        lock.__exit__(None, None, None)
         if pool is not None:
             pool.close()
             outcome.launches = pool.launches
