@@ -42,7 +42,7 @@ from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError, ParseError
 from collscope.files import decode_text, read_input_bytes
 from collscope.results.decode import decode_records, read_bytes
-from collscope.results.points import DamagedPointsError, read_point_file
+from collscope.results.points import DamagedPointsError, not_its_records, read_point_file
 from collscope.results.store import ResultsDir
 from collscope.vocab.configs import (
     DEFAULT_CONFIG,
@@ -130,6 +130,10 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
             records = read_point_file(path)
         except ParseError as exc:
             damaged.append(exc)
+            continue
+        foreign = not_its_records(path, records, results.planned(point_id))  # another point's records
+        if foreign is not None:
+            damaged.append(foreign)
             continue
         check = f"{point_id}.check.json"
         applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None

@@ -25,7 +25,7 @@ from collscope.files import UnreadableFileError, read_input_bytes
 from collscope.results.decode import decode_records
 
 __all__ = ["PointFile", "PointState", "PlannedPoint", "DamagedPointsError", "inspect_point_file", "read_point_file",
-           "move_aside", "foreign_records"]
+           "move_aside", "foreign_records", "not_its_records"]
 
 PointState = Literal["missing", "done", "damaged", "unreadable"]
 EXPECTED_POINT = "a Measurement JSONL file (the records of a finished point)"
@@ -50,7 +50,8 @@ class PlannedPoint:
     point_id: str
     sweep_id: str
     op: str | None = None
-    repeat: int = 0
+    repeat: int | None = 0
+    """None: the plan does not say (an older sweep.json); not checked."""
     settings: dict[str, str] | None = None
     """The point's forced knobs (env var -> value); None: not checked."""
     varied: frozenset[str] = frozenset()
@@ -105,12 +106,19 @@ def inspect_point_file(path: Path, planned: PlannedPoint | None = None) -> Point
         return PointFile(path=path, state="unreadable", problem=exc)
     except ParseError as exc:
         return PointFile(path=path, state="damaged", problem=exc)
-    if planned is not None:
-        why = foreign_records(records, planned)
-        if why is not None:
-            return PointFile(path=path, state="damaged",
-                             problem=ParseError(str(path), None, f"the records of point {planned.point_id}", why))
+    problem = not_its_records(path, records, planned)
+    if problem is not None:
+        return PointFile(path=path, state="damaged", problem=problem)
     return PointFile(path=path, state="done", records=tuple(records))
+
+
+def not_its_records(path: Path | str, records: list[Measurement], planned: PlannedPoint | None) -> ParseError | None:
+    """The ParseError that makes ``path`` damaged when its records are not ``planned``'s (None: they are, or
+    there is no plan to check them against)."""
+    why = foreign_records(records, planned) if planned is not None else None
+    if planned is None or why is None:
+        return None
+    return ParseError(str(path), None, f"only the records of point {planned.point_id} ({why})")
 
 
 def move_aside(path: Path, label: str = "damaged") -> Path:

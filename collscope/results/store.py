@@ -256,7 +256,7 @@ class ResultsDir:
             except ParseError:
                 return None
             swept = frozenset(k for p in doc.plan.points for k in p.settings)
-            kept = frozenset(s.get("name") for s in (doc.inherited_env or {}).get("settings") or []
+            kept = frozenset(str(s["name"]) for s in (doc.inherited_env or {}).get("settings") or []
                              if isinstance(s, dict) and s.get("action") == "kept" and isinstance(s.get("name"), str))
             self._plan_cache.clear()
             self._plan_cache.update(key=key, points={p.point_id: PlannedPoint(

@@ -274,6 +274,8 @@ def test_records_that_are_not_the_points_are_damaged_and_measured_again(finished
     assert (status.done, status.damaged) == (1, 1)
     problem = status.damaged_points[0].problem
     assert ("the plan says" in problem) if damage == "another point's records" else ("repeats size" in problem)
+    analyzed = CliRunner().invoke(main, ["analyze", str(results.root)])  # no zero-spread "repeats" analysed
+    assert analyzed.exit_code == 2 and forced.name in analyzed.stderr, analyzed.output
     result = _resume(spec, results)
     assert result.exit_code == 0, result.output
     aside = sorted(results.points_dir.glob(f"{forced.name}.damaged-*"))
