@@ -43,6 +43,7 @@ from collscope.sweeps.run_options import (
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
+from collscope.vocab.engines import engine_row
 
 __all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
            "QUICK_LAUNCH_FAILURE_S", "resumed_failure"]
@@ -220,7 +221,7 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
         results.record_failure(pid, "parse error", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "parse error", detail, len(records), duration)
 
-    if options is not None and spec.engine != "mpi" and forced_nccl_settings(point):
+    if options is not None and engine_row(spec.engine, spec.backend).honours("nccl") and forced_nccl_settings(point):
         check: SettingsCheck | None = configuration_check(results, spec, point, options)
     else:
         check = verify_settings(spec, point, attempt_text)
@@ -247,7 +248,7 @@ def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: 
     nccl-tests is told what the point ran: its ranks (all of them: with ``NCCL_TESTS_SPLIT_MASK`` the records get
     rank 0's group's size, the n of the printed busbw), its environment (the split, checked against the rank
     lines' groups) and its ``-a`` (times are the maximum over ranks)."""
-    if spec.engine == "nccl-tests":
+    if engine_row(spec.engine).records_from == "stdout":  # nccl-tests' table, in the log
         try:
             run = parse_nccl_tests(attempt_text, str(log_path), op=point.op, nranks=spec.nranks,
                                    env={**spec.fixed_env, **point.settings},

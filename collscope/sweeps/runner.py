@@ -37,6 +37,7 @@ from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, laun
 from collscope.sweeps.spec import Plan, Point
 from collscope.sweeps.termination import SweepTerminated, on_sigterm
 from collscope.sweeps.verification import SettingsCheck, verify_settings
+from collscope.vocab.engines import engine_row
 
 if TYPE_CHECKING:
     from collscope.sweeps.worker_jobs import WorkerPool
@@ -200,7 +201,7 @@ def check_tools(plan: Plan, points: Sequence[Point], options: RunOptions) -> Non
             cmd = build_launch(options.launcher, spec, timed, "-", launch)
         except ConfigError:
             continue  # a combination that cannot run is that point's launch error, written down when it runs
-        programs = [cmd.argv[0]] + ([launch.python] if spec.engine != "nccl-tests" else [])
+        programs = [cmd.argv[0]] + ([launch.python] if engine_row(spec.engine).program == "bench" else [])
         for program in dict.fromkeys(programs):
             found = (os.path.isfile(program) and os.access(program, os.X_OK)) if os.sep in program \
                 else shutil.which(program, path=path) is not None
