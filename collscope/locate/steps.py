@@ -20,7 +20,7 @@ version (``--gpu-bind=none`` 21.08.1 .. 23.02, ``--tres-bind=gres/gpu:none`` fro
 all GPUs of its node, as nccl-tests needs (it selects device ``localRank x threads x gpus``, nccl-tests
 ``src/common.cu``) and as NCCL needs to find its NVLink peers (NCCL issue 1066).
 
-Rails (:func:`rail_env`): the variables of the engine's row in :mod:`collscope.locate.engines`: on a CPU cluster
+Rails (:func:`rail_env`): the variables of the engine's row in :mod:`collscope.vocab.engines`: on a CPU cluster
 rail r is the interface ``<iface_prefix><r>`` (``cl<r>`` on the simulated cluster):
 ``OMPI_MCA_btl_tcp_if_include`` and ``OMPI_MCA_oob_tcp_if_include`` for mpi, ``GLOO_SOCKET_IFNAME`` for torch
 with gloo; for the GPU engines (nccl-tests, torch with nccl) rail r is its NIC: ``NCCL_IB_HCA==<nic>`` (exact
