@@ -3,7 +3,8 @@
 One row per Measurement record. Columns, in this order:
 
 * every Measurement field except ``settings`` and ``hosts`` (see ``collectives/record.py``), then
-  ``hosts`` joined with ``","``;
+  ``hosts`` joined with ``","``; ``environment`` (what the ranks inherited, never part of ``config``) as sorted
+  ``K=V`` joined by ``;``, NA when not recorded;
 * ``config``: the canonical name of the configuration, the tuning settings as sorted ``K=V`` joined by ``;``
   (``"default"`` when none); see :func:`is_tuning_variable` for which variables count;
 * ``applied``: ``points/<id>.check.json``'s verdict on the forced settings (True / False / NA), NA outside
@@ -20,7 +21,10 @@ without records (a timeout, say) have no rows: they are listed in ``frame.attrs[
 Speed: JSONL is decoded by :mod:`collscope.results.decode` straight into Measurements (msgspec, strict types:
 a wrong type is a ParseError naming file, line and field), columns are built with C-level iteration,
 and the settings of a point are turned into ``config`` and knob columns once per distinct value (run-length
-encoding: records of one point are adjacent), never per row.
+encoding: records of one point are adjacent), never per row. Secrets' values
+(:func:`collscope.vocab.secrets.is_secret_name`) are ``REDACTED`` in ``config``, the knob columns and
+``environment``, whatever the records hold (records written before collscope redacted them), so nothing that
+prints the frame (analyze, report, recommend) shows one.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from collscope.vocab.configs import (
     config_of,
     is_tuning_variable,
 )
+from collscope.vocab.secrets import redact_env
 
 __all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
            "RECORD_COLUMNS", "DEFAULT_CONFIG"]
@@ -193,11 +198,15 @@ def _categorical(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Categorical:
 
 
 def _settings_items(value: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(value.items()))
+    return tuple(sorted(redact_env(value).items()))
 
 
 def _hosts_text(value: tuple[str, ...]) -> str:
     return ",".join(value)
+
+
+def _environment_text(value: Mapping[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in sorted(redact_env(value).items()))
 
 
 def _column(name: str, values: np.ndarray) -> Any:
@@ -214,7 +223,8 @@ def _column(name: str, values: np.ndarray) -> Any:
         return pd.arrays.IntegerArray(ints, missing.astype(bool))
     if name in _BOOL:
         return values.astype(bool)
-    codes, uniques = _encode(values, _hosts_text if name == "hosts" else None)
+    codes, uniques = _encode(values, _hosts_text if name == "hosts" else
+                             _environment_text if name == "environment" else None)
     return _categorical(codes, uniques)
 
 

@@ -160,8 +160,15 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """``PxTxG``: processes x threads per process x GPUs per thread of the launch (``8x1x1``: one process per GPU;
     ``1x1x8``: one process driving 8 GPUs, nccl-tests ``-g 8``); with ``NCCL_TESTS_SPLIT`` the whole launch, so
     P x T x G can exceed ``nranks``. None when unknown."""
+    environment: Mapping[str, str] | None = None
+    """What the ranks inherited that can shape the collective but the point did not force (``OMPI_MCA_pml``,
+    ``NCCL_IB_HCA``, ...; :func:`collscope.collectives.spec.captured_environment`), secrets' values redacted; a
+    :class:`Settings` when given. It never names a configuration (``settings`` do). None when not recorded
+    (older records, ingested outputs)."""
 
     def __post_init__(self) -> None:
+        if self.environment is not None and type(self.environment) is not Settings:
+            _set(self, "environment", _settings_of(self.environment))
         if _COLUMNS_CHECKED.get():  # its values were checked a column at a time (columns_checked)
             return
         try:  # the hot path, one expression: decoding makes ~10^6 records a second
@@ -196,6 +203,8 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         d = msgspec.structs.asdict(self)
         d["settings"] = dict(self.settings)
         d["hosts"] = list(self.hosts)
+        if self.environment is not None:
+            d["environment"] = dict(self.environment)
         return d
 
     @classmethod

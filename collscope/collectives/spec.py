@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal, get_args
@@ -19,12 +19,14 @@ import numpy as np
 from collscope.collectives.measure import ELEM_SIZE, Dtype, MeasureSpec
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
-from collscope.vocab.configs import OMPI_ASYNC_MODEX
+from collscope.vocab.configs import is_launcher_variable
 from collscope.vocab.engines import ENGINE_ROWS
+from collscope.vocab.env_roles import env_role
 from collscope.vocab.ops import HarnessOp
+from collscope.vocab.secrets import redact_env, redacted
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
-           "pattern", "reduce_rows", "wrapped", "expected_result", "count_wrong", "make_record"]
+           "captured_environment", "pattern", "reduce_rows", "wrapped", "expected_result", "count_wrong", "make_record"]
 
 BenchOp = HarnessOp
 """The collectives the harnesses measure (the vocabulary's :data:`~collscope.vocab.ops.HarnessOp`)."""
@@ -85,13 +87,6 @@ class BenchSpec(MeasureSpec):
         return ELEM_SIZE[self.dtype]
 
 
-# Variables that mpirun/prterun/orted export to every rank as bookkeeping, not as tuning knobs.
-_LAUNCHER_KEYS = frozenset({"OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs",
-                            "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_ess", "OMPI_MCA_pmix",
-                            "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_yield_when_idle", OMPI_ASYNC_MODEX})
-_LAUNCHER_PREFIXES = ("OMPI_MCA_orte_", "OMPI_MCA_ess_base_", "OMPI_MCA_prte_", "OMPI_MCA_ras_", "OMPI_MCA_rmaps_")
-
-
 def time_batch_ns(call: Callable[[], Any], barrier: Callable[[], Any], iters: int) -> int:
     """Host nanoseconds for ``iters`` back-to-back calls, started right after a barrier. Nothing else runs in
     the loop (the harness-overhead target depends on it): ``call`` is bound once by the caller."""
@@ -104,15 +99,32 @@ def time_batch_ns(call: Callable[[], Any], barrier: Callable[[], Any], iters: in
 
 
 def captured_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The ``NCCL_*`` and ``OMPI_MCA_*`` variables of this process: the knobs this point ran with.
+    """The variables of this process that choose a configuration: the tuning knobs of the registry
+    (:data:`collscope.vocab.knobs.KNOBS`, not the site's plumbing such as ``NCCL_IB_HCA``) and the variables that
+    select the algorithm (:func:`collscope.vocab.env_roles.env_role` ``selection``), secrets' values redacted.
 
-    Open MPI's launcher bookkeeping (``OMPI_MCA_initial_wdir``, ``OMPI_MCA_num_procs``, ``OMPI_MCA_orte_*`` ...)
-    is left out, so that equal configurations compare equal.
+    A run started by hand (``NCCL_ALGO=Tree collscope bench ...``) is named by these; everything else it inherited
+    is :func:`captured_environment`. A sweep replaces both with what it knows: the settings its plan forced, and
+    the rest of what the ranks saw (:mod:`collscope.sweeps.attempt`), so a site-wide ``OMPI_MCA_pml=ob1`` never
+    names a configuration.
     """
+    from collscope.vocab.knobs import KNOBS
+
     env = os.environ if env is None else env
-    return {k: v for k, v in sorted(env.items())
-            if (k.startswith("NCCL_") or k.startswith("OMPI_MCA_"))
-            and k not in _LAUNCHER_KEYS and not k.startswith(_LAUNCHER_PREFIXES)}
+    return {k: redacted(k, v) for k, v in sorted(env.items())
+            if env_role(k) == "selection" or (k in KNOBS and env_role(k) == "tuning")}
+
+
+def captured_environment(env: Mapping[str, str] | None = None, *, forced: Iterable[str] = ()) -> dict[str, str]:
+    """What this process inherited that can shape a collective (a record's ``environment``): every variable with a
+    role (:func:`collscope.vocab.env_roles.env_role`: selection, tuning or plumbing: ``NCCL_*``, ``OMPI_MCA_*``,
+    ``GLOO_SOCKET_IFNAME`` ...), except the launcher's bookkeeping and internals
+    (:func:`collscope.vocab.configs.is_launcher_variable`: ``OMPI_MCA_orte_*``, ``PMIX_*``, ``SLURM_*`` ...) and the
+    names in ``forced`` (the point's own settings); secrets' values redacted."""
+    env = os.environ if env is None else env
+    skip = set(forced)
+    return {k: redacted(k, v) for k, v in sorted(env.items())
+            if k not in skip and env_role(k) is not None and not is_launcher_variable(k)}
 
 
 def pattern(rank: int, n: int, dtype: str, offset: int = 0) -> np.ndarray:
@@ -186,15 +198,19 @@ def count_wrong(actual: np.ndarray, expected: np.ndarray) -> int:
 def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, count: int, nranks: int,
                 time_us: float, wrong: int | None, in_place: bool, hosts: tuple[str, ...],
                 engine_version: str | None, nccl_version: str | None, settings: dict[str, str],
-                source: str, extra: Mapping[str, Any] | None = None) -> Measurement:
+                source: str, extra: Mapping[str, Any] | None = None,
+                environment: Mapping[str, str] | None = None) -> Measurement:
     """The Measurement of one size (algbw/busbw from size and time, nccl-tests factors). ``time_us`` is the slowest
-    rank's (``time_over_ranks="max"``); every rank is a process of its own (``process_shape`` ``Nx1x1``)."""
+    rank's (``time_over_ranks="max"``); every rank is a process of its own (``process_shape`` ``Nx1x1``).
+    ``settings`` (:func:`captured_settings`) and ``environment`` (:func:`captured_environment`) are written with
+    secrets' values redacted, whoever built them."""
     is_reduction = spec.op in ("all_reduce", "reduce_scatter")
     return Measurement.from_timing(
         op=spec.op, size_bytes=size_bytes, nranks=nranks, time_us=time_us, engine=engine, backend=backend,
         count=count, dtype=spec.dtype, redop=spec.redop if is_reduction else None,
         root=spec.root if spec.op == "broadcast" else None, in_place=in_place, nnodes=len(hosts) or None,
-        wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=dict(settings), hosts=hosts,
+        wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=redact_env(settings), hosts=hosts,
+        environment=None if environment is None else redact_env(environment),
         engine_version=engine_version, nccl_version=nccl_version, source=source,
         cluster=os.environ.get("SLURM_CLUSTER_NAME") or None, time_over_ranks="max", process_shape=f"{nranks}x1x1",
         timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **dict(extra or {}))

@@ -25,6 +25,7 @@ from collscope import proc
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.spec import COLLSCOPE_AVERAGE, binary_name
 from collscope.collectives.record import Measurement, Settings, write_jsonl
+from collscope.collectives.spec import captured_environment
 from collscope.errors import CollscopeError, ParseError
 from collscope.results.decode import read_jsonl
 from collscope.results.points import move_aside
@@ -43,6 +44,7 @@ from collscope.sweeps.run_options import (
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
+from collscope.vocab.secrets import redact_env
 from collscope.vocab.engines import engine_row
 
 __all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
@@ -206,8 +208,8 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
     persistent worker's point) the attempt's own log is the only evidence."""
     spec = plan.spec
     pid = point.point_id
-    ran_spec, ran_point, _ = timed_launch(spec, point, options) if options is not None else (spec, point, ())
-    records = [_stamp(r, plan, point, {**ran_spec.fixed_env, **ran_point.settings}) for r in records]
+    ran_spec, ran_point, unset = timed_launch(spec, point, options) if options is not None else (spec, point, ())
+    records = [_stamp(r, plan, point, {**ran_spec.fixed_env, **ran_point.settings}, unset) for r in records]
     if failure is not None:
         reason, detail = failure
         _keep_partial(results, pid, records)
@@ -264,12 +266,18 @@ def collect_records(spec: SweepSpec, point: Point, partial: Path, attempt_text: 
         return [], str(exc)
 
 
-def _stamp(record: Measurement, plan: Plan, point: Point, ran_with: dict[str, str]) -> Measurement:
-    """The record as the point's: ids, repeat, and the settings it ran with (the engine's own capture, else
-    ``ran_with``: the timed run's fixed env and settings, NCCL_DEBUG=WARN included)."""
-    settings = record.settings or Settings(ran_with)
+def _stamp(record: Measurement, plan: Plan, point: Point, ran_with: dict[str, str],
+           unset: tuple[str, ...] = ()) -> Measurement:
+    """The record as the point's: ids, repeat, the settings the point forced (``ran_with``: the timed run's fixed
+    env and settings, NCCL_DEBUG=WARN included) and, apart, what its ranks inherited (``environment``: what the
+    engine saw, else this process's environment without ``unset``; see
+    :func:`~collscope.collectives.spec.captured_environment`). An inherited variable never names a configuration;
+    secrets' values are redacted in both."""
+    seen = ({**record.environment, **record.settings} if record.environment is not None
+            else launch_environment(unset))
     return msgspec.structs.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
-                                   settings=settings)
+                                   settings=Settings(redact_env(ran_with)),
+                                   environment=Settings(captured_environment(seen, forced=ran_with)))
 
 
 def _any_wrong(records: list[Measurement]) -> bool:

@@ -26,8 +26,12 @@ and is neither listed nor touched, even when a rail preset sweeps it. The audit 
 NCCL's order (NCCL 2.30, src/misc/param.cc ``initEnvFunc``): the environment first, then ``NCCL_CONF_FILE`` when
 set and not empty, else ``$HOME/.nccl.conf``, then ``/etc/nccl.conf``; within a file the first line of a name
 wins. Only this host's files are read: ranks on other nodes read their own ``/etc/nccl.conf``. Open MPI's MCA
-parameter files (``~/.openmpi/mca-params.conf``) are not audited; engine mpi's audit covers ``OMPI_MCA_coll*``
-variables.
+parameter files (``~/.openmpi/mca-params.conf``) are not audited; engine mpi's audit covers ``OMPI_MCA_*``
+variables (the coll components and the point-to-point layer they run over: ``OMPI_MCA_pml``, ``OMPI_MCA_btl``).
+
+Secrets' values (:mod:`collscope.vocab.secrets`) are ``REDACTED`` in the audit. The kept entries are what the
+sweep's points were measured with: a resume whose kept entries differ is refused with the difference
+(:func:`check_resume`), ``--keep-env`` or not.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ from typing import Any, Literal
 
 from collscope.errors import ConfigError
 from collscope.vocab.env_roles import EnvRole, env_role
+from collscope.vocab.secrets import redacted
 
 __all__ = ["ConfEntry", "InheritedSetting", "EnvAudit", "Action", "SYSTEM_CONF", "parse_nccl_conf", "conf_paths",
-           "audit_inherited_env", "read_conf_texts", "refusal_message", "check_refused"]
+           "audit_inherited_env", "read_conf_texts", "refusal_message", "check_refused", "shaping", "resume_difference",
+           "check_resume"]
 
 SYSTEM_CONF = "/etc/nccl.conf"
 Action = Literal["unset", "refused", "kept", "shadowed", "spec"]
@@ -98,6 +104,8 @@ class InheritedSetting:
 
     name: str
     value: str
+    """As found; a secret's (:func:`collscope.vocab.secrets.is_secret_name`) ``REDACTED``: the audit is written to
+    sweep.json and printed."""
     source: str
     """``environment``, or the conf file's path."""
     line: int | None
@@ -160,10 +168,10 @@ def _what(name: str, swept: frozenset[str] | set[str]) -> str:
 
 def _family_reads(name: str, engine: str, backend: str | None) -> bool:
     """Whether the engine's library reads ``name`` (NCCL for nccl-tests and torch's NCCL backend, Open MPI's
-    collective components for engine mpi)."""
+    collective components and the point-to-point layer they run over for engine mpi: ``OMPI_MCA_pml``, ``_btl``)."""
     if name.startswith("NCCL_"):
         return engine == "nccl-tests" or (engine == "torch" and backend in (None, "nccl"))
-    return engine == "mpi" and name.startswith("OMPI_MCA_coll")
+    return engine == "mpi" and name.startswith("OMPI_MCA_")
 
 
 def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | None], *, engine: str,
@@ -198,8 +206,8 @@ def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | N
             action, why = "kept", _ALIKE
         if action == "kept":
             present[name] = "the environment"
-        out.append(InheritedSetting(name=name, value=env[name], source="environment", line=None, role=role,
-                                    swept=name in swept, action=action, why=why))
+        out.append(InheritedSetting(name=name, value=redacted(name, env[name]), source="environment", line=None,
+                                    role=role, swept=name in swept, action=action, why=why))
     files = conf_paths(env) if engine != "mpi" else []
     for label, path in files:
         text = conf_texts.get(path)
@@ -220,7 +228,8 @@ def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | N
                                           "left without it, the default baseline included")
             else:
                 action, why = "kept", _ALIKE
-            out.append(InheritedSetting(name=entry.name, value=entry.value, source=path, line=entry.line, role=role,
+            out.append(InheritedSetting(name=entry.name, value=redacted(entry.name, entry.value), source=path,
+                                        line=entry.line, role=role,
                                         swept=entry.name in swept, action=action, why=why))
             present.setdefault(entry.name, f"{path}:{entry.line}")
     read = tuple((label, path, conf_texts.get(path) is not None) for label, path in files)
@@ -253,3 +262,47 @@ def check_refused(audit: EnvAudit) -> None:
     """ConfigError (:func:`refusal_message`) when the audit refuses the sweep."""
     if audit.refused:
         raise ConfigError(refusal_message(audit))
+
+
+_NOT_SET = "(not set)"
+
+
+def shaping(audit: EnvAudit | Mapping[str, Any] | None) -> dict[str, str]:
+    """What the audit kept in every timed run, name -> value (``kept`` entries of the environment and of the conf
+    files, the first one of a name): the inherited tuning a sweep's points were measured with. ``audit`` is an
+    :class:`EnvAudit` or its ``to_dict()`` (sweep.json's ``inherited_env``); None gives ``{}``."""
+    if audit is None:
+        return {}
+    entries = ([s.to_dict() for s in audit.settings] if isinstance(audit, EnvAudit)
+               else [e for e in audit.get("settings", []) if isinstance(e, Mapping)])
+    out: dict[str, str] = {}
+    for entry in entries:
+        if entry.get("action") == "kept":
+            out.setdefault(str(entry.get("name")), str(entry.get("value")))
+    return out
+
+
+def resume_difference(recorded: Mapping[str, Any] | None, now: EnvAudit) -> list[str]:
+    """``OMPI_MCA_pml: ob1 -> (not set)``: each inherited tuning variable (:func:`shaping`) whose value differs
+    between the audit recorded in sweep.json (``recorded``; None: a sweep.json from before the audit, nothing to
+    compare) and this run's; empty when they agree."""
+    if recorded is None:
+        return []
+    before, after = shaping(recorded), shaping(now)
+    return [f"{name}: {before.get(name, _NOT_SET)} -> {after.get(name, _NOT_SET)}"
+            for name in sorted(before.keys() | after.keys()) if before.get(name) != after.get(name)]
+
+
+def check_resume(recorded: Mapping[str, Any] | None, now: EnvAudit, where: str) -> None:
+    """ConfigError when a resume of the sweep in ``where`` would time its remaining points with other inherited
+    tuning than its first points (:func:`resume_difference`): one sweep, two environments, mixed silently.
+
+    ``--keep-env`` does not waive it: it decides what the timed runs keep (a selection variable kept by it is one
+    more difference), not whether two environments may share a sweep."""
+    difference = resume_difference(recorded, now)
+    if difference:
+        raise ConfigError(
+            f"{where} was measured with other inherited tuning variables than this shell's (sweep.json "
+            f"inherited_env, recorded -> now): {'; '.join(difference)}. Resuming would mix points measured in both "
+            "environments in one sweep; restore the recorded values (and the same --keep-env) to resume, or use "
+            "another --out")

@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 from collscope.errors import ConfigError
 from collscope.sweeps.slurm_gpu import SlurmVersion
+from collscope.vocab.secrets import redact_env, redacted
 
 __all__ = ["LaunchCommand", "LaunchOptions", "LauncherKind", "MpiFlavour", "SrunMpi", "ROOT_ENV", "check_choice",
            "check_no_nul", "ENV_NAME"]
@@ -45,7 +46,8 @@ class LaunchCommand:
 
         With ``per_rank_env`` one line per process, each ending in ``&``, then ``wait``. A copy-paste into bash
         runs exactly this argv and environment (except an ``argv[0]`` containing ``=``, which ``env`` would
-        take for an assignment).
+        take for an assignment). A secret's value (:func:`collscope.vocab.secrets.is_secret_name`) is shown as
+        ``REDACTED``, in ``env`` assignments and after MPICH's ``-genv NAME``; the process gets the real one.
         """
         if self.per_rank_env is None:
             return _env_line(self.env, self.argv)
@@ -54,7 +56,12 @@ class LaunchCommand:
 
 
 def _env_line(env: dict[str, str], argv: tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(word) for word in ["env", *(f"{k}={v}" for k, v in env.items()), *argv])
+    words = list(argv)
+    for i in range(len(words) - 2):
+        if words[i] == "-genv":
+            words[i + 2] = redacted(words[i + 1], words[i + 2])
+    return " ".join(shlex.quote(word) for word in ["env", *(f"{k}={v}" for k, v in redact_env(env).items()),
+                                                   *words])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.spec import Point, SweepSpec
 from collscope.vocab.configs import is_tuning_variable
 from collscope.vocab.engines import engine_row
+from collscope.vocab.secrets import redacted
 
 __all__ = ["RunOptions", "Workers", "LauncherKind", "launch_options_for", "overridden_user_env", "timed_launch",
            "launch_environment", "unset_user_env", "forced_nccl_settings", "TIMED_DEBUG", "TIMED_UNSET"]
@@ -97,8 +98,8 @@ def launch_environment(unset: tuple[str, ...] | list[str], base: Mapping[str, st
 def unset_user_env(unset: tuple[str, ...], user_env: Mapping[str, str]) -> list[str]:
     """``NCCL_ALGO: your 'Ring' -> unset for this run``: the user's variables a launch goes without (a sweep never
     changes a user's variable silently)."""
-    return [f"{name}: your {user_env[name]!r} -> unset for this run (see sweep.json's inherited_env; --keep-env "
-            "keeps it)" for name in sorted(unset) if name in user_env]
+    return [f"{name}: your {redacted(name, user_env[name])!r} -> unset for this run (see sweep.json's inherited_env; "
+            "--keep-env keeps it)" for name in sorted(unset) if name in user_env]
 
 
 def forced_nccl_settings(point: Point) -> dict[str, str]:
@@ -110,8 +111,8 @@ def forced_nccl_settings(point: Point) -> dict[str, str]:
 def overridden_user_env(point_env: dict[str, str], user_env: Mapping[str, str]) -> list[str]:
     """``NCCL_ALGO: yours Ring -> this point's Tree``: the variables a point sets that the user had set otherwise
     (a sweep never changes a user's variable silently; DESIGN, domain rules)."""
-    return [f"{name}: your {user_env[name]!r} -> this point's {value!r}" for name, value in sorted(point_env.items())
-            if name in user_env and user_env[name] != value]
+    return [f"{name}: your {redacted(name, user_env[name])!r} -> this point's {redacted(name, value)!r}"
+            for name, value in sorted(point_env.items()) if name in user_env and user_env[name] != value]
 
 
 def launch_options_for(spec: SweepSpec, point: Point, options: RunOptions, *,

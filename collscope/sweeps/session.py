@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.sweeps.environment import check_launcher, launch_options
-from collscope.sweeps.inherited_env import EnvAudit, audit_inherited_env, check_refused, read_conf_texts
+from collscope.sweeps.inherited_env import (
+    EnvAudit,
+    audit_inherited_env,
+    check_refused,
+    check_resume,
+    read_conf_texts,
+)
 from collscope.sweeps.launch_options import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, Workers, run_sweep
 from collscope.sweeps.spec import Plan, SweepSpec
@@ -159,6 +165,7 @@ def run_session(request: SweepRequest, *, echo: Callable[[str], None] = print) -
     plan = plan_sweep(spec, topology=topology)
     audit = audit_sweep_env(spec, plan, keep_env=request.keep_env)
     check_refused(audit)
+    _check_resumed_env(request.out_dir, spec, audit)
     check_launcher(request.launcher, oversubscribe=request.oversubscribe, dry_run=request.dry_run,
                    gpus_per_node=request.gpus_per_node)
     if not request.dry_run:  # after the spec and the launcher are known good: a bad spec leaves no directory
@@ -213,6 +220,20 @@ def audit_lines(audit: EnvAudit) -> list[str]:
             out.append(f"inherited {s.name}={s.value} ({s.where}) kept by --keep-env: the default baseline is "
                        "shaped by it (sweep.json inherited_env)")
     return out
+
+
+def _check_resumed_env(out_dir: Path, spec: SweepSpec, audit: EnvAudit) -> None:
+    """A resume (``out_dir`` holds this spec's sweep) is refused when the inherited tuning differs from the one
+    recorded in its sweep.json (:func:`~collscope.sweeps.inherited_env.check_resume`)."""
+    import json
+
+    from collscope.results.store import ResultsDir
+
+    if not (out_dir / "sweep.json").is_file():
+        return
+    doc = ResultsDir(out_dir).read_sweep()
+    if doc.spec == json.loads(json.dumps(spec.to_dict())):  # another spec: ResultsDir.prepare says so
+        check_resume(doc.inherited_env, audit, str(out_dir))
 
 
 def _fmt_settings(settings: Mapping[str, str]) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from collscope.vocab.ompi import DYNAMIC_RULES
+from collscope.vocab.secrets import redacted
 
 __all__ = ["DEFAULT", "OMPI_ASYNC_MODEX", "DEFAULT_CONFIG", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
-           "is_tuning_variable", "config_of"]
+           "LAUNCHER_VARIABLES", "LAUNCHER_PREFIXES", "is_tuning_variable", "is_launcher_variable", "config_of"]
 
 DEFAULT = ""
 """A knob value that means "not set": the variable is left out of the point's environment."""
@@ -25,6 +26,19 @@ one-node Slurm here (22.05, Open MPI 5.0.11) a sweep of Open MPI's algorithms wi
 (ring and algorithm 6; the default algorithm, which locate uses, never), none without it. It is launcher
 plumbing: not a recorded setting, not part of a configuration's name."""
 
+LAUNCHER_VARIABLES = frozenset({
+    "OMPI_MCA_PREFIXES", "OMPI_MCA_cpu_type", "OMPI_MCA_initial_wdir", "OMPI_MCA_num_procs",
+    "OMPI_MCA_mpi_oversubscribe", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+    "OMPI_MCA_mpi_yield_when_idle", OMPI_ASYNC_MODEX,
+})
+"""What mpirun/prterun/orted (or collscope's own launch) export to every rank as bookkeeping: never a setting,
+never part of a record's inherited ``environment``."""
+
+LAUNCHER_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "PMIX_", "PRTE_", "SLURM_", "OMPI_MCA_orte_", "OMPI_MCA_ess_base_",
+                     "OMPI_MCA_prte_", "OMPI_MCA_ras_", "OMPI_MCA_rmaps_")
+"""Name prefixes of the launcher's internals and per-rank bookkeeping (permission to run as root, PMIx, PRRTE,
+Slurm, Open MPI's runtime): never a setting, never part of a record's ``environment``."""
+
 NON_TUNING_VARIABLES = frozenset({
     # logging and dumps: what NCCL prints, not what it does
     "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_DEBUG_TIMESTAMP_FORMAT",
@@ -36,11 +50,12 @@ NON_TUNING_VARIABLES = frozenset({
     "OMPI_MCA_rmaps_base_oversubscribe", OMPI_ASYNC_MODEX,
     # implied by an Open MPI algorithm setting (vocab.knobs.requires adds it)
     DYNAMIC_RULES,
+    *LAUNCHER_VARIABLES,
 })
 """Variables that never define a configuration: the deny list (exact names)."""
 
-NON_TUNING_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "PMIX_", "PRTE_", "SLURM_")
-"""Name prefixes that never define a configuration (permission to run as root, launcher internals)."""
+NON_TUNING_PREFIXES = LAUNCHER_PREFIXES
+"""Name prefixes that never define a configuration (:data:`LAUNCHER_PREFIXES`)."""
 
 
 def is_tuning_variable(name: str) -> bool:
@@ -50,8 +65,19 @@ def is_tuning_variable(name: str) -> bool:
     return name not in NON_TUNING_VARIABLES and not name.startswith(NON_TUNING_PREFIXES)
 
 
+def is_launcher_variable(name: str) -> bool:
+    """Whether ``name`` is the launcher's bookkeeping or internals (:data:`LAUNCHER_VARIABLES`,
+    :data:`LAUNCHER_PREFIXES`), not something a user or a site set."""
+    return name in LAUNCHER_VARIABLES or name.startswith(LAUNCHER_PREFIXES)
+
+
 def config_of(settings: Mapping[str, object]) -> str:
     """The canonical configuration name: tuning settings as sorted ``K=V`` joined by ``;``, or
-    :data:`DEFAULT_CONFIG` when none is set."""
-    items = sorted((str(k), str(v)) for k, v in settings.items() if is_tuning_variable(str(k)))
+    :data:`DEFAULT_CONFIG` when none is set.
+
+    ``settings`` are a point's forced settings (a record's ``settings``); what the ranks inherited (a record's
+    ``environment``) never names a configuration, so one site-wide variable does not rename every configuration,
+    "default" included. A secret's value (:func:`collscope.vocab.secrets.is_secret_name`) is written
+    :data:`~collscope.vocab.secrets.REDACTED`: the name is printed by every report."""
+    items = sorted((str(k), redacted(str(k), str(v))) for k, v in settings.items() if is_tuning_variable(str(k)))
     return ";".join(f"{k}={v}" for k, v in items) or DEFAULT_CONFIG

@@ -36,11 +36,12 @@ configuration, which a sweep keeps (besides :data:`collscope.vocab.configs.NON_T
 def env_role(name: str) -> EnvRole | None:
     """What an inherited variable does to a collective: ``selection`` (picks the algorithm/protocol),
     ``plumbing`` (NICs, interfaces, plugins, logging: the site's configuration, kept), ``tuning`` (any other
-    variable of NCCL or of Open MPI's collective components: it may change what they do), None (neither)."""
+    variable of NCCL or of Open MPI, whose collective components run over its point-to-point layer: ``OMPI_MCA_pml``
+    and ``OMPI_MCA_btl`` change what they measure), None (neither)."""
     if name in _SELECTION or (name.startswith("OMPI_MCA_coll_tuned_") and name.endswith("_algorithm")):
         return "selection"
     if name in _PLUMBING or name in NON_TUNING_VARIABLES or name.startswith(NON_TUNING_PREFIXES):
         return "plumbing"
-    if name.startswith(("NCCL_", "OMPI_MCA_coll")):
+    if name.startswith(("NCCL_", "OMPI_MCA_")):  # OMPI_MCA_pml/btl/mtl: the transport every coll algorithm uses
         return "tuning"
     return None

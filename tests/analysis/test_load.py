@@ -40,6 +40,9 @@ def test_real_sweep_every_record_every_field(mpi_results: Path) -> None:
                 assert row["config"] == config_of(rec.settings)
             elif name.name == "hosts":
                 assert row["hosts"] == ",".join(rec.hosts)
+            elif name.name == "environment":  # what the ranks inherited, as sorted K=V joined by ';'
+                assert rec.environment is not None
+                assert row["environment"] == ";".join(f"{k}={v}" for k, v in sorted(rec.environment.items()))
             else:
                 value = getattr(rec, name.name)
                 assert (pd.isna(row[name.name]) if value is None else row[name.name] == value), name.name

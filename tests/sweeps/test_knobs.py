@@ -369,7 +369,7 @@ def test_no_cache_makes_cached_init_parameters_per_communicator_from_2_30_3():
     ("OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize", "tuning"),
     ("NCCL_SOCKET_IFNAME", "plumbing"), ("NCCL_IB_HCA", "plumbing"), ("NCCL_DEBUG", "plumbing"),
     ("NCCL_TOPO_FILE", "plumbing"), ("NCCL_CONF_FILE", "plumbing"), ("OMPI_MCA_btl_tcp_if_include", "plumbing"),
-    ("HOME", None), ("OMPI_MCA_btl", None),
+    ("HOME", None), ("OMPI_MCA_btl", "tuning"), ("OMPI_MCA_pml", "tuning"), ("OMPI_MCA_num_procs", "plumbing"),
 ])
 def test_env_roles(name, role):
     assert env_role(name) == role

@@ -135,6 +135,7 @@ def test_inherited_open_mpi_forcing_is_audited_and_unset_for_the_baseline(tmp_pa
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     monkeypatch.setenv(_AR, "3")
     monkeypatch.setenv(_DYN, "1")
+    monkeypatch.setenv("OMPI_MCA_btl", "^ofi")  # the suite's (conftest): Open MPI tuning, kept and listed
     lines: list[str] = []
     out = tmp_path / "out"
     outcome = run_session(SweepRequest(out_dir=out, spec_file=_tiny_mpi_spec(tmp_path)), echo=lines.append)
@@ -142,7 +143,8 @@ def test_inherited_open_mpi_forcing_is_audited_and_unset_for_the_baseline(tmp_pa
     audit = json.loads((out / "sweep.json").read_text())["inherited_env"]
     assert sorted(audit["unset"]) == [_AR, _DYN] and audit["shaped"] is False and audit["keep_env"] is False
     assert {s["name"]: (s["action"], s["value"], s["role"]) for s in audit["settings"]} == {
-        _AR: ("unset", "3", "selection"), _DYN: ("unset", "1", "selection")}
+        _AR: ("unset", "3", "selection"), _DYN: ("unset", "1", "selection"),
+        "OMPI_MCA_btl": ("kept", "^ofi", "tuning")}
     assert any(line.startswith(f"inherited {_AR}=3 (environment): unset for every launch") for line in lines)
     from collscope.results.store import ResultsDir
 
@@ -163,7 +165,9 @@ def test_inherited_open_mpi_forcing_is_audited_and_unset_for_the_baseline(tmp_pa
                        echo=lines.append).failed == []
     audit = json.loads((kept / "sweep.json").read_text())["inherited_env"]
     assert audit["unset"] == [] and audit["shaped"] is True and audit["keep_env"] is True
-    assert all(r.settings[_AR] == "3" for r in ResultsDir(kept).read_point(default.point_id))
+    kept_records = ResultsDir(kept).read_point(default.point_id)  # inherited: the environment, never a setting
+    assert kept_records and all(r.environment is not None and r.environment[_AR] == "3" and _AR not in r.settings
+                                for r in kept_records)
     assert any("kept by --keep-env: the default baseline is shaped" in line for line in lines)
 
 

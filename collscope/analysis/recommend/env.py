@@ -21,6 +21,7 @@ from collscope.analysis.recommend.timing import format_us, range_saving
 from collscope.errors import CollscopeError
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS, describe
 from collscope.vocab.nccl import ALGORITHMS, ALGOS_FOR_FUNC, FUNCTIONS, OP_FUNC, PROTOCOLS, parse_selection
+from collscope.vocab.secrets import REDACTED, is_secret_name
 
 __all__ = ["render_env", "human_size", "percent", "comment", "provenance_lines", "excluded_lines",
            "selection_for", "workload_line", "saved_text", "few_repeats_lines"]
@@ -210,6 +211,9 @@ def _exports(rec: Recommendation) -> tuple[list[str], list[str]]:
                 notes.append(f"{name}={value!r} of {choice.op} is not exported: not a plain variable and value")
             elif family == "nccl-tests":
                 notes.append(f"{name} of {choice.op} is read by the nccl-tests binaries, not NCCL: not exported")
+            elif is_secret_name(name):
+                notes.append(f"{name} of {choice.op} holds a secret, recorded as {REDACTED}: not exported (set it as "
+                             "the measured ranks had it)")
             elif name in _SELECTION_KNOBS:
                 sel = selection_for(name, value, choice.op)
                 if sel is None:

@@ -36,7 +36,14 @@ from collscope.collectives.harness.periodic import PERIOD, count_wrong_periodic,
 from collscope.collectives.ranks import rank_info, select_cuda_device
 from collscope.collectives.record import Measurement
 from collscope.collectives.sizes import call_count, size_ladder, size_list
-from collscope.collectives.spec import BenchSpec, captured_settings, make_record, pattern, time_batch_ns
+from collscope.collectives.spec import (
+    BenchSpec,
+    captured_environment,
+    captured_settings,
+    make_record,
+    pattern,
+    time_batch_ns,
+)
 from collscope.errors import ConfigError, ToolMissingError
 
 if TYPE_CHECKING:
@@ -282,6 +289,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     pool = BufferPool() if pool is None else pool
     version = mpi_engine_version(mpi)
     settings = captured_settings(env)
+    environment = captured_environment(env, forced=settings)
     in_place = spec.in_place or spec.op == "broadcast"
     records: list[Measurement] = []
     if rank == 0:
@@ -308,7 +316,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         record = make_record(spec, engine="mpi", backend="mpi", size_bytes=size, count=count, nranks=nranks,
                              time_us=worst_ns / spec.iters / 1e3, wrong=wrong, in_place=in_place, hosts=hosts,
                              engine_version=version, nccl_version=None, settings=settings,
-                             source="collscope bench --engine mpi")
+                             environment=environment, source="collscope bench --engine mpi")
         records.append(record)
         if on_record is not None:
             on_record(record)

@@ -45,7 +45,14 @@ from collscope.collectives.harness.torch_check import count_wrong_tensor, fill_r
 from collscope.collectives.ranks import RankInfo, rank_info, select_cuda_device
 from collscope.collectives.record import Measurement
 from collscope.collectives.sizes import call_count, size_ladder, size_list
-from collscope.collectives.spec import BenchSpec, captured_settings, make_record, pattern, time_batch_ns
+from collscope.collectives.spec import (
+    BenchSpec,
+    captured_environment,
+    captured_settings,
+    make_record,
+    pattern,
+    time_batch_ns,
+)
 from collscope.errors import ConfigError
 
 __all__ = ["run_torch_bench", "TorchBackend", "TORCH_HINT", "torch_dtype", "import_torch"]
@@ -260,6 +267,7 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, side: Any, de
     barrier = partial(dist.barrier, group=side)
     version, nccl = f"torch {torch.__version__}", _nccl_version(torch) if backend == "nccl" else None
     settings = captured_settings(env)
+    environment = captured_environment(env, forced=settings)
     in_place = spec.in_place or spec.op in ("all_reduce", "broadcast")
     records: list[Measurement] = []
     for size in sizes:
@@ -286,7 +294,7 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, side: Any, de
         record = make_record(spec, engine="torch", backend=backend, size_bytes=size, count=count, nranks=n,
                              time_us=worst_ns / spec.iters / 1e3, wrong=total_wrong if spec.check else None,
                              in_place=in_place, hosts=hosts, engine_version=version, nccl_version=nccl,
-                             settings=settings,
+                             settings=settings, environment=environment,
                              source=f"collscope bench --engine torch --backend {backend}",
                              extra={"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else None)
         records.append(record)
