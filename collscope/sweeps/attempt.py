@@ -44,8 +44,8 @@ from collscope.sweeps.run_options import (
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
-from collscope.vocab.secrets import redact_env
 from collscope.vocab.engines import engine_row
+from collscope.vocab.secrets import redact_env
 
 __all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
            "QUICK_LAUNCH_FAILURE_S", "resumed_failure"]
