@@ -30,6 +30,7 @@ from collscope.sweeps.inherited_env import (
 from collscope.sweeps.launch_options import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.runner import PointOutcome, RunOptions, SweepOutcome, Workers, run_sweep
 from collscope.sweeps.spec import Plan, SweepSpec
+from collscope.vocab.secrets import redact_env
 
 if TYPE_CHECKING:
     from collscope.sweeps.adaptive.run import AdaptiveOutcome
@@ -237,4 +238,4 @@ def _check_resumed_env(out_dir: Path, spec: SweepSpec, audit: EnvAudit) -> None:
 
 
 def _fmt_settings(settings: Mapping[str, str]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "(default)"
+    return " ".join(f"{k}={v}" for k, v in sorted(redact_env(settings).items())) or "(default)"
