@@ -1,9 +1,12 @@
 """The only place in collscope that starts subprocesses.
 
 Every call takes an argv list (never a shell string), an optional environment, and a mandatory
-timeout. The child runs in its own session/process group so that on timeout (or interruption) the
-whole group, grandchildren included, is killed. The outcome is returned as a :class:`ProcResult` value;
-a non-zero exit is not an exception, a missing executable is (:class:`ToolMissingError`).
+timeout. The child runs in a session of its own; when it ends, times out or is interrupted, every process of
+that session (Open MPI 5 ranks, each in a process group of its own, included) is ended by pid: SIGTERM, a grace,
+SIGKILL. A launch (``kill_on_parent_death=True``: sweep points, persistent workers, locate steps, nccl-tests)
+runs under :mod:`collscope._reaper`, a child subreaper that ends every process the launch started, even ones
+that called ``setsid()``, and even when this process is killed by SIGKILL. The outcome is returned as a
+:class:`ProcResult` value; a non-zero exit is not an exception, a missing executable is (:class:`ToolMissingError`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from collscope import _reaper
+from collscope._proctree import descendants, end_processes, live, process_table, session_members
 from collscope.errors import LaunchError, ToolMissingError
 
 __all__ = ["ProcResult", "Started", "run", "start", "which", "TAIL_CHARS"]
@@ -26,6 +31,9 @@ TAIL_CHARS = 64_000
 """How much of stdout/stderr a result keeps (the end of each stream)."""
 
 _KILL_GRACE_S = 2.0
+"""Between SIGTERM and SIGKILL for the processes of a launch that runs without the reaper."""
+_REAPER_MARGIN_S = 3.0
+"""How much longer than its own grace (:data:`collscope._reaper.GRACE_S`) the reaper gets to end its tree."""
 
 _OPEN_MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "prterun", "oshrun"})
 _PRRTE_SESSION_BASES = ("PRTE_MCA_prte_local_tmpdir_base", "PRTE_MCA_prte_tmpdir_base")
@@ -89,14 +97,42 @@ def which(tool: str) -> str | None:
     return shutil.which(tool)
 
 
-def _kill_group(pgid: int) -> None:
+def _end_launch(leader: int, *, reaped: bool, under_reaper: bool) -> None:
+    """End what is left of a launch whose first process is ``leader`` (a session leader): every process of its
+    session (Open MPI 5 ranks sit in process groups of their own, in mpirun's session) and, while ``leader`` is
+    not yet reaped (its pid cannot be reused), every process below it. SIGTERM, a grace, SIGKILL, by pid, until
+    none is left (:func:`collscope._proctree.end_processes`); without /proc, the process group.
+
+    ``under_reaper``: ``leader`` is :mod:`collscope._reaper`, which ends everything below it on SIGTERM itself
+    (even processes that left the session); it gets its own grace plus a margin before SIGKILL."""
+    if not os.path.isdir("/proc/self"):
+        _kill_group(leader, _reaper.GRACE_S + _REAPER_MARGIN_S if under_reaper else _KILL_GRACE_S)
+        return
+    if under_reaper and not reaped:  # the reaper first: it ends its whole tree itself, then exits
+        try:
+            os.kill(leader, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + _reaper.GRACE_S + _REAPER_MARGIN_S
+        while time.monotonic() < deadline and live(leader):
+            time.sleep(0.05)
+
+    def left() -> set[int]:
+        table = process_table()
+        found = session_members(leader, table)
+        return found if reaped else found | descendants(leader, table)
+
+    end_processes(left, _KILL_GRACE_S)
+
+
+def _kill_group(pgid: int, grace_s: float) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             return
         if sig == signal.SIGTERM:
-            deadline = time.monotonic() + _KILL_GRACE_S
+            deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline:
                 try:
                     os.killpg(pgid, 0)
@@ -120,13 +156,13 @@ def run(
     """Run ``argv`` to completion or until ``timeout_s`` seconds have passed.
 
     ``env`` replaces the environment when given; ``extra_env`` is added on top of it (or of
-    ``os.environ``). On timeout the process group is sent SIGTERM, then SIGKILL, and the result has
-    ``timed_out=True``. Output is decoded as UTF-8 with replacement, so binary noise never raises.
+    ``os.environ``). On timeout every process of the child's session is sent SIGTERM, then SIGKILL, and the result
+    has ``timed_out=True``. Output is decoded as UTF-8 with replacement, so binary noise never raises.
 
     ``output_path``: stdout and stderr both go to this file as they are produced (appended, so a log survives
     a crash of ours), and the result's ``stdout`` is the file's tail. ``kill_on_parent_death``: the command
-    runs under :mod:`collscope._reaper`, which kills its whole process group if this process dies, even by
-    SIGKILL.
+    runs under :mod:`collscope._reaper`, which ends every process the command starts (wherever it puts itself)
+    when the command exits or times out, and when this process dies, even by SIGKILL.
     """
     if isinstance(argv, (str, bytes)):
         raise TypeError("proc.run takes an argv list, not a shell string")
@@ -170,15 +206,14 @@ def run(
                                              timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(child.pid)
+            _end_launch(child.pid, reaped=False, under_reaper=kill_on_parent_death)
             out_b, err_b = child.communicate()
         except BaseException:
-            _kill_group(child.pid)
+            _end_launch(child.pid, reaped=False, under_reaper=kill_on_parent_death)
             child.wait()
             raise
-        else:
-            # The leader exited; children it left behind in its group are ours to clean up.
-            _kill_group(child.pid)
+        else:  # the leader exited; what it left behind in its session is ours to end
+            _end_launch(child.pid, reaped=True, under_reaper=kill_on_parent_death)
         duration_s = time.monotonic() - start
         if output_path is not None:
             out_b, err_b = _tail_bytes(output_path), b""
@@ -197,8 +232,10 @@ def run(
 class Started:
     """A child started by :func:`start` that runs while the caller watches it (persistent sweep workers)."""
 
-    def __init__(self, argv: tuple[str, ...], popen: subprocess.Popen[bytes], session_base: str | None = None) -> None:
+    def __init__(self, argv: tuple[str, ...], popen: subprocess.Popen[bytes], session_base: str | None = None,
+                 *, under_reaper: bool = False) -> None:
         self.argv = argv
+        self._under_reaper = under_reaper
         self._popen = popen
         self._session_base = session_base
         self.started_at = time.monotonic()
@@ -212,13 +249,8 @@ class Started:
         return self._popen.poll()
 
     def kill_group(self) -> int | None:
-        """SIGTERM, then SIGKILL, to the child's whole process group, then SIGKILL to every process left in the
-        sessions the child's processes lead (mpirun puts each rank in a process group of its own); the exit
-        status."""
-        sessions = _sessions_led_below(self._popen.pid)
-        _kill_group(self._popen.pid)
-        for sid in sessions:
-            _kill_session(sid)
+        """End the child and every process of its launch (:func:`_end_launch`); the exit status."""
+        _end_launch(self._popen.pid, reaped=self._popen.returncode is not None, under_reaper=self._under_reaper)
         try:
             code: int | None = self._popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -227,12 +259,12 @@ class Started:
         return code
 
     def wait(self, timeout_s: float) -> int | None:
-        """Wait up to ``timeout_s`` for the exit; then clean up what the leader left in its group."""
+        """Wait up to ``timeout_s`` for the exit; then end what the leader left behind."""
         try:
             code = self._popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return None
-        _kill_group(self._popen.pid)
+        _end_launch(self._popen.pid, reaped=True, under_reaper=self._under_reaper)
         self._end_session()
         return code
 
@@ -241,57 +273,13 @@ class Started:
         self._session_base = None
 
 
-def _stat_fields(pid: str) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            text = fh.read()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2:].split()  # state ppid pgrp session ...
-
-
-def _sessions_led_below(root: int) -> list[int]:
-    """Session ids led by ``root`` or its descendants (Linux /proc; empty elsewhere)."""
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
-    parent = {}
-    for pid in pids:
-        fields = _stat_fields(pid)
-        if fields is not None:
-            parent[int(pid)] = (int(fields[1]), int(fields[3]))
-    below, grew = {root}, True
-    while grew:
-        grew = False
-        for child, (ppid, _) in parent.items():
-            if ppid in below and child not in below:
-                below.add(child)
-                grew = True
-    return sorted(p for p in below if parent.get(p, (0, -1))[1] == p)
-
-
-def _kill_session(sid: int) -> None:
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return
-    for pid in pids:
-        fields = _stat_fields(pid)
-        if fields is not None and int(fields[3]) == sid and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
 def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env: Mapping[str, str] | None = None,
           install_hint: str = "install it or put it on PATH", kill_on_parent_death: bool = True,
           env: Mapping[str, str] | None = None) -> Started:
     """Start ``argv`` in its own process group, stdout and stderr appended to ``output_path``; return at once.
 
-    The caller owns the child: it must end with :meth:`Started.wait` or :meth:`Started.kill_group` (the whole
-    group is killed either way). ``kill_on_parent_death`` runs it under :mod:`collscope._reaper` as
+    The caller owns the child: it must end with :meth:`Started.wait` or :meth:`Started.kill_group` (every
+    process of the launch is ended either way). ``kill_on_parent_death`` runs it under :mod:`collscope._reaper` as
     :func:`run` does. ``env`` and ``extra_env`` as in :func:`run`.
     """
     if isinstance(argv, (str, bytes)):
@@ -316,4 +304,4 @@ def start(argv: Sequence[str], *, output_path: str | os.PathLike[str], extra_env
         except OSError as exc:
             _remove_session_base(session_base)
             raise LaunchError(f"cannot start {argv[0]}: {exc}") from exc
-    return Started(tuple(argv), child, session_base)
+    return Started(tuple(argv), child, session_base, under_reaper=kill_on_parent_death)

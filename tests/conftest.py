@@ -12,6 +12,10 @@ memory, TCP) are the same either way; collscope itself never sets it.
 from __future__ import annotations
 
 import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,3 +70,55 @@ def finished_mpi_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
                                        "--no-progress"])
     assert result.exit_code == 0, result.output
     return spec, out
+
+
+# ---- processes a test started, found by a mark in their argv (tests/test_proc_descendants*.py, tests/fuzz) ----------
+def marked_processes(mark: str) -> list[int]:
+    """Pids of live processes (zombies are dead: not counted) whose argv holds ``mark``, from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read()
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if mark.encode() in argv and state != b"Z":
+            found.append(int(name))
+    return found
+
+
+def wait_for_marked(mark: str, count: int, within_s: float = 60.0) -> list[int]:
+    """Wait until ``count`` processes marked ``mark`` run; fail naming how many did."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        pids = marked_processes(mark)
+        if len(pids) >= count:
+            return pids
+        time.sleep(0.05)
+    raise AssertionError(f"only {marked_processes(mark)} of {count} processes marked {mark} started")
+
+
+def marked_left_after(mark: str, within_s: float = 15.0) -> list[int]:
+    """The processes marked ``mark`` still alive ``within_s`` seconds from now (``[]`` as soon as none is)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not marked_processes(mark):
+            return []
+        time.sleep(0.1)
+    return marked_processes(mark)
+
+
+@pytest.fixture
+def leak_marker() -> Iterator[str]:
+    """A name unique to the test for the argv of the processes it starts; any left at the end are SIGKILLed."""
+    mark = f"collscope-leak-{uuid.uuid4().hex[:12]}"
+    yield mark
+    for pid in marked_processes(mark):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -117,7 +117,8 @@ def run_nccl_tests(spec: NcclTestsSpec, *, nccl_tests_dir: str | os.PathLike[str
     binary = find_nccl_tests_binary(spec.op, nccl_tests_dir, spec.mpi, env=lookup_env)
     argv = [*launcher, *nccl_tests_argv(spec, str(binary))]
     log.info("running %s", " ".join(argv))
-    result = proc.run(argv, timeout_s=timeout_s, env=env, extra_env=extra_env, install_hint=BUILD_HINT)
+    result = proc.run(argv, timeout_s=timeout_s, env=env, extra_env=extra_env, install_hint=BUILD_HINT,
+                      kill_on_parent_death=True)  # every rank ends with the run (collscope._reaper)
     tail = (result.stdout[-4000:] + ("\n" + result.stderr[-4000:] if result.stderr else "")).strip()
     failure: str | None = None
     if result.timed_out:
