@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,7 +117,11 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
       collscope sweep run --preset mpi-algos --launcher local --workers persistent --out results/fast
     """
     from collscope.sweeps.session import SweepRequest, run_session
+    from collscope.sweeps.termination import on_sigterm
 
+    previous = on_sigterm()  # SIGTERM at any moment of the run, not only while a point runs: exit code 143
+    if previous is not None:
+        click.get_current_context().call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
     if (spec_file is None) == (preset is None):
         raise click.UsageError("give either SPEC.yaml or --preset NAME")
     overrides = {"nranks": nranks, "nnodes": nnodes, "engine": engine, "backend": backend,

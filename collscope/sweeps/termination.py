@@ -22,6 +22,8 @@ class SweepTerminated(CollscopeError):
     """The sweep process got SIGTERM (Slurm cancelling the job: a node failed, the time ran out, scancel)."""
 
     detail: str = ""
+    exit_code: int = 128 + signal.SIGTERM
+    """The CLI ends with it (143, as a shell reports a process SIGTERM killed), not with 2 (bad input)."""
 
 
 def raise_terminated(signum: int, frame: object) -> None:
