@@ -152,7 +152,8 @@ def test_every_knob_family_is_read_by_some_engine():
 @pytest.mark.parametrize(("name", "readers"), [
     ("NCCL_BUFFSIZE", {"nccl-tests", "torch/nccl"}),
     ("OMPI_MCA_coll_tuned_priority", {"mpi"}),
-    ("OMPI_MCA_pml", set()),
+    ("OMPI_MCA_pml", {"mpi"}),  # the point-to-point layer under the collectives: Open MPI reads it
+    ("GLOO_SOCKET_IFNAME", set()),
 ])
 def test_which_engine_reads_an_inherited_variable(name: str, readers: set[str]):
     assert {r.name for r in ENGINE_ROWS if reads_variable(r, name)} == readers
@@ -180,9 +181,6 @@ ALLOWED: dict[str, int] = {
     "collscope/locate/steps.py": 1,
     # sweep meta: record mpirun's version for the mpi engine
     "collscope/sweeps/meta.py": 1,
-    # still to move to the table (another issue-22 change was rewriting these lines at the same time): which
-    # library reads an inherited variable is reads_variable(engine_row(engine, backend), name)
-    "collscope/sweeps/inherited_env.py": 4,
 }
 """Comparisons of engine or backend names that remain outside the table, each with why it is not a capability.
 A new one fails the test: read the row instead (collscope/vocab/engines.py)."""

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from collscope.errors import ConfigError
+from collscope.vocab.engines import engine_row, reads_variable
 from collscope.vocab.env_roles import EnvRole, env_role
 from collscope.vocab.secrets import redacted
 
@@ -166,14 +167,6 @@ def _what(name: str, swept: frozenset[str] | set[str]) -> str:
     return "a knob this sweep sweeps" if name in swept else "it selects the algorithm"
 
 
-def _family_reads(name: str, engine: str, backend: str | None) -> bool:
-    """Whether the engine's library reads ``name`` (NCCL for nccl-tests and torch's NCCL backend, Open MPI's
-    collective components and the point-to-point layer they run over for engine mpi: ``OMPI_MCA_pml``, ``_btl``)."""
-    if name.startswith("NCCL_"):
-        return engine == "nccl-tests" or (engine == "torch" and backend in (None, "nccl"))
-    return engine == "mpi" and name.startswith("OMPI_MCA_")
-
-
 def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | None], *, engine: str,
                         backend: str | None = None, swept: frozenset[str] | set[str] = frozenset(),
                         fixed_env: Mapping[str, str] | None = None, keep_env: bool = False) -> EnvAudit:
@@ -185,7 +178,7 @@ def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | N
 
     def role_of(name: str) -> EnvRole | None:
         role = env_role(name)
-        return role if role in ("selection", "tuning") and _family_reads(name, engine, backend) else None
+        return role if role in ("selection", "tuning") and reads_variable(engine_row(engine, backend), name) else None
 
     def must_go(name: str, role: EnvRole) -> bool:
         return role == "selection" or name in swept
@@ -208,7 +201,8 @@ def audit_inherited_env(env: Mapping[str, str], conf_texts: Mapping[str, str | N
             present[name] = "the environment"
         out.append(InheritedSetting(name=name, value=redacted(name, env[name]), source="environment", line=None,
                                     role=role, swept=name in swept, action=action, why=why))
-    files = conf_paths(env) if engine != "mpi" else []
+    # NCCL's conf files matter to an engine whose library is NCCL (it reads NCCL_CONF_FILE and the files)
+    files = conf_paths(env) if reads_variable(engine_row(engine, backend), "NCCL_CONF_FILE") else []
     for label, path in files:
         text = conf_texts.get(path)
         if text is None:

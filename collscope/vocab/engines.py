@@ -85,8 +85,9 @@ class EngineRow:
     """The knob families (:data:`collscope.vocab.knobs.KnobFamily`) whose variables it reads; a knob of any other
     family has no effect on it."""
     tuning_prefixes: tuple[str, ...]
-    """The inherited variables its collective library reads (``NCCL_`` for NCCL, ``OMPI_MCA_coll`` for Open
-    MPI's collective components): what the inherited-environment audit of a sweep looks at."""
+    """The inherited variables its collective library reads (``NCCL_`` for NCCL; ``OMPI_MCA_`` for Open MPI: its
+    collective components and the point-to-point layer they run over, ``pml``, ``btl``): what the
+    inherited-environment audit of a sweep looks at (which of them are plumbing: :mod:`collscope.vocab.env_roles`)."""
     device: Literal["gpu", "host"]
     """``gpu``: it runs on GPUs and needs them; ``host``: CPUs and the host network only."""
     measures: str
@@ -149,7 +150,7 @@ ENGINE_ROWS: tuple[EngineRow, ...] = (  # the first row of each device is locate
               persistent=False, persistent_note=_NO_TORCH_WORKER),
     EngineRow(name="mpi", engine="mpi", backend=None, option="--engine mpi",
               ops=HARNESS_OPS, dtypes=HARNESS_DTYPES, knob_families=frozenset({"ompi"}),
-              tuning_prefixes=("OMPI_MCA_coll",), device="host",
+              tuning_prefixes=("OMPI_MCA_",), device="host",
               measures="host MPI between the CPUs (the host network, no GPU)",
               rail_variables=("OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"), rail_by="iface",
               rail_unread=_ompi_tcp_unread,
