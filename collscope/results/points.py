@@ -144,6 +144,12 @@ class DamagedPointsError(ParseError):
         super().__init__(root, None, "records files that are all whole", found=f"{len(problems)} damaged")
 
     def _message(self) -> str:
-        head = (f"{self.source}: {len(self.problems)} damaged point file(s), nothing was analysed (rerun the same "
-                "`collscope sweep run ... --out` to move them aside and measure those points again):")
+        denied = sum(isinstance(p, UnreadableFileError) for p in self.problems)
+        damaged = len(self.problems) - denied
+        parts = [f"{damaged} damaged point file(s)"] if damaged else []
+        if denied:
+            parts.append(f"{denied} point file(s) this user may not read (ask their owner for chmod g+r)")
+        head = (f"{self.source}: {', '.join(parts)}, nothing was analysed" + (
+            " (rerun the same `collscope sweep run ... --out` to move the damaged ones aside and measure those "
+            "points again)" if damaged else "") + ":")
         return "\n".join([head, *(f"  {p}" for p in self.problems)])

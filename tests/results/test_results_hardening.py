@@ -256,6 +256,10 @@ def test_a_point_another_user_may_not_read_is_unreadable_never_damaged(finished_
                              timeout=120)
         assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
         assert "may not read" in run.stderr and private.name in run.stderr
+        analyze = subprocess.run([*NOBODY, *cli, "analyze", str(results.root)], env=env, capture_output=True,
+                                 text=True, timeout=120)
+        assert analyze.returncode == 2 and "Traceback" not in analyze.stderr, analyze.stderr
+        assert "1 point file(s) this user may not read" in analyze.stderr and "damaged" not in analyze.stderr
         assert sorted(p.name for p in results.points_dir.glob("*.damaged-*")) == []
         assert private.stat().st_mode & 0o777 == 0o600
     finally:
