@@ -170,7 +170,7 @@ class ResultsDir:
         ``spec`` and ``plan`` are the JSON documents of the sweep's spec and plan (``Plan.to_dict()``). An
         existing ``sweep.json`` that is damaged is a ParseError (nothing is overwritten).
         """
-        for fixed in (self.points_dir, self.sweep_json, self.failures_path):
+        for fixed in (self.points_dir, self.sweep_json, self.failures_path, self.root / "workers"):
             if os.path.islink(fixed):
                 raise ConfigError(f"{fixed}: a symbolic link (to {os.readlink(fixed)}), never followed: collscope "
                                   "writes only into the results directory itself; move it away or use another --out")

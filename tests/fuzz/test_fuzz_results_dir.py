@@ -110,6 +110,7 @@ MUTATIONS: dict[str, Callable[[Case], None]] = {
     "sweep.json -> a copy outside": lambda c: c.link("sweep.json", "sweep-copy.json"),
     "points/ -> a directory outside": _moved_points,
     ".lock -> canary": lambda c: c.link(".lock"),
+    "workers/ -> a directory outside": lambda c: c.link("workers", "canary-dir"),
     "log hard-linked to canary": lambda c: _hardlink(c, _point(c, ".log")),
     "failures.jsonl hard-linked to canary": lambda c: _hardlink(c, "failures.jsonl"),
     "failures.jsonl cut mid-line": lambda c: _cut(c, "failures.jsonl"),
