@@ -97,6 +97,24 @@ def _hardlink(case: Case, name: str) -> None:
     os.link(case.outside / "canary.log", path)
 
 
+def _cancelled_line(case: Case) -> bytes:
+    """A failures.jsonl line that makes a resume run the pending point again and then append to the file."""
+    return json.dumps({"point_id": case.pending, "reason": "cancelled", "detail": "SIGTERM"}).encode() + b"\n"
+
+
+def _failures_link(case: Case, canary: str, hard: bool = False) -> None:
+    (case.outside / canary).write_bytes(_cancelled_line(case))  # what the old code read through, then appended to
+    os.utime(case.outside / canary, ns=(10**9, 10**9))
+    if hard:
+        _hardlink(case, "failures.jsonl")
+    else:
+        case.link("failures.jsonl", canary)
+
+
+def _failures_cut(case: Case) -> None:
+    (case.res / "failures.jsonl").write_bytes(_cancelled_line(case) + b'{"point_id": "x", "reason": "exit co')
+
+
 MUTATIONS: dict[str, Callable[[Case], None]] = {
     "log of the pending point -> canary": lambda c: c.link(_point(c, ".log")),
     "log of a done point -> canary": lambda c: c.link(_point(c, ".log", 1)),
@@ -106,19 +124,22 @@ MUTATIONS: dict[str, Callable[[Case], None]] = {
     "check.json -> canary": lambda c: c.link(_point(c, ".check.json")),
     "old partial name -> canary": lambda c: c.link(_point(c, ".partial.jsonl"), "canary.jsonl"),
     "old temp name of sweep.json -> canary": lambda c: c.link(f".sweep.json.{os.getpid()}.tmp"),
-    "failures.jsonl -> canary": lambda c: c.link("failures.jsonl", "canary.jsonl"),
+    "failures.jsonl -> canary": lambda c: _failures_link(c, "canary.jsonl"),
     "sweep.json -> a copy outside": lambda c: c.link("sweep.json", "sweep-copy.json"),
     "points/ -> a directory outside": _moved_points,
     ".lock -> canary": lambda c: c.link(".lock"),
     "workers/ -> a directory outside": lambda c: c.link("workers", "canary-dir"),
     "log hard-linked to canary": lambda c: _hardlink(c, _point(c, ".log")),
-    "failures.jsonl hard-linked to canary": lambda c: _hardlink(c, "failures.jsonl"),
-    "failures.jsonl cut mid-line": lambda c: _cut(c, "failures.jsonl"),
+    "failures.jsonl hard-linked to canary": lambda c: _failures_link(c, "canary.log", hard=True),
+    "failures.jsonl cut mid-line": _failures_cut,
     "records of a done point cut mid-line": lambda c: _cut(c, _point(c, ".jsonl", 1)),
     "sweep.json cut": lambda c: _cut(c, "sweep.json"),
     "records of the other point copied in": lambda c: (c.res / _point(c, ".jsonl")).write_bytes(
         (c.res / _point(c, ".jsonl", 1)).read_bytes()),
 }
+
+
+STAYS_READABLE = {"failures.jsonl cut mid-line", "log of the pending point -> canary", "log hard-linked to canary"}
 
 
 def _check(result, what: str) -> None:
@@ -143,8 +164,10 @@ def test_a_mutated_results_directory_never_escapes(finished_mpi_sweep, tmp_path,
     case = Case(finished_mpi_sweep, tmp_path)
     MUTATIONS[name](case)
     before = case.snapshot()  # after the mutation: moving points/ outside is part of it
-    _run_all(case, name)
+    codes = _run_all(case, name)
     assert case.snapshot() == before, f"{name}: something outside the results directory changed"
+    if name in STAYS_READABLE:  # the resume never glued a line onto the cut one: status and analyze still read it
+        assert codes[1:] in ([0, 0], [0, 1]), (name, codes)
 
 
 def test_the_untouched_copy_resumes_and_analyses(finished_mpi_sweep, tmp_path):
