@@ -61,8 +61,8 @@ def test_a_hung_rank_dies_with_the_sweep_and_the_exit_code_says_how(how, hanging
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
-    assert marked_left_after(leak_marker) == [], f"a rank outlived the sweep's {how}"
     assert sweep.returncode == EXIT[how], stdout + stderr
+    assert marked_left_after(leak_marker) == [], f"a rank outlived the sweep's {how}"
     assert "Traceback" not in stderr, stderr
     if how == "timeout":
         assert "timeout after 6 s" in stdout + stderr
