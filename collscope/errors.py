@@ -5,7 +5,37 @@ Library code raises these; only the CLI turns them into exit codes and one-line 
 
 from __future__ import annotations
 
-__all__ = ["CollscopeError", "ParseError", "ConfigError", "LaunchError", "ToolMissingError"]
+import re
+import reprlib
+
+__all__ = ["CollscopeError", "ParseError", "ConfigError", "LaunchError", "ToolMissingError", "printable", "shown"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but newline and tab: ESC starts a terminal escape sequence (``ESC]52`` writes the
+clipboard, ``ESC[2J`` clears the screen), CR overwrites a line, C1 codes (U+0080-U+009F) are escapes too."""
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 160
+_REPR.maxlong = 40
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxlevel = 3
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as its escape (``\\x1b``), so that
+    a value read from an input never drives the terminal it is printed on. Every printer uses it: the CLI's
+    output streams (:mod:`collscope.cli._terminal`) and its error lines."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: its repr, bounded (160 characters of a string, 6 items of a collection,
+    3 levels deep), so that a huge or deeply nested input is never printed whole."""
+    try:
+        return _REPR.repr(value)
+    except (RecursionError, ValueError):  # ValueError: an int too long to convert to text (sys.int_max_str_digits)
+        return f"<{type(value).__name__}>"
 
 
 class CollscopeError(Exception):
@@ -30,8 +60,7 @@ class ParseError(CollscopeError):
         where = f"{self.source}:{self.line}" if self.line is not None else self.source
         msg = f"{where}: expected {self.expected}"
         if self.found is not None:
-            shown = self.found if len(self.found) <= 80 else self.found[:77] + "..."
-            msg += f", found {shown!r}"
+            msg += f", found {shown(self.found)}"
         return msg
 
     def with_source(self, source: str) -> ParseError:

@@ -10,10 +10,13 @@ multiples print as :func:`collscope.units.format_size` does, up to its choice of
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["size_text", "num_text", "pct_text", "markdown_table"]
+from collscope.errors import printable
+
+__all__ = ["size_text", "num_text", "pct_text", "markdown_table", "markdown_text", "markdown_fence"]
 
 _UNITS = (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024))
 
@@ -58,12 +61,28 @@ def pct_text(value: Any) -> str:
     return "-" if _missing(value) else f"{float(value):.0%}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_MARKDOWN_CELL = str.maketrans({**{c: "\\" + c for c in "\\|[]()`*_"}, "<": "&lt;", ">": "&gt;", "\n": " ",
+                                "\r": " "})
+"""A table cell holds text, never markup: Markdown's punctuation backslash-escaped, ``<``/``>`` as entities
+(python-markdown, as MkDocs renders it, has no backslash escape for ``<``), line breaks as spaces."""
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (a record's value, a path) as Markdown that renders it as text: no HTML, no link, no emphasis."""
+    return printable(text).translate(_MARKDOWN_CELL)
+
+
+_cell = markdown_text
+
+
+def markdown_fence(text: str) -> str:
+    """A code fence for ``text``: longer than any run of backticks in it, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """``| a | b |`` lines with a header separator; ``|`` in cells escaped."""
+    """``| a | b |`` lines with a header separator; every cell escaped to show as text (:data:`_MARKDOWN_CELL`)."""
     out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(_cell(str(c)) for c in row) + " |" for row in rows]
     return out

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from collscope.analysis.noise import Sample, beyond_noise  # noqa: E402
+from collscope.figure_text import plain_text  # noqa: E402
 from collscope.units import format_size  # noqa: E402
 
 __all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
@@ -33,6 +34,7 @@ def size_ticks(ax: Any, sizes: np.ndarray) -> None:
     ax.set_xticklabels([format_size(int(t)) for t in ticks], rotation=45, fontsize=7)
 
 
+@plain_text
 def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFrame] | None = None,
                   link_limit_gbps: float | None = None, title: str | None = None) -> Figure:
     """Median busbw per configuration of ``op`` (``agg`` from fit.aggregate), min-max band over repeats.
@@ -84,6 +86,7 @@ def _boxed_rows(part: pd.DataFrame, ratio: pd.DataFrame, min_gain: float) -> lis
     return out
 
 
+@plain_text
 def gain_heatmap(agg: pd.DataFrame, op: str, *, min_gain: float = 0.03) -> Figure:
     """Configurations x sizes: median busbw relative to the default (1.0 = same); boxed per size: the best config
     that beats the default beyond noise (gain > ``min_gain`` and > the combined spread, >= 3 repeats, >= 2

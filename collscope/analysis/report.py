@@ -18,7 +18,7 @@ import pandas as pd
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.fit import aggregate, fit_alpha_beta
-from collscope.analysis.formats import markdown_table, num_text, size_text
+from collscope.analysis.formats import markdown_fence, markdown_table, markdown_text, num_text, size_text
 from collscope.analysis.load import load_results
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
 from collscope.analysis.params import link_params
@@ -26,6 +26,7 @@ from collscope.analysis.plots import busbw_vs_size, gain_heatmap
 from collscope.analysis.recommend.core import recommend
 from collscope.analysis.recommend.env import render_env
 from collscope.errors import ConfigError
+from collscope.figure_text import plain_text
 
 __all__ = ["write_report", "CAVEATS"]
 
@@ -44,6 +45,7 @@ CAVEATS = (
 )
 
 
+@plain_text
 def _png(fig: Any, path: Path) -> str:
     fig.savefig(path, format="png")
     import matplotlib.pyplot as plt
@@ -121,7 +123,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
 
     env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
     sections: list[str] = []
-    md: list[str] = ["# collscope report", "", f"Sources: {', '.join(str(p) for p in paths)}", ""]
+    md: list[str] = ["# collscope report", "", f"Sources: {markdown_text(', '.join(str(p) for p in paths))}", ""]
     for op in sorted(str(o) for o in agg["op"].unique()):
         curves, note = _model_curves(agg, fits, op)
         curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
@@ -170,7 +172,8 @@ table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font
     index = out / "index.html"
     index.write_text(page)
     md += ["## Anomalies", "", *(markdown_table(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else ["none"]), ""]
-    md += ["## Recommendation", "", "```", env_text.rstrip(), "```", "", "## How to read this", ""]
+    fence = markdown_fence(env_text)
+    md += ["## Recommendation", "", fence, env_text.rstrip(), fence, "", "## How to read this", ""]
     md += [f"- {c}" for c in CAVEATS]
     (out / "report.md").write_text("\n".join(md) + "\n")
     return index

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from collscope.cli._errors import user_errors
+from collscope.cli._terminal import escaped_output
 
 __all__ = ["CollscopeGroup", "LazyCommands"]
 
@@ -74,3 +75,8 @@ class CollscopeGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with user_errors():
             return super().invoke(ctx)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """The whole run (output, usage errors, error lines) prints through :func:`escaped_output`."""
+        with escaped_output():
+            return super().main(*args, **kwargs)

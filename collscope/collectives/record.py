@@ -19,11 +19,12 @@ from typing import Any, Literal, NoReturn, get_args
 import msgspec
 
 from collscope.atomic import umask_mode
+from collscope.errors import shown
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import OPS, busbw_factor
 
 __all__ = ["Measurement", "Settings", "OPS", "ENGINES", "busbw_factor", "write_jsonl", "append_jsonl", "Engine",
-           "columns_checked", "TimeOverRanks"]
+           "columns_checked", "TimeOverRanks", "SIZE_LIMIT_BYTES"]
 
 Engine = Literal["nccl-tests", "torch", "mpi"]
 TimeOverRanks = Literal["max", "mean", "min", "rank0"]
@@ -33,6 +34,10 @@ or one process timing all its GPUs), their mean (nccl-tests' default ``-a 1``), 
 ENGINES: frozenset[str] = frozenset(get_args(Engine))
 _OPS = frozenset(OPS)
 _TEXT = frozenset({str})
+SIZE_LIMIT_BYTES = 2**63
+"""Sizes are below 2**63 bytes (a signed 64-bit integer, as pandas, numpy and NCCL's size_t arithmetic hold them):
+a larger one is an input error, never an OverflowError in analysis."""
+_INF = float("inf")
 
 
 class Settings(dict[str, str]):
@@ -80,7 +85,8 @@ def columns_checked() -> Iterator[None]:
 
     The one builder is :func:`collscope.collectives.nccl_tests.build.build_run` (ingest): it makes each record
     with ``msgspec.structs.replace`` from a template constructed (and so checked) outside, after checking that
-    every size is ``>= 0`` and every time ``>= 0``, the only checked fields it replaces. The check of ~10^6
+    every size is ``>= 0`` and ``< 2**63`` and every time ``> 0`` (nccl_tests.text), the only checked fields it
+    replaces. The check of ~10^6
     records one by one cost 0.19 s of a 1.24 s ingest of 50 MB (bench/ingest_speed.py).
     """
     token = _COLUMNS_CHECKED.set(True)
@@ -109,10 +115,10 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """One measured size of one configuration (DESIGN.md, "Measurement record").
 
     Constructing one validates it (``op`` one of :data:`OPS`, ``engine`` one of :data:`ENGINES`,
-    ``size_bytes >= 0``, ``nranks >= 1``, ``time_us >= 0``): a bad value raises ValueError naming the field and
-    the value; ingest checks the same a column at a time instead (:func:`columns_checked`). The field types are
-    checked where records are decoded (:mod:`collscope.results.decode`). Fields added later must have defaults,
-    so that older results still load.
+    ``0 <= size_bytes < 2**63``, ``nranks >= 1``, ``time_us`` finite and ``> 0``): a bad value raises ValueError
+    naming the field and the value; ingest checks the same a column at a time instead (:func:`columns_checked`).
+    The field types are checked where records are decoded (:mod:`collscope.results.decode`). Fields added later
+    must have defaults, so that older results still load.
     """
 
     engine: Engine
@@ -172,11 +178,12 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         if _COLUMNS_CHECKED.get():  # its values were checked a column at a time (columns_checked)
             return
         try:  # the hot path, one expression: decoding makes ~10^6 records a second
-            if (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
-                    and self.time_us >= 0 and type(self.settings) is Settings and type(self.hosts) is tuple):
+            if (self.op in _OPS and self.engine in ENGINES and 0 <= self.size_bytes < SIZE_LIMIT_BYTES
+                    and self.nranks >= 1 and 0 < self.time_us < _INF and type(self.settings) is Settings
+                    and type(self.hosts) is tuple):
                 return
-            valid = (self.op in _OPS and self.engine in ENGINES and self.size_bytes >= 0 and self.nranks >= 1
-                     and self.time_us >= 0)
+            valid = (self.op in _OPS and self.engine in ENGINES and 0 <= self.size_bytes < SIZE_LIMIT_BYTES
+                     and self.nranks >= 1 and 0 < self.time_us < _INF)
         except TypeError:  # a comparison with a value of the wrong type
             valid = False
         if not valid:
@@ -221,9 +228,10 @@ def _reject(record: Measurement) -> NoReturn:
     checks: tuple[tuple[str, Any, str], ...] = (
         ("op", lambda v: v in _OPS, f"one of {', '.join(OPS)}"),
         ("engine", lambda v: v in ENGINES, f"one of {', '.join(sorted(ENGINES))}"),
-        ("size_bytes", lambda v: isinstance(v, int) and v >= 0, "an integer >= 0"),
+        ("size_bytes", lambda v: isinstance(v, int) and 0 <= v < SIZE_LIMIT_BYTES, "an integer >= 0 and < 2**63"),
         ("nranks", lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
-        ("time_us", lambda v: isinstance(v, (int, float)) and v >= 0, "a number >= 0"),
+        ("time_us", lambda v: isinstance(v, (int, float)) and 0 < v < _INF,
+         "a finite number > 0 (a time of 0 gives no bandwidth)"),
     )
     for name, ok, expected in checks:
         value = getattr(record, name)
@@ -232,7 +240,7 @@ def _reject(record: Measurement) -> NoReturn:
         except TypeError:
             good = False
         if not good:
-            raise ValueError(f"Measurement field {name}={value!r}: expected {expected}")
+            raise ValueError(f"Measurement field {name}={shown(value)}: expected {expected}")
     raise AssertionError("a Measurement failed validation without a bad field")  # pragma: no cover
 
 

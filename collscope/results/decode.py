@@ -60,11 +60,15 @@ def _line_by_line(data: bytes, source: str) -> list[Measurement]:
             continue
         try:
             records.append(_DECODER.decode(line))
+        except RecursionError:  # msgspec's own depth limit (a record nests 2 levels)
+            raise ParseError(source, lineno, EXPECTED_RECORD, found="JSON nested too deeply") from None
         except msgspec.DecodeError as exc:
             try:
                 records.append(_whole_floats(line))
             except (ValueError, TypeError):  # json.JSONDecodeError and msgspec.ValidationError are ValueErrors
                 raise ParseError(source, lineno, EXPECTED_RECORD, found=_problem(exc)) from None
+            except RecursionError:
+                raise ParseError(source, lineno, EXPECTED_RECORD, found="JSON nested too deeply") from None
     return records
 
 
@@ -75,7 +79,7 @@ def decode_records(data: bytes, source: str) -> list[Measurement]:
         raise ParseError(source, data.count(b"\n") + 1, "a complete JSON line (the file ends mid-line)")
     try:
         return _DECODER.decode_lines(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return _line_by_line(data, source)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from collscope.errors import ConfigError, ParseError
+from collscope.errors import ConfigError, ParseError, shown
 from collscope.files import read_input_text
 from collscope.sweeps.spec import SPEC_KEYS, SweepSpec
 from collscope.units import parse_size
@@ -106,7 +106,7 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
         key = m.group("key")
         close = difflib.get_close_matches(key, SPEC_KEYS, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"unknown key {key!r}; valid keys: {', '.join(SPEC_KEYS)}{hint}"
+        return f"unknown key {shown(key)}; valid keys: {', '.join(SPEC_KEYS)}{hint}"
     m = _EXPECTED_AT.match(text)
     if not m:
         return text
@@ -119,7 +119,7 @@ def _explain(exc: msgspec.ValidationError, data: Mapping[str, Any]) -> str:
     else:
         want = " or ".join(_TYPE_WORDS.get(w.strip(), w.strip()) for w in m.group("want").split("|"))
     found, value = _value_at(data, m.group("path"))
-    got = repr(value) if found else _TYPE_WORDS.get(m.group("got") or "", "another type")
+    got = shown(value) if found else _TYPE_WORDS.get(m.group("got") or "", "another type")
     return f"{path}: expected {want}, got {got}"
 
 
@@ -170,16 +170,64 @@ def _json_line(text: str, exc: msgspec.DecodeError) -> str:
     return f"line {line}: {exc}"
 
 
+SPEC_DEPTH_LIMIT = 32
+"""Nesting levels a spec may have (a real one has 4: spec, grid, knob, values); deeper is refused, never a
+RecursionError."""
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` without aliases and with a depth limit.
+
+    An alias (``*name``) repeats a node: nine of them nested expand a 618-byte file to ~10^8 strings ("billion
+    laughs"). A spec has no use for them, so one is refused with its line; so is nesting deeper than
+    :data:`SPEC_DEPTH_LIMIT` (the composer recurses once per level).
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, f"no YAML alias (*{event.anchor}) in a spec file: write the value out instead",
+                event.start_mark)
+        if self._depth >= SPEC_DEPTH_LIMIT:
+            raise yaml.composer.ComposerError(
+                None, None, f"nesting deeper than {SPEC_DEPTH_LIMIT} levels", event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """Whether ``value`` (decoded JSON) nests deeper than ``limit`` levels, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            if level > limit:
+                return True
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def decode_spec(text: str, *, source: str, json: bool = False) -> SweepSpec:
-    """A SweepSpec from the text of a spec file: JSON (msgspec's decoder) or YAML (``yaml.safe_load``)."""
+    """A SweepSpec from the text of a spec file: JSON (msgspec's decoder) or YAML (``yaml.safe_load`` without
+    aliases, :class:`_SpecLoader`); nesting deeper than :data:`SPEC_DEPTH_LIMIT` is refused."""
     if json:
         try:
             data = msgspec.json.decode(text.encode())
         except msgspec.DecodeError as exc:
             raise ConfigError(f"{source}: not valid JSON: {_json_line(text, exc)}") from None
+        except RecursionError:
+            raise ConfigError(f"{source}: not a sweep spec: nested deeper than {SPEC_DEPTH_LIMIT} levels") from None
+        if _depth(data, SPEC_DEPTH_LIMIT):
+            raise ConfigError(f"{source}: not a sweep spec: nested deeper than {SPEC_DEPTH_LIMIT} levels")
     else:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506  # a SafeLoader, aliases refused
         except yaml.YAMLError as exc:
             raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
     return spec_from_dict({} if data is None else data, source=source)

@@ -13,6 +13,7 @@ from typing import Any
 
 import networkx as nx
 
+from collscope.figure_text import plain_text
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.rates import gpu_generation
@@ -94,6 +95,7 @@ def _label(g: nx.Graph, n: str) -> str:
     return n
 
 
+@plain_text
 def draw_png(node: NodeTopology, path: Path | str | io.BytesIO, *, title: str | None = None) -> None:
     """Write a PNG drawing of the node."""
     import matplotlib

@@ -9,7 +9,6 @@ given, a bundled sample when asked, else this node live, falling back to the bun
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import networkx as nx
 
 from collscope.errors import ConfigError, ParseError
 from collscope.files import read_input_text
+from collscope.json_input import load_json
 from collscope.topo.capture import NoGpuToolsError, capture_live
 from collscope.topo.cluster import Cluster, load_cluster
 from collscope.topo.detect import load_captures
@@ -64,10 +64,7 @@ def load_topology(sources: Sequence[str | Path], *, gpu: str | None = None) -> N
     if len(paths) == 1 and paths[0].is_file():
         text = read_input_text(paths[0], "a topology: captured tool outputs or `topo show --json` (UTF-8 text)")
         if text.lstrip().startswith("{"):
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ParseError(str(paths[0]), exc.lineno, "JSON written by `collscope topo show --json`") from exc
+            doc = load_json(text, str(paths[0]), "JSON written by `collscope topo show --json`")
             if not isinstance(doc, dict) or "graph" not in doc:
                 raise ParseError(str(paths[0]), 1, "a `topo show --json` object with a \"graph\" key")
             return node_from_json(paths[0], doc)

@@ -16,8 +16,9 @@ from typing import Any
 
 import msgspec
 
-from collscope.errors import ParseError
+from collscope.errors import ParseError, shown
 from collscope.files import decode_text, read_input_bytes
+from collscope.json_input import load_json
 
 __all__ = ["CaptureMeta", "META_FILE", "read_meta"]
 
@@ -62,10 +63,7 @@ def read_meta(directory: Path) -> CaptureMeta | None:
     if not path.exists() and not path.is_symlink():
         return None
     text = decode_text(read_input_bytes(path, EXPECTED_META), str(path), EXPECTED_META)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(str(path), exc.lineno, EXPECTED_META, found=exc.msg) from None
+    doc = load_json(text, str(path), EXPECTED_META)
     if not isinstance(doc, dict):
         raise ParseError(str(path), None, EXPECTED_META, found=f"a JSON {type(doc).__name__}")
     try:
@@ -80,4 +78,12 @@ def _field_error(source: str, doc: dict[str, Any], exc: msgspec.ValidationError)
         return ParseError(source, None, EXPECTED_META, found=str(exc))
     name = m[1]
     return ParseError(source, None, f"{json.dumps(name)} to be {_FIELD_TYPES[name]}",
-                      found=json.dumps(doc[name], default=str))
+                      found=_json_text(doc[name]))
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON for a message (ParseError bounds its length), its bounded repr if it cannot be."""
+    try:
+        return json.dumps(value, default=str)
+    except (RecursionError, ValueError):
+        return shown(value)

@@ -8,13 +8,13 @@ when that /sys belongs to the caller's network namespace (inside a namespace wit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from collscope.errors import ParseError
+from collscope.json_input import load_json
 
 __all__ = ["NetInterface", "looks_like_ip_addr_json", "looks_like_ip_link_json", "looks_like_speeds_json",
            "parse_ip_addr_json", "parse_ip_link_json", "parse_speeds_json", "parse_proc_net_dev",
@@ -61,10 +61,7 @@ class NetInterface:
 
 
 def _load_list(text: str, source: str, what: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(source, exc.lineno, f"{what} (a JSON list)", found=exc.msg) from None
+    data = load_json(text, source, f"{what} (a JSON list)")
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise ParseError(source, 1, f"{what}: a JSON list of interface objects", found=type(data).__name__)
     return data
@@ -138,10 +135,7 @@ def parse_ip_link_json(text: str, source: str = "ip -j -s link") -> list[NetInte
 
 def parse_speeds_json(text: str, source: str = "netif speeds") -> dict[str, int]:
     """``{"collscope_netif_speeds_mbps": {"cl0": 10000}}`` -> ``{"cl0": 10000}`` (what ``topo collect`` saves)."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(source, exc.lineno, "a JSON object of interface speeds", found=exc.msg) from None
+    data = load_json(text, source, "a JSON object of interface speeds")
     speeds = data.get(SPEEDS_KEY) if isinstance(data, dict) else None
     if not isinstance(speeds, dict):
         raise ParseError(source, 1, f"an object under {SPEEDS_KEY!r}")

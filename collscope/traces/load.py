@@ -8,7 +8,7 @@ Every problem is a ParseError naming the file and what was expected there.
 
 from __future__ import annotations
 
-import gzip
+import os
 import re
 import zlib
 from collections.abc import Iterable
@@ -16,15 +16,17 @@ from pathlib import Path
 
 import msgspec
 
-from collscope.errors import ParseError
+from collscope.errors import ConfigError, ParseError, shown
 from collscope.files import read_input_bytes
 from collscope.traces.flight import parse_flight_recorder
 from collscope.traces.inspector import looks_like_inspector, parse_inspector
 from collscope.traces.kineto import parse_kineto
 from collscope.traces.kineto_schema import TraceDoc
 from collscope.traces.record import RankTrace
+from collscope.units import format_size, parse_size
 
-__all__ = ["read_traces", "read_trace_file", "parse_trace_bytes", "trace_files", "TRACE_SUFFIXES"]
+__all__ = ["read_traces", "read_trace_file", "parse_trace_bytes", "trace_files", "TRACE_SUFFIXES", "MAX_INFLATED_BYTES",
+           "MAX_TRACE_BYTES_ENV", "max_inflated_bytes", "MAX_INFLATE_RATIO", "MIN_INFLATED_BYTES"]
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".log")
 _EXPECTED = ("a PyTorch profiler trace (JSON with traceEvents), a Flight Recorder dump (JSON with entries) or "
@@ -33,6 +35,15 @@ _RANK = re.compile(r"(?:rank|_r)[-_]?(\d+)", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)(?=\D*$)")
 _AT_BYTE = re.compile(r"at byte (\d+)")
 _DECODER = msgspec.json.Decoder(TraceDoc)
+MAX_INFLATED_BYTES = 4 * 1024**3
+"""A gzip trace inflates to at most 4 GiB, and :data:`MAX_INFLATE_RATIO` times its size, unless
+``$COLLSCOPE_MAX_TRACE_BYTES`` says otherwise: a 10 MB file can hold 10 GiB of spaces (a "gzip bomb")."""
+MAX_INFLATE_RATIO = 100
+"""Profiler JSON compresses 10-20 times with gzip; 100 leaves room for repetitive traces."""
+MIN_INFLATED_BYTES = 256 * 1024**2
+"""A small trace may always inflate to 256 MiB, whatever its ratio."""
+MAX_TRACE_BYTES_ENV = "COLLSCOPE_MAX_TRACE_BYTES"
+_INFLATE_CHUNK = 64 * 1024**2
 
 
 def trace_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -58,11 +69,54 @@ def rank_from_name(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def max_inflated_bytes(compressed_bytes: int) -> int:
+    """How many bytes a gzip trace of ``compressed_bytes`` may inflate to: :data:`MAX_INFLATE_RATIO` times its
+    size, at least :data:`MIN_INFLATED_BYTES` and at most :data:`MAX_INFLATED_BYTES`; or
+    ``$COLLSCOPE_MAX_TRACE_BYTES`` (a size such as ``16G``) when set."""
+    raw = os.environ.get(MAX_TRACE_BYTES_ENV, "").strip()
+    if not raw:
+        return min(MAX_INFLATED_BYTES, max(MIN_INFLATED_BYTES, MAX_INFLATE_RATIO * compressed_bytes))
+    try:
+        return parse_size(raw)
+    except ValueError:
+        raise ConfigError(f"{MAX_TRACE_BYTES_ENV}={shown(raw)}: expected a size such as 4G or 16G") from None
+
+
+def _inflate(data: bytes, source: str, limit: int) -> bytes:
+    """The gzip members of ``data`` inflated a chunk at a time, refused as soon as they pass ``limit`` bytes."""
+    out: list[bytes] = []
+    total = 0
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip header and trailer
+        pending = rest
+        while True:
+            piece = inflater.decompress(pending, _INFLATE_CHUNK)
+            total += len(piece)
+            if total > limit:
+                raise ParseError(source, None, f"a gzip trace that inflates to at most {format_size(limit)} bytes "
+                                 f"(set {MAX_TRACE_BYTES_ENV} to allow more)",
+                                 found=f"more than that from {len(data)} bytes compressed")
+            out.append(piece)
+            pending = inflater.unconsumed_tail
+            if inflater.eof or not (pending or piece):
+                break
+        if not inflater.eof:
+            raise EOFError("the file ends before the end of its gzip stream")
+        rest = inflater.unused_data
+        if not rest.startswith(b"\x1f\x8b"):
+            if rest.strip(b"\x00"):
+                raise OSError("bytes that are not gzip after the last member")
+            break
+    return b"".join(out)
+
+
 def _decompress(data: bytes, source: str) -> bytes:
     if not data.startswith(b"\x1f\x8b"):
         return data
+    limit = max_inflated_bytes(len(data))
     try:
-        return gzip.decompress(data)
+        return _inflate(data, source, limit)
     except (EOFError, OSError, zlib.error) as exc:
         raise ParseError(source, None, "a complete gzip file", found=f"a damaged or truncated one ({exc})") from None
 

@@ -18,8 +18,9 @@ __all__ = ["LogLine", "split_line", "iter_log_lines", "is_timestamp_line"]
 _MARKER = re.compile(r"\bNCCL (INFO|WARN|TRACE|CALL|ABORT|ERROR)\b ?")
 # Anchored at the end of the text before the marker: host:pid:tid, then [cudaDev], then at most two
 # tokens (WARN: ``file.cc:123``; TRACE: ``12.345 func:67``).
-_PREFIX = re.compile(
-    r"(?P<host>[^\s:]+):(?P<pid>\d{1,10}):(?P<tid>\d{1,10})(?:\s+\[(?P<dev>-?\d{1,5})\])?(?:\s+\S+){0,2}\s*$"
+_PREFIX = re.compile(  # the host starts a token ((?<![^\s:])): a search tried at every character of one long
+    # token would rescan it to its end each time (quadratic)
+    r"(?<![^\s:])(?P<host>[^\s:]+):(?P<pid>\d{1,10}):(?P<tid>\d{1,10})(?:\s+\[(?P<dev>-?\d{1,5})\])?(?:\s+\S+){0,2}\s*$"
 )
 _ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TIMESTAMP_LINE = re.compile(rf"^\s*\[?{_ISO_TIME}\]?\s*$")

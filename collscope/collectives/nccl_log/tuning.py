@@ -44,8 +44,9 @@ _CHOICE = re.compile(
     r"^\s*(?:(?P<op>[A-Za-z]+): )?(?P<bytes>\d{1,20}) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)"
     r"(?: channel\{Lo\.\.Hi\}=\{(?P<lo>\d{1,4})\.\.(?P<hi>\d{1,4})\})?(?: time (?P<time>\d+(?:\.\d*)?))?"
 )
-_CHOICE_LOOSE = re.compile(
-    r"^\s*(?:(?P<op>[A-Z][A-Za-z]+):)?.*?\b(?:Algo|algorithm) (?P<algo>\w+),? (?:proto|protocol) (?P<proto>\w+)"
+_CHOICE_LOOSE = re.compile(  # (?=(\s*))\1: the leading blanks taken whole (atomic), else each split of a long
+    # run of blanks would rescan the rest of the line: quadratic (an 80,000-space line took minutes)
+    r"^(?=(\s*))\1(?:(?P<op>[A-Z][A-Za-z]+):)?.*?\b(?:Algo|algorithm) (?P<algo>\w+),? (?:proto|protocol) (?P<proto>\w+)"
 )
 _COLLECTIVE_TRACE = re.compile(r"^\s*Collective (?P<op>\w+)\(\w+, \w+, (?P<algo>\w+), (?P<proto>\w+)\)")
 

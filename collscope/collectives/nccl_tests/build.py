@@ -186,7 +186,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
         warnings.append("out-of-bounds FAILED without per-size #wrong counts: every record is marked not ok")
     try:
         template = Measurement(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes, size_bytes=0,
-                               count=None, dtype="", redop=None, root=None, in_place=False, time_us=0.0,
+                               count=None, dtype="", redop=None, root=None, in_place=False, time_us=1.0,
                                algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
                                warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
                                gpu=gpu, nccl_version=nccl_version, engine_version=nccl_tests_version, source=source,

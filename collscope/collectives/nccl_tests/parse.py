@@ -29,6 +29,7 @@ from collscope.collectives.nccl_tests.records import (
 )
 from collscope.collectives.nccl_tests.text import (
     Layout,
+    OutOfRange,
     Seen,
     convert_block,
     convert_columns,
@@ -228,6 +229,8 @@ def _table_row(st: _State, parts: list[str], lineno: int) -> None:
             # Old alltoall: the redop field is printed empty.
             convert_block(lay, parts[:lay.i_redop] + ["none"] + parts[lay.i_redop:], 1, st.seen, st.blocks)
             return
+    except OutOfRange as exc:
+        raise ParseError(st.source, lineno, str(exc), found=" ".join(parts)) from None
     except (ValueError, IndexError, OverflowError):
         pass
     if st.is_last(lineno):

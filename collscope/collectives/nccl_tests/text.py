@@ -22,11 +22,12 @@ from typing import Any, NamedTuple, Protocol
 import msgspec
 
 from collscope.collectives.nccl_tests.records import DTYPE_BYTES, Block, Placement, valid_times
-from collscope.errors import ParseError
+from collscope.collectives.record import SIZE_LIMIT_BYTES
+from collscope.errors import ParseError, shown
 from collscope.vocab.ops import DTYPE_ALIASES
 
 __all__ = ["Layout", "layout_from_header", "layout_from_row", "convert_block", "convert_columns", "Columns",
-           "TokenColumns", "check_names", "new_seen", "Seen"]
+           "TokenColumns", "check_names", "new_seen", "Seen", "OutOfRange"]
 
 _NO_REDOP = {"none": None}
 _CHECK_NAMES = {"#wrong": "wrong", "wrong": "wrong", "error": "error", "#error": "error"}
@@ -35,6 +36,7 @@ Seen = defaultdict[RepeatKey, "count[int]"]
 """Per (size, type, redop, root): a counter of the rows seen so far (``next`` gives a row's ``repeat``)."""
 _INTS = msgspec.json.Decoder(list[int]).decode
 _FLOATS = msgspec.json.Decoder(list[float]).decode
+_INF = float("inf")
 
 
 def new_seen() -> Seen:
@@ -57,6 +59,10 @@ def _numbers(tokens: list[str], kind: type) -> list[Any]:
         except msgspec.DecodeError:
             pass
     return list(map(kind, tokens))
+
+
+class OutOfRange(ValueError):
+    """A row's values read as their types but no record can hold them; the message says what was expected."""
 
 
 class Layout(NamedTuple):
@@ -199,6 +205,8 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     none: list[Any] = [None] * nrows
     uniform = {"root", "timestamp", "wrong", "error"}
     sizes = cols.ints(0)
+    if max(sizes) >= SIZE_LIMIT_BYTES:
+        raise OutOfRange(f"every size below 2**63 bytes (found {shown(max(sizes))})")
     counts: list[Any] = cols.ints(lay.i_count) if lay.i_count >= 0 else none
     dtypes = cols.names(lay.i_type, "type")
     dtypes = list(map(DTYPE_ALIASES.get, dtypes, dtypes))  # collscope's names (float -> float32), C-level
@@ -222,6 +230,8 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
         times = cols.floats(ti)
         if not valid_times(times):
             raise ValueError("a negative or undefined time")
+        if not 0 < min(times) <= max(times) < _INF:
+            raise OutOfRange("every time finite and > 0 (no bandwidth follows from a time of 0)")
         checks = none
         if ci >= 0:
             if kind == "wrong" and cols.equal(ci, "0"):

@@ -114,7 +114,20 @@ _PHYS = {"LINKUP": "LinkUp", "DISABLED": "Disabled", "POLLING": "Polling", "SLEE
          "PORTCONFIGURATIONTRAINING": "PortConfigurationTraining", "LINKERRORRECOVERY": "LinkErrorRecovery",
          "PHYTEST": "PhyTest", "NOSTATECHANGE": "No state change", "NOP": "No state change"}  # fmt: skip
 _ERROR_LINE = re.compile(r"^(ibpanic:|ibwarn:|ibstat:|ibv_devinfo:|Fatal error|Failed to|No IB devices)")
-_KEYVAL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _]*?)\s*:\s*(.*?)\s*$")
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 _]*")
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """``  Key name: value `` -> ``("Key name", "value")``; None when the line is not one.
+
+    Split at the first colon and stripped, not a regular expression with lazy groups and blanks on both sides:
+    that one rescanned a long run of blanks once per character (an 80,000-space line took minutes).
+    """
+    key, colon, value = line.partition(":")
+    key = key.strip()
+    if not colon or _KEY.fullmatch(key) is None:
+        return None
+    return key, value.strip()
 
 
 def _norm(raw: str, table: dict[str, str]) -> str:
@@ -242,10 +255,10 @@ def parse_ibstat(text: str, source: str = "<text>") -> HcaListing:
             b.start_ca(match.group(1))
         elif match := _IBSTAT_PORT.match(line):
             b.start_port(int(match.group(1)), number)
-        elif (match := _KEYVAL.match(line)) and b.ca is not None:
-            key = match.group(1)
+        elif (pair := _key_value(line)) and b.ca is not None:
+            key = pair[0]
             table = _IBSTAT_CA_KEYS if key in _IBSTAT_CA_KEYS else _IBSTAT_PORT_KEYS
-            b.set(table, key, match.group(2), number)
+            b.set(table, key, pair[1], number)
         else:
             raise ParseError(source, number, "an ibstat line (CA 'name', Port N:, Key: value)", line)
     return b.result(None, "at least one CA 'name' block")
@@ -271,8 +284,8 @@ def parse_ibstatus(text: str, source: str = "<text>") -> HcaListing:
             if b.ca is None or b.ca["name"] != match.group(1):
                 b.start_ca(match.group(1))
             b.start_port(int(match.group(2)), number)
-        elif (match := _KEYVAL.match(line)) and b.port_fields is not None:
-            b.set(_IBSTATUS_KEYS, match.group(1), match.group(2), number)
+        elif (pair := _key_value(line)) and b.port_fields is not None:
+            b.set(_IBSTATUS_KEYS, pair[0], pair[1], number)
         else:
             raise ParseError(source, number, "an ibstatus line (Infiniband device 'x' port N status:)", line)
     return b.result(None, "at least one \"Infiniband device 'name' port N status:\" block")
@@ -297,12 +310,12 @@ def parse_ibv_devinfo(text: str, source: str = "<text>") -> HcaListing:
             continue
         if not line[0].isspace() and _ERROR_LINE.match(line):
             return b.result(line.strip(), "")
-        match = _KEYVAL.match(line)
-        if match is None:
+        pair = _key_value(line)
+        if pair is None:
             if line[0].isspace():  # -v flag lists (device_cap_flags ...) are bare names
                 continue
             raise ParseError(source, number, "an ibv_devinfo line (hca_id: name, key: value)", line)
-        key, value = match.group(1), match.group(2)
+        key, value = pair
         if key == "hca_id" and not line[0].isspace():
             b.start_ca(value)
         elif b.ca is None:
