@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 __all__ = ["plain_text", "PLAIN_TEXT_RC"]
 
@@ -26,7 +26,7 @@ _R = TypeVar("_R")
 def _rc() -> Iterator[None]:
     import matplotlib  # imported here: the CLI's light commands never load it
 
-    with matplotlib.rc_context(PLAIN_TEXT_RC):
+    with matplotlib.rc_context(cast(Any, PLAIN_TEXT_RC)):  # its stubs type the keys as a Literal
         yield
 
 

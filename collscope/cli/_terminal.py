@@ -43,8 +43,8 @@ class EscapedStream:
 def escaped_output() -> Iterator[None]:
     """Inside, ``sys.stdout`` and ``sys.stderr`` escape control characters (:class:`EscapedStream`)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = EscapedStream(saved[0])  # type: ignore[assignment]
-    sys.stderr = EscapedStream(saved[1])  # type: ignore[assignment]
+    sys.stdout = EscapedStream(saved[0])
+    sys.stderr = EscapedStream(saved[1])
     try:
         yield
     finally:

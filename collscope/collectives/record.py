@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, NoReturn, get_args
+from typing import Annotated, Any, Literal, NoReturn, get_args
 
 import msgspec
 
@@ -38,6 +38,9 @@ SIZE_LIMIT_BYTES = 2**63
 """Sizes are below 2**63 bytes (a signed 64-bit integer, as pandas, numpy and NCCL's size_t arithmetic hold them):
 a larger one is an input error, never an OverflowError in analysis."""
 _INF = float("inf")
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+"""An integer field as analysis holds it (a 64-bit column): checked where records are decoded, so a count or a
+rank count of 2**64 is a ParseError naming the field, never an OverflowError in analysis."""
 
 
 class Settings(dict[str, str]):
@@ -127,24 +130,24 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """One of :data:`collscope.vocab.ops.OPS`."""
     size_bytes: int
     """nccl-tests' "size": total bytes; for all_gather the gathered output, for reduce_scatter the input."""
-    count: int | None
+    count: Int64 | None
     dtype: str
     redop: str | None
-    root: int | None
+    root: Int64 | None
     in_place: bool
-    nranks: int
-    nnodes: int | None
+    nranks: Int64
+    nnodes: Int64 | None
     time_us: float
     algbw_gbps: float
     busbw_gbps: float
-    wrong: int | None = None
+    wrong: Int64 | None = None
     """Wrong elements found by the check; None when not checked (nccl-tests ``N/A``, or ``-c 0``)."""
     error: float | None = None
     """Old nccl-tests float ``error`` column, else None."""
     ok: bool = True
-    iters: int | None = None
-    warmup: int | None = None
-    repeat: int = 0
+    iters: Int64 | None = None
+    warmup: Int64 | None = None
+    repeat: Int64 = 0
     settings: Mapping[str, str] = _NO_SETTINGS
     """The point's knob values; always a :class:`Settings` (a plain mapping given here is converted)."""
     point_id: str | None = None

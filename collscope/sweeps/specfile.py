@@ -187,13 +187,14 @@ class _SpecLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
+        mark: Any = event.start_mark  # types-PyYAML: the C and the Python Mark
         if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(
                 None, None, f"no YAML alias (*{event.anchor}) in a spec file: write the value out instead",
-                event.start_mark)
+                mark)
         if self._depth >= SPEC_DEPTH_LIMIT:
             raise yaml.composer.ComposerError(
-                None, None, f"nesting deeper than {SPEC_DEPTH_LIMIT} levels", event.start_mark)
+                None, None, f"nesting deeper than {SPEC_DEPTH_LIMIT} levels", mark)
         self._depth += 1
         try:
             return super().compose_node(parent, index)

@@ -129,6 +129,13 @@ def _line_of(data: bytes, message: str) -> int | None:
 def parse_trace_bytes(data: bytes, source: str, *, rank_hint: int | None = None) -> list[RankTrace]:
     """The rank traces in one file's bytes (gzip or not); the format is detected from the content."""
     data = _decompress(data, source)
+    try:
+        return _parse_inflated(data, source, rank_hint)
+    except RecursionError:  # the JSON decoders' depth limit
+        raise ParseError(source, None, _EXPECTED, found="JSON nested too deeply") from None
+
+
+def _parse_inflated(data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
     head = data[:64].lstrip()[:1]
     if head != b"{" and head != b"[":
         raise ParseError(source, 1, _EXPECTED, found=data[:60].decode("utf-8", "replace"))
