@@ -1,6 +1,6 @@
 """A signal at a random moment of a real sweep (issue 22, the extended fuzz: "a signal mid-sweep").
 
-A small real sweep (mpi engine, local launcher: ``mpirun -np 2 collscope bench``, all_reduce 8..64 B, six
+A small real sweep (mpi engine, local launcher: ``mpirun -np 2 collscope bench``, all_reduce 8..64 B, nine
 points) is started as a real ``collscope sweep run`` process and sent SIGINT, SIGTERM or SIGKILL at a moment
 drawn from a seeded generator (``COLLSCOPE_FUZZ_SEED`` replays another draw): from the first point's log on,
 so it lands while a point runs, between points, during a launch's start or its end. Then:
