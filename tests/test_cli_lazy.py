@@ -36,7 +36,7 @@ def test_bench_loads_no_other_command_and_no_analysis():
     loaded = _modules_after(["bench", "--help"])
     assert "collscope.cli.bench" in loaded
     others = {m for m in loaded if m.startswith("collscope.cli.") and m.split(".")[2] not in
-              ("bench", "options", "_errors", "_group")}
+              ("bench", "options", "_errors", "_group", "_terminal")}
     assert not others, f"bench imported other commands: {sorted(others)}"
     assert not {m for m in loaded if m.startswith(("collscope.analysis", "collscope.sweeps"))}
 
