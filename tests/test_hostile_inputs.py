@@ -223,3 +223,13 @@ def test_terminal_escapes_in_values_are_printed_escaped(tmp_path: Path) -> None:
         assert "\x1b" not in result.output and "\x07" not in result.output
     assert "\\x1b]52;c;aGVsbG8=\\x07" in _run("analyze", str(results)).output
     assert "\\x1b]52" in _run("analyze", f"{tmp_path}/{ESCAPES}").output
+
+
+@pytest.mark.parametrize("name", ["sweep.json", "failures.jsonl", "check.json"])
+def test_deep_json_in_the_results_directory(tmp_path: Path, name: str) -> None:
+    results = _results(tmp_path, lambda r: None)
+    point = sorted((results / "points").glob("*.jsonl"))[0]
+    path = point.with_suffix(".check.json") if name == "check.json" else results / name
+    path.write_text(_deep("a") + "\n")
+    result = _run("analyze", str(results))
+    assert result.exit_code == 2 and path.name in result.output

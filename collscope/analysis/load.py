@@ -101,8 +101,8 @@ def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
 def _check_verdict(path: str) -> bool | None:
     try:
         doc = msgspec.json.decode(read_bytes(path, "the JSON check file written by collscope sweep run"))
-    except msgspec.DecodeError as exc:
-        raise ParseError(path, None, "the JSON check file written by collscope sweep run", found=str(exc)) from exc
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+        raise ParseError(path, None, "the JSON check file written by collscope sweep run", found=str(exc)) from None
     value = doc.get("applied") if isinstance(doc, dict) else None
     return value if isinstance(value, bool) else None
 

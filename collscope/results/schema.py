@@ -260,6 +260,6 @@ def _half_written(line: bytes) -> bool:
         json.loads(text)
     except json.JSONDecodeError as exc:
         return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return False
