@@ -28,8 +28,9 @@ from collscope.vocab.engines import ENGINE_ROWS, engine_row
 from tests.fakes import Answer, FakeTools
 
 GOLDEN = Path(__file__).parent / "golden"
-# Real nccl-tests output of 2 nodes x 8 A100 (16 ranks, one process per GPU): shared/corpus/nccl-tests.
-NCCL_TESTS_16_RANKS = Path(__file__).parent / "fixtures" / "all_reduce_perf-a100-2node-16rank-oci-10G.txt"
+# nccl-tests' output of 2 nodes x 8 H100 (16 ranks, one process per GPU, one size), written for this project in
+# the shape of published 2-node runs (rank lines with Group and Pid, no version line).
+NCCL_TESTS_16_RANKS = Path(__file__).parent / "fixtures" / "all_reduce_perf-h100-2node-16rank-1G.txt"
 GPU_NODES = {"SLURM_JOB_NODELIST": "gpu[1-2]", "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "8",
              "SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7", "SLURM_CPUS_ON_NODE": "224"}
 """What a 2-node allocation with 8 GPUs per node (sbatch -N 2 --gpus-per-node=8 --exclusive) puts in the
@@ -308,7 +309,7 @@ def test_the_gpu_runner_pins_rails_with_nccl_ib_hca_and_reads_nccl_tests(tmp_pat
     runner = SrunRunner(options=options, work_dir=tmp_path / "steps", timeout_s=30)
     got = runner(TestSpec(kind="group", nodes=("gpu1", "gpu2"), rail=1), 3)
     assert got.failure is None, got.detail
-    assert got.busbw_gbps == (222.88, 222.88, 222.88)
+    assert got.busbw_gbps == (339.98, 339.98, 339.98)
     assert {r.nranks for r in got.records} == {16} and got.records[0].settings["NCCL_IB_HCA"] == "=mlx5_3"
     call = json.loads(record.read_text())
     assert call["env"]["NCCL_IB_HCA"] == "=mlx5_3" and "OMPI_MCA_btl_tcp_if_include" not in call["env"]
