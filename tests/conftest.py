@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,17 @@ def leak_marker() -> Iterator[str]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def sigterm_self_once(ready: Callable[[], bool], settle_s: float) -> None:
+    """SIGTERM this process (as Slurm does on a node failure, time limit or scancel) from a thread, ``settle_s``
+    after ``ready()`` first holds (given up after 60 s): for a sweep run in-process by a test."""
+
+    def terminate() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ready():
+            time.sleep(0.05)
+        time.sleep(settle_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate, daemon=True).start()

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,12 +175,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         item.rep_call = report  # type: ignore[attr-defined]
 
 
+def done_point_files(out_dir: Path) -> list[Path]:
+    """The records files of a results directory's finished points (not the ``.partial.jsonl`` of cut attempts)."""
+    return sorted(p for p in (out_dir / "points").glob("*.jsonl") if not p.name.endswith(".partial.jsonl"))
+
+
 def records(out_dir: Path) -> list[dict]:
-    """Every record of a results directory's finished points (not the ``.partial.jsonl`` of failed ones)."""
+    """Every record of a results directory's finished points."""
     found = []
-    for path in sorted(p for p in (out_dir / "points").glob("*.jsonl") if not p.name.endswith(".partial.jsonl")):
+    for path in done_point_files(out_dir):
         found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return found
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``predicate`` every 0.2 s; fail the test naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"gave up waiting for {what} after {timeout_s:g} s"
+        time.sleep(0.2)
 
 
 def failures(out_dir: Path) -> list[dict]:

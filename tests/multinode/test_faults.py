@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Cluster, failures, job_output, records
+from tests.multinode.conftest import ROOT, Cluster, done_point_files, failures, job_output, records, wait_for
 
 # 2 points (Open MPI's default, then ring), each about 8 s with node2 slowed: long enough that node2 is killed
 # while the second one runs (with 5 iterations, 3.6 s, a persistent run once finished it before the kill landed).
@@ -31,13 +31,6 @@ def _spec(work: Path, **fields: object) -> str:
     path = work / "spec.yaml"
     path.write_text(SPEC + "".join(f"{k}: {v}\n" for k, v in fields.items()))
     return str(path)
-
-
-def _wait_for(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what} after {timeout_s:g} s"
-        time.sleep(0.2)
 
 
 def _sizes_per_point(out: Path) -> dict[str, list[tuple[int, int]]]:
@@ -62,10 +55,10 @@ def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: P
         job = cluster.submit(work, *sweep)
         points = out / "points"
         # Point 1 done, point 2 started (its log exists): kill node2 under the running point.
-        _wait_for(lambda: len([p for p in points.glob("*.jsonl") if ".partial" not in p.name]) == 1
-                  and len(list(points.glob("*.log"))) == 2, 90, "the first point to finish")
+        wait_for(lambda: len(done_point_files(out)) == 1
+                 and len(list(points.glob("*.log"))) == 2, 90, "the first point to finish")
         time.sleep(1.5)
-        done_before = {p.name: p.read_text() for p in points.glob("*.jsonl") if ".partial" not in p.name}
+        done_before = {p.name: p.read_text() for p in done_point_files(out)}
         t_kill = time.monotonic()
         cluster.run("kill", "node2")
         killed = True
@@ -85,7 +78,7 @@ def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: P
         assert fails[0]["point_id"] in log and fails[0]["detail"].split(" (")[0] in log
         assert state == "FAILED" or "NODE FAILURE" in log, log
         # Records already written are intact; nothing is left running on either node.
-        assert {p.name: p.read_text() for p in points.glob("*.jsonl") if ".partial" not in p.name} == done_before
+        assert {p.name: p.read_text() for p in done_point_files(out)} == done_before
         assert all(json.loads(line)["ok"] for text in done_before.values() for line in text.splitlines())
         assert cluster.wait_no_job_processes(["node1", "node2"], timeout_s=30) == {}
     finally:
@@ -96,8 +89,7 @@ def test_node_killed_mid_sweep_then_rerun_after_revive(cluster: Cluster, work: P
     cluster.sbatch(work, *sweep, "--retry-failed", timeout_s=120)
     per_point = _sizes_per_point(out)
     # done points only: the killed job's partial records stay beside them under its writer's name, never counted
-    done = [p for p in (out / "points").glob("*.jsonl") if ".partial." not in p.name]
-    assert len(per_point) == 2 and len(done) == 2, per_point
+    assert len(per_point) == 2 and len(done_point_files(out)) == 2, per_point
     for point_id, sizes in per_point.items():
         assert len(sizes) == len(set(sizes)) == 3, (point_id, sizes)  # 1M, 2M, 4M, once each
     assert cluster.wait_no_job_processes(["node1", "node2"], timeout_s=30) == {}

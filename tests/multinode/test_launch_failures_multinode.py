@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Cluster, failures, job_output, records
+from tests.multinode.conftest import ROOT, Cluster, done_point_files, failures, job_output, records, wait_for
 
 pytestmark = pytest.mark.multinode
 
@@ -30,13 +30,6 @@ warmup: 1
 repeats: 1
 grid: {OMPI_MCA_coll_tuned_allreduce_algorithm: ["", "4", "3"]}
 """
-
-
-def _wait_for(predicate, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what} after {timeout_s:g} s"
-        time.sleep(0.2)
 
 
 def _job_fields(cluster: Cluster, job: str) -> dict[str, str]:
@@ -73,13 +66,13 @@ def test_a_job_requeued_after_a_node_failure_completes_every_point(cluster: Clus
     try:
         job = cluster.submit(work, *sweep)
         points = out / "points"
-        _wait_for(lambda: len([p for p in points.glob("*.jsonl") if ".partial" not in p.name]) == 1
-                  and len(list(points.glob("*.log"))) == 2, 120, "the first point to finish")
+        wait_for(lambda: len(done_point_files(out)) == 1
+                 and len(list(points.glob("*.log"))) == 2, 120, "the first point to finish")
         time.sleep(1.5)
         cluster.run("kill", "node2")
         killed = True
         # the first run ends: Slurm requeues it (pending until node2 is back) or it ended on its own
-        _wait_for(lambda: _job_fields(cluster, job).get("JobState") in ("PENDING", "REQUEUED", "FAILED",
+        wait_for(lambda: _job_fields(cluster, job).get("JobState") in ("PENDING", "REQUEUED", "FAILED",
                                                                           "NODE_FAIL", "COMPLETED"),
                   150, "the first run of the job to end")
         cluster.run("revive", "node2", timeout_s=90)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Cluster, job_output
+from tests.multinode.conftest import ROOT, Cluster, job_output, records
 
 SPEC = """name: gloo-job-ops
 engine: torch
@@ -64,6 +64,5 @@ def test_ddp_across_two_nodes_against_a_gloo_sweep(cluster: Cluster, work: Path)
     # both ranks' steps, exposed <= communication <= step, measured over the real network between the nodes
     assert len(doc["steps"]) == 2 * expected["active_steps"]
     assert all(0 <= s["exposed_comm_us"] <= s["comm_us"] <= s["duration_us"] for s in doc["steps"])
-    sweep_hosts = {tuple(json.loads(line)["hosts"]) for p in (work / "sweep" / "points").glob("*.jsonl")
-                   if not p.name.endswith(".partial.jsonl") for line in p.read_text().splitlines() if line}
+    sweep_hosts = {tuple(r["hosts"]) for r in records(work / "sweep")}
     assert sweep_hosts == {("node1", "node2")}

@@ -11,10 +11,8 @@ stand-in all_reduce_perf that prints a recorded nccl-tests 2.19.6 output, or fai
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from collscope.sweeps.launch_options import LaunchOptions
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from collscope.sweeps.termination import SweepTerminated
+from tests.conftest import sigterm_self_once
 from tests.fakes import NCCL_TESTS_FIXTURES, write_executable
 
 HUNG_REASON = "configuration hung"
@@ -91,14 +90,7 @@ def test_a_point_cancelled_by_sigterm_is_measured_again_by_a_resume(tmp_path, fa
     point = plan.points[0].point_id
     out = tmp_path / "res"
 
-    def terminate_once_the_point_runs() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not calls.exists():
-            time.sleep(0.05)
-        time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=terminate_once_the_point_runs, daemon=True).start()
+    sigterm_self_once(calls.exists, 0.5)
     with pytest.raises(SweepTerminated):
         run_sweep(plan, out, _options(), meta={})
     results = ResultsDir(out)

@@ -22,6 +22,7 @@ from collscope.sweeps.persistent import WORKER_MODULE
 from collscope.sweeps.runner import RunOptions, run_sweep
 from collscope.sweeps.spec import Plan, Point, SweepSpec, point_id_for
 from collscope.sweeps.termination import SweepTerminated
+from tests.conftest import sigterm_self_once
 
 ROOT = Path(__file__).resolve().parents[2]
 _MPIRUN = shutil.which("mpirun") or str(Path(sys.executable).parent / "mpirun")
@@ -122,14 +123,7 @@ def test_sigterm_while_a_point_runs_writes_it_down_as_cancelled(tmp_path, monkey
     monkeypatch.setenv("COLLSCOPE_TEST_HANG_POINT", hung)
     out = tmp_path / "res"
 
-    def terminate_once_the_point_runs() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not ResultsDir(out).log_path(hung).exists():
-            time.sleep(0.1)
-        time.sleep(1.0)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=terminate_once_the_point_runs, daemon=True).start()
+    sigterm_self_once(lambda: ResultsDir(out).log_path(hung).exists(), 1.0)
     with pytest.raises(SweepTerminated):
         run_sweep(plan, out, _options(), meta={})
     failure = ResultsDir(out).failures()[hung]
