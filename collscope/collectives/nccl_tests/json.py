@@ -14,7 +14,6 @@ okay}, ``errors`` [...], ``end_time``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from collscope.collectives.nccl_tests.records import (
 )
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
+from collscope.json_input import load_json
 from collscope.vocab.ops import DTYPE_ALIASES
 
 __all__ = ["parse_nccl_tests_json"]
@@ -201,13 +201,8 @@ def parse_nccl_tests_json(text: str, source: str = "<json>", op: str | None = No
 
     ``nranks``, ``env`` and ``argv`` as :func:`~collscope.collectives.nccl_tests.parse.parse_nccl_tests`; the
     document's own ``args`` (its ``-a``) and ``env`` (its split) are read when they are not given."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(source, exc.lineno, "a complete nccl-tests -J JSON document (a run killed mid-way leaves "
-                         "it cut off; its text output still has the rows)", found=exc.msg) from exc
-    except RecursionError as exc:
-        raise ParseError(source, None, "an nccl-tests -J JSON document", found="nesting too deep") from exc
+    doc = load_json(text, source, "a complete nccl-tests -J JSON document (a run killed mid-way leaves it cut off; "
+                    "its text output still has the rows)")
     if not isinstance(doc, dict) or "results" not in doc:
         raise ParseError(source, None, "an nccl-tests -J JSON object with 'results'",
                          found=type(doc).__name__ if not isinstance(doc, dict) else ", ".join(list(doc)[:8]))
