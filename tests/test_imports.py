@@ -146,8 +146,8 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-LIBRARY = {"vocab", "results", "topo", "collectives", "sweeps", "locate", "analysis", "errors", "files", "units",
-           "proc", "atomic", "_reaper", "_lazy"}
+LIBRARY = {"geometry", "vocab", "results", "topo", "collectives", "sweeps", "locate", "analysis", "errors", "files",
+           "units", "proc", "atomic", "_reaper", "_lazy"}
 """Packages and modules below the CLI: they never import click or ``collscope.cli``."""
 
 FORBIDDEN: dict[str, set[str]] = {
@@ -160,7 +160,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "results": {"analysis", "sweeps", "locate", "demo", "cli"},
     "vocab": {"topo", "collectives", "results", "analysis", "sweeps", "locate", "demo", "cli"},
     **{bottom: {"vocab", "topo", "collectives", "results", "analysis", "sweeps", "locate", "demo", "cli"}
-       for bottom in ("errors", "files", "units", "proc", "atomic", "_reaper", "_lazy")},
+       for bottom in ("errors", "geometry", "files", "units", "proc", "atomic", "_reaper", "_lazy")},
 }
 """Layer -> collscope layers it must not import (DESIGN.md "Arrows point down only": cli -> (triage, canary,
 observe, locate) -> (analysis, sweeps, traces) -> (collectives, topo, results) -> vocab -> (errors, units, proc))."""
