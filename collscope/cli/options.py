@@ -18,7 +18,7 @@ from collscope.files import check_output_dir
 from collscope.units import parse_size
 from collscope.vocab.engines import ENGINE_NAMES
 
-__all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "engine_option", "gpu_option",
+__all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "engine_option", "geometry_options", "gpu_option",
            "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option", "check_output_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,3 +141,37 @@ def check_output_file(path: Path, option: str) -> Path:
         raise ConfigError(f"{option} {path}: is a directory, expected a file name")
     check_output_dir(path.parent, f"{option} {path}: its directory")
     return path
+
+
+GEOMETRY_HELP = {
+    "nranks": "Ranks in the communicator, when the input does not say or says it wrong (the input's evidence is "
+              "shown beside it; this value wins).",
+    "nnodes": "Nodes the ranks span, when the input does not say or says it wrong (this value wins).",
+    "nvl_domain": "GPUs one NVLink fabric joins (8 on an HGX node, 4 on a GB200 tray without MNNVL, 72 on an NVL72 "
+                  "rack), when the input does not say (this value wins).",
+    "op": "The collective, when the input does not name it or names it wrong.",
+}
+"""The help of the geometry overrides, one text per option for every command that has it."""
+
+
+def geometry_options(*fields: str, op_choices: tuple[str, ...] | None = None) -> Callable[[F], F]:
+    """``--nranks N``, ``--nnodes N``, ``--nvl-domain N`` and ``--op OP`` (the ``fields`` asked for, in that order):
+    the overrides of :class:`collscope.geometry.Geometry`, with one name, type and help in every command.
+
+    Each passes ``None`` when not given (the input's evidence decides, and unknown stays unknown).
+    """
+    decorators: list[Callable[[F], F]] = []
+    for name in fields:
+        if name == "op":
+            kind: Any = click.Choice(op_choices) if op_choices else str
+            decorators.append(click.option("--op", "op", type=kind, default=None, metavar=None if op_choices else "OP",
+                                           help=GEOMETRY_HELP["op"]))
+        elif name in ("nranks", "nnodes", "nvl_domain"):
+            decorators.append(click.option(f"--{name.replace('_', '-')}", name, type=click.IntRange(min=1),
+                                           default=None, metavar="N", help=GEOMETRY_HELP[name]))
+        else:
+            raise ValueError(f"no geometry option {name!r}")
+
+    def apply(func: F) -> F:
+        return _apply(func, *decorators)
+    return apply
