@@ -40,6 +40,10 @@ class CollectiveCall:
     size_source: SizeSource = "none"
     exposed_us: float | None = None
     """The part of the call not overlapped by compute on the same rank (set by the step analysis)."""
+    group_ranks: tuple[int, ...] | None = None
+    """The global ranks of the call's process group, when the trace lists them (Flight Recorder ``pg_config``)."""
+    group_nnodes: int | None = None
+    """How many nodes the call's communicator spans, when the trace says (Inspector ``nnodes`` / ``n_nodes``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,7 +63,7 @@ class RankTrace:
     """What one file tells about one rank."""
 
     source: str
-    kind: Literal["kineto", "flight_recorder", "inspector"]
+    kind: Literal["kineto", "flight_recorder", "inspector", "inspector_prom"]
     rank: int
     world_size: int | None
     backend: Backend
@@ -71,3 +75,5 @@ class RankTrace:
     """Compute intervals (start, end) in us: kernels on non-NCCL streams (GPU) or the main thread's
     ``aten::`` ops (CPU); communication hidden under them is not exposed."""
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    host: str | None = None
+    """The host the rank ran on, when the trace names it (Inspector ``hostname`` / ``node``)."""
