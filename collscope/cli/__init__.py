@@ -9,11 +9,16 @@ user's (bad input, bad options) exit with code 2 and one line naming the file an
 from __future__ import annotations
 
 import logging
+import sys
 
-import click
+try:
+    import click
 
-from collscope._version import __version__
-from collscope.cli._group import CollscopeGroup
+    from collscope._version import __version__
+    from collscope.cli._group import CollscopeGroup
+except KeyboardInterrupt:  # Ctrl-C while the command line loads: 130 as for any command, never a traceback
+    sys.stderr.write("interrupted (SIGINT)\n")
+    raise SystemExit(130) from None
 
 log = logging.getLogger("collscope")
 

@@ -116,12 +116,18 @@ def run(spec_file: Path | None, preset: str | None, launcher: str, out_dir: Path
       collscope sweep run --preset mpi-algos --launcher mpirun --repeats 3 --strategy adaptive --out results/ad
       collscope sweep run --preset mpi-algos --launcher local --workers persistent --out results/fast
     """
-    from collscope.sweeps.session import SweepRequest, run_session
-    from collscope.sweeps.termination import on_sigterm
+    # SIGINT/SIGTERM wait while the sweep's modules load: an exception raised inside an import can be swallowed by
+    # a C extension's init (msgspec's), and the sweep then ran as if nothing had been sent. Delivered after, here.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        from collscope.sweeps.session import SweepRequest, run_session
+        from collscope.sweeps.termination import on_sigterm
 
-    previous = on_sigterm()  # SIGTERM at any moment of the run, not only while a point runs: exit code 143
-    if previous is not None:
-        click.get_current_context().call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
+        previous = on_sigterm()  # SIGTERM at any moment of the run, not only while a point runs: exit code 143
+        if previous is not None:
+            click.get_current_context().call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if (spec_file is None) == (preset is None):
         raise click.UsageError("give either SPEC.yaml or --preset NAME")
     overrides = {"nranks": nranks, "nnodes": nnodes, "engine": engine, "backend": backend,

@@ -23,6 +23,7 @@ from collscope.errors import CollscopeError, ConfigError
 from collscope.sweeps.launch_options import LaunchCommand, LauncherKind, LaunchOptions, MpiFlavour, SrunMpi
 from collscope.sweeps.launchers import launcher_prefix
 from collscope.sweeps.slurm_gpu import SlurmVersion, parse_slurm_version
+from collscope.sweeps.termination import SweepTerminated
 from collscope.vocab.engines import engine_row
 
 __all__ = ["FORWARD_PREFIXES", "FORWARD_NAMES", "NEVER_FORWARD", "MPIRUN_HINT", "check_launcher", "find_tool",
@@ -89,6 +90,8 @@ def slurm_version(srun: str = "srun") -> SlurmVersion | None:
         if result.ok:
             return parse_slurm_version(result.stdout + result.stderr)
         reason = f"exit code {result.returncode}: {(result.stderr or result.stdout).strip()[-200:]}"
+    except SweepTerminated:  # SIGTERM at startup stops the sweep (exit 143)
+        raise
     except CollscopeError as exc:
         reason = str(exc)
     log.warning("cannot tell the Slurm version (%s --version: %s); GPU binding is turned off with "

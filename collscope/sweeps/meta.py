@@ -14,6 +14,7 @@ from typing import Any
 from collscope import proc
 from collscope._version import __version__
 from collscope.errors import CollscopeError
+from collscope.sweeps.termination import SweepTerminated
 
 __all__ = ["SweepMeta", "sweep_meta", "topology_hash"]
 
@@ -55,6 +56,8 @@ def _first_line(argv: list[str]) -> str | None:
         return None
     try:
         result = proc.run(argv, timeout_s=30)
+    except SweepTerminated:  # SIGTERM at startup stops the sweep (exit 143); it is no missing version
+        raise
     except CollscopeError:
         return None
     text = (result.stdout or result.stderr).strip()

@@ -30,6 +30,7 @@ from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import RunOptions, forced_nccl_settings, launch_environment, launch_options_for
 from collscope.sweeps.spec import Point, SweepSpec, point_id_for
+from collscope.sweeps.termination import SweepTerminated
 from collscope.vocab.engines import engine_row
 
 __all__ = ["VERIFY_ENV", "VERIFY_ITERS", "VERIFY_UNSET", "SettingsCheck", "configuration_id", "configuration_check",
@@ -106,6 +107,8 @@ def verification_run(results: ResultsDir, spec: SweepSpec, point: Point, options
                               extra_env={**cmd.env, **VERIFY_ENV}, output_path=verify_log.output_path,
                               kill_on_parent_death=True)
             text = verify_log.read_from(0)
+    except SweepTerminated:  # the sweep was stopped (exit 143), not a verification that could not start
+        raise
     except (CollscopeError, OSError) as exc:
         return SettingsCheck(applied=None, note=f"verification run not started: {exc}"), False
     if result.timed_out or result.returncode != 0:
