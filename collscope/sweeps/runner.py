@@ -108,7 +108,7 @@ def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str,
 def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: tuple[Point, ...],
                 options: RunOptions, *, meta: dict[str, Any] | None, echo: Callable[[str], None],
                 pool: WorkerPool | None) -> SweepOutcome:
-    results.prepare(plan.sweep_id, plan.spec.to_dict(), plan.to_dict(), meta or {})
+    results.prepare(plan.sweep_id, plan.spec.recorded_dict(), plan.to_dict(), meta or {})
     failures = results.failures()
     files = {p.point_id: results.point_file(p.point_id) for p in points}
     states = {pid: f.state for pid, f in files.items()}

@@ -233,7 +233,7 @@ def _check_resumed_env(out_dir: Path, spec: SweepSpec, audit: EnvAudit) -> None:
     if not (out_dir / "sweep.json").is_file():
         return
     doc = ResultsDir(out_dir).read_sweep()
-    if doc.spec == json.loads(json.dumps(spec.to_dict())):  # another spec: ResultsDir.prepare says so
+    if doc.spec == json.loads(json.dumps(spec.recorded_dict())):  # another spec: ResultsDir.prepare says so
         check_resume(doc.inherited_env, audit, str(out_dir))
 
 

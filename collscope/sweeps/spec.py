@@ -17,6 +17,7 @@ from collscope.errors import ConfigError
 from collscope.sweeps.check import check_knobs
 from collscope.vocab.configs import DEFAULT
 from collscope.vocab.ops import SWEEP_OPS
+from collscope.vocab.secrets import redact_env
 
 __all__ = ["SweepSpec", "SPEC_KEYS", "EngineName", "ENGINES", "Backend", "BACKENDS", "Point", "SkippedPoint",
            "Plan", "point_id_for", "DEFAULT"]
@@ -120,6 +121,14 @@ class SweepSpec(MeasureSpec):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (lists for tuples), keys in :data:`SPEC_KEYS` order; the input of the sweep id."""
         return {key: _plain(getattr(self, key)) for key in SPEC_KEYS}
+
+    def recorded_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` as ``sweep.json`` records it: the value of a secret in ``fixed_env``
+        (``NCCL_IB_PASSWORD``, ``*TOKEN*``: :mod:`collscope.vocab.secrets`) redacted. The launched ranks still get
+        the real value, and the sweep id is still made from it."""
+        doc = self.to_dict()
+        doc["fixed_env"] = redact_env(doc["fixed_env"])
+        return doc
 
 
 if set(SPEC_KEYS) != {f.name for f in fields(SweepSpec)}:

@@ -160,7 +160,7 @@ def run_adaptive(spec: SweepSpec, out_dir: Path, options: RunOptions, adaptive: 
                 break
             points += [p for p in round_points if p not in points]
             cumulative = Plan(spec, tuple(points), grid.skipped, strategy)
-            results.prepare(cumulative.sweep_id, cumulative.spec.to_dict(), cumulative.to_dict(),
+            results.prepare(cumulative.sweep_id, cumulative.spec.recorded_dict(), cumulative.to_dict(),
                             {**(meta or {}), "strategy": "adaptive"})
             pending = {"round": k, "points": [p.point_id for p in round_points]}
             _write_rounds(results, cumulative, [*outcome.rounds, pending])
