@@ -47,6 +47,7 @@ from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
+from collscope.analysis.size_zero import size_zero_note
 from collscope.errors import ConfigError
 
 __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource",
@@ -299,6 +300,9 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     if df.empty and not df.attrs.get("failures"):
         raise ConfigError("no records to analyze")
     notes: list[str] = list(df.attrs.get("notes", ()))
+    zero = size_zero_note(df)
+    if zero:
+        notes.append(zero)
     sizes = aggregate(df)
     configs = fit_alpha_beta(sizes)
     used: dict[str, Any] = {}

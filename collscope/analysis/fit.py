@@ -5,7 +5,8 @@ A configuration is one (backend, op, config, nranks, nnodes, in_place); see :dat
 :func:`aggregate` first reduces the repeats of each size to robust statistics: the median time and busbw,
 the spread ``(q75 - q25) / median`` (``spread_iqr``) and ``max / min - 1`` (``spread_range``) of the time,
 and the number of usable repeats. Only usable records count: ``ok`` true and ``applied`` not false; the
-others are counted (``n_not_ok``, ``n_not_applied``) so that the analysis can report them.
+others are counted (``n_not_ok``, ``n_not_applied``) so that the analysis can report them. Records of size 0
+(nccl-tests' rows of a size that rounded to 0 bytes per rank) are left out entirely (:mod:`.size_zero`).
 
 :func:`fit_alpha_beta` fits ``time_us = alpha_us + beta_us_per_byte * size_bytes`` to the medians with a Huber
 M-estimator solved by iteratively reweighted least squares (numpy only):
@@ -34,6 +35,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.size_zero import without_size_zero
 from collscope.collectives.record import busbw_factor
 
 __all__ = ["CONFIG_KEYS", "aggregate", "fit_alpha_beta", "fit_line", "LineFit"]
@@ -61,10 +63,12 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration and size: ``n`` usable repeats (``n_total`` all), median ``time_us``,
     ``time_min_us``, ``time_max_us``, ``spread_iqr``, ``spread_range``, median ``busbw_gbps`` and
     ``algbw_gbps``, ``busbw_min_gbps``, ``busbw_max_gbps``, ``n_not_ok``, ``n_not_applied`` and ``failure``
-    (the first failure reason seen in the cell, else NA). Sorted by configuration and size."""
+    (the first failure reason seen in the cell, else NA). Sorted by configuration and size. Size-0 records
+    have no row (:mod:`.size_zero`: their busbw is 0, no spread or log2 size exists for them)."""
     missing = [c for c in (*CONFIG_KEYS, "size_bytes", "time_us", "busbw_gbps", "algbw_gbps", "ok") if c not in df]
     if missing:
         raise ValueError(f"the records lack column(s) {', '.join(missing)}; expected load_results' DataFrame")
+    df = without_size_zero(df)
     ok = df["ok"].astype("boolean").fillna(False).to_numpy(dtype=bool)
     if "applied" in df:
         not_applied = (df["applied"].astype("boolean") == False).fillna(False).to_numpy(dtype=bool)  # noqa: E712

@@ -27,7 +27,13 @@ __all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
 
 
 def size_ticks(ax: Any, sizes: np.ndarray) -> None:
+    """A log2 size axis with a tick every 4x over the positive sizes (size 0 has no place on it: the aggregate
+    leaves size-0 records out, :mod:`collscope.analysis.size_zero`)."""
     ax.set_xscale("log", base=2)
+    sizes = np.asarray(sizes, dtype=float)
+    sizes = sizes[np.isfinite(sizes) & (sizes > 0)]
+    if not len(sizes):
+        return
     lo, hi = float(np.min(sizes)), float(np.max(sizes))
     ticks = [2.0**k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, 2)]
     ax.set_xticks(ticks)

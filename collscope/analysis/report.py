@@ -25,6 +25,7 @@ from collscope.analysis.params import link_params
 from collscope.analysis.plots import busbw_vs_size, gain_heatmap
 from collscope.analysis.recommend.core import recommend
 from collscope.analysis.recommend.env import render_env
+from collscope.analysis.size_zero import size_zero_note
 from collscope.errors import ConfigError
 from collscope.figure_text import plain_text
 
@@ -124,6 +125,9 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
     sections: list[str] = []
     md: list[str] = ["# collscope report", "", f"Sources: {markdown_text(', '.join(str(p) for p in paths))}", ""]
+    left_out = size_zero_note(df)
+    if left_out:
+        md += [markdown_text(left_out), ""]
     for op in sorted(str(o) for o in agg["op"].unique()):
         curves, note = _model_curves(agg, fits, op)
         curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
@@ -162,6 +166,7 @@ table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font
 <h1>collscope report</h1>
 <p class="note">Sources: {html.escape(', '.join(str(p) for p in paths))}; {len(df)} records,
 {df['config'].nunique()} configurations, {df['op'].nunique()} collective(s).</p>
+{f'<p class="note">{html.escape(left_out)}</p>' if left_out else ''}
 <h2>Recommendation</h2><pre>{html.escape(env_text)}</pre>
 {''.join(sections)}
 {topo_html}

@@ -67,6 +67,7 @@ from collscope.analysis.recommend.records import (
 from collscope.analysis.recommend.timing import evaluate
 from collscope.analysis.recommend.tuner import tuner_rules
 from collscope.analysis.recommend.workload import Workload, per_measured_size
+from collscope.analysis.size_zero import size_zero_note, without_size_zero
 from collscope.errors import ConfigError
 from collscope.vocab.knobs import KNOBS
 
@@ -160,6 +161,10 @@ def render_json(rec: Recommendation) -> str:
 
 def _select(frame: pd.DataFrame, opts: RecommendOptions, notes: list[str]) -> pd.DataFrame:
     work = frame
+    zero = size_zero_note(work)
+    if zero:  # records of an empty call: no busbw to compare (analysis.size_zero)
+        notes.append(zero)
+        work = without_size_zero(work)
     if opts.op is not None:
         ops = sorted(str(o) for o in frame["op"].dropna().unique())
         if opts.op not in ops:
