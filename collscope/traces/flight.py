@@ -1,10 +1,15 @@
-"""Read a Flight Recorder dump (JSON from ``torch._C._distributed_c10d._dump_fr_trace_json()``).
+"""Read a Flight Recorder dump: JSON (``torch._C._distributed_c10d._dump_fr_trace_json()``) here, the default
+pickle through :mod:`collscope.traces.flight_pickle`, both into the same records.
 
 Entries (format version "2.10" in torch 2.13): ``pg_id``, ``process_group`` ([name, desc]),
 ``collective_seq_id``, ``profiling_name`` (``nccl:all_reduce``, ``gloo:all_gather``), ``input_sizes`` /
 ``output_sizes`` and their dtypes, ``time_created_ns``, ``time_discovered_started_ns``, ``duration_ms`` (only with
 ``TORCH_NCCL_ENABLE_TIMING=1``), ``state``. The dump does not name its rank: it comes from the file name
 (``TORCH_FR_DUMP_TEMP_FILE`` + rank). gloo runs reduce_scatter as an all-reduce and records it so.
+``pg_config`` maps each group name to ``{name, desc, ranks}``, ``ranks`` a string (``"[0, 1, 2, 3]"``): each call
+carries its group's ranks. The JSON dump leaves ``entries`` out when there are none, and writes the keys sorted
+(``entries`` before ``pg_config``); the pickle writes ``version`` and ``pg_config`` first, ``None`` where JSON has
+0 for a time not yet seen, ints where JSON has strings in ``pg_status``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collscope.errors import ParseError
 from collscope.traces.names import dtype_of, element_bytes, op_of
 from collscope.traces.record import Backend, CollectiveCall, RankTrace
 
-__all__ = ["FrEntry", "FrDump", "parse_flight_recorder", "looks_like_flight_recorder"]
+__all__ = ["FrEntry", "FrDump", "parse_flight_json", "looks_like_flight_json", "flight_recorder_from_doc"]
 
 
 class FrEntry(msgspec.Struct, gc=False):
@@ -38,35 +43,68 @@ class FrEntry(msgspec.Struct, gc=False):
 
 
 class FrDump(msgspec.Struct, gc=False):
-    entries: list[FrEntry]
+    entries: list[FrEntry] = []
     version: str | None = None
     pg_config: dict[str, Any] | None = None
 
 
-def looks_like_flight_recorder(doc: Any) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("entries"), list) and "traceEvents" not in doc
+_EXPECTED = "a Flight Recorder dump (entries with profiling_name, collective_seq_id, input_sizes)"
+_FR_KEYS = (b'"entries"', b'"pg_config"', b'"pg_status"')
 
 
-def _group_sizes(dump: FrDump) -> dict[str, int]:
-    out: dict[str, int] = {}
+def looks_like_flight_json(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{" and any(key in head for key in _FR_KEYS)
+
+
+def _ranks_of(value: Any) -> tuple[int, ...] | None:
+    """``"[0, 1, 2]"`` (as PyTorch writes it) or a list of ints -> the ranks; None when it is neither."""
+    items: list[Any]
+    if isinstance(value, str):
+        items = [r.strip() for r in value.strip().strip("[]").split(",") if r.strip()]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    try:
+        return tuple(int(r) for r in items)
+    except (TypeError, ValueError):
+        return None
+
+
+def _group_ranks(dump: FrDump) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
     for key, cfg in (dump.pg_config or {}).items():
-        if isinstance(cfg, dict) and isinstance(cfg.get("ranks"), str):
-            ranks = [r for r in cfg["ranks"].strip("[]").split(",") if r.strip()]
-            out[str(cfg.get("name") or key)] = len(ranks)
+        if isinstance(cfg, dict):
+            ranks = _ranks_of(cfg.get("ranks"))
+            if ranks is not None:
+                out[str(cfg.get("name") or key)] = ranks
     return out
 
 
-def parse_flight_recorder(data: bytes, source: str, *, rank: int | None) -> RankTrace:
+def parse_flight_json(data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
     try:
         dump = msgspec.json.decode(data, type=FrDump)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ParseError(source, None, "a Flight Recorder dump (entries with profiling_name, "
-                         "collective_seq_id, input_sizes)", found=str(exc)) from None
+        raise ParseError(source, None, _EXPECTED, found=str(exc)) from None
+    return [_trace(dump, source, rank_hint)]
+
+
+def flight_recorder_from_doc(doc: dict[str, Any], source: str, *, rank: int | None) -> RankTrace:
+    """The rank trace of a dump already decoded to plain Python data (the pickle form)."""
+    try:
+        dump = msgspec.convert(doc, type=FrDump)
+    except msgspec.ValidationError as exc:
+        raise ParseError(source, None, _EXPECTED, found=str(exc)) from None
+    return _trace(dump, source, rank)
+
+
+def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
     if rank is None:
         raise ParseError(source, None, "a rank number in the Flight Recorder file name (a dump does not record "
                          "its rank; TORCH_FR_DUMP_TEMP_FILE appends it)")
-    sizes = _group_sizes(dump)
-    only = next(iter(sizes.values())) if len(sizes) == 1 else None
+    groups = _group_ranks(dump)
+    sizes = {name: len(ranks) for name, ranks in groups.items()}
+    only = next(iter(groups)) if len(groups) == 1 else None
     calls: list[CollectiveCall] = []
     untimed = 0
     for e in dump.entries:
@@ -74,7 +112,8 @@ def parse_flight_recorder(data: bytes, source: str, *, rank: int | None) -> Rank
         if op is None:
             continue
         pg = e.process_group[0] if e.process_group else (None if e.pg_id is None else str(e.pg_id))
-        group = max(sizes.get(pg or "", only or 1), 1)
+        known = pg if pg in groups else only
+        group = max(sizes[known], 1) if known is not None else 1
         dtype = dtype_of(e.input_dtypes[0] if e.input_dtypes else None)
         eb = element_bytes(dtype)
         elems_in = sum(prod(s) for s in e.input_sizes)
@@ -89,7 +128,8 @@ def parse_flight_recorder(data: bytes, source: str, *, rank: int | None) -> Rank
         calls.append(CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=group,
                                     process_group=pg, seq=e.collective_seq_id, step=None, start_us=start_ns / 1000.0,
                                     duration_us=None if e.duration_ms is None else e.duration_ms * 1000.0,
-                                    stream=None, size_source="flight_recorder" if size is not None else "none"))
+                                    stream=None, size_source="flight_recorder" if size is not None else "none",
+                                    group_ranks=groups.get(known) if known is not None else None))
     warnings = []
     if untimed:
         warnings.append(f"{source}: {untimed} Flight Recorder entries carry no duration (set "

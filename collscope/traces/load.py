@@ -1,40 +1,36 @@
 """Read trace files and directories (one file per rank) into :class:`RankTrace` records.
 
-Each file's format is detected from its content: a Kineto trace (``traceEvents``), a Flight Recorder dump
-(``entries``) or NCCL Inspector JSON lines (``header`` + ``coll_perf``); ``.gz`` (or gzip magic) is
-decompressed first. Files are read with :func:`collscope.files.read_input_bytes` (a FIFO or a device is refused).
-Every problem is a ParseError naming the file and what was expected there.
+Each file's format is detected from its content through the registry :data:`collscope.traces.formats.FORMATS`
+(Kineto JSON, Flight Recorder JSON or pickle, NCCL Inspector JSON lines, pretty JSON or Prometheus text); gzip
+(by its magic bytes) is inflated first, under a cap. Files are read with :func:`collscope.files.read_input_bytes`
+(a FIFO or a device is refused). A file named on the command line must be a trace; in a directory, every file is
+looked at, whatever its name (Flight Recorder writes ``nccl_trace_rank_3``, ``trace_0``), and one no format
+recognises (a README, a launch script, a job's ``.out``, an ``nvidia-smi`` log) is skipped with a note naming it,
+while one a format recognises but cannot read is an error. Every problem is a ParseError naming the file and
+what was expected there.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import msgspec
-
 from collscope.errors import ConfigError, ParseError, shown
-from collscope.files import read_input_bytes
-from collscope.traces.flight import parse_flight_recorder
-from collscope.traces.inspector import looks_like_inspector, parse_inspector
-from collscope.traces.kineto import parse_kineto
-from collscope.traces.kineto_schema import TraceDoc
+from collscope.files import kind_of, read_input_bytes
+from collscope.traces.formats import EXPECTED, SNIFF_BYTES, TraceFormat, describe_head, detect_trace_format
 from collscope.traces.record import RankTrace
 from collscope.units import format_size, parse_size
 
-__all__ = ["read_traces", "read_trace_file", "parse_trace_bytes", "trace_files", "TRACE_SUFFIXES", "MAX_INFLATED_BYTES",
-           "MAX_TRACE_BYTES_ENV", "max_inflated_bytes", "MAX_INFLATE_RATIO", "MIN_INFLATED_BYTES"]
+__all__ = ["read_traces", "read_trace_file", "parse_trace_bytes", "trace_files", "MAX_INFLATED_BYTES",
+           "MAX_TRACE_BYTES_ENV", "max_inflated_bytes", "MAX_INFLATE_RATIO", "MIN_INFLATED_BYTES", "TraceEntry"]
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".log")
-_EXPECTED = ("a PyTorch profiler trace (JSON with traceEvents), a Flight Recorder dump (JSON with entries) or "
-             "NCCL Inspector JSON lines")
 _RANK = re.compile(r"(?:rank|_r)[-_]?(\d+)", re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)(?=\D*$)")
-_AT_BYTE = re.compile(r"at byte (\d+)")
-_DECODER = msgspec.json.Decoder(TraceDoc)
 MAX_INFLATED_BYTES = 4 * 1024**3
 """A gzip trace inflates to at most 4 GiB, and :data:`MAX_INFLATE_RATIO` times its size, unless
 ``$COLLSCOPE_MAX_TRACE_BYTES`` says otherwise: a 10 MB file can hold 10 GiB of spaces (a "gzip bomb")."""
@@ -46,22 +42,48 @@ MAX_TRACE_BYTES_ENV = "COLLSCOPE_MAX_TRACE_BYTES"
 _INFLATE_CHUNK = 64 * 1024**2
 
 
-def trace_files(paths: Iterable[Path | str]) -> list[Path]:
-    """The files named, and the trace files inside the directories named (sorted by name)."""
-    out: list[Path] = []
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One file to read: named on the command line (``listed``: must be a trace) or found in a directory."""
+
+    path: Path
+    listed: bool
+
+
+def trace_files(paths: Iterable[Path | str]) -> tuple[list[TraceEntry], list[str]]:
+    """The files named, and every entry of the directories named (sorted by name, hidden ones left out); and
+    the notes on directory entries that cannot be traces (subdirectories, FIFOs, dangling links, empty files)."""
+    out: list[TraceEntry] = []
+    notes: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
-            if not found:
-                raise ParseError(str(path), None, f"a directory of trace files ({', '.join(TRACE_SUFFIXES)})",
-                                 found="none")
-            out.extend(found)
-        else:
-            out.append(path)
-    if not out:
+        if not path.is_dir():
+            out.append(TraceEntry(path, listed=True))
+            continue
+        entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+        if not entries:
+            raise ParseError(str(path), None, "a directory of trace files", found="an empty directory")
+        for entry in entries:
+            why = _not_a_file(entry)
+            if why is None:
+                out.append(TraceEntry(entry, listed=False))
+            else:
+                notes.append(f"{entry}: {why}, skipped")
+    if not out and not notes:
         raise ParseError("<no paths>", None, "at least one trace file or directory")
-    return out
+    return out, notes
+
+
+def _not_a_file(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return f"a symlink to a missing target ({os.readlink(path)})" if path.is_symlink() else "gone"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not stat.S_ISREG(st.st_mode):
+        return kind_of(st.st_mode)
+    return "an empty file" if st.st_size == 0 else None
 
 
 def rank_from_name(name: str) -> int | None:
@@ -121,53 +143,98 @@ def _decompress(data: bytes, source: str) -> bytes:
         raise ParseError(source, None, "a complete gzip file", found=f"a damaged or truncated one ({exc})") from None
 
 
-def _line_of(data: bytes, message: str) -> int | None:
-    m = _AT_BYTE.search(message)
-    return data.count(b"\n", 0, int(m.group(1))) + 1 if m else None
-
-
 def parse_trace_bytes(data: bytes, source: str, *, rank_hint: int | None = None) -> list[RankTrace]:
     """The rank traces in one file's bytes (gzip or not); the format is detected from the content."""
     data = _decompress(data, source)
+    fmt = detect_trace_format(data[:SNIFF_BYTES])
+    if fmt is None:
+        raise ParseError(source, None, EXPECTED, found=describe_head(data[:SNIFF_BYTES]))
+    return _parse_as(fmt, data, source, rank_hint)
+
+
+def _parse_as(fmt: TraceFormat, data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
+    if fmt.max_bytes is not None:
+        raw = os.environ.get(MAX_TRACE_BYTES_ENV, "").strip()
+        limit = max_inflated_bytes(0) if raw else fmt.max_bytes
+        if len(data) > limit:
+            raise ParseError(source, None, f"{fmt.what} of at most {format_size(limit)} bytes (set "
+                             f"{MAX_TRACE_BYTES_ENV} to allow more)", found=f"{len(data)} bytes")
     try:
-        return _parse_inflated(data, source, rank_hint)
+        return fmt.parse(data, source, rank_hint)
     except RecursionError:  # the JSON decoders' depth limit
-        raise ParseError(source, None, _EXPECTED, found="JSON nested too deeply") from None
+        raise ParseError(source, None, fmt.what, found="JSON nested too deeply") from None
 
 
-def _parse_inflated(data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
-    head = data[:64].lstrip()[:1]
-    if head != b"{" and head != b"[":
-        raise ParseError(source, 1, _EXPECTED, found=data[:60].decode("utf-8", "replace"))
-    if looks_like_inspector(data):
-        return parse_inspector(data, source)
-    if b'"traceEvents"' in data:
-        try:
-            doc = _DECODER.decode(data)
-        except msgspec.ValidationError as exc:
-            raise ParseError(source, None, "a PyTorch profiler trace with well-typed events", found=str(exc)) from None
-        except msgspec.DecodeError as exc:
-            what = "a complete JSON document (the file looks truncated)" if "truncated" in str(exc) else _EXPECTED
-            raise ParseError(source, _line_of(data, str(exc)), what, found=str(exc)) from None
-        return [parse_kineto(doc, source, rank_hint=rank_hint)]
-    if b'"entries"' in data:
-        return [parse_flight_recorder(data, source, rank=rank_hint)]
-    raise ParseError(source, None, _EXPECTED, found="JSON with none of traceEvents, entries, header/coll_perf")
+def _head(path: Path) -> bytes:
+    """The first bytes of a regular file, inflated when it is gzip (a damaged gzip start is an error)."""
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    if not head.startswith(b"\x1f\x8b"):
+        return head
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+    except zlib.error as exc:
+        raise ParseError(str(path), None, "a complete gzip file", found=f"a damaged one ({exc})") from None
 
 
 def read_trace_file(path: Path | str) -> list[RankTrace]:
     name = str(path)
-    data = read_input_bytes(path, "a trace file (" + _EXPECTED + ")")
+    data = read_input_bytes(path, "a trace file (" + EXPECTED + ")")
     return parse_trace_bytes(data, name, rank_hint=rank_from_name(Path(name).name))
 
 
+def _read_entry(entry: TraceEntry) -> list[RankTrace] | str:
+    """The traces of one file, or (a directory's file no format recognises) the note that skips it."""
+    if entry.listed:
+        return read_trace_file(entry.path)
+    try:
+        head = _head(entry.path)
+    except OSError as exc:
+        return f"{entry.path}: {exc.strerror or exc}, skipped"
+    fmt = detect_trace_format(head)
+    if fmt is None:
+        return f"{entry.path}: not a trace ({describe_head(head)}), skipped"
+    name = str(entry.path)
+    data = _decompress(read_input_bytes(entry.path, fmt.what), name)
+    return _parse_as(fmt, data, name, rank_from_name(entry.path.name))
+
+
 def read_traces(paths: Iterable[Path | str]) -> list[RankTrace]:
-    """Every rank trace in ``paths``; ParseError when two files claim one rank, or world sizes disagree."""
+    """Every rank trace in ``paths``; ParseError when two files claim one rank, or world sizes disagree. Files of
+    a directory that are not traces are named in the first trace's warnings."""
+    entries, notes = trace_files(paths)
     traces: list[RankTrace] = []
-    for path in trace_files(paths):
-        traces.extend(read_trace_file(path))
+    for entry in entries:
+        got = _read_entry(entry)
+        if isinstance(got, str):
+            notes.append(got)
+        else:
+            traces.extend(got)
+    if not traces:
+        raise ParseError(", ".join(sorted({str(e.path.parent) for e in entries}) or ["<no paths>"]), None,
+                         "at least one trace file (" + EXPECTED + ")",
+                         found="none: " + "; ".join(notes[:3]) + (f"; {len(notes) - 3} more" if len(notes) > 3
+                                                                   else ""))
+    traces = _number_unranked(traces)
     check_siblings(traces)
-    return sorted(traces, key=lambda t: (t.rank, t.kind))
+    traces.sort(key=lambda t: (t.rank, t.kind))
+    if notes:
+        traces[0] = replace(traces[0], warnings=traces[0].warnings + tuple(notes))
+    return traces
+
+
+def _number_unranked(traces: list[RankTrace]) -> list[RankTrace]:
+    """Inspector's Prometheus files name a node and a GPU, not a rank: when two of them from different nodes
+    claim the same GPU index, they are numbered 0, 1, ... in the order of (node, GPU), and a warning says so."""
+    prom = [t for t in traces if t.kind == "inspector_prom"]
+    if len({t.rank for t in prom}) == len(prom):
+        return traces
+    order = sorted(prom, key=lambda t: (t.host or "", t.rank, t.source))
+    new = {id(t): i for i, t in enumerate(order)}
+    return [replace(t, rank=new[id(t)], calls=tuple(replace(c, rank=new[id(t)]) for c in t.calls),
+                    warnings=t.warnings + (f"{t.source}: numbered rank {new[id(t)]} in the order of node, then GPU "
+                                           f"({t.host or 'unnamed node'}, GPU index {t.rank})",))
+            if id(t) in new else t for t in traces]
 
 
 def check_siblings(traces: list[RankTrace]) -> None:

@@ -1,0 +1,218 @@
+"""Read NCCL Inspector's Prometheus text output (``NCCL_INSPECTOR_PROM_DUMP=1``): one file per GPU,
+``<dump dir>/nccl_inspector_metrics_<GPU UUID>.prom``, rewritten every dump interval (at least 30 s) for
+node_exporter's textfile collector.
+
+Two shapes, both from NCCL's ``plugins/profiler/inspector`` (``inspector_prom.cc``, README):
+
+- NCCL 2.30 and later (``version="v5.1"``): a summary per (communicator, collective, size bucket, algorithm):
+  ``nccl_bus_bandwidth_gbs`` (geometric mean) and ``nccl_collective_exec_time_microseconds`` (mean) with labels
+  ``version, slurm_job_id, node, gpu, comm_name, n_nodes, nranks, collective, message_size, algo_proto``;
+  ``message_size`` a power-of-1024 bucket, ``4-5GB`` = [4 GiB, 5 GiB) of one rank's buffer; ``nccl_p2p_*`` with
+  ``p2p_operation`` for sends and receives. No rank, no call count, no time of day.
+- Before (2.29): the last collective of each communicator, ``nccl_algorithm_bandwidth_gbs``,
+  ``nccl_bus_bandwidth_gbs``, ``nccl_collective_exec_time_microseconds`` with labels ``comm_id, hostname, rank,
+  nranks, n_nodes, gpu_device_id, collective, coll_sn, timestamp, message_size`` (``2.00GB``).
+
+Each label set becomes one call: the collective, its size (the bucket's lower bound, or the rounded size),
+the time; the communicator (``comm_id`` or ``comm_name``) is the process group, ``nranks`` its size and
+``n_nodes`` its node count. Comment lines (``# HELP``) and other metrics are ignored; a sample given twice keeps
+its last value (a file appended to rather than rewritten).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from collscope.errors import ParseError
+from collscope.traces.inspector import INSPECTOR_OPS, inspector_size_bytes
+from collscope.traces.names import op_of
+from collscope.traces.record import CollectiveCall, RankTrace
+
+__all__ = ["looks_like_inspector_prom", "parse_inspector_prom", "parse_message_size", "parse_prom_line",
+           "COLL_METRICS", "P2P_METRICS"]
+
+COLL_METRICS = {"nccl_bus_bandwidth_gbs": "busbw_gbps", "nccl_collective_exec_time_microseconds": "time_us",
+                "nccl_algorithm_bandwidth_gbs": "algbw_gbps"}
+P2P_METRICS = {"nccl_p2p_bus_bandwidth_gbs": "busbw_gbps", "nccl_p2p_exec_time_microseconds": "time_us"}
+_UNITS = {"B": 0, "KB": 1, "MB": 2, "GB": 3, "TB": 4}
+_BUCKET = re.compile(r"(\d+)-(\d+)([KMGT]?B)")
+_EXACT = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?B)")
+_LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+_GPU = re.compile(r"GPU(\d+)")
+_EXPECTED = "NCCL Inspector Prometheus samples (nccl_bus_bandwidth_gbs{...} / " \
+            "nccl_collective_exec_time_microseconds{...} with collective, nranks, message_size labels)"
+
+
+def looks_like_inspector_prom(head: bytes) -> bool:
+    """Among the first lines that are not comments, one is a sample of an Inspector metric with labels."""
+    text = head[:65536].decode("utf-8", "replace")
+    seen = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name = line.partition("{")[0].strip()
+        if (name in COLL_METRICS or name in P2P_METRICS) and "{" in line:
+            return True
+        seen += 1
+        if seen >= 20:
+            break
+    return False
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], value)
+
+
+def parse_prom_line(line: str) -> tuple[str, dict[str, str], float] | None:
+    """``name{a="x",b="y"} 1.5 [timestamp]`` -> (name, labels, value); None when the line is not a sample."""
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return None
+    if "{" in line.partition(" ")[0]:
+        name, _, rest = line.partition("{")
+        body, brace, tail = rest.rpartition("}")
+        if not brace:
+            return None
+    else:
+        name, _, tail = line.partition(" ")
+        body = ""
+    fields = tail.split()
+    if not fields:
+        return None
+    labels: dict[str, str] = {}
+    pos = 0
+    while pos < len(body):
+        m = _LABEL.match(body, pos)
+        if m is None:
+            return None
+        labels[m[1]] = _unescape(m[2])
+        pos = m.end()
+    try:
+        value = float(fields[0])
+    except ValueError:
+        return None
+    return name.strip(), labels, value
+
+
+def parse_message_size(text: str) -> tuple[int, bool] | None:
+    """``4-5GB`` -> (4 GiB, True: a bucket's lower bound); ``2.00GB`` -> (2 GiB, False); ``0B`` -> (0, False)."""
+    m = _BUCKET.fullmatch(text.strip())
+    if m:
+        return int(m[1]) * 1024 ** _UNITS[m[3]], True
+    m = _EXACT.fullmatch(text.strip())
+    if m:
+        return round(float(m[1]) * 1024 ** _UNITS[m[2]]), False
+    return None
+
+
+def _int(labels: Mapping[str, str], *names: str) -> int | None:
+    for name in names:
+        value = labels.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _start_us(stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e6
+    except ValueError:
+        return 0.0
+
+
+def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None) -> list[RankTrace]:
+    """One RankTrace per GPU (``node``/``hostname`` + ``gpu``/``gpu_device_id``) in the file."""
+    text = data.decode("utf-8", "replace")
+    samples: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
+    where: dict[tuple[tuple[str, str], ...], int] = {}
+    p2p: set[tuple[tuple[str, str], ...]] = set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        parsed = parse_prom_line(line)
+        if parsed is None:
+            if line.strip() and not line.lstrip().startswith("#") and line.lstrip().startswith("nccl_"):
+                raise ParseError(source, lineno, _EXPECTED, found=line.strip())
+            continue
+        name, labels, value = parsed
+        key = tuple(sorted(labels.items()))
+        if name in P2P_METRICS:
+            p2p.add(key)
+        elif name in COLL_METRICS:
+            if not math.isfinite(value) or value < 0:
+                raise ParseError(source, lineno, f"a finite, non-negative {name}", found=str(value))
+            samples.setdefault(key, {})[COLL_METRICS[name]] = value
+            where.setdefault(key, lineno)
+    if not samples:
+        found = f"only {len(p2p)} point-to-point samples (nccl_p2p_*)" if p2p else "no Inspector samples"
+        raise ParseError(source, None, _EXPECTED, found=found)
+    devices: dict[tuple[str, str], list[tuple[dict[str, str], dict[str, float], int]]] = {}
+    for key, metrics in samples.items():
+        labels = dict(key)
+        device = (labels.get("node") or labels.get("hostname") or "",
+                  labels.get("gpu") or labels.get("gpu_device_id") or "")
+        devices.setdefault(device, []).append((labels, metrics, where[key]))
+    traces = [_device_trace(source, host, gpu, rows, rank_hint) for (host, gpu), rows in sorted(devices.items())]
+    if p2p:
+        traces[0] = _with_warning(traces[0], f"{source}: {len(p2p)} point-to-point samples (nccl_p2p_*) left out: "
+                                  "collscope reads collectives")
+    return traces
+
+
+def _with_warning(trace: RankTrace, warning: str) -> RankTrace:
+    return replace(trace, warnings=trace.warnings + (warning,))
+
+
+def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, str], dict[str, float], int]],
+                  rank_hint: int | None) -> RankTrace:
+    calls: list[CollectiveCall] = []
+    buckets = 0
+    rank_of_largest: tuple[int, int] | None = None  # (nranks, rank) of the largest communicator naming a rank
+    rows.sort(key=lambda row: row[2])  # the file's order
+    for labels, metrics, lineno in rows:
+        coll = labels.get("collective", "")
+        op = INSPECTOR_OPS.get(coll) or op_of(coll)
+        if op is None:
+            raise ParseError(source, lineno, "a collective label naming a collective (AllReduce, AllGather, ...)",
+                             found=coll)
+        nranks = _int(labels, "nranks", "n_ranks")
+        if nranks is None or nranks < 1:
+            raise ParseError(source, lineno, "an nranks label with the communicator's rank count",
+                             found=labels.get("nranks", labels.get("n_ranks", "none")))
+        size = parse_message_size(labels.get("message_size", ""))
+        if size is None:
+            raise ParseError(source, lineno, "a message_size label such as 4-5GB or 2.00GB",
+                             found=labels.get("message_size", "none"))
+        if "time_us" not in metrics:
+            raise ParseError(source, lineno, "nccl_collective_exec_time_microseconds for every label set",
+                             found="only " + ", ".join(sorted(metrics)))
+        per_rank, bucket = size
+        buckets += bucket
+        rank = _int(labels, "rank")
+        if rank is not None and (rank_of_largest is None or nranks > rank_of_largest[0]):
+            rank_of_largest = (nranks, rank)
+        calls.append(CollectiveCall(
+            rank=0, op=op, size_bytes=inspector_size_bytes(op, per_rank, nranks), dtype=None, group_size=nranks,
+            process_group=labels.get("comm_id") or labels.get("comm_name") or None, seq=_int(labels, "coll_sn"),
+            step=None, start_us=_start_us(labels.get("timestamp")), duration_us=metrics["time_us"], stream=None,
+            size_source="inspector", group_nnodes=_int(labels, "n_nodes", "nnodes")))
+    gpu_index = _GPU.fullmatch(gpu)
+    warnings = []
+    if rank_of_largest is not None:
+        rank = rank_of_largest[1]
+    else:
+        rank = int(gpu_index[1]) if gpu_index else rank_hint or 0
+        warnings.append(f"{source}: Inspector's Prometheus output names no rank: rank {rank} here is "
+                        f"{host or 'an unnamed node'} {gpu or 'GPU ?'}")
+    if buckets:
+        warnings.append(f"{source}: Inspector's Prometheus output is a summary per communicator, collective, size "
+                        "bucket and algorithm (mean time, geometric-mean busbw, no call count): each bucket is read "
+                        "as one call of the bucket's lower size (4-5GB as 4 GiB)")
+    calls = [replace(c, rank=rank) for c in calls]
+    return RankTrace(source=source, kind="inspector_prom", rank=rank, world_size=None, backend="nccl", device="gpu",
+                     calls=tuple(calls), warnings=tuple(warnings), host=host or None)
