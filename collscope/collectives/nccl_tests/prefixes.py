@@ -19,8 +19,8 @@ merged without tags) stay as they are; line numbers do not change. A ``host:`` p
 hosts that put it before at least one nccl-tests line (``#...``, a table row, an NCCL ``host:pid:tid [dev]`` line),
 so that ``Warning: ...`` is never read as a host.
 
-The cost when no line has a prefix is a few ``str.find`` and a look at the first lines and the lines that hold
-nccl-tests' markers (``nThread``, ``algbw``, the summary); otherwise one pass over the lines.
+The cost when no line has a prefix is a few ``str.find`` near the top and a look at the first and last lines and
+the lines that hold a header's markers (``nThread``, ``algbw``); otherwise one pass over the lines.
 
 What the prefixes carry is geometry evidence (:func:`prefix_clues`): a rank or task label is a *process* id, and
 an nccl-tests process drives ``nThread x nGpus`` ranks, so labels up to L say "at least (L+1) x nThread x nGpus
@@ -62,7 +62,9 @@ _NCCL_TESTS_REST = re.compile(r" *(?:#|\d+ |\S+:\d+:\d+ \[\d+\] NCCL |NCCL versi
 _PROBE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:|[A-Z][a-z]{2} [ 0-3]\d \d\d:|\[\d+,\d+\]<std| *\d+:(?: |$)|\[[\w.-]+:\d+"
                     r"|[A-Za-z0-9][\w.-]*: +(?:#|\d)")
 """A line that may start with a prefix (checked exactly by the full pass)."""
-_MARKERS = ("nThread", "algbw", "Out of bounds values", "Avg bus bandwidth", "Using devices")
+_MARKERS = ("nThread", "algbw", "Using devices")
+"""Found near the top of a run (the summary is looked for in the last lines instead: a search for it would read
+the whole text)."""
 _PROBE_LINES = 64
 
 
@@ -120,9 +122,11 @@ def _ranges(values: tuple[int, ...]) -> str:
 
 
 def _probe(text: str) -> bool:
-    """Whether any line that matters may carry a prefix: the first lines, and each line holding a marker."""
+    """Whether any line that matters may carry a prefix: the first and last lines, and the first line holding each
+    marker of a header."""
     head = text[:16384].split("\n", _PROBE_LINES)[:_PROBE_LINES]
-    if any(_PROBE.match(line) for line in head):
+    tail = text[-4096:].rsplit("\n", 16)[1:]
+    if any(_PROBE.match(line) for line in head) or any(_PROBE.match(line) for line in tail):
         return True
     for marker in _MARKERS:
         i = text.find(marker)
