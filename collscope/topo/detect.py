@@ -17,10 +17,13 @@ from collscope.files import kind_of, read_input_text
 from collscope.topo import netif
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
+from collscope.topo.infiniband.merge import merge_hcas
+from collscope.topo.infiniband.rdma_link import looks_like_rdma_link, parse_rdma_link
 from collscope.topo.meta import META_FILE, read_meta
 from collscope.topo.nccl_xml import parse as xml
 from collscope.topo.node import NodeCaptures
 from collscope.topo.nvidia_smi import queries as nvsmi
+from collscope.topo.pasted import SPLIT_FORMATS, PastedPart, split_pasted
 
 __all__ = ["FORMATS", "detect_format", "add_capture", "load_captures", "read_capture_text", "skip_reason"]
 
@@ -54,8 +57,8 @@ def _set_nvlinks(c: NodeCaptures, text: str, source: str) -> None:
 def _hcas(parse: Callable[[str, str], ib.HcaListing]) -> Callable[[NodeCaptures, str, str], None]:
     def store(c: NodeCaptures, text: str, source: str) -> None:
         listing = parse(text, source)
-        known = {h.name for h in c.hcas}
-        c.hcas = c.hcas + tuple(h for h in listing.hcas if h.name not in known)
+        c.hcas, conflicts = merge_hcas(c.hcas, c.hca_origins, listing.hcas, source)
+        c.errors.extend(conflicts)
         if listing.error:
             c.errors.append(f"{source}: output ends in an error after {len(listing.hcas)} CA(s): {listing.error}")
 
@@ -114,6 +117,7 @@ FORMATS: tuple[CaptureFormat, ...] = (
     CaptureFormat("ibstatus", ib.looks_like_ibstatus, _hcas(ib.parse_ibstatus)),
     CaptureFormat("ibv_devinfo", ib.looks_like_ibv_devinfo, _hcas(ib.parse_ibv_devinfo)),
     CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _set_nic_names),
+    CaptureFormat("rdma-link", looks_like_rdma_link, _hcas(parse_rdma_link)),
     CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs, "ibdev2netdev listing"),
     CaptureFormat("ip-addr-json", netif.looks_like_ip_addr_json, _netifs(netif.parse_ip_addr_json)),
     CaptureFormat("ip-link-json", netif.looks_like_ip_link_json, _netifs(netif.parse_ip_link_json)),
@@ -134,11 +138,24 @@ def detect_format(text: str) -> str | None:
 
 
 def add_capture(captures: NodeCaptures, text: str, source: str) -> str:
-    """Detect, parse and store one capture; returns the format name. Raises ParseError if unknown."""
+    """Detect, parse and store one capture; returns the format name. Raises ParseError if unknown.
+
+    A file holding several tool outputs pasted together (``ibstat`` then ``ibv_devinfo``, prompt lines kept) is
+    split by content (:mod:`collscope.topo.pasted`); each part is read by its own parser and the CA facts merged,
+    disagreements named in ``captures.errors``. The returned name is then the parts' formats joined by ``+``."""
     name = detect_format(text)
+    parts = split_pasted(text) if name is None or name in SPLIT_FORMATS else None
+    if parts is not None:
+        return "+".join(_add_part(captures, part, source) for part in parts)
     if name is None:
         raise ParseError(source, None, "a capture of one of: " + ", ".join(FORMAT_NAMES),
                          found=next((ln.strip() for ln in text.splitlines() if ln.strip()), "an empty file"))
+    _store(captures, name, text, source)
+    captures.sources.append(source)
+    return name
+
+
+def _store(captures: NodeCaptures, name: str, text: str, source: str) -> None:
     fmt = next(f for f in FORMATS if f.name == name)
     if fmt.single is not None:
         first = captures.origins.setdefault(fmt.single, source)
@@ -146,7 +163,23 @@ def add_capture(captures: NodeCaptures, text: str, source: str) -> str:
             raise ParseError(source, None, f"at most one {fmt.single} per node, but {first} is one too (pass "
                              "each node's captures on their own, or leave one of the two out)")
     fmt.store(captures, text, source)
-    captures.sources.append(source)
+
+
+def _add_part(captures: NodeCaptures, part: PastedPart, source: str) -> str:
+    """One part of a pasted file, read by the parser its content names; errors point at the file's lines."""
+    name = detect_format(part.text)
+    label = f"{source} ({part.where}: {name or part.fmt})"
+    if name is None:
+        first = next((ln.strip() for ln in part.text.splitlines() if ln.strip()), "")
+        raise ParseError(source, part.first_line, "a capture of one of: " + ", ".join(FORMAT_NAMES), found=first)
+    try:
+        _store(captures, name, part.text, label)
+    except ParseError as exc:
+        if exc.source != label or exc.line is None:
+            raise
+        raise ParseError(source, part.first_line - 1 + exc.line, exc.expected, exc.found) from None
+    if source not in captures.sources:
+        captures.sources.append(source)
     return name
 
 

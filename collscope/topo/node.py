@@ -29,6 +29,8 @@ class NodeCaptures:
     gpu_info: list[GpuInfo] = field(default_factory=list)
     nvlinks: list[NvLink] = field(default_factory=list)
     hcas: tuple[Hca, ...] = ()
+    hca_origins: dict[str, str] = field(default_factory=dict)
+    """CA name -> the capture it was first read from (names both sides of a disagreement between tools)."""
     netdevs: list[NetdevMap] = field(default_factory=list)
     xml: NcclTopoXml | None = None
     graphs: NcclGraphs | None = None

@@ -23,7 +23,7 @@ from collscope.errors import ParseError
 __all__ = [
     "IbPort", "Hca", "NetdevMap", "HcaListing",
     "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices", "parse_ibdev2netdev",
-    "merge_netdevs", "normalize_guid",
+    "merge_netdevs", "normalize_guid", "normalize_port_state", "normalize_physical_state",
     "looks_like_ibstat", "looks_like_ibstatus", "looks_like_ibv_devinfo", "looks_like_ibv_devices",
     "looks_like_ibdev2netdev",
 ]  # fmt: skip
@@ -112,6 +112,7 @@ _STATES = {"ACTIVE": "Active", "DOWN": "Down", "INIT": "Initializing", "INITIALI
            "INITIALIZING": "Initializing", "ARMED": "Armed", "ACTIVEDEFER": "Active/Defer"}  # fmt: skip
 _PHYS = {"LINKUP": "LinkUp", "DISABLED": "Disabled", "POLLING": "Polling", "SLEEP": "Sleep",
          "PORTCONFIGURATIONTRAINING": "PortConfigurationTraining", "LINKERRORRECOVERY": "LinkErrorRecovery",
+         "LINKERRORRECOVER": "LinkErrorRecovery",
          "PHYTEST": "PhyTest", "NOSTATECHANGE": "No state change", "NOP": "No state change"}  # fmt: skip
 _ERROR_LINE = re.compile(r"^(ibpanic:|ibwarn:|ibstat:|ibv_devinfo:|Fatal error|Failed to|No IB devices)")
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9 _]*")
@@ -135,6 +136,16 @@ def _norm(raw: str, table: dict[str, str]) -> str:
     text = re.sub(r"^\d+:\s*|\s*\(\d+\)$", "", raw.strip(), flags=_A).strip()
     key = re.sub(r"^PORT_|[_ /]", "", text.upper())
     return table.get(key, text.title() if text.isupper() else text)
+
+
+def normalize_port_state(raw: str) -> str:
+    """A port state as any tool prints it (``4: ACTIVE``, ``PORT_ACTIVE (4)``, ``ACTIVE``) -> ``Active``."""
+    return _norm(raw, _STATES)
+
+
+def normalize_physical_state(raw: str) -> str:
+    """A physical state as any tool prints it (``5: LinkUp``, ``LINK_UP``) -> ``LinkUp``."""
+    return _norm(raw, _PHYS)
 
 
 def normalize_guid(raw: str) -> str | None:
