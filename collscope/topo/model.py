@@ -108,7 +108,7 @@ class NodeTopology:
 
     def nic_choices(self) -> dict[str, NicChoice]:
         """Each NIC's role for NCCL (compute, front-end, slower, down, unknown): :mod:`collscope.topo.nic_choice`."""
-        return classify_nics(self.graph, self.nics)
+        return classify_nics(self.graph, self.nics, gpus=self.gpus, distance=self.path_class)
 
     def left_out_nics(self) -> list[dict[str, Any]]:
         """The NICs never chosen as nearest (down ports, slower front-end NICs), each with its reason."""

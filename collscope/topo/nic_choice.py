@@ -11,10 +11,12 @@ Reads the graph's NIC nodes (``ports`` from ibstat/ibdev2netdev, ``speed_gbps`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from collscope.topo.bonded import bond_statement, is_bonded
 from collscope.topo.naming import natural_key
 
 __all__ = ["NicRole", "NicChoice", "classify_nics", "exclude_hca_value"]
@@ -36,14 +38,18 @@ class NicChoice:
     link_layer: str | None
     active: bool
     """True when a port is Active (or its state is not captured but its rate is): NCCL would open it."""
+    bond: str = ""
+    """For bonded ports (``mlx5_bond_0``): what the bond is (RoCE LAG compute NIC, front-end/storage bond, or
+    unclear) with the rule's evidence (:mod:`collscope.topo.bonded`); empty for other NICs."""
 
     @property
     def left_out(self) -> bool:
         return self.role in LEFT_OUT_ROLES
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "reason": self.role, "why": self.why, "rate_gbps": self.rate_gbps,
-                "link_layer": self.link_layer}
+        out = {"name": self.name, "reason": self.role, "why": self.why, "rate_gbps": self.rate_gbps,
+               "link_layer": self.link_layer}
+        return {**out, "bond": self.bond} if self.bond else out
 
 
 def _ports(node: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,11 +96,21 @@ def _choose(name: str, node: dict[str, Any], fastest: float | None) -> NicChoice
     return NicChoice(name, "slower", why, rate, layer, active)
 
 
-def classify_nics(graph: Any, nics: Iterable[str]) -> dict[str, NicChoice]:
-    """Every NIC's :class:`NicChoice`, in the order given."""
+def classify_nics(graph: Any, nics: Iterable[str], *, gpus: Iterable[str] = (),
+                  distance: Callable[[str, str], str] | None = None) -> dict[str, NicChoice]:
+    """Every NIC's :class:`NicChoice`, in the order given. Bonded ports (``mlx5_bond_0``) also get their
+    :attr:`NicChoice.bond` statement, from their rate and ``distance(gpu, nic)`` (a path class) to ``gpus``."""
     names = list(nics)
+    gpu_names = list(gpus)
     fastest = fastest_rate_gbps(graph, names)
-    return {n: _choose(n, graph.nodes[n], fastest) for n in names}
+    choices = {n: _choose(n, graph.nodes[n], fastest) for n in names}
+    for name, choice in choices.items():
+        if is_bonded(name):
+            distances = {g: distance(g, name) for g in gpu_names} if distance is not None else {}
+            choices[name] = dataclasses.replace(choice, bond=bond_statement(
+                name, rate_gbps=choice.rate_gbps, fastest_gbps=fastest, down=choice.role == "down",
+                distances=distances))
+    return choices
 
 
 def exclude_hca_value(choices: Iterable[NicChoice]) -> str | None:

@@ -59,6 +59,7 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "numa": d.get("numa"),
             "role": choice.role,
             "left_out_why": choice.why or None,
+            "bond": choice.bond or None,
         })
     matrix = node.bandwidth_matrix()
     known, unknown_why = node.nvlink_known()
@@ -199,6 +200,7 @@ def node_summary_text(node: NodeTopology) -> str:
                              str(p.get("link_layer") or "?"), str(p.get("netdev") or d.get("netdev") or ""),
                              _role_text(choices[nic].role)])
         lines.extend(_table(["NIC", "label", "state", "rate(Gb/s)", "layer", "netdev", "role"], rows))
+        lines.extend(f"  bonded: {c.bond}" for c in choices.values() if c.bond)
     lines.extend(_extras_text(node))
     warnings = s["warnings"]
     lines.append(f"  warnings: {len(warnings)}")
