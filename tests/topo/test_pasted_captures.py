@@ -26,6 +26,7 @@ from collscope.topo.infiniband import host as ib
 from collscope.topo.node import NodeCaptures
 from collscope.topo.pasted import split_pasted
 from tests.cli_timeout import one_error_line
+from tests.corpus import CORPUS, corpus_params, skip_reason, strip_corpus_header
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
 IBSTAT_DEVINFO = FIXTURES / "pasted-ibstat-then-ibv_devinfo-prompts.txt"
@@ -112,3 +113,35 @@ def test_merge_names_each_differing_ca_field() -> None:
     assert merged[0].firmware == "20.1" and merged[0].node_guid == "0x1" and merged[0].ports[0].netdev == "ib0"
     assert notes == ["mlx5_0 disagrees between one and two: firmware '20.1' vs '20.2'; kept the first "
                      "(the values read first)"]
+
+
+# ------------------------------------------------------------------- real captures, pasted as people paste them
+CORPUS_IBSTAT = CORPUS / "ibstat"
+CORPUS_HOST_FILES = sorted(p for p in CORPUS_IBSTAT.glob("*.txt") if not p.name.startswith("ibv_devices"))
+
+
+def _facts(captures: NodeCaptures) -> tuple:
+    return (tuple((h.name, h.ports) for h in captures.hcas), tuple(captures.netdevs))
+
+
+@pytest.mark.parametrize("path", corpus_params(CORPUS_HOST_FILES))
+def test_corpus_capture_behind_a_prompt_reads_the_same(path: Path) -> None:
+    """Each real ibstat/ibstatus/ibv_devinfo/ibdev2netdev capture, pasted under its prompt line and followed by an
+    empty prompt, gives the same CAs and netdevs as the capture alone."""
+    text = strip_corpus_header(path.read_text())
+    alone, pasted = NodeCaptures(), NodeCaptures()
+    add_capture(alone, text, "alone")
+    tool = path.name.split("-", 1)[0]
+    add_capture(pasted, f"[user@gpu-a01 ~]$ {tool}\n{text.rstrip()}\n[user@gpu-a01 ~]$\n", "pasted")
+    assert _facts(pasted) == _facts(alone)
+
+
+def test_corpus_ibdev2netdev_then_ibstat_pasted_together() -> None:
+    netdev = CORPUS_IBSTAT / "ibdev2netdev-column-t-h100-annotated-by-author.txt"
+    ibstat = CORPUS_IBSTAT / "ibstat-h100-cx7-ndr400-plus-cx6dx-roce-some-down.txt"
+    if not (netdev.is_file() and ibstat.is_file()):
+        pytest.skip(skip_reason(CORPUS_IBSTAT))
+    texts = [strip_corpus_header(p.read_text()).rstrip() for p in (netdev, ibstat)]
+    captures = NodeCaptures()
+    assert add_capture(captures, texts[0] + "\n\n" + texts[1] + "\n", "paste") == "ibdev2netdev+ibstat"
+    assert len(captures.hcas) == 12 and len(captures.netdevs) == 12
