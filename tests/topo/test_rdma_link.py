@@ -138,3 +138,12 @@ def test_not_rdma_link() -> None:
     assert not looks_like_rdma_link("mlx5_0 port 1 ==> ib0 (Up)\n")
     assert not looks_like_rdma_link('[{"ifname": "eth0", "operstate": "UP"}]')
     assert not looks_like_rdma_link("CA 'mlx5_0'\n\tCA type: MT4129\n")
+
+
+OTHER_CAPTURES = sorted(p for d in ("infiniband", "nvidia-smi", "nccl-xml", "netif")
+                        for p in (FIXTURES.parent / d).glob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", OTHER_CAPTURES, ids=lambda p: p.name)
+def test_no_other_capture_looks_like_rdma_link(path: Path) -> None:
+    assert not looks_like_rdma_link(path.read_text(errors="replace"))
