@@ -50,11 +50,11 @@ class TraceEntry:
     listed: bool
 
 
-def trace_files(paths: Iterable[Path | str]) -> tuple[list[TraceEntry], list[str]]:
+def trace_files(paths: Iterable[Path | str]) -> tuple[list[TraceEntry], list[tuple[Path, str]]]:
     """The files named, and every entry of the directories named (sorted by name, hidden ones left out); and
     the notes on directory entries that cannot be traces (subdirectories, FIFOs, dangling links, empty files)."""
     out: list[TraceEntry] = []
-    notes: list[str] = []
+    notes: list[tuple[Path, str]] = []
     for raw in paths:
         path = Path(raw)
         if not path.is_dir():
@@ -68,7 +68,7 @@ def trace_files(paths: Iterable[Path | str]) -> tuple[list[TraceEntry], list[str
             if why is None:
                 out.append(TraceEntry(entry, listed=False))
             else:
-                notes.append(f"{entry}: {why}, skipped")
+                notes.append((entry, why))
     if not out and not notes:
         raise ParseError("<no paths>", None, "at least one trace file or directory")
     return out, notes
@@ -184,16 +184,16 @@ def read_trace_file(path: Path | str) -> list[RankTrace]:
 
 
 def _read_entry(entry: TraceEntry) -> list[RankTrace] | str:
-    """The traces of one file, or (a directory's file no format recognises) the note that skips it."""
+    """The traces of one file, or (a directory's file no format recognises) why it is skipped."""
     if entry.listed:
         return read_trace_file(entry.path)
     try:
         head = _head(entry.path)
     except OSError as exc:
-        return f"{entry.path}: {exc.strerror or exc}, skipped"
+        return exc.strerror or str(exc)
     fmt = detect_trace_format(head)
     if fmt is None:
-        return f"{entry.path}: not a trace ({describe_head(head)}), skipped"
+        return f"not a trace ({describe_head(head)})"
     name = str(entry.path)
     data = _decompress(read_input_bytes(entry.path, fmt.what), name)
     return _parse_as(fmt, data, name, rank_from_name(entry.path.name))
@@ -207,19 +207,21 @@ def read_traces(paths: Iterable[Path | str]) -> list[RankTrace]:
     for entry in entries:
         got = _read_entry(entry)
         if isinstance(got, str):
-            notes.append(got)
+            notes.append((entry.path, got))
         else:
             traces.extend(got)
     if not traces:
-        raise ParseError(", ".join(sorted({str(e.path.parent) for e in entries}) or ["<no paths>"]), None,
-                         "at least one trace file (" + EXPECTED + ")",
-                         found="none: " + "; ".join(notes[:3]) + (f"; {len(notes) - 3} more" if len(notes) > 3
-                                                                   else ""))
+        where = sorted({str(path.parent) for path, _ in notes}) or ["<no paths>"]
+        names = ", ".join(path.name for path, _ in notes[:8]) + (f" and {len(notes) - 8} more" if len(notes) > 8
+                                                                 else "")
+        raise ParseError(", ".join(where), None, "at least one trace file (" + EXPECTED + ")",
+                         found=f"only entries that are not traces: {names} ({notes[0][1]}, ...)")
     traces = _number_unranked(traces)
     check_siblings(traces)
     traces.sort(key=lambda t: (t.rank, t.kind))
     if notes:
-        traces[0] = replace(traces[0], warnings=traces[0].warnings + tuple(notes))
+        skipped = tuple(f"{path}: {why}, skipped" for path, why in notes)
+        traces[0] = replace(traces[0], warnings=traces[0].warnings + skipped)
     return traces
 
 
