@@ -145,3 +145,24 @@ def test_corpus_ibdev2netdev_then_ibstat_pasted_together() -> None:
     captures = NodeCaptures()
     assert add_capture(captures, texts[0] + "\n\n" + texts[1] + "\n", "paste") == "ibdev2netdev+ibstat"
     assert len(captures.hcas) == 12 and len(captures.netdevs) == 12
+
+
+HOST_OUTPUTS = {
+    "ibstat": FIXTURES.parent / "infiniband" / "ibstat-tabs-vpi-dualport-roce.txt",
+    "ibstatus": FIXTURES.parent / "infiniband" / "ibstatus-dualport-roce.txt",
+    "ibv_devinfo": FIXTURES.parent / "infiniband" / "ibv_devinfo-two-hcas-ib-roce.txt",
+    "ibdev2netdev": FIXTURES.parent / "infiniband" / "ibdev2netdev-plain.txt",
+    "rdma-link": FIXTURES / "rdma-link-ib-mixed-roce.txt",
+}
+
+
+@pytest.mark.parametrize(("first", "second"), [(a, b) for a in HOST_OUTPUTS for b in HOST_OUTPUTS if a != b])
+def test_any_two_host_outputs_pasted_read_as_the_two_files(first: str, second: str, tmp_path: Path) -> None:
+    """Pasted one after the other (a blank line between, no prompt), two tools' outputs give the same CAs and
+    netdevs as the same two files passed on their own, and the parts are named in the order pasted."""
+    texts = [HOST_OUTPUTS[name].read_text().rstrip() for name in (first, second)]
+    pasted = NodeCaptures()
+    assert add_capture(pasted, texts[0] + "\n\n" + texts[1] + "\n", "paste") == f"{first}+{second}"
+    separate = load_captures([HOST_OUTPUTS[first], HOST_OUTPUTS[second]])
+    assert _facts(pasted) == _facts(separate)
+    assert len(pasted.errors) == len(separate.errors)
