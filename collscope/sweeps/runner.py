@@ -32,6 +32,7 @@ from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
 from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, resumed_failure, run_point
 from collscope.sweeps.environment import MPIRUN_HINT
+from collscope.sweeps.hung import HungConfigurations
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, launch_options_for, timed_launch
 from collscope.sweeps.spec import Plan, Point
@@ -44,10 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunOptions", "SweepOutcome", "PointOutcome", "SettingsCheck", "Workers", "LauncherKind", "run_sweep",
            "select_shard", "verify_settings", "conclude_attempt", "collect_records", "progress_line", "run_point",
-           "check_tools", "HUNG_REASON"]
-
-HUNG_REASON = "configuration hung"
-"""The failure reason of a repeat not run because another repeat of its configuration timed out."""
+           "check_tools"]
 
 _TOOL_HINTS = {"mpirun": MPIRUN_HINT, "mpiexec": MPIRUN_HINT,
                "srun": "srun comes with Slurm: run the sweep on a node of the allocation (sbatch slurm/sweep.sh, "
@@ -143,21 +141,18 @@ def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: 
         else:  # no terminal (a Slurm .out file): one line per finished point
             echo(progress_line(finished, len(todo), point.point_id, result, point_s, time.monotonic() - started))
 
+    hung = HungConfigurations(results, retry_failed=options.retry_failed)
     previous = on_sigterm()
     try:
         if options.workers == "persistent":
             from collscope.sweeps.worker_jobs import run_persistent
 
-            run_persistent(results, plan, todo, options, report=report, echo=echo, pool=pool)
+            run_persistent(results, plan, todo, options, report=report, echo=echo, pool=pool, hung=hung)
         else:
-            hung: dict[tuple[str, tuple[tuple[str, str], ...], tuple[int, ...] | None], Point] = {}
             for point in todo:
-                first = hung.get(_configuration(point))
-                if first is not None:
-                    detail = (f"repeat {first.repeat} of this configuration ({first.point_id}) timed out: the "
-                              "configuration hangs; --retry-failed runs this repeat")
-                    results.record_failure(point.point_id, HUNG_REASON, detail)
-                    report(point, PointOutcome(point.point_id, "skipped", HUNG_REASON, detail), 0.0)
+                skipped = hung.skip(point)
+                if skipped is not None:
+                    report(point, skipped, 0.0)
                     continue
                 point_start = time.monotonic()
                 try:
@@ -165,9 +160,7 @@ def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: 
                 except SweepTerminated as exc:
                     echo(f"point {point.point_id}: cancelled ({exc.detail})")
                     raise
-                if result.reason == "timeout" and not options.retry_failed \
-                        and not resumed_failure(result.reason, result.detail):
-                    hung[_configuration(point)] = point
+                hung.saw(point, result)
                 report(point, result, time.monotonic() - point_start)
     finally:
         if previous is not None:
@@ -175,11 +168,6 @@ def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: 
         if bar is not None:
             bar.close()
     return outcome
-
-
-def _configuration(point: Point) -> tuple[str, tuple[tuple[str, str], ...], tuple[int, ...] | None]:
-    """What the repeats of one configuration share: the op, the forced settings, the sizes."""
-    return point.op, tuple(sorted(point.settings.items())), point.sizes
 
 
 def check_tools(plan: Plan, points: Sequence[Point], options: RunOptions) -> None:

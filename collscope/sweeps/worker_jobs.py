@@ -18,7 +18,10 @@ pool every call ends its jobs before it returns.
   for the points after it (and kept in the pool for later feeds). The ranks' own watchdog (90 % of
   ``timeout_s``) aborts a hung point first and says so (``expired``), which is recorded as a timeout. A pooled
   job found dead before a feed (it waited longer than its idle timeout, or died between rounds) is ended and
-  replaced; no point was running, so none fails.
+  replaced; no point was running, so none fails. A job that dies of a launcher error
+  (:func:`~collscope.sweeps.diagnose.launcher_failure`) within seconds of its start, before its first point
+  measured anything, is started once more before that point counts (as a per-point launch is); after a point
+  timed out, the other repeats of its configuration are written down as skipped (:mod:`collscope.sweeps.hung`).
 
 Control and status files live in ``DIR/workers/`` while a job runs; a job's output file is kept there only
 when the job ended badly.
@@ -37,8 +40,10 @@ from collscope import proc
 from collscope.errors import CollscopeError
 from collscope.results.points import move_aside
 from collscope.results.store import ResultsDir
+from collscope.sweeps import attempt
 from collscope.sweeps.attempt import PointOutcome, collect_records, conclude_attempt, record_cancelled, run_point
-from collscope.sweeps.diagnose import launch_diagnosis
+from collscope.sweeps.diagnose import launch_diagnosis, launcher_failure
+from collscope.sweeps.hung import HungConfigurations
 from collscope.sweeps.launchers import rank_timeout_s
 from collscope.sweeps.persistent import Group, added_variables, control_line, plan_groups, worker_launch
 from collscope.sweeps.run_options import RunOptions, launch_environment
@@ -58,19 +63,31 @@ Report = Callable[[Point, PointOutcome, float], None]
 
 
 def run_persistent(results: ResultsDir, plan: Plan, todo: list[Point], options: RunOptions, *, report: Report,
-                   echo: Callable[[str], None] = print, pool: WorkerPool | None = None) -> None:
+                   echo: Callable[[str], None] = print, pool: WorkerPool | None = None,
+                   hung: HungConfigurations | None = None) -> None:
     """Run ``todo`` with persistent workers; ``report`` is told each point's outcome as it ends. With ``pool``
-    the jobs stay alive for the pool's next call (the pool's owner ends them); without, they end here."""
+    the jobs stay alive for the pool's next call (the pool's owner ends them); without, they end here. ``hung``:
+    the run's configurations that timed out, whose other repeats are skipped (one made here without)."""
     own = pool is None
     pool = WorkerPool(keep_alive=False) if pool is None else pool
+    hung = HungConfigurations(results, retry_failed=options.retry_failed) if hung is None else hung
+
+    def seen(point: Point, result: PointOutcome, point_s: float) -> None:
+        hung.saw(point, result)
+        report(point, result, point_s)
+
     try:
         for group in plan_groups(plan.spec, todo):
             if not group.persistent:
                 for point in group.points:
+                    skipped = hung.skip(point)
+                    if skipped is not None:
+                        report(point, skipped, 0.0)
+                        continue
                     start = time.monotonic()
-                    report(point, run_point(results, plan, point, options), time.monotonic() - start)
+                    seen(point, run_point(results, plan, point, options), time.monotonic() - start)
                 continue
-            pool.run(results, plan, group, list(group.points), options, report, echo)
+            pool.run(results, plan, group, list(group.points), options, seen, echo, hung=hung)
     finally:
         if own:
             pool.close()
@@ -96,21 +113,30 @@ class WorkerPool:
         """Jobs started through this pool (a relaunch after a failure counts)."""
 
     def run(self, results: ResultsDir, plan: Plan, group: Group, points: list[Point], options: RunOptions,
-            report: Report, echo: Callable[[str], None]) -> None:
-        """Run ``points`` (one group) on the group's live job, launching one when there is none or it died."""
+            report: Report, echo: Callable[[str], None], *, hung: HungConfigurations | None = None) -> None:
+        """Run ``points`` (one group) on the group's live job, launching one when there is none or it died.
+        ``hung``: the points of a configuration that timed out are written down as skipped, not fed again; a job
+        that died of a launcher error within seconds of its start is started once more before its point counts."""
         key = _key(plan.spec, group, options, results)
         remaining = points
+        after_quick: str | None = None
         while remaining:
+            if hung is not None:
+                remaining = hung.unhung(remaining, report)
+                if not remaining:
+                    break
             job = self._jobs.get(key)
             if job is not None and not job.alive():
                 job.finish()
                 job = None
             if job is None:
                 job = WorkerJob(results, plan.spec, group, options, echo,
-                                idle_timeout_s=POOLED_IDLE_TIMEOUT_S if self.keep_alive else None)
+                                idle_timeout_s=POOLED_IDLE_TIMEOUT_S if self.keep_alive else None,
+                                after_quick_failure=after_quick)
                 self._jobs[key] = job
                 self.launches += 1
             remaining = job.feed(plan, remaining, report)
+            after_quick = job.quick_failure
             if not job.alive():
                 del self._jobs[key]
                 job.finish()
@@ -136,9 +162,15 @@ class WorkerJob:
     """One launch of the worker job; :meth:`feed` runs points on it, :meth:`finish` ends it."""
 
     def __init__(self, results: ResultsDir, spec: SweepSpec, group: Group, options: RunOptions,
-                 echo: Callable[[str], None], *, idle_timeout_s: float | None = None) -> None:
+                 echo: Callable[[str], None], *, idle_timeout_s: float | None = None,
+                 after_quick_failure: str | None = None) -> None:
         self.results, self.spec, self.group, self.options, self.echo = results, spec, group, options, echo
         self.idle_timeout_s = idle_timeout_s
+        self.after_quick_failure = after_quick_failure
+        """This job is the second start after a launcher error (these words) within seconds: no third start."""
+        self.quick_failure: str | None = None
+        """The launcher error this job died of within seconds of its start, before any point was measured: its
+        point is not written down, and the next job (the only other start) runs it."""
         workers = results.root / "workers"
         workers.mkdir(exist_ok=True)
         stem = f"launch-{_stamp()}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
@@ -325,10 +357,33 @@ class WorkerJob:
             else:
                 job.wait(5)
             self.failed = True
+            if not timed_out and self._quick_failure(point, offset):
+                return points[index:]
             self._fail(plan, point, code, timed_out or self._expired, offset, time.monotonic() - point_start,
                        report, left=len(points) - index - 1)
             return points[index + 1:]
         return None
+
+    def _quick_failure(self, point: Point, offset: int) -> bool:
+        """Whether the job died of a launcher error within :data:`~collscope.sweeps.attempt.QUICK_LAUNCH_FAILURE_S`
+        of its start during its first point, nothing measured, and is the first start (then the log says so and
+        the point is left for the next start, as :func:`~collscope.sweeps.attempt.run_point` does)."""
+        assert self.job is not None
+        since_start = time.monotonic() - self.job.started_at
+        partial = self.results.partial_path(point.point_id)
+        if self.after_quick_failure is not None or self.fed != 1 or since_start > attempt.QUICK_LAUNCH_FAILURE_S \
+                or (os.path.isfile(partial) and os.path.getsize(partial) > 0):
+            return False
+        text = self._segment(offset)
+        quick = launcher_failure(text)
+        if quick is None:
+            return False
+        note = (f"the persistent worker job failed {since_start:.1f} s after its start with a launcher error "
+                f"({quick}); started once more")
+        self._append_log(point, f"{text}=== collscope: {note}\n")
+        self.echo(f"point {point.point_id}: {note}")
+        self.quick_failure = quick
+        return True
 
     def _fail(self, plan: Plan, point: Point, code: int | None, timed_out: bool, offset: int, duration: float,
               report: Report, *, left: int) -> None:
@@ -344,6 +399,9 @@ class WorkerJob:
         diagnosis = launch_diagnosis(text)
         if diagnosis:
             failure = (failure[0], f"{failure[1]} ({diagnosis})")
+        if self.after_quick_failure is not None and self.fed == 1:
+            failure = (failure[0], f"{failure[1]}; a first attempt failed at launch ({self.after_quick_failure}) "
+                                   "and was started once more")
         records, _ = collect_records(spec, point, self.results.partial_path(point.point_id), text,
                                      self.results.log_path(point.point_id))
         result = conclude_attempt(self.results, plan, point, records, None, failure, text, duration)
