@@ -86,11 +86,29 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
+def _geometry(report: TraceReport) -> str:
+    """The job's geometry with its evidence, and each process group of the calls (what the text output says)."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in report.geometry.lines(
+        ("nranks", "nnodes", "ranks_per_node", "nvl_domain")))
+    groups = []
+    for g in report.process_groups:
+        name = "unnamed" if g["process_group"] is None else str(g["process_group"])
+        size = "unknown" if g["group_size"] is None else str(g["group_size"])
+        nodes = g["nnodes"]
+        cells = (name, size, "; ".join(g["evidence"]) or "no evidence in the trace",
+                 "unknown" if nodes["value"] is None else str(nodes["value"]), "; ".join(nodes["evidence"]))
+        groups.append("<tr class='pg'>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("process group", "ranks", "evidence", "nodes", "why"))
+    return f"<ul>{items}</ul>" + (f"<table><tr>{head}</tr>{''.join(groups)}</table>" if groups else "")
+
+
 def _table(report: TraceReport) -> str:
-    head = ("op", "size", "ranks", "calls", "job busbw (GB/s)", "sweep", "model", "goodput", "exposed/step (us)")
+    head = ("op", "size", "ranks", "nodes", "calls", "job busbw (GB/s)", "sweep", "model", "goodput",
+            "exposed/step (us)")
     rows = []
     for r in report.summary:
-        cells = (r.op, size_text(r.size_bytes), str(r.nranks), str(r.calls), num_text(r.busbw_gbps),
+        cells = (r.op, size_text(r.size_bytes), "?" if r.nranks is None else str(r.nranks),
+                 "?" if r.nnodes is None else str(r.nnodes), str(r.calls), num_text(r.busbw_gbps),
                  num_text(r.bench_busbw_gbps), num_text(r.model_busbw_gbps), pct_text(r.goodput_ratio),
                  num_text(r.exposed_us_per_step))
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
@@ -113,6 +131,7 @@ def write_trace_report(report: TraceReport, out_dir: Path, *, bench: BenchCurves
         f"<h1>collscope trace report</h1><p>{len(report.ranks)} rank trace(s), backend "
         f"{html.escape(report.backend)}, {len(report.collectives)} collective calls; sources: "
         f"{html.escape(', '.join(report.sources))}</p>"
+        f"<h2>Geometry</h2>{_geometry(report)}"
         f"<h2>Per (op, size)</h2>{_table(report)}"
         f"<h2>Per step</h2><img src='{_data_uri(timeline)}' alt='timeline'>"
         f"<h2>busbw per call</h2><img src='{_data_uri(busbw)}' alt='busbw per call'>"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from collscope.atomic import write_text_atomic
-from collscope.cli.options import check_output_file, gpu_option, topo_option
+from collscope.cli.options import check_output_file, geometry_options, gpu_option, topo_option
 from collscope.errors import ConfigError, ParseError
 from collscope.files import check_output_dir
 from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
@@ -25,19 +26,24 @@ def _bench(against: str | None) -> BenchCurves | None:
     return bench_curves(load_results(against), against)
 
 
-def _model(topo: tuple[str, ...], gpu: str | None) -> ModelFn | None:
-    """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm (one node)."""
+def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None,
+           refused: list[str]) -> ModelFn | None:
+    """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
+    the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
+    figure goes to ``refused``."""
     if not topo and gpu is None:
         return None
     from collscope.analysis.predict import load_topology, predict
 
     topology = load_topology(topo, gpu=gpu) if topo else None
 
-    def busbw(op: str, nranks: int, sizes: list[int]) -> dict[int, float]:
+    def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
         try:
-            result = predict(op, topology=topology, gpu=gpu, nranks=nranks, sizes=sizes)
-        except ConfigError:
-            return {}  # an op the models do not cover (alltoall, sendrecv)
+            result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                             sizes=sizes)
+        except ConfigError as exc:  # an op the models do not cover (alltoall, sendrecv), or links they lack
+            refused.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
+            return {}
         if result.nccl_choice:
             return {c.size_bytes: c.busbw_gbps for c in result.nccl_choice}
         best: dict[int, float] = {}
@@ -54,6 +60,7 @@ def _model(topo: tuple[str, ...], gpu: str | None) -> ModelFn | None:
               help="A sweep (results directory or Measurement/nccl-tests files) of the same fabric to compare with.")
 @topo_option()
 @gpu_option
+@geometry_options("nranks", "nnodes", "nvl_domain")
 @click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
 @click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
               help="Write the job's size mix per step (the workload file recommend --workload reads).")
@@ -61,26 +68,35 @@ def _model(topo: tuple[str, ...], gpu: str | None) -> ModelFn | None:
               metavar="DIR", help="Write a report: per-step timeline (exposed communication in its own colour), "
                                   "busbw per call against the sweep, index.html.")
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
-                  as_json: bool, workload_out: Path | None, report_dir: Path | None) -> None:
+                  nranks: int | None, nnodes: int | None, nvl_domain: int | None, as_json: bool,
+                  workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
 
     Reads PyTorch profiler (Kineto) traces, .json or .json.gz, one file per rank (NCCL or gloo backend),
     Flight Recorder dumps and NCCL Inspector JSONL. Per (op, size): the job's busbw from the transfer time
     (minimum over ranks), the sweep's at that size (--against), the model's (--topo/--gpu), the goodput
-    ratio, and the communication each step leaves exposed.
+    ratio, and the communication each step leaves exposed. The job's geometry (ranks, nodes) and each call's
+    process group (its size and ranks) are read from the traces, with their evidence; --nranks, --nnodes and
+    --nvl-domain override them. Sizes and busbw use the call's group, the model the nodes that group spans.
 
     \b
     Example:
       collscope trace traces/ --against results/ --workload-out job.json
       collscope trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz --gpu A100 --json
       collscope trace traces/ --against results/ --report trace-report/
+      collscope trace traces/ --gpu H100 --nnodes 16
     """
     if workload_out is not None:
         check_output_file(workload_out, "--workload-out")
     if report_dir is not None:
         check_output_dir(report_dir, "--report")
     bench = _bench(against)
-    report = analyze_traces(read_traces(paths), bench=bench, model=_model(topo, gpu))
+    refused: list[str] = []
+    overrides = {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain}
+    report = analyze_traces(read_traces(paths), bench=bench, model=_model(topo, gpu, nvl_domain, refused),
+                            overrides=overrides)
+    if refused:
+        report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *refused))))
     if not report.collectives:
         click.echo(f"no collectives in {', '.join(report.sources)}: nothing to report")
         return

@@ -18,8 +18,9 @@ from typing import Any
 
 __all__ = ["BenchCurves", "ModelFn", "bench_curves", "interpolate_log"]
 
-ModelFn = Callable[[str, int, list[int]], dict[int, float]]
-"""(op, nranks, sizes) -> busbw (GB/s) per size, from a cost model."""
+ModelFn = Callable[[str, int, int, list[int]], dict[int, float]]
+"""(op, nranks, nnodes, sizes) -> busbw (GB/s) per size, from a cost model: nranks and nnodes of the call's
+process group (never the world's, never "one node" by default)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collscope.traces.names import dtype_of, element_bytes
 from collscope.traces.nests import Nest
-from collscope.traces.pgroups import PgInfo
+from collscope.traces.pgroups import PgInfo, call_group
 from collscope.traces.record import Backend, CollectiveCall, SizeSource
 from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems, tensor_elems
 from collscope.traces.steps import StepIndex
@@ -33,7 +33,6 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
     if pg is None and pgs.sizes:
         warnings.append(f"the trace declares {len(pgs.sizes)} process groups and its gloo events name none: calls "
                         "are matched across ranks by their order over all groups")
-    group = pgs.size_of(pg) or world or 1
     queues = _Queues(workers)
     issued: list[tuple[float, CollectiveCall]] = []
     unpaired = 0
@@ -43,11 +42,11 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
         worker = queues.take(caller.start_us - _TOLERANCE_US, (_RUNS_AS.get(op, op), op), _largest(caller))
         if worker is None and backend == "gloo":
             unpaired += 1
-        issued.append((caller.start_us, _call(rank, op, caller, worker, index, pgs, pg, group, backend)))
+        issued.append((caller.start_us, _call(rank, op, caller, worker, index, pgs, pg, backend)))
     for worker in queues.left():
         op = worker.op()
         assert op is not None
-        issued.append((worker.start_us, _call(rank, op, None, worker, index, pgs, pg, group, backend)))
+        issued.append((worker.start_us, _call(rank, op, None, worker, index, pgs, pg, backend)))
     # issue order, not start order: two worker threads may start the calls of one step in either order
     calls = [call for _, call in sorted(issued, key=lambda pair: pair[0])]
     missing = sum(1 for c in calls if c.size_bytes is None)
@@ -116,7 +115,7 @@ class _Queues:
 
 
 def _call(rank: int, op: str, caller: Nest | None, worker: Nest | None, index: StepIndex, pgs: PgInfo,
-          pg: str | None, group: int, backend: Backend) -> CollectiveCall:
+          pg: str | None, backend: Backend) -> CollectiveCall:
     size: int | None = None
     dtype: str | None = None
     meta = caller.meta() if caller is not None else None
@@ -124,7 +123,9 @@ def _call(rank: int, op: str, caller: Nest | None, worker: Nest | None, index: S
     if meta is not None:  # NCCL's record_param_comms on a trace without GPU activity
         key = meta.pg_name if meta.pg_name is not None else meta.pg_id
         pg = pgs.name_of(key) if key is not None else pg
-        group = meta.group_size or pgs.size_of(pg) or group
+    facts = call_group(pgs, pg, meta, where="record_param_comms", nest=caller)
+    group = facts.size
+    if meta is not None:
         seq = meta.seq
         dtype = dtype_of(meta.dtype)
         eb = element_bytes(dtype)
@@ -151,4 +152,5 @@ def _call(rank: int, op: str, caller: Nest | None, worker: Nest | None, index: S
     duration = timed.end_us - timed.start_us if (worker is not None or backend != "gloo") else None
     return CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=group, process_group=pg,
                           seq=seq, step=index.step_at(issued), start_us=timed.start_us, duration_us=duration,
-                          stream=f"thread {timed.tid}", size_source=source)
+                          stream=f"thread {timed.tid}", size_source=source, group_ranks=facts.ranks,
+                          group_evidence=facts.evidence)

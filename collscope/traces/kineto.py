@@ -12,11 +12,12 @@ import bisect
 from typing import Any, Literal
 
 from collscope.errors import ParseError
+from collscope.traces.geometry import kineto_clues
 from collscope.traces.gloo import gloo_calls
 from collscope.traces.kineto_schema import Args, Event, RawEvent, TraceDoc, with_args
 from collscope.traces.names import element_bytes, is_nccl_kernel, op_of
 from collscope.traces.nests import Nest, build_nests, is_comm_cpu_event
-from collscope.traces.pgroups import PgInfo, pg_infos
+from collscope.traces.pgroups import GroupFacts, PgInfo, call_group, pg_infos
 from collscope.traces.record import CollectiveCall, RankTrace, SizeSource, StepSpan
 from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems
 from collscope.traces.steps import StepIndex, parse_step
@@ -58,7 +59,7 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
             runtime.append(raw)
     steps.sort(key=lambda s: s.start_us)
     index = StepIndex(steps)
-    pgs = pg_infos(info)
+    pgs = pg_infos(info, source)
     backend = _backend(info, nccl_kernels, comm_cpu)
     nests = build_nests(comm_cpu)
     warnings: list[str] = []
@@ -74,9 +75,10 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
         calls = gloo_calls(rank, nests, index, pgs, world, warnings, backend=backend)
         compute = _main_thread_aten(doc, base_us, step_tids)
         device = "cpu"
+    host, clues = kineto_clues(info, doc.host_name, source)
     return RankTrace(source=source, kind="kineto", rank=rank, world_size=world, backend=backend, device=device,
                      calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
-                     warnings=tuple(warnings))
+                     warnings=tuple(warnings), host=host, clues=clues)
 
 
 def _launches(runtime: list[RawEvent], base_us: float, kernels: list[Event], nests: list[Nest]) -> dict[Any, Event]:
@@ -180,17 +182,24 @@ def _kernel_call(rank: int, ks: list[Event], nest: Nest | None, index: StepIndex
     pg_key = meta.pg_name if meta is not None and meta.pg_name is not None else (
         meta.pg_id if meta is not None else None)
     pg = pgs.name_of(pg_key)
-    group = (meta.group_size if meta is not None and meta.group_size else None) or pgs.size_of(pg) or world or 1
-    size, dtype, source = _size(op, args, meta, nest, group)
+    facts = _group(pgs, pg, meta, meta is args, nest)
+    size, dtype, source = _size(op, args, meta, nest, facts.size)
     issued = nest.start_us if nest is not None else k.ts
-    return CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=group, process_group=pg,
+    return CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=facts.size, process_group=pg,
                           seq=meta.seq if meta is not None else None, step=index.step_at(issued), start_us=k.ts,
                           duration_us=end - k.ts, stream=None if args.stream is None else str(args.stream),
-                          size_source=source)
+                          size_source=source, group_ranks=facts.ranks, group_evidence=facts.evidence)
+
+
+def _group(pgs: PgInfo, pg: str | None, meta: Args | None, on_kernel: bool, nest: Nest | None) -> GroupFacts:
+    """The call's group from its metadata (on the kernel or its ``record_param_comms``), the trace's pg_config
+    and, for ``c10d::allgather_``, the length of its output list."""
+    where = "the NCCL kernel's metadata" if on_kernel else "record_param_comms"
+    return call_group(pgs, pg, meta, where=where, nest=nest)
 
 
 def _size(op: str, args: Args, meta: Args | None, nest: Nest | None,
-          group: int) -> tuple[int | None, str | None, SizeSource]:
+          group: int | None) -> tuple[int | None, str | None, SizeSource]:
     from collscope.traces.names import dtype_of
 
     if meta is not None and meta.in_nelems is not None:
@@ -198,7 +207,8 @@ def _size(op: str, args: Args, meta: Args | None, nest: Nest | None,
         eb = element_bytes(dtype)
         if eb is not None:
             source: SizeSource = "kernel" if meta is args else "record_param_comms"
-            return size_from_nelems(op, meta.in_nelems, meta.out_nelems, eb, group), dtype, source
+            size = size_from_nelems(op, meta.in_nelems, meta.out_nelems, eb, group)
+            return size, dtype, source if size is not None else "none"
     if nest is not None:
         found = nest.dims()
         if found is not None:
@@ -206,5 +216,6 @@ def _size(op: str, args: Args, meta: Args | None, nest: Nest | None,
             dtype = dtype_from_types(types)
             eb = element_bytes(dtype)
             if eb is not None:
-                return size_from_dims(op, dims, eb, group), dtype, "input_dims"
+                size = size_from_dims(op, dims, eb, group)
+                return size, dtype, "input_dims" if size is not None else "none"
     return None, None, "none"

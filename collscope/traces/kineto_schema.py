@@ -30,6 +30,9 @@ class Args(msgspec.Struct, gc=False):
     pg_name: _Id = msgspec.field(default=None, name="Process Group Name")
     pg_id: _Id = msgspec.field(default=None, name="Process Group ID")
     pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    rank_start: Any = msgspec.field(default=None, name="Global rank start")
+    rank_stride: Any = msgspec.field(default=None, name="Global rank stride")
     seq: int | None = msgspec.field(default=None, name="Seq")
     rank: int | None = msgspec.field(default=None, name="Rank")
     input_dims: msgspec.Raw = msgspec.field(default=_NONE, name="Input Dims")
@@ -80,6 +83,7 @@ class TraceDoc(msgspec.Struct, gc=False):
     traceEvents: list[RawEvent]  # noqa: N815 - the trace's key
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | None = None  # noqa: N815
+    host_name: Any = None
 
 
 def decode_dims(raw: msgspec.Raw | None) -> Any:

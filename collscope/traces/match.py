@@ -65,7 +65,7 @@ def match_calls(traces: Sequence[RankTrace]) -> tuple[list[Matched], list[str]]:
         warnings.append(f"{disagree} collectives differ in op or size between ranks at the same place in their "
                         "group's order (the traces cover different steps or a rank ran other calls): left unmatched")
     ranks = {t.rank for t in traces}
-    sizes = {c.group_size for t in traces for c in t.calls}
+    sizes = {c.group_size for t in traces for c in t.calls if c.group_size is not None}
     if len(ranks) > 1 and sizes and max(sizes) > len(ranks):
         warnings.append(f"traces of {len(ranks)} ranks for groups of up to {max(sizes)}: transfer times are the "
                         "minimum over the traced ranks only")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CollectiveCall", "StepSpan", "RankTrace", "Backend", "SizeSource"]
+__all__ = ["CollectiveCall", "StepSpan", "RankTrace", "TraceClue", "Backend", "SizeSource"]
 
 Backend = Literal["nccl", "gloo", "unknown"]
 SizeSource = Literal["kernel", "record_param_comms", "input_dims", "flight_recorder", "inspector", "none"]
@@ -27,7 +27,9 @@ class CollectiveCall:
     """nccl-tests' size: all_gather / reduce_scatter / alltoall the total over the group; None when the trace
     does not carry it (gloo without ``record_shapes=True``)."""
     dtype: str | None
-    group_size: int
+    group_size: int | None
+    """Ranks in the call's process group (never the world's size unless the group is the world); None when the
+    trace does not say (then its busbw is unknown)."""
     process_group: str | None
     seq: int | None
     """The per-process-group sequence number, when the trace records one (``Seq``, Flight Recorder)."""
@@ -44,6 +46,9 @@ class CollectiveCall:
     """The global ranks of the call's process group, when the trace lists them (Flight Recorder ``pg_config``)."""
     group_nnodes: int | None = None
     """How many nodes the call's communicator spans, when the trace says (Inspector ``nnodes`` / ``n_nodes``)."""
+    group_evidence: tuple[str, ...] = ()
+    """Where ``group_size`` was read (``Group size 64 in record_param_comms``, ``Process Group Ranks lists 64
+    ranks``, ``pg_size 64 of process group '1' in distributedInfo.pg_config``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,3 +82,17 @@ class RankTrace:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     host: str | None = None
     """The host the rank ran on, when the trace names it (Inspector ``hostname`` / ``node``)."""
+    clues: tuple[TraceClue, ...] = ()
+    """What the file says about the job's geometry (``world_size 128 in distributedInfo``), read by
+    :func:`collscope.traces.geometry.job_geometry`."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceClue:
+    """One clue about the job's geometry: the field ``name`` (:data:`collscope.geometry.GEOMETRY_FIELDS`) lies in
+    [low, high] (None: unbounded), as ``says`` says."""
+
+    name: str
+    low: int | None
+    high: int | None
+    says: str

@@ -8,13 +8,15 @@ communication and the exposed communication, per (op, size) the job's busbw next
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
+from collscope.geometry import Geometry, Known
 from collscope.traces.compare import BenchCurves, ModelFn
 from collscope.traces.exposure import StepStat, rank_exposure
+from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.match import match_calls
 from collscope.traces.record import CollectiveCall, RankTrace
 from collscope.traces.verdict import verdict
@@ -28,7 +30,10 @@ __all__ = ["TraceReport", "SummaryRow", "analyze_traces"]
 class SummaryRow:
     op: str
     size_bytes: int
-    nranks: int
+    nranks: int | None
+    """Ranks in the calls' process group (None: the trace does not say)."""
+    nnodes: int | None
+    """Nodes that group spans (None: unknown; then no model figure)."""
     calls: int
     total_us: float
     busbw_gbps: float | None
@@ -38,9 +43,12 @@ class SummaryRow:
     exposed_us_per_step: float | None
     calls_per_step: float | None
     verdict: str
+    nnodes_evidence: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__slots__}
+        out = {f: getattr(self, f) for f in self.__slots__}
+        out["nnodes_evidence"] = list(self.nnodes_evidence)
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,10 +61,15 @@ class TraceReport:
     steps: tuple[StepStat, ...]
     summary: tuple[SummaryRow, ...]
     warnings: tuple[str, ...]
+    geometry: Geometry = Geometry()
+    """The job's geometry with its evidence (:func:`collscope.traces.geometry.job_geometry`)."""
+    process_groups: tuple[dict[str, Any], ...] = ()
+    """Each process group the calls ran in: name, size, ranks, the evidence, the nodes it spans."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"world_size": self.world_size, "backend": self.backend, "ranks": list(self.ranks),
-                "sources": list(self.sources), "collectives": list(self.collectives),
+                "sources": list(self.sources), "geometry": self.geometry.to_json(),
+                "process_groups": list(self.process_groups), "collectives": list(self.collectives),
                 "steps": [s.to_dict() for s in self.steps], "summary": [r.to_dict() for r in self.summary],
                 "warnings": list(self.warnings)}
 
@@ -67,20 +80,29 @@ class TraceReport:
     def workload(self) -> dict[str, Any]:
         """DESIGN.md "Workload file": calls per step of each (op, size), rounded, at least 1."""
         entries = [{"op": r.op, "size_bytes": r.size_bytes, "calls": max(1, round(r.calls_per_step or 0.0)),
-                    "nranks": r.nranks} for r in self.summary if r.nranks > 1 and r.size_bytes > 0]
+                    "nranks": r.nranks} for r in self.summary if r.nranks and r.nranks > 1 and r.size_bytes > 0]
         return {"workload": entries}
 
 
 def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, float | None]:
+    """algbw and busbw of a call, busbw with the factor of its group's size (never the world's)."""
     if call.size_bytes is None or time_us is None or time_us <= 0:
         return None, None
     alg = algbw_gbps(call.size_bytes, time_us)
+    if call.group_size is None:
+        return alg, None
     return alg, alg * busbw_factor(call.op, max(call.group_size, 1))
 
 
 def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = None,
-                   model: ModelFn | None = None) -> TraceReport:
-    """Match the ranks' calls, time them, sum the steps, compare per (op, size)."""
+                   model: ModelFn | None = None, overrides: Mapping[str, int | None] | None = None) -> TraceReport:
+    """Match the ranks' calls, time them, sum the steps, compare per (op, size) of each group size.
+
+    ``overrides``: the user's ``nranks`` / ``nnodes`` / ``nvl_domain`` (``--nranks`` ...), which win over the
+    traces' evidence; the model of a row gets the nodes its group spans, and no figure when that is unknown."""
+    geometry = job_geometry(traces, overrides, ", ".join(t.source for t in traces[:3])
+                            + (", ..." if len(traces) > 3 else ""))
+    hosts = rank_hosts(traces)
     warnings = [w for t in traces for w in t.warnings]
     exposed: list[RankTrace] = []
     steps: list[StepStat] = []
@@ -92,8 +114,9 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     matched, match_warnings = match_calls(exposed)
     warnings.extend(match_warnings)
     rows: list[dict[str, Any]] = []
-    per_size: dict[tuple[str, int, int], dict[str, Any]] = defaultdict(
-        lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0})
+    per_size: dict[tuple[str, int, int | None], dict[str, Any]] = defaultdict(
+        lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None})
+    groups: dict[tuple[str | None, int | None, tuple[int, ...] | None], dict[str, Any]] = {}
     from_duration = 0
     for m in matched:
         time_us = m.transfer_us
@@ -103,13 +126,19 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                 from_duration += 1
             alg, bus = _busbw(call, t_us)
             rows.append({"rank": call.rank, "op": call.op, "size_bytes": call.size_bytes, "dtype": call.dtype,
-                         "group_size": call.group_size, "process_group": call.process_group, "seq": call.seq,
+                         "group_size": call.group_size,
+                         "group_ranks": None if call.group_ranks is None else list(call.group_ranks),
+                         "process_group": call.process_group, "seq": call.seq,
                          "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
                          "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
                          "exposed_us": call.exposed_us, "stream": call.stream})
+            key = (call.process_group, call.group_size, call.group_ranks)
+            if key not in groups:
+                groups[key] = _group_row(call, geometry, hosts)
             if call.size_bytes is None:
                 continue
             cell = per_size[(call.op, call.size_bytes, call.group_size)]
+            cell["nodes"] = _same_nodes(cell["nodes"], group_nodes(call, geometry, hosts))
             cell["calls"] += 1
             cell["total_us"] += call.duration_us or 0.0
             if call.step is not None:
@@ -126,49 +155,101 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     if not rank_steps and per_size:
         warnings.append("no ProfilerStep#N spans: no per-step figures, and the workload counts each rank's calls "
                         "over the whole trace as one step")
-    summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}))
+    warnings.extend(_group_warnings(groups.values()))
+    summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}), geometry, warnings)
     if bench is not None:
         warnings.extend(_bench_gaps(summary, bench))
         warnings.extend(_above_bench(summary, bench))
-    worlds = [t.world_size for t in traces if t.world_size is not None]
     backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
-    return TraceReport(world_size=worlds[0] if worlds else None, backend=",".join(backends),
+    return TraceReport(world_size=geometry.nranks.value, backend=",".join(backends),
                        ranks=tuple(sorted({t.rank for t in traces})), sources=tuple(t.source for t in traces),
                        collectives=tuple(rows), steps=tuple(steps), summary=tuple(summary),
-                       warnings=tuple(dict.fromkeys(warnings)))
+                       warnings=tuple(dict.fromkeys(warnings)), geometry=geometry,
+                       process_groups=tuple(g for g in groups.values()))
 
 
-def _summary(per_size: dict[tuple[str, int, int], dict[str, Any]], rank_steps: int, bench: BenchCurves | None,
-             model: ModelFn | None, nranks_traced: int) -> list[SummaryRow]:
-    model_bw: dict[tuple[str, int, int], float] = {}
+def _group_row(call: CollectiveCall, geometry: Geometry, hosts: Mapping[int, str]) -> dict[str, Any]:
+    nodes = group_nodes(call, geometry, hosts)
+    evidence = list(call.group_evidence)
+    if not evidence and call.group_size is not None:
+        evidence = [f"{call.group_size} ranks in the call's communicator ({call.size_source} record)"
+                    if call.group_ranks is None else f"the trace lists the group's {len(call.group_ranks)} ranks"]
+    return {"process_group": call.process_group, "group_size": call.group_size,
+            "group_ranks": None if call.group_ranks is None else list(call.group_ranks),
+            "evidence": evidence, "nnodes": nodes.to_json()}
+
+
+def _same_nodes(seen: Known | None, new: Known) -> Known:
+    """The nodes of the groups of one summary row: one value when they agree, else unknown."""
+    if seen is None:
+        return new
+    if seen.value == new.value or seen.evidence and seen.evidence[0].startswith(_DIFFERENT):
+        return seen
+    return Known(None, (f"{_DIFFERENT} ({seen.describe()}; {new.describe()})",))
+
+
+_DIFFERENT = "groups of this size span different numbers of nodes"
+
+
+def _group_warnings(groups: Any) -> list[str]:
+    out = []
+    unknown = [g for g in groups if g["group_size"] is None]
+    if unknown:
+        names = ", ".join(sorted({str(g["process_group"]) for g in unknown}))
+        out.append(f"the size of process group(s) {names} is unknown (the calls name a group the trace does not "
+                   "describe): their busbw is unknown")
+    assumed = [g for g in groups if any("assumed" in e for e in g["evidence"])]
+    if assumed:
+        out.append(f"calls name no process group and the trace declares none: their group is taken to be the "
+                   f"whole job ({assumed[0]['group_size']} ranks, distributedInfo.world_size); a sub-group's "
+                   "busbw would then be wrong")
+    return out
+
+
+def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_steps: int,
+             bench: BenchCurves | None, model: ModelFn | None, nranks_traced: int, geometry: Geometry,
+             warnings: list[str]) -> list[SummaryRow]:
+    model_bw: dict[tuple[str, int, int | None], float] = {}
     if model is not None:
-        by_group: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for op, size, n in per_size:
-            if n > 1:
-                by_group[(op, n)].append(size)
-        for (op, n), sizes in by_group.items():
-            for size, bw in model(op, n, sorted(set(sizes))).items():
+        by_group: dict[tuple[str, int, int], list[int]] = defaultdict(list)
+        no_nodes: set[tuple[str, int]] = set()
+        for (op, size, n), cell in per_size.items():
+            spans = cell["nodes"].value if cell["nodes"] is not None else None
+            if n is not None and n > 1 and spans is not None:
+                by_group[(op, n, spans)].append(size)
+            elif n is not None and n > 1:
+                no_nodes.add((op, n))
+        for (op, n, spans), sizes in by_group.items():
+            for size, bw in model(op, n, spans, sorted(set(sizes))).items():
                 model_bw[(op, size, n)] = bw
+        if no_nodes:
+            warnings.append("no model figure for " + ", ".join(f"{op} on {n} ranks" for op, n in sorted(no_nodes))
+                            + ": the nodes their group spans are unknown (the models never assume one node; "
+                            f"nnodes: {geometry.nnodes.describe()}; pass --nnodes N, which places the ranks of "
+                            "each group the trace lists in blocks of nranks / nnodes per node)")
     out = []
     for (op, size, n), cell in sorted(per_size.items(), key=lambda kv: -kv[1]["total_us"]):
         busbw = median(cell["busbw"]) if cell["busbw"] else None
-        bench_bw = bench.busbw_at(op, n, size) if bench is not None else None
+        bench_bw = bench.busbw_at(op, n, size) if bench is not None and n is not None else None
         model_b = model_bw.get((op, size, n))
         ref = bench_bw if bench_bw else model_b
         ratio = busbw / ref if busbw is not None and ref else None
         exposed = cell["exposed_us"] / rank_steps if rank_steps else None
         per_step = cell["in_steps"] / rank_steps if rank_steps else cell["calls"] / max(nranks_traced, 1)
-        row = SummaryRow(op=op, size_bytes=size, nranks=n, calls=cell["calls"], total_us=cell["total_us"],
-                         busbw_gbps=busbw, bench_busbw_gbps=bench_bw, model_busbw_gbps=model_b, goodput_ratio=ratio,
-                         exposed_us_per_step=exposed, calls_per_step=per_step, verdict="")
+        nodes: Known = cell["nodes"] if cell["nodes"] is not None else Known(None)
+        row = SummaryRow(op=op, size_bytes=size, nranks=n, nnodes=nodes.value, calls=cell["calls"],
+                         total_us=cell["total_us"], busbw_gbps=busbw, bench_busbw_gbps=bench_bw,
+                         model_busbw_gbps=model_b, goodput_ratio=ratio, exposed_us_per_step=exposed,
+                         calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence)
         out.append(_with_verdict(row, rank_steps > 0))
     return out
 
 
 def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
     """Which rows have no sweep figure, and why: the op / rank count is not in the sweep, or the size is outside."""
-    missing = sorted({(r.op, r.nranks) for r in summary if (r.op, r.nranks) not in bench.curves and r.nranks > 1})
-    outside = sorted({(r.op, r.nranks) for r in summary
+    missing = sorted({(r.op, r.nranks) for r in summary
+                      if r.nranks is not None and (r.op, r.nranks) not in bench.curves and r.nranks > 1})
+    outside = sorted({(r.op, r.nranks or 0) for r in summary
                       if (r.op, r.nranks) in bench.curves and r.bench_busbw_gbps is None})
     out = []
     if missing:

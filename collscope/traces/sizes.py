@@ -15,17 +15,25 @@ from collscope.traces.names import dtype_of
 __all__ = ["size_from_nelems", "size_from_dims", "tensor_elems", "dtype_from_types"]
 
 
-def size_from_nelems(op: str, in_nelems: int, out_nelems: int | None, elem_bytes: int, group_size: int) -> int:
-    """nccl-tests size from the ``In msg nelems`` / ``Out msg nelems`` metadata."""
+def size_from_nelems(op: str, in_nelems: int, out_nelems: int | None, elem_bytes: int,
+                     group_size: int | None) -> int | None:
+    """nccl-tests size from the ``In msg nelems`` / ``Out msg nelems`` metadata; the group's size (never the
+    world's) multiplies one rank's part when only that is recorded; None when that size is unknown."""
     in_nelems = max(in_nelems, 0)
     out = in_nelems if out_nelems is None else max(out_nelems, 0)
     if op == "all_gather":
-        elems = out if out > in_nelems else in_nelems * group_size
+        elems = out if out > in_nelems else _times(in_nelems, group_size)
     elif op == "reduce_scatter":
-        elems = in_nelems if in_nelems > out else in_nelems * group_size
+        elems = in_nelems if in_nelems > out else _times(in_nelems, group_size)
     else:
         elems = in_nelems
-    return elems * elem_bytes
+    return None if elems is None else elems * elem_bytes
+
+
+def _times(elems: int, group_size: int | None) -> int | None:
+    if elems == 0:
+        return 0
+    return None if group_size is None else elems * group_size
 
 
 def tensor_elems(dims: Any) -> list[int]:
@@ -49,7 +57,7 @@ def _dim(d: Any) -> bool:
     return isinstance(d, int) and not isinstance(d, bool) and d >= 0
 
 
-def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int) -> int | None:
+def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int | None) -> int | None:
     """nccl-tests size from ``Input Dims``; None when no tensor is listed (``record_shapes=False``).
 
     The first tensor is the rank's input (``nccl:*``, ``gloo:*``), except reduce_scatter whose full input is the
@@ -59,13 +67,14 @@ def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int) -> int 
     if not elems:
         return None
     first, largest = elems[0], max(elems)
+    total: int | None
     if op == "all_gather":
-        total = largest if largest > min(elems) else first * group_size
+        total = largest if largest > min(elems) else _times(first, group_size)
     elif op == "reduce_scatter":
         total = largest
     else:
         total = first
-    return total * elem_bytes
+    return None if total is None else total * elem_bytes
 
 
 def dtype_from_types(types: Any) -> str | None:

@@ -18,7 +18,7 @@ def _meta(op: str, nelems: int, out: int | None = None, group: int = 2, seq: int
     m: dict[str, Any] = {"Collective name": op, "In msg nelems": nelems, "Out msg nelems": out or nelems,
                          "Group size": group, "dtype": "Float", "In split size": "[]", "Out split size": "[]",
                          "Process Group Name": "0", "Process Group Description": "default_pg",
-                         "Process Group Ranks": "[0, 1]"}
+                         "Process Group Ranks": "[" + ", ".join(str(r) for r in range(group)) + "]"}
     if seq is not None:
         m["Seq"] = seq
     return m
