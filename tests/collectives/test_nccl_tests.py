@@ -258,8 +258,12 @@ def test_elided_rank_list_and_author_truncation():
     cut.insert(7, "#  ...")
     cut.insert(next(i for i, line in enumerate(cut) if "(B)" in line) + 1, "# Truncated  smaller message sizes")
     run = parse_nccl_tests("\n".join(cut))
-    assert run.ranks_elided and run.nnodes is None and run.nranks == 8  # from busbw/algbw, at least 8 ranks shown
-    assert run.nranks_source == "busbw/algbw"
+    # The list ends with Rank 7 right before the table: 8 ranks, as NCCL's comm line and busbw/algbw say; the
+    # nodes are NCCL's nNodes (the elided list alone only shows 2 hosts or more).
+    assert run.ranks_elided and run.nranks == 8 and run.nnodes == 2
+    assert run.geometry.nranks.evidence == ("Rank 7 is the highest rank line", "nRanks 8 in NCCL's comm lines",
+                                            "busbw/algbw = 1.7500 -> 8")
+    assert run.nranks_source == "; ".join(run.geometry.nranks.evidence)
     assert any("elided" in w for w in run.warnings) and any("Truncated" in w for w in run.warnings)
 
 
@@ -269,7 +273,7 @@ def test_op_and_nranks_errors_say_what_to_pass():
     with pytest.raises(ParseError, match="--op"):
         parse_nccl_tests(table_only)
     run = parse_nccl_tests(table_only, op="all_reduce")
-    assert run.nranks == 8 and run.nranks_source == "busbw/algbw"
+    assert run.nranks == 8 and run.nranks_source == "busbw/algbw = 1.7500 -> 8"
     with pytest.raises(ParseError, match="--nranks"):
         parse_nccl_tests(table_only, op="broadcast")
     assert parse_nccl_tests(table_only, op="broadcast", nranks=4).nranks == 4
@@ -470,7 +474,7 @@ def test_corpus_file(path: Path):
 def test_cli_ingest_summary_and_exit_0():
     result = CliRunner().invoke(main, ["ingest", str(MODERN), str(JSON_OUT)])
     assert result.exit_code == 0, result.output
-    lines = result.stdout.strip().splitlines()
+    lines = [line for line in result.stdout.strip().splitlines() if not line.startswith("  ")]  # not geometry
     assert len(lines) == 2
     assert ("all_reduce, 8 ranks on 2 nodes, 12 sizes, 24 records, avg busbw 48.6046 GB/s, out-of-bounds 0 OK"
             in lines[0])

@@ -16,8 +16,17 @@ from typing import Any
 
 import msgspec
 
+from collscope.collectives.nccl_tests.geometry_clues import (
+    env_clues,
+    log_clues,
+    op_from_columns,
+    op_from_log,
+    rank_clues,
+    rank_list_complete,
+    row_clues,
+)
 from collscope.collectives.nccl_tests.launch import process_shape, time_over_ranks
-from collscope.collectives.nccl_tests.nranks import infer_nranks
+from collscope.collectives.nccl_tests.nranks import RankCount, infer_nranks
 from collscope.collectives.nccl_tests.records import (
     Block,
     NcclTestsDevice,
@@ -30,6 +39,7 @@ from collscope.collectives.nccl_tests.records import (
 )
 from collscope.collectives.record import Measurement, Settings, columns_checked
 from collscope.errors import ParseError
+from collscope.geometry import Geometry, GeometryEvidence
 
 __all__ = ["build_run", "gpu_model", "ERROR_LIMIT"]
 
@@ -46,10 +56,42 @@ def gpu_model(devices: Sequence[NcclTestsDevice], warnings: list[str]) -> str | 
     return names[0] if names else None
 
 
-def _group_nodes(devices: Sequence[NcclTestsDevice]) -> int:
-    """Distinct hosts of rank 0's communicator (its ``NCCL_TESTS_SPLIT`` group; every rank without a split)."""
-    first = next((d for d in devices if d.rank == 0), devices[0])
-    return len({d.host for d in devices if d.group == first.group})
+def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice], ranks_elided: bool,
+              cut_at_end: bool, header: NcclTestsHeader, log_lines: Sequence[tuple[int, str]],
+              launch_env: Mapping[str, str] | None, explicit: int | None, overrides: Mapping[str, int | None],
+              env: Mapping[str, str], source: str, warnings: list[str]) -> tuple[Geometry, RankCount]:
+    """The run's geometry from every clue (:mod:`.geometry_clues`) and the rank count of its bandwidths.
+
+    A complete rank list is what ran: a number of ranks passed (the ranks launched, every ``NCCL_TESTS_SPLIT``
+    group included) that it does not show is refused, as it always was (:func:`~.nranks.infer_nranks`); without
+    one, the number passed wins over the clues, with a note where one disagrees.
+    """
+    ev = GeometryEvidence(source)
+    complete = not ranks_elided and rank_list_complete(devices)
+    count = None
+    if complete or explicit is not None:
+        count = infer_nranks(op, devices, not complete, rows, explicit, source, warnings, header=header, env=env)
+    split = count is not None and count.groups is not None and count.groups > 1
+    if complete:
+        assert count is not None
+        says = (f"{len(devices)} rank lines (Rank 0..{len(devices) - 1})" if count.source in ("rank lines", "argument")
+                else count.source)
+        rank_clues(ev, devices, complete=(count.nranks, says), cut_at_end=False)
+    else:
+        rank_clues(ev, devices, complete=None, cut_at_end=cut_at_end)
+    log_clues(ev, log_lines, header, warnings, launch=not split)
+    if launch_env and not split:
+        env_clues(ev, launch_env, header)
+    row_clues(ev, op, rows, warnings, known=count.nranks if complete and count is not None else None)
+    geometry = ev.resolve({**overrides, "nranks": count.nranks if count is not None and not complete else None})
+    n = geometry.value("nranks")
+    if n is None:
+        shown = f"; the rank list shows {max(d.rank for d in devices) + 1} or more" if devices else ""
+        raise ParseError(source, None, f"the number of ranks ({geometry.nranks.describe()}{shown}); pass nranks "
+                         "(--nranks N)")
+    if count is None:
+        count = RankCount(n, "; ".join(geometry.nranks.evidence), None, None)
+    return geometry, count
 
 
 ERROR_LIMIT = 1e-2
@@ -158,20 +200,39 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
               complete: bool, errors: Sequence[str], warnings: list[str], source: str, nranks: int | None = None,
               settings: dict[str, str] | None = None, timestamp: str | None = None,
               iters: int | None = None, env: Mapping[str, str] | None = None,
-              average: int | None = None) -> NcclTestsRun:
+              average: int | None = None, backend: str = "nccl", nnodes: int | None = None,
+              nvl_domain: int | None = None, log_lines: Sequence[tuple[int, str]] = (),
+              ranks_cut_at_end: bool = False, launch_env: Mapping[str, str] | None = None,
+              op_evidence: str | None = None) -> NcclTestsRun:
     """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid).
 
     ``nranks``: the ranks the caller launched (every ``NCCL_TESTS_SPLIT`` group); ``env``: the environment the
-    run had, for its split (``settings`` too); ``average``: its ``-a`` value when the caller knows it.
+    run had, for its split (``settings`` too); ``average``: its ``-a`` value when the caller knows it;
+    ``backend``: the collective library (``rccl`` for rccl-tests). ``nnodes``, ``nvl_domain``: the user's
+    overrides of the geometry; ``log_lines``: the lines that are not nccl-tests' own (NCCL INFO, launch command
+    lines: :func:`.geometry_clues.is_clue_line`) with their numbers; ``ranks_cut_at_end``: an author's elision
+    follows the last rank line; ``launch_env``: the run's whole environment (a ``-J`` file's), for the
+    launcher's variables; ``op_evidence``: where ``op`` was read.
     """
     if op is None:
-        raise ParseError(source, None, "the collective (no 'Collective test starting' line and no *_perf command "
-                         "line); pass op (--op all_reduce|all_gather|...)")
-    count = infer_nranks(op, devices, ranks_elided, rows, nranks, source, warnings, header=header,
-                         env={**(settings or {}), **(env or {})})
+        found = op_from_log(log_lines)
+        if found is not None:
+            op, op_evidence = found[0], f"NCCL INFO lines name {found[0]} (line {found[1]})"
+        else:
+            inferred = op_from_columns(rows if isinstance(rows, Sequence) else list(rows), source)
+            if inferred is not None:
+                op, op_evidence = inferred
+    if op is None:
+        raise ParseError(source, None, "the collective (no 'Collective test starting' line, no *_perf command "
+                         "line, no NCCL INFO line naming it, and columns that fit several); pass op "
+                         "(--op all_reduce|all_gather|...)")
+    geometry, count = _geometry(op, rows, devices, ranks_elided, ranks_cut_at_end, header, log_lines, launch_env,
+                                nranks, {"nnodes": nnodes, "nvl_domain": nvl_domain},
+                                {**(settings or {}), **(env or {})}, source, warnings)
     n, how = count.nranks, count.source
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
-    nnodes = _group_nodes(devices) if devices and not ranks_elided else None
+    nnodes = geometry.value("nnodes")
+    ranks_elided = ranks_elided or (bool(devices) and not rank_list_complete(devices))
     gpu = gpu_model(devices, warnings)
     shape, nprocs = process_shape(devices, ranks_elided, header, count.world)
     over_ranks = time_over_ranks(average, nprocs, header.nthreads)
@@ -185,7 +246,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     elif oob_failed and not any(d.wrong is not None for d in rows):
         warnings.append("out-of-bounds FAILED without per-size #wrong counts: every record is marked not ok")
     try:
-        template = Measurement(engine="nccl-tests", backend="nccl", op=op, nranks=n, nnodes=nnodes, size_bytes=0,
+        template = Measurement(engine="nccl-tests", backend=backend, op=op, nranks=n, nnodes=nnodes, size_bytes=0,
                                count=None, dtype="", redop=None, root=None, in_place=False, time_us=1.0,
                                algbw_gbps=0.0, busbw_gbps=0.0, iters=iters if iters is not None else header.iters,
                                warmup=header.warmup_iters, settings=Settings(settings or {}), hosts=hosts,
@@ -215,4 +276,5 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                         out_of_bounds=out_of_bounds, oob_failed=oob_failed, min_bw_failed=min_bw_failed,
                         complete=complete, errors=tuple(errors), warnings=tuple(dict.fromkeys(warnings)),
                         source=source, world_nranks=count.world, groups=count.groups, process_shape=shape,
-                        time_over_ranks=over_ranks)
+                        time_over_ranks=over_ranks, backend=backend, geometry=geometry,
+                        op_evidence=op_evidence or "as passed")

@@ -111,12 +111,13 @@ def _truth(value: Any) -> bool | None:
 
 
 def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None, run_env: Mapping[str, str] | None,
-          argv: Sequence[str] | None) -> NcclTestsRun:
+          argv: Sequence[str] | None, nnodes: int | None, nvl_domain: int | None) -> NcclTestsRun:
     warnings: list[str] = []
     args = doc.get("args") or []
     if not isinstance(args, list):
         raise _Bad("args", "a list", args)
     found = op_from_binary(str(args[0])) if args else None
+    op_evidence: str | None = "--op (as passed)"
     if op is not None:
         if op not in OPS:
             raise ParseError(source, None, f"a collective among {', '.join(OPS)}", found=op)
@@ -124,14 +125,18 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None, 
             raise ParseError(source, None, f"output of {op} (as passed)", found=f"args[0] {args[0]}")
     else:
         op = found
+        op_evidence = f"args[0] {args[0]}" if found is not None else None
 
     env = doc.get("env") or []
     settings = {}
+    launch_env = {}
     if isinstance(env, list):
         for item in env:
-            if isinstance(item, str) and item.startswith("NCCL_") and "=" in item:
+            if isinstance(item, str) and "=" in item:
                 key, _, value = item.partition("=")
-                settings[key] = value
+                launch_env[key] = value
+                if key.startswith("NCCL_"):
+                    settings[key] = value
 
     config = _obj(doc.get("config", {}), "config")
     params = {mine: _int(config[theirs], f"config.{theirs}") for theirs, mine in _CONFIG_KEYS.items()
@@ -192,21 +197,24 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None, 
                      errors=errors, warnings=warnings, source=source, nranks=nranks, settings=settings,
                      timestamp=str(doc["start_time"]) if doc.get("start_time") else None,
                      iters=iters.pop() if len(iters) == 1 else None, env=run_env,
-                     average=average_from_argv(argv if argv is not None else [str(a) for a in args]))
+                     average=average_from_argv(argv if argv is not None else [str(a) for a in args]),
+                     nnodes=nnodes, nvl_domain=nvl_domain, launch_env=launch_env, op_evidence=op_evidence)
 
 
 def parse_nccl_tests_json(text: str, source: str = "<json>", op: str | None = None, *, nranks: int | None = None,
-                          env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None) -> NcclTestsRun:
+                          env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+                          nnodes: int | None = None, nvl_domain: int | None = None) -> NcclTestsRun:
     """Parse the ``-J`` JSON document; a cut-off file (the run was killed) raises ParseError with its line.
 
-    ``nranks``, ``env`` and ``argv`` as :func:`~collscope.collectives.nccl_tests.parse.parse_nccl_tests`; the
-    document's own ``args`` (its ``-a``) and ``env`` (its split) are read when they are not given."""
+    ``nranks``, ``env``, ``argv``, ``nnodes`` and ``nvl_domain`` as
+    :func:`~collscope.collectives.nccl_tests.parse.parse_nccl_tests`; the document's own ``args`` (its ``-a``)
+    and ``env`` (its split; the launcher's variables, for the geometry) are read when they are not given."""
     doc = load_json(text, source, "a complete nccl-tests -J JSON document (a run killed mid-way leaves it cut off; "
                     "its text output still has the rows)")
     if not isinstance(doc, dict) or "results" not in doc:
         raise ParseError(source, None, "an nccl-tests -J JSON object with 'results'",
                          found=type(doc).__name__ if not isinstance(doc, dict) else ", ".join(list(doc)[:8]))
     try:
-        return _read(doc, source, op, nranks, env, argv)
+        return _read(doc, source, op, nranks, env, argv, nnodes, nvl_domain)
     except _Bad as exc:
         raise ParseError(source, None, f"{exc.expected} at {exc.where}", found=repr(exc.found)) from exc

@@ -16,7 +16,7 @@ from collscope.collectives.nccl_tests.records import DTYPE_BYTES, NcclTestsDevic
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ParseError
 
-__all__ = ["infer_nranks", "nranks_from_bandwidths", "RankCount"]
+__all__ = ["infer_nranks", "nranks_from_bandwidths", "nranks_from_counts", "RankCount"]
 
 
 def _half_ulp(value: float) -> float:
@@ -70,7 +70,7 @@ def nranks_from_bandwidths(op: str, rows: Iterable[Row]) -> tuple[int, int | Non
     return (first, last) if last is None or first <= last else (first, -1)
 
 
-def _nranks_from_counts(op: str, rows: Iterable[Row]) -> int | None:
+def nranks_from_counts(op: str, rows: Iterable[Row]) -> int | None:
     """all_gather / reduce_scatter print the per-rank count and the total size: n = size / (count x type size)."""
     if op not in ("all_gather", "reduce_scatter"):
         return None
@@ -153,7 +153,7 @@ def infer_nranks(op: str, devices: Sequence[NcclTestsDevice], ranks_elided: bool
         return RankCount(explicit, "argument", explicit if groups is None else groups.world,
                          None if groups is None else groups.groups)
     floor = max((d.rank for d in devices), default=-1) + 1
-    counted = _nranks_from_counts(op, rows)
+    counted = nranks_from_counts(op, rows)
     if counted is not None and counted >= max(floor, 1):
         return RankCount(counted, "size/count", None, None)
     span = nranks_from_bandwidths(op, rows)

@@ -4,19 +4,26 @@ Formats (``shared/reference/nccl-facts.md`` section 4.3, nccl-tests ``src/util.c
 headers with or without ``#`` (log viewers strip it), with or without ``Group``/version lines; data columns
 named by the header line (``size count type [redop] [root]`` then per placement ``time|cputime algbw busbw
 [#wrong|error]`` with optional ``i_*`` per-iteration columns and a trailing ``timestamp``), mapped by name.
-Lines that are not nccl-tests output (NCCL INFO, MPI, SSH, X11, kubexec, script banners) are skipped.
+Lines that are not nccl-tests output (NCCL INFO, MPI, SSH, X11, kubexec, script banners) are skipped; launcher and
+log-collector prefixes (``[1,0]<stdout>:``, ``srun -l``'s ``0:``, ``host:``, timestamps) are stripped first
+(:mod:`.prefixes`). rccl-tests output (``# rccl-tests version``, ``RCCL version``) reads the same, backend ``rccl``.
+Several runs pasted into one text: :func:`.runs.parse_nccl_tests_runs`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
 from collscope.collectives.nccl_tests.build import build_run
+from collscope.collectives.nccl_tests.geometry_clues import is_clue_line
 from collscope.collectives.nccl_tests.launch import average_from_argv, rank_line, rank_lines, separate_processes
+from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
     Block,
@@ -43,19 +50,25 @@ from collscope.errors import ParseError
 if TYPE_CHECKING:
     from collscope.collectives.nccl_tests.fixed import FixedColumns
 
-__all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code"]
+__all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code", "one_break",
+           "parse_text", "parsing", "SecondRun"]
 
-_VERSION = re.compile(r"nccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
+_VERSION = re.compile(r"([nr])ccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: [nr]ccl-headers=(\d+))?"
+                      r"(?: [nr]ccl-library=(\d+))?")
+_RCCL_TESTS = re.compile(r"rccl-tests:? [Vv]ersion:? (\S+)")
+"""rccl-tests builds that print ``rccl-tests: Version develop:5272cd1`` instead of the versioned header."""
 _STARTING = re.compile(r"Collective test (starting|concluded): (\S+)")
 _PARAM = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:"
                     r"|unalign:)\s*(-?\d+)(?:\((\w+)\))?")
-_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_NCCL_VERSION = re.compile(r"([NR])CCL version\s*:?\s*(\d+\.\d+\.\d+)")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^# error: ")
 _BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+_perf(?:_mpi)?)(?=\s|$|['\";])")
-_ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|truncated\b.*|\(?(?:\.\.\.|…) ?(?:snip|omitted|truncated)?.*)$",
+_ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|\(?(?:\.\.\.|…) ?(?:snip|omitted|truncated)?.*"
+                      r"|[-=~<(\[ ]*(?:output |rest |lines? )?(?:snip(?:ped)?|truncated|omitted|elided)\b.*)$",
                       re.IGNORECASE)
+"""An author's elision: ``...``, ``[...]``, ``(truncated)``, ``Truncated smaller sizes``, ``--- snip ---``."""
 _PARAM_KEYS = {"nThread": "nthreads", "nGpus": "ngpus", "minBytes": "min_bytes", "maxBytes": "max_bytes",
                "warmup iters:": "warmup_iters", "iters:": "iters", "agg iters:": "agg_iters",
                "validation:": "validation", "graph:": "graph", "unalign:": "unalign"}
@@ -75,10 +88,14 @@ def looks_like_nccl_tests(text: str) -> bool:
 
 
 class _State:
-    def __init__(self, source: str, text: str) -> None:
+    def __init__(self, source: str, text: str, first_lineno: int = 1) -> None:
         self.source = source
         self.text = text
         """The text with every line break a ``\\n`` (as ``str.splitlines`` breaks it)."""
+        self.first_lineno = first_lineno
+        """The number of the text's first line in its file (a run after the first of several)."""
+        self.backend = "nccl"
+        """``rccl`` once an rccl-tests header or an ``RCCL version`` line is seen."""
         self.last_lineno: int | None = None
         self.op_started: tuple[str, int] | None = None
         self.op_command: tuple[str, int] | None = None
@@ -89,6 +106,11 @@ class _State:
         self.params: dict[str, int] = {}
         self.devices: list[NcclTestsDevice] = []
         self.ranks_elided = False
+        self.elided_after: int | None = None
+        """Rank lines seen when the author's elision of the rank list came (the list is cut at its end when no
+        rank line follows it)."""
+        self.clue_lines: list[tuple[int, str]] = []
+        """NCCL INFO and launch command lines, with their numbers: :mod:`.geometry_clues` reads them."""
         self.nccl_version: str | None = None
         self.tests_version: str | None = None
         self.avg: float | None = None
@@ -105,7 +127,7 @@ class _State:
     def is_last(self, lineno: int) -> bool:
         """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""
         if self.last_lineno is None:
-            self.last_lineno = self.text.rstrip().count("\n") + 1
+            self.last_lineno = self.text.rstrip().count("\n") + self.first_lineno
         return lineno == self.last_lineno
 
 
@@ -141,12 +163,17 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
             else:
                 st.params[_PARAM_KEYS[key]] = value
         return
-    if body.startswith("nccl-tests version"):
+    if body.startswith(("nccl-tests version", "rccl-tests")):
         m = _VERSION.match(body)
         if m:
-            st.tests_version = m[1]
-            if m[3]:
-                st.nccl_version = nccl_version_from_code(int(m[3]))
+            st.tests_version = m[2]
+            if m[1] == "r":
+                st.backend = "rccl"
+            if m[4]:
+                st.nccl_version = nccl_version_from_code(int(m[4]))
+        elif (r := _RCCL_TESTS.match(body)) is not None:
+            st.backend = "rccl"
+            st.tests_version = st.tests_version or r[1]
         return
     if body.startswith("Collective test"):
         m = _STARTING.match(body)
@@ -175,17 +202,24 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
             st.min_bw_failed = m[2] == "FAILED"
             st.complete = True
         return
+    if is_clue_line(line) or (st.clue_lines and st.clue_lines[-1][0] == lineno - 1
+                              and st.clue_lines[-1][1].rstrip().endswith("\\")):  # a command's last line
+        st.clue_lines.append((lineno, line))
     if _ELISION.match(body):
         if st.layout is None and st.devices:
             st.ranks_elided = True
+            st.elided_after = len(st.devices)
             st.warnings.append(f"line {lineno}: rank list elided by the author ({body[:40]})")
         else:
             st.warnings.append(f"line {lineno}: output elided by the author ({body[:40]})")
         return
-    if "NCCL version" in line and st.nccl_version is None:
+    if "CCL version" in line and ("NCCL version" in line or "RCCL version" in line):
         m = _NCCL_VERSION.search(line)
         if m:
-            st.nccl_version = m[1]
+            if m[1] == "R":
+                st.backend = "rccl"
+            if st.nccl_version is None:
+                st.nccl_version = m[2]
         return
     if _FAILURE.search(line):
         st.errors.append(f"line {lineno}: {line.strip()[:200]}")
@@ -203,12 +237,17 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
 
 
 def _second_run(st: _State, lineno: int, body: str) -> NoReturn:
-    """A run starts after rows: separate processes of one launch (said so, with the fix), or a second run."""
-    why = separate_processes(rank_lines(st.text), 0)
+    """A run starts after rows: separate processes of one launch (said so, with the fix), or a second run (a run of
+    several processes before it: pasted runs, which :func:`.runs.parse_nccl_tests_runs` reads one by one)."""
+    why = separate_processes(rank_lines(st.text), 0) if len({(d.host, d.pid) for d in st.devices}) <= 1 else None
     if why is not None:
-        raise ParseError(st.source, lineno, why[0], found=why[1])
-    raise ParseError(st.source, lineno, "one nccl-tests run per input (a second run starts here); split the file "
-                     "per run", found=body)
+        raise SecondRun(st.source, lineno, why[0], found=why[1])
+    raise SecondRun(st.source, lineno, "one nccl-tests run per input (a second run starts here); split the file "
+                    "per run (collscope ingest reads each run of a file)", found=body)
+
+
+class SecondRun(ParseError):
+    """A second run starts after table rows (:func:`.runs.parse_nccl_tests_runs` then reads the runs one by one)."""
 
 
 def _table_row(st: _State, parts: list[str], lineno: int) -> None:
@@ -320,14 +359,25 @@ def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
     return fixed_columns(st.text, start, end, st.layout)
 
 
-def _parse_text(text: str, source: str, op: str | None, nranks: int | None, env: Mapping[str, str] | None,
-                argv: Sequence[str] | None) -> NcclTestsRun:
+def one_break(text: str) -> str:
+    """``text`` with every line break a ``\\n``, the lines (and their numbers) the same."""
     if any(c in text for c in _BREAKS) or (not text.isascii() and any(c in text for c in _BREAKS_NOT_ASCII)):
-        text = "\n".join(text.splitlines())  # every line break a "\n", the lines (and their numbers) the same
-    st = _State(source, text)
+        return "\n".join(text.splitlines())
+    return text
+
+
+def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: Mapping[str, str] | None,
+                argv: Sequence[str] | None, nnodes: int | None = None,
+                nvl_domain: int | None = None, first_lineno: int = 1) -> NcclTestsRun:
+    """The run of nccl-tests text (not JSON) whose first line is line ``first_lineno`` of its input; the arguments
+    as :func:`parse_nccl_tests` takes them. Call it inside :func:`parsing`."""
+    text, prefixes = strip_line_prefixes(one_break(text))  # lines kept one for one: their numbers hold
+    st = _State(source, text, first_lineno)
+    if prefixes is not None:
+        st.warnings.append(prefixes.describe())
     # Runs of lines that start with a digit are found by one regex over the text (no Python work per row line)
     # and converted a block at a time; the lines between them are handled one by one.
-    pos, lineno = 0, 1
+    pos, lineno = 0, first_lineno
     for m in _ROWS.finditer(text):
         start, end = m.span()
         if start > pos:
@@ -346,6 +396,7 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None, env:
     if separate is not None:
         raise ParseError(source, None, separate[0], found=separate[1])
     found = st.op_started or st.op_command
+    op_evidence: str | None = "--op (as passed)"
     if op is not None:
         if op not in OPS:
             raise ParseError(source, None, f"a collective among {', '.join(OPS)}", found=op)
@@ -353,21 +404,31 @@ def _parse_text(text: str, source: str, op: str | None, nranks: int | None, env:
             raise ParseError(source, found[1], f"output of {op} (as passed)", found=f"{found[0]}_perf")
     elif found is not None:
         op = found[0]
+        op_evidence = (f"'Collective test starting: {op}_perf' (line {found[1]})" if found is st.op_started
+                       else f"{op}_perf on line {found[1]}")
     else:
         op = _op_from_file_name(source, st.warnings)
+        op_evidence = "the file name" if op is not None else None
     if st.layout is not None and st.layout.cputime:
         st.warnings.append("times are CPU time per op (-C 1), not latency")
+    if st.blocks and not st.complete:
+        st.warnings.append("incomplete run: the output ends before its summary ('# Out of bounds values', "
+                           "'# Avg bus bandwidth'; cut by its author, or the run stopped); the rows shown are kept")
     header = NcclTestsHeader(**st.params)
-    return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
+    run = build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
                      header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
                      avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
                      min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
                      source=source, nranks=nranks, env=env,
-                     average=average_from_argv(argv if argv is not None else st.command or ()))
+                     average=average_from_argv(argv if argv is not None else st.command or ()),
+                     nnodes=nnodes, nvl_domain=nvl_domain, log_lines=st.clue_lines, op_evidence=op_evidence,
+                     ranks_cut_at_end=st.ranks_elided and st.elided_after == len(st.devices), backend=st.backend)
+    return run if prefixes is None else dataclasses.replace(run, line_prefixes=prefixes)
 
 
 def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *, nranks: int | None = None,
-                     env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None) -> NcclTestsRun:
+                     env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+                     nnodes: int | None = None, nvl_domain: int | None = None) -> NcclTestsRun:
     """Parse nccl-tests stdout (any generation) or its ``-J`` JSON file; raises only :class:`ParseError`.
 
     ``op`` names the collective when the output does not (no ``Collective test starting`` line and no
@@ -376,7 +437,9 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *
     rank 0's group's size, the n of the printed busbw). ``env`` is the environment the run had (its
     ``NCCL_TESTS_SPLIT_MASK``/``NCCL_TESTS_SPLIT``, checked against the rank lines' groups) and ``argv`` its
     command line (its ``-a``: how times were combined over ranks), when the caller ran it; else a command line
-    in the output is read for ``-a``, and the JSON file's own ``args`` and ``env``.
+    in the output is read for ``-a``, and the JSON file's own ``args`` and ``env``. ``nranks``, ``nnodes`` and
+    ``nvl_domain`` override what the output's clues say (``run.geometry``, with a note where one disagrees),
+    except that a complete rank list that does not show the ``nranks`` passed is refused: it is what ran.
 
     Several processes that each printed their own header and ``Rank 0`` (a build without MPI, a PMI that does
     not match nccl-tests' MPI) are a ParseError saying so and how to fix the launch, never one run.
@@ -386,11 +449,20 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *
     if text.lstrip().startswith("{"):
         from collscope.collectives.nccl_tests.json import parse_nccl_tests_json
 
-        return parse_nccl_tests_json(text, source=source, op=op, nranks=nranks, env=env, argv=argv)
+        return parse_nccl_tests_json(text, source=source, op=op, nranks=nranks, env=env, argv=argv, nnodes=nnodes,
+                                     nvl_domain=nvl_domain)
+    with parsing(source):
+        return parse_text(text, source, op, nranks, env, argv, nnodes, nvl_domain)
+
+
+@contextmanager
+def parsing(source: str) -> Iterator[None]:
+    """Garbage collection off (the parse allocates no cycles; collections over 10^5 fresh records only cost
+    time), and any error that is not a ParseError turned into one (a safety net)."""
     gc_was_enabled = gc.isenabled()
-    gc.disable()  # the parse allocates no cycles; collections over 10^5 fresh records only cost time
+    gc.disable()
     try:
-        return _parse_text(text, source, op, nranks, env, argv)
+        yield
     except ParseError:
         raise
     except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net

@@ -13,7 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from collscope.collectives.nccl_tests.prefixes import LinePrefixes
 from collscope.collectives.record import OPS, Measurement
+from collscope.geometry import UNKNOWN_GEOMETRY, Geometry
 from collscope.vocab.ops import DTYPE_TABLE, NCCL_TESTS_TYPE_BYTES
 
 __all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "Block", "Placement", "TableRows",
@@ -76,7 +78,8 @@ class NcclTestsRun:
     nranks: int
     """The ranks of the communicator the bandwidths are for: with ``NCCL_TESTS_SPLIT`` rank 0's group."""
     nnodes: int | None
-    """Distinct hosts of that communicator in the rank list; None when the list is absent or elided."""
+    """Nodes of that communicator, as :attr:`geometry` has them (the hosts of a complete rank list, NCCL's
+    ``nNodes``, ``srun -N``, ``--nnodes``); None when unknown, never a silent 1."""
     hosts: tuple[str, ...]
     """Hosts in rank order as far as the rank list shows them."""
     devices: tuple[NcclTestsDevice, ...]
@@ -111,6 +114,16 @@ class NcclTestsRun:
     process per GPU); None when unknown."""
     time_over_ranks: str | None = None
     """How a row's time combines the ranks' times: ``max``, ``mean``, ``min``, ``rank0`` (``-a``); None: unknown."""
+    backend: str = "nccl"
+    """The collective library: ``nccl``, or ``rccl`` for rccl-tests (its ``# rccl-tests version`` header)."""
+    line_prefixes: LinePrefixes | None = None
+    """The launcher/collector prefixes stripped from its lines (``[1,0]<stdout>:``, ``0:``, ...); None: none."""
+    geometry: Geometry = UNKNOWN_GEOMETRY
+    """The job's shape read from every clue of the output, each field with its evidence (:mod:`.geometry_clues`,
+    docs/formats.md "Geometry"); ``nranks`` and ``nnodes`` above are its values."""
+    op_evidence: str = "as passed"
+    """Where ``op`` was read: the ``Collective test starting`` line, the binary's command line, NCCL INFO lines,
+    the columns, the file name, or the caller."""
 
     @property
     def failed(self) -> bool:
@@ -136,7 +149,9 @@ class NcclTestsRun:
             "errors": list(self.errors), "warnings": list(self.warnings), "source": self.source,
             "records": len(self.records), "sizes": len(self.sizes), "failed": self.failed,
             "world_nranks": self.world_nranks, "groups": self.groups, "process_shape": self.process_shape,
-            "time_over_ranks": self.time_over_ranks,
+            "time_over_ranks": self.time_over_ranks, "backend": self.backend,
+            "line_prefixes": self.line_prefixes.to_dict() if self.line_prefixes is not None else None,
+            "geometry": self.geometry.to_json(), "op_evidence": self.op_evidence,
         }
 
 
