@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 
 from collscope.errors import LaunchError
 from collscope.locate.model import LaunchFailure, TestResult
+from collscope.sweeps.slurm_shape import allocation_shape, tasks_per_node
 
-__all__ = ["classify_launch", "allocation_shape", "tasks_per_node", "LaunchFailedEverywhere", "same_launch_failure"]
+__all__ = ["classify_launch", "LaunchFailedEverywhere", "same_launch_failure"]
 
 # srun's step-creation refusals that come from the allocation's shape, not from a node (Slurm's
 # ESLURM_* messages: "More processors requested than permitted", "Requested node configuration is not
@@ -30,26 +31,6 @@ _MISSING = re.compile(r"execve\(\): (\S+?): (No such file or directory|Permissio
 # every rank.
 _LAUNCHER = re.compile(r"Couldn't find the specified plugin name for mpi/\S+|[Cc]annot create (mpi )?context for "
                        r"mpi/\S+|mpi/pmix\S*: .*error|PMIX ERROR|PMIx_Init failed|OPAL ERROR: .*PMIx")
-
-_SHAPE_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE",
-                    "SLURM_CPUS_PER_TASK")
-
-
-def allocation_shape(environ: Mapping[str, str]) -> str:
-    """The allocation as its variables say it: ``SLURM_JOB_NUM_NODES=4, SLURM_TASKS_PER_NODE=1(x4), ...``."""
-    shown = [f"{name}={environ[name]}" for name in _SHAPE_VARIABLES if environ.get(name)]
-    return ", ".join(shown) if shown else "no SLURM_* shape variables"
-
-
-def tasks_per_node(environ: Mapping[str, str]) -> int | None:
-    """Tasks per node of the allocation (``SLURM_NTASKS_PER_NODE``, else the first count of
-    ``SLURM_TASKS_PER_NODE`` such as ``1(x4)``), or None when neither says it."""
-    for name in ("SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE"):
-        match = re.match(r"\s*(\d+)", environ.get(name, ""))
-        if match:
-            return int(match.group(1))
-    return None
-
 
 def _line_of(text: str, start: int) -> str:
     begin = text.rfind("\n", 0, start) + 1

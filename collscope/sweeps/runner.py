@@ -35,7 +35,8 @@ from collscope.sweeps.environment import MPIRUN_HINT
 from collscope.sweeps.hung import HungConfigurations
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import LauncherKind, RunOptions, Workers, launch_options_for, timed_launch
-from collscope.sweeps.spec import Plan, Point
+from collscope.sweeps.slurm_shape import step_misfit
+from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, on_sigterm
 from collscope.sweeps.verification import SettingsCheck, verify_settings
 from collscope.vocab.engines import engine_row
@@ -173,7 +174,11 @@ def _run_locked(plan: Plan, results: ResultsDir, outcome: SweepOutcome, points: 
 def check_tools(plan: Plan, points: Sequence[Point], options: RunOptions) -> None:
     """Before the first point: the launcher and the engine's programs of every op of ``points`` exist here (mpirun
     or srun, each op's nccl-tests binary, the Python that runs ``collscope bench``). ConfigError with the cause and
-    the fix otherwise: a missing tool fails every point alike, so no point is written down as failed."""
+    the fix otherwise: a missing tool fails every point alike, so no point is written down as failed. Under srun
+    inside an allocation, the allocation's shape must hold the sweep's steps
+    (:func:`~collscope.sweeps.slurm_shape.step_misfit`): srun would refuse every point the same way."""
+    if options.launcher == "srun" and points:
+        _check_allocation(plan.spec, options)
     seen: set[str] = set()
     path = os.environ.get("PATH", os.defpath)
     for point in points:
@@ -201,6 +206,16 @@ def check_tools(plan: Plan, points: Sequence[Point], options: RunOptions) -> Non
                 raise ConfigError(f"{name} not found ({where}), needed to launch point {point.point_id} "
                                   f"({options.launcher} launcher, engine {spec.engine}): {hint}; checked before the "
                                   "first point: nothing was run or recorded")
+
+
+def _check_allocation(spec: SweepSpec, options: RunOptions) -> None:
+    """ConfigError naming the allocation's shape and the fix when srun cannot start the sweep's steps in it."""
+    launch = options.launch
+    cpus_per_task = (launch.cpus_per_task or 1) if launch.gpus_per_node else 1
+    overcommit = any(a in ("--overcommit", "-O") for a in launch.extra_args)
+    misfit = step_misfit(spec.nranks, spec.nnodes, os.environ, cpus_per_task=cpus_per_task, overcommit=overcommit)
+    if misfit is not None:
+        raise ConfigError(f"{misfit}; checked before the first point: nothing was run or recorded")
 
 
 def _duration(seconds: float) -> str:

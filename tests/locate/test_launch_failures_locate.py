@@ -9,9 +9,10 @@ from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.collectives.allocation import GPU_VARIABLES
-from collscope.locate.launch import LaunchFailedEverywhere, allocation_shape, classify_launch, tasks_per_node
+from collscope.locate.launch import LaunchFailedEverywhere, classify_launch
 from collscope.locate.model import LaunchFailure, LocateConfig, TestOutcome, TestSpec
 from collscope.locate.search import locate
+from collscope.sweeps.slurm_shape import allocation_shape, tasks_per_node
 from tests.fakes import Answer
 
 NODES = [f"node{i}" for i in range(1, 5)]
