@@ -13,10 +13,11 @@ Two shapes, both from NCCL's ``plugins/profiler/inspector`` (``inspector_prom.cc
   ``nccl_bus_bandwidth_gbs``, ``nccl_collective_exec_time_microseconds`` with labels ``comm_id, hostname, rank,
   nranks, n_nodes, gpu_device_id, collective, coll_sn, timestamp, message_size`` (``2.00GB``).
 
-Each label set becomes one call: the collective, its size (the bucket's lower bound, or the rounded size),
-the time; the communicator (``comm_id`` or ``comm_name``) is the process group, ``nranks`` its size and
-``n_nodes`` its node count. Comment lines (``# HELP``) and other metrics are ignored; a sample given twice keeps
-its last value (a file appended to rather than rewritten).
+Each label set becomes one call: the collective, the time, and its size: 2.29's rounded size, or for a bucket
+the size Inspector's own busbw and time imply (busbw / nccl-tests' factor x time), kept within the bucket (its
+lower bound when busbw is missing); the communicator (``comm_id`` or ``comm_name``) is the process group,
+``nranks`` its size and ``n_nodes`` its node count. Comment lines (``# HELP``) and other metrics are ignored;
+a sample given twice keeps its last value (a file appended to rather than rewritten).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from collscope.errors import ParseError
 from collscope.traces.inspector import INSPECTOR_OPS, inspector_size_bytes
 from collscope.traces.names import op_of
 from collscope.traces.record import CollectiveCall, RankTrace
+from collscope.vocab.ops import OPS, busbw_factor
 
 __all__ = ["looks_like_inspector_prom", "parse_inspector_prom", "parse_message_size", "parse_prom_line",
-           "COLL_METRICS", "P2P_METRICS"]
+           "COLL_METRICS", "P2P_METRICS", "NO_RANK_WARNING"]
 
 COLL_METRICS = {"nccl_bus_bandwidth_gbs": "busbw_gbps", "nccl_collective_exec_time_microseconds": "time_us",
                 "nccl_algorithm_bandwidth_gbs": "algbw_gbps"}
@@ -43,6 +45,9 @@ _BUCKET = re.compile(r"(\d+)-(\d+)([KMGT]?B)")
 _EXACT = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?B)")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 _GPU = re.compile(r"GPU(\d+)")
+NO_RANK_WARNING = ("Inspector's Prometheus output (NCCL 2.30 and later) names a node and a GPU, not a rank: each "
+                   "GPU's file is read as one rank, numbered by its GPU index (across nodes: in the order of node, "
+                   "then GPU)")
 _EXPECTED = "NCCL Inspector Prometheus samples (nccl_bus_bandwidth_gbs{...} / " \
             "nccl_collective_exec_time_microseconds{...} with collective, nranks, message_size labels)"
 
@@ -99,15 +104,27 @@ def parse_prom_line(line: str) -> tuple[str, dict[str, str], float] | None:
     return name.strip(), labels, value
 
 
-def parse_message_size(text: str) -> tuple[int, bool] | None:
-    """``4-5GB`` -> (4 GiB, True: a bucket's lower bound); ``2.00GB`` -> (2 GiB, False); ``0B`` -> (0, False)."""
+def parse_message_size(text: str) -> tuple[int, int | None] | None:
+    """``4-5GB`` -> (4 GiB, 5 GiB: a bucket, [low, high)); ``2.00GB`` -> (2 GiB, None); ``0B`` -> (0, None)."""
     m = _BUCKET.fullmatch(text.strip())
     if m:
-        return int(m[1]) * 1024 ** _UNITS[m[3]], True
+        unit = 1024 ** _UNITS[m[3]]
+        return int(m[1]) * unit, int(m[2]) * unit
     m = _EXACT.fullmatch(text.strip())
     if m:
-        return round(float(m[1]) * 1024 ** _UNITS[m[2]]), False
+        return round(float(m[1]) * 1024 ** _UNITS[m[2]]), None
     return None
+
+
+def _bucket_size(op: str, low: int, high: int, nranks: int, metrics: Mapping[str, float]) -> tuple[int, bool]:
+    """nccl-tests' size of a bucket's calls: busbw / factor x time (Inspector's own figures), kept within the
+    bucket; its lower bound when busbw is missing (then True)."""
+    lo, hi = inspector_size_bytes(op, low, nranks), inspector_size_bytes(op, high, nranks) - 1
+    busbw, time_us = metrics.get("busbw_gbps", 0.0), metrics["time_us"]
+    factor = busbw_factor(op, nranks) if op in OPS else 0.0
+    if not (busbw > 0 and time_us > 0 and factor > 0 and math.isfinite(busbw)):
+        return lo, True
+    return min(max(round(busbw / factor * 1e9 * time_us * 1e-6), lo), hi), False
 
 
 def _int(labels: Mapping[str, str], *names: str) -> int | None:
@@ -159,8 +176,8 @@ def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None)
         devices.setdefault(device, []).append((labels, metrics, where[key]))
     traces = [_device_trace(source, host, gpu, rows, rank_hint) for (host, gpu), rows in sorted(devices.items())]
     if p2p:
-        traces[0] = _with_warning(traces[0], f"{source}: {len(p2p)} point-to-point samples (nccl_p2p_*) left out: "
-                                  "collscope reads collectives")
+        traces[0] = _with_warning(traces[0], "Inspector's point-to-point samples (nccl_p2p_*) left out: collscope "
+                                  "reads collectives")
     return traces
 
 
@@ -171,7 +188,7 @@ def _with_warning(trace: RankTrace, warning: str) -> RankTrace:
 def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, str], dict[str, float], int]],
                   rank_hint: int | None) -> RankTrace:
     calls: list[CollectiveCall] = []
-    buckets = 0
+    buckets = lower_bounds = 0
     rank_of_largest: tuple[int, int] | None = None  # (nranks, rank) of the largest communicator naming a rank
     rows.sort(key=lambda row: row[2])  # the file's order
     for labels, metrics, lineno in rows:
@@ -191,13 +208,18 @@ def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, s
         if "time_us" not in metrics:
             raise ParseError(source, lineno, "nccl_collective_exec_time_microseconds for every label set",
                              found="only " + ", ".join(sorted(metrics)))
-        per_rank, bucket = size
-        buckets += bucket
+        low, high = size
+        if high is None:
+            total = inspector_size_bytes(op, low, nranks)
+        else:
+            buckets += 1
+            total, at_low = _bucket_size(op, low, high, nranks, metrics)
+            lower_bounds += at_low
         rank = _int(labels, "rank")
         if rank is not None and (rank_of_largest is None or nranks > rank_of_largest[0]):
             rank_of_largest = (nranks, rank)
         calls.append(CollectiveCall(
-            rank=0, op=op, size_bytes=inspector_size_bytes(op, per_rank, nranks), dtype=None, group_size=nranks,
+            rank=0, op=op, size_bytes=total, dtype=None, group_size=nranks,
             process_group=labels.get("comm_id") or labels.get("comm_name") or None, seq=_int(labels, "coll_sn"),
             step=None, start_us=_start_us(labels.get("timestamp")), duration_us=metrics["time_us"], stream=None,
             size_source="inspector", group_nnodes=_int(labels, "n_nodes", "nnodes")))
@@ -207,12 +229,15 @@ def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, s
         rank = rank_of_largest[1]
     else:
         rank = int(gpu_index[1]) if gpu_index else rank_hint or 0
-        warnings.append(f"{source}: Inspector's Prometheus output names no rank: rank {rank} here is "
-                        f"{host or 'an unnamed node'} {gpu or 'GPU ?'}")
+        warnings.append(NO_RANK_WARNING)
     if buckets:
-        warnings.append(f"{source}: Inspector's Prometheus output is a summary per communicator, collective, size "
-                        "bucket and algorithm (mean time, geometric-mean busbw, no call count): each bucket is read "
-                        "as one call of the bucket's lower size (4-5GB as 4 GiB)")
+        warnings.append("Inspector's Prometheus output is a summary per communicator, collective, size bucket and "
+                        "algorithm (mean time, geometric-mean busbw, no call count): each bucket is read as one call "
+                        "of the mean time, its size Inspector's busbw / factor x that time, kept within the bucket "
+                        "(4-5GB: 4 to 5 GiB)")
+    if lower_bounds:
+        warnings.append(f"{lower_bounds} Inspector buckets without busbw are read at their lower size (4-5GB as "
+                        "4 GiB)")
     calls = [replace(c, rank=rank) for c in calls]
     return RankTrace(source=source, kind="inspector_prom", rank=rank, world_size=None, backend="nccl", device="gpu",
                      calls=tuple(calls), warnings=tuple(warnings), host=host or None)

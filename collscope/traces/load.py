@@ -212,10 +212,10 @@ def read_traces(paths: Iterable[Path | str]) -> list[RankTrace]:
             traces.extend(got)
     if not traces:
         where = sorted({str(path.parent) for path, _ in notes}) or ["<no paths>"]
-        names = ", ".join(path.name for path, _ in notes[:8]) + (f" and {len(notes) - 8} more" if len(notes) > 8
+        names = ", ".join(path.name for path, _ in notes[:6]) + (f" and {len(notes) - 6} more" if len(notes) > 6
                                                                  else "")
         raise ParseError(", ".join(where), None, "at least one trace file (" + EXPECTED + ")",
-                         found=f"only entries that are not traces: {names} ({notes[0][1]}, ...)")
+                         found=f"only entries that are not traces: {names}")
     traces = _number_unranked(traces)
     check_siblings(traces)
     traces.sort(key=lambda t: (t.rank, t.kind))
@@ -227,16 +227,20 @@ def read_traces(paths: Iterable[Path | str]) -> list[RankTrace]:
 
 def _number_unranked(traces: list[RankTrace]) -> list[RankTrace]:
     """Inspector's Prometheus files name a node and a GPU, not a rank: when two of them from different nodes
-    claim the same GPU index, they are numbered 0, 1, ... in the order of (node, GPU), and a warning says so."""
+    claim the same GPU index, they are numbered 0, 1, ... in the order of (node, GPU), which a warning lists."""
     prom = [t for t in traces if t.kind == "inspector_prom"]
     if len({t.rank for t in prom}) == len(prom):
         return traces
     order = sorted(prom, key=lambda t: (t.host or "", t.rank, t.source))
     new = {id(t): i for i, t in enumerate(order)}
-    return [replace(t, rank=new[id(t)], calls=tuple(replace(c, rank=new[id(t)]) for c in t.calls),
-                    warnings=t.warnings + (f"{t.source}: numbered rank {new[id(t)]} in the order of node, then GPU "
-                                           f"({t.host or 'unnamed node'}, GPU index {t.rank})",))
-            if id(t) in new else t for t in traces]
+    listed = ", ".join(f"{i} = {t.host or 'unnamed node'} GPU{t.rank}" for i, t in enumerate(order[:8]))
+    more = f" and {len(order) - 8} more" if len(order) > 8 else ""
+    note = f"Inspector's Prometheus files numbered as ranks in the order of node, then GPU: {listed}{more}"
+    out = [replace(t, rank=new[id(t)], calls=tuple(replace(c, rank=new[id(t)]) for c in t.calls))
+           if id(t) in new else t for t in traces]
+    first = next(i for i, t in enumerate(out) if t.kind == "inspector_prom")
+    out[first] = replace(out[first], warnings=out[first].warnings + (note,))
+    return out
 
 
 def check_siblings(traces: list[RankTrace]) -> None:

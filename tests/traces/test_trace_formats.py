@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from collscope.cli import main
 from collscope.errors import ParseError
 from collscope.traces.formats import FORMAT_NAMES, FORMATS, detect_trace_format
+from collscope.traces.inspector_prom import NO_RANK_WARNING
 from collscope.traces.load import MAX_TRACE_BYTES_ENV, parse_trace_bytes, read_traces
 from tests.traces import trace_fixtures as fx
 
@@ -234,14 +235,18 @@ def test_inspector_prometheus_buckets_per_gpu_of_two_nodes():
     assert [(t.kind, t.rank, t.host) for t in traces] == [
         ("inspector_prom", 0, "gb2-r03-t05"), ("inspector_prom", 1, "gb2-r03-t05"),
         ("inspector_prom", 2, "gb2-r03-t06"), ("inspector_prom", 3, "gb2-r03-t06")]
-    ar, ag = traces[2].calls
-    assert (ar.op, ar.size_bytes, ar.group_size, ar.group_nnodes, ar.process_group) == (
-        "all_reduce", 1 << 30, 4, 2, "DP Group 0")
-    assert (ag.op, ag.size_bytes) == ("all_gather", 4 * (64 << 20))  # the bucket's lower bound x nranks
-    assert ar.duration_us == pytest.approx(77012.4 + 2 * 90)
-    warnings = " ".join(traces[2].warnings)
-    assert "names no rank" in warnings and "numbered rank 2" in warnings and "4-5GB as 4 GiB" in warnings
-    assert any("point-to-point samples" in w for t in traces for w in t.warnings)
+    ar, ag = traces[2].calls  # gb2-r03-t06 GPU0
+    assert (ar.op, ar.group_size, ar.group_nnodes, ar.process_group) == ("all_reduce", 4, 2, "DP Group 0")
+    assert ar.duration_us == pytest.approx(57192.4)
+    # size from Inspector's own busbw and time (busbw / 2(n-1)/n x time), inside the 1-2GB bucket
+    assert ar.size_bytes == round(41.9731 / 1.5 * 1e9 * 57192.4e-6) and 1 << 30 <= ar.size_bytes < 2 << 30
+    assert ag.op == "all_gather" and 4 * (64 << 20) <= ag.size_bytes < 4 * (65 << 20)  # x nranks: the total
+    assert ag.size_bytes == round(38.0814 / 0.75 * 1e9 * 5352.75e-6)
+    warnings = {w for t in traces for w in t.warnings}
+    assert NO_RANK_WARNING in warnings and any("kept within the bucket" in w for w in warnings)
+    assert any("0 = gb2-r03-t05 GPU0, 1 = gb2-r03-t05 GPU1, 2 = gb2-r03-t06 GPU0, 3 = gb2-r03-t06 GPU1" in w
+               for w in warnings)
+    assert any("point-to-point samples" in w for w in warnings)
 
 
 def test_inspector_prometheus_before_2_30_keeps_rank_and_sequence():
@@ -253,6 +258,14 @@ def test_inspector_prometheus_before_2_30_keeps_rank_and_sequence():
     assert (rs.op, rs.size_bytes, rs.group_size) == ("reduce_scatter", 2 * (256 << 20), 2)
     stamp = datetime(2026, 3, 14, 9, 26, 53, tzinfo=timezone.utc).timestamp()
     assert ar.start_us == pytest.approx(stamp * 1e6)
+
+
+def test_a_prometheus_bucket_without_busbw_is_read_at_its_lower_size(tmp_path):
+    path = tmp_path / "nccl_inspector_metrics_GPU-1.prom"
+    path.write_text('nccl_collective_exec_time_microseconds{node="n1",gpu="GPU0",comm_name="c",n_nodes="1",'
+                    'nranks="8",collective="ReduceScatter",message_size="4-5GB",algo_proto="Ring_simple"} 9000\n')
+    [t] = read_traces([path])
+    assert t.calls[0].size_bytes == 8 * (4 << 30) and any("lower size" in w for w in t.warnings)
 
 
 @pytest.mark.parametrize("line", [
@@ -317,7 +330,7 @@ def test_a_directory_of_no_traces_is_an_error_naming_what_it_holds(tmp_path):
     shutil.copytree(FIXTURES / "not-traces", job)
     with pytest.raises(ParseError) as err:
         read_traces([job])
-    assert "README.md" in str(err.value) and "not a trace" in str(err.value)
+    assert all(name in str(err.value) for name in ("README.md", "launch.sh", "nvidia-smi.log", "slurm-88231.out"))
 
 
 def test_a_file_named_on_the_command_line_must_be_a_trace(tmp_path):
