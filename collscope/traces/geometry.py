@@ -83,7 +83,7 @@ def job_geometry(traces: Sequence[RankTrace], overrides: Mapping[str, int | None
                 seen[("nranks", max(sizes), None, f"a call of a {kind} runs on {max(sizes)} ranks")] += 1
         nodes = [c.group_nnodes for c in t.calls if c.group_nnodes is not None]
         if nodes:
-            seen[("nnodes", max(nodes), None, f"a communicator of a {kind} spans {max(nodes)} nodes")] += 1
+            seen[("nnodes", max(nodes), None, f"a communicator of a {kind} spans {max(nodes)} node(s)")] += 1
     for (name, low, high, says), count in seen.items():
         ev.between(name, low, high, says + (f" ({count} traces)" if count > 1 else ""))  # type: ignore[arg-type]
     ranks = sorted({t.rank for t in traces})
