@@ -1,0 +1,280 @@
+"""nccl-tests text as people publish it (issue 23 item 4): launcher and log-collector prefixes, author edits, several
+runs in one file, rccl-tests.
+
+Fixtures (tests/fixtures/nccl-tests/published/, written for collscope: own hosts and numbers) follow shapes found in
+public outputs: Open MPI ``--tag-output`` in kubectl logs of Kubeflow MPIJob launchers (AWS EKS/EFA samples:
+``[1,0]<stdout>:`` lines, other ranks' ``[1,3]<stdout>:host:pid:tid [3] NCCL INFO`` lines interleaved, ssh warnings
+untagged), Slurm ``srun -l`` (right-aligned `` 0:`` labels, NVIDIA/nccl-tests discussions of 2-node H100 runs),
+rccl-tests (``# rccl-tests version ... rccl-headers= rccl-library=``, ``rccl-tests: Version develop:<hash>``, the
+``RCCL version :`` block; ROCm/rocm-systems, ROCm/container-toolkit, ROCm/rccl pull requests), author elisions
+(``(truncated)``, ``[...]``, ``# Truncated smaller message sizes``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.cli import main
+from collscope.collectives.nccl_tests.parse import parse_nccl_tests
+from collscope.collectives.nccl_tests.prefixes import prefix_clues, strip_line_prefixes
+from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
+from collscope.errors import ParseError
+from collscope.geometry import GeometryEvidence
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+PUB = FIX / "published"
+PLAIN = FIX / "all_reduce_perf-v2.19.6-2x4-wrong-redop-root.txt"
+CONCATENATED = FIX / "broadcast_perf-v2.19.6-2-one-rank-processes-srun-concatenated.txt"
+
+
+# ---- launcher prefixes ---------------------------------------------------------------------------------------
+PREFIXED = [
+    # file, op, nranks, nnodes, records, kinds, labels, hosts
+    ("all_reduce_perf-ompi-tag-output-kubectl-mpijob-2x2.txt", "all_reduce", 4, 2, 18, ("open-mpi",),
+     (0, 1, 2, 3), ()),
+    ("all_gather_perf-ompi5-tag-output-space-kubectl-timestamps-2x4.txt", "all_gather", 8, 2, 18,
+     ("timestamp", "open-mpi"), (0, 5, 7), ()),
+    ("all_reduce_perf-srun-label-2x8.txt", "all_reduce", 16, 2, 22, ("slurm-label",), (0, 3, 12, 15), ()),
+    ("broadcast_perf-pdsh-host-prefix-1x8-g8.txt", "broadcast", 8, 1, 22, ("pdsh",), (), ("gpu-b07",)),
+    ("all_reduce_perf-journald-syslog-1x8.txt", "all_reduce", 8, 1, 22, ("syslog",), (), ("gpu-c03",)),
+    ("all_reduce_perf-host-pid-prefix-1x4-g4.txt", "all_reduce", 4, 1, 14, ("host-pid",), (), ("gpu-d02",)),
+]
+
+
+@pytest.mark.parametrize(("name", "op", "nranks", "nnodes", "nrecords", "kinds", "labels", "hosts"), PREFIXED)
+def test_prefixed_outputs_read_as_their_run(name, op, nranks, nnodes, nrecords, kinds, labels, hosts):
+    """Each of these was refused whole before ('expected nccl-tests output')."""
+    run = parse_nccl_tests((PUB / name).read_text(), source=name)
+    assert (run.op, run.nranks, run.nnodes, len(run.records)) == (op, nranks, nnodes, nrecords)
+    assert run.complete and not run.failed
+    assert run.line_prefixes is not None
+    assert run.line_prefixes.kinds == kinds
+    assert run.line_prefixes.labels == labels and run.line_prefixes.hosts == hosts
+    assert any(w.startswith("line prefixes stripped: ") for w in run.warnings)
+
+
+def _prefix_every(text: str, prefix, every: int = 1) -> str:
+    return "\n".join(prefix(i, line) if i % every == 0 else line for i, line in enumerate(text.split("\n")))
+
+
+STYLES = {
+    "open-mpi": lambda i, line: f"[1,0]<stdout>:{line}",
+    "open-mpi-space": lambda i, line: f"[1,0]<stdout>: {line}",
+    "open-mpi-stderr": lambda i, line: f"[1,{i % 4}]<{'stderr' if i % 3 else 'stdout'}>:{line}",
+    "slurm": lambda i, line: f"{i % 16:2d}: {line}",
+    "slurm-0": lambda i, line: f"0: {line}",
+    "pdsh": lambda i, line: f"node-{i % 2}.example: {line}",
+    "kubectl-timestamps": lambda i, line: f"2025-03-04T05:06:{i % 60:02d}.123456789Z {line}",
+    "kubectl-timestamps-open-mpi": lambda i, line: f"2025-03-04T05:06:07.5Z [1,{i % 8}]<stdout>:{line}",
+    "journald": lambda i, line: f"Mar  4 05:06:{i % 60:02d} gpu-x9 nccl-check[812]: {line}",
+    "journald-iso": lambda i, line: f"2025-03-04T05:06:07+0000 gpu-x9 nccl-check[812]: {line}",
+    "host-pid": lambda i, line: f"[gpu-x9:812] {line}",
+    "host-pid-tid": lambda i, line: f"[gpu-x9:812:{830 + i % 3}] {line}",
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.parametrize("every", [1, 2])
+def test_every_prefix_style_gives_the_records_of_the_plain_output(style, every):
+    """A prefix on every line, or on every other line only (stderr merged untagged): the same records."""
+    plain = PLAIN.read_text()
+    prefixed = _prefix_every(plain, STYLES[style], every)
+    run = parse_nccl_tests(prefixed, source="prefixed.txt")
+    assert run.records == parse_nccl_tests(plain, source="prefixed.txt").records
+    assert run.line_prefixes is not None and run.line_prefixes.lines >= plain.count("\n") // every
+
+
+def test_no_prefix_returns_the_text_itself():
+    text = PLAIN.read_text()
+    stripped, prefixes = strip_line_prefixes(text)
+    assert stripped is text and prefixes is None
+    assert parse_nccl_tests(text).line_prefixes is None
+
+
+def test_words_before_a_colon_are_not_pdsh_hosts():
+    text = ("Warning: Permanently added 'gpu-a01' (ED25519) to the list of known hosts.\n"
+            "srun: job 7 queued and waiting for resources\n" + PLAIN.read_text())
+    stripped, prefixes = strip_line_prefixes(text)
+    assert prefixes is None and stripped is text
+
+
+def test_prefixes_keep_line_numbers():
+    text = _prefix_every(PLAIN.read_text(), STYLES["slurm"])
+    stripped, _ = strip_line_prefixes(text)
+    assert stripped.count("\n") == text.count("\n")
+    broken = text.replace("float     sum      -1", "float     sum      -1 x", 1)
+    line = next(i for i, t in enumerate(broken.split("\n"), 1) if " x " in t)
+    with pytest.raises(ParseError) as err:
+        parse_nccl_tests(broken)
+    assert err.value.line == line
+
+
+def test_what_the_prefixes_say_is_geometry_evidence_with_processes_not_ranks():
+    """srun -l labels up to 15 are at least 16 tasks; with -g 8 an Open MPI rank 1 is at least 2 x 8 GPUs."""
+    run = parse_nccl_tests((PUB / "all_reduce_perf-srun-label-2x8.txt").read_text())
+    assert run.line_prefixes is not None
+    ev = GeometryEvidence("srun")
+    prefix_clues(run.line_prefixes, ev, nthreads=run.header.nthreads, ngpus=run.header.ngpus)
+    nranks = ev.resolve().nranks
+    assert nranks.value is None and nranks.low == 16
+    assert "Slurm task labels up to 15" in nranks.evidence[0] and "at least 16 tasks" in nranks.evidence[0]
+
+    _, g8 = strip_line_prefixes("[1,0]<stdout>:# nThread 1 nGpus 8\n[1,1]<stdout>:x1:2:3 [0] NCCL INFO x\n")
+    assert g8 is not None
+    ev = GeometryEvidence("mpirun")
+    prefix_clues(g8, ev, nthreads=1, ngpus=8)
+    assert ev.resolve().nranks.low == 16
+    assert "at least 2 processes x nThread 1 x nGpus 8" in ev.resolve().nranks.evidence[0]
+
+    run = parse_nccl_tests(_prefix_every(PLAIN.read_text(), STYLES["pdsh"]))
+    assert run.line_prefixes is not None and run.line_prefixes.hosts == ("node-0.example", "node-1.example")
+    ev = GeometryEvidence("pdsh")
+    prefix_clues(run.line_prefixes, ev, nthreads=1, ngpus=1)
+    assert ev.resolve().nnodes.low == 2 and "pdsh" in ev.resolve().nnodes.evidence[0]
+
+
+# ---- author edits ----------------------------------------------------------------------------------------------
+def test_rank_list_elided_with_truncated_in_parentheses():
+    """'(truncated)' in the rank list: 6 rank lines of 16 ranks (before: read as a complete list of 6 ranks)."""
+    run = parse_nccl_tests((PUB / "all_reduce_perf-2x8-rank-list-truncated.txt").read_text())
+    assert run.ranks_elided and run.nranks == 16
+    assert any("rank list elided by the author ((truncated))" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize("marker", ["#  ...", "# [...]", "#  (truncated)", "# ... 12 more ranks ...", "# <snip>",
+                                    "# -- snip --", "# [snip]", "# (output truncated)"])
+def test_rank_list_elision_markers(marker):
+    lines = (PUB / "all_reduce_perf-2x8-rank-list-truncated.txt").read_text().split("\n")
+    lines[9] = marker
+    run = parse_nccl_tests("\n".join(lines))
+    assert run.ranks_elided and run.nranks == 16
+
+
+def test_snip_and_truncated_comments_in_the_table_are_noted():
+    run = parse_nccl_tests((PUB / "all_reduce_perf-2x8-rank-list-bracket-elided-rows-snipped.txt").read_text())
+    assert run.ranks_elided and run.nranks == 16 and len(run.records) == 16
+    assert any("output elided by the author (Truncated smaller message sizes)" in w for w in run.warnings)
+    assert any("output elided by the author (--- snip ---)" in w for w in run.warnings)
+
+
+def test_table_cut_before_the_summary_keeps_its_rows_and_says_incomplete():
+    run = parse_nccl_tests((PUB / "alltoall_perf-2x4-cut-before-summary.txt").read_text())
+    assert not run.complete and run.avg_busbw_gbps is None and len(run.records) == 14
+    assert any(w.startswith("incomplete run: the output ends before its summary") for w in run.warnings)
+
+
+# ---- several runs in one file ----------------------------------------------------------------------------------
+TWO = PUB / "two-runs-all_reduce-then-all_gather-2x4.txt"
+
+
+def test_two_pasted_runs_are_two_runs():
+    text = TWO.read_text()
+    runs = parse_nccl_tests_runs(text, source=TWO.name)
+    assert [(r.op, r.nranks, r.nnodes, len(r.records), r.complete) for r in runs] == [
+        ("all_reduce", 8, 2, 20, True), ("all_gather", 8, 2, 20, True)]
+    second = next(i for i, line in enumerate(text.split("\n"), 1) if "all_gather_perf -b" in line) - 1
+    assert runs[1].warnings[0] == f"run 2 of 2 in this input (lines {second}-{text.count(chr(10)) + 1})"
+
+
+def test_one_run_per_call_still_refuses_a_second_run_without_blaming_the_launch():
+    with pytest.raises(ParseError, match="second run") as err:
+        parse_nccl_tests(TWO.read_text())
+    assert "MPI=1" not in str(err.value) and "collscope ingest reads each run" in str(err.value)
+
+
+def test_an_error_in_the_second_run_names_its_line_in_the_file():
+    lines = TWO.read_text().split("\n")
+    bad = max(i for i, line in enumerate(lines) if line.strip()[:1].isdigit()) - 1
+    lines[bad] = lines[bad].replace("float", "float 7", 1)
+    with pytest.raises(ParseError) as err:
+        parse_nccl_tests_runs("\n".join(lines))
+    assert err.value.line == bad + 1
+
+
+def test_one_process_each_printed_in_turn_is_still_refused():
+    with pytest.raises(ParseError) as err:
+        parse_nccl_tests_runs(CONCATENATED.read_text())
+    assert "not 2 separate processes" in str(err.value) and "MPI=1" in str(err.value)
+
+
+def test_the_runs_of_a_prefixed_file():
+    text = _prefix_every(TWO.read_text(), STYLES["open-mpi"])
+    runs = parse_nccl_tests_runs(text)
+    assert [r.op for r in runs] == ["all_reduce", "all_gather"]
+    assert all(r.line_prefixes is not None and r.line_prefixes.kinds == ("open-mpi",) for r in runs)
+
+
+def test_ingest_prints_one_summary_per_run_and_writes_every_record(tmp_path):
+    out = tmp_path / "r.jsonl"
+    result = CliRunner().invoke(main, ["ingest", str(TWO), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"{TWO} (run 1 of 2): all_reduce, 8 ranks on 2 nodes" in result.stdout
+    assert f"{TWO} (run 2 of 2): all_gather, 8 ranks on 2 nodes" in result.stdout
+    ops = [json.loads(line)["op"] for line in out.read_text().splitlines()]
+    assert ops.count("all_reduce") == 20 and ops.count("all_gather") == 20
+
+
+def test_ingest_reads_a_srun_labelled_file_and_says_so():
+    path = PUB / "all_reduce_perf-srun-label-2x8.txt"
+    result = CliRunner().invoke(main, ["ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "all_reduce, 16 ranks on 2 nodes, 11 sizes, 22 records" in result.stdout
+    assert "line prefixes stripped: Slurm srun -l task labels" in result.stderr
+
+
+def test_analyze_loads_every_run_of_a_file():
+    from collscope.analysis.load import load_results
+
+    frame = load_results(TWO)
+    assert sorted(frame["op"].value_counts().items()) == [("all_gather", 20), ("all_reduce", 20)]
+
+
+# ---- rccl-tests ------------------------------------------------------------------------------------------------
+def test_rccl_tests_versioned_header():
+    run = parse_nccl_tests((PUB / "all_reduce_perf-rccl-tests-version-header-1x8-mi300x.txt").read_text())
+    assert run.backend == "rccl" and {r.backend for r in run.records} == {"rccl"}
+    assert run.nccl_tests_version == "2.17.9-develop:8a3c2f1"
+    assert {r.engine_version for r in run.records} == {"2.17.9-develop:8a3c2f1"}
+    assert run.nccl_version == "2.28.3" and run.nranks == 8
+
+
+def test_rccl_tests_develop_version_line():
+    run = parse_nccl_tests((PUB / "all_reduce_perf-rccl-tests-develop-version-line-2x8-g8.txt").read_text())
+    assert run.backend == "rccl" and {r.backend for r in run.records} == {"rccl"}
+    assert run.nccl_tests_version == "develop:1c9e2b7" and run.nccl_version == "2.27.7"
+    assert (run.nranks, run.nnodes, run.process_shape) == (16, 2, "2x1x8")
+
+
+def test_nccl_tests_output_stays_nccl():
+    run = parse_nccl_tests(PLAIN.read_text())
+    assert run.backend == "nccl" and {r.backend for r in run.records} == {"nccl"}
+
+
+def test_rank_lines_tagged_by_the_process_that_printed_them():
+    """Older nccl-tests printed each process's rank lines from that process: under --tag-output each rank line
+    carries its own rank's tag, among rank 0's table and the other ranks' INFO lines."""
+    path = PUB / "all_reduce_perf-ompi-tag-output-kubectl-mpijob-2x2.txt"
+    lines = path.read_text().split("\n")
+    retagged = [f"[1,{line.split('Rank', 1)[1].split()[0]}]<stdout>:{line.split(':', 1)[1]}"
+                if "]<stdout>:#  Rank" in line else line for line in lines]
+    assert sum("[1,3]<stdout>:#  Rank  3" in line for line in retagged) == 1
+    run = parse_nccl_tests("\n".join(retagged))
+    assert run.records == parse_nccl_tests("\n".join(lines)).records
+    assert (run.nranks, run.nnodes, run.line_prefixes.labels if run.line_prefixes else None) == (4, 2, (0, 1, 2, 3))
+
+
+def test_pdsh_on_several_hosts_is_one_run_per_host():
+    """pdsh -w gpu-f[01-02] all_reduce_perf -g 8: each host ran its own single-node run, lines interleaved
+    (before: refused as 'not 2 separate processes ... MPI=1', a launch fix that does not apply)."""
+    path = PUB / "all_reduce_perf-pdsh-2-hosts-one-run-each-g8.txt"
+    runs = parse_nccl_tests_runs(path.read_text(), source=path.name)
+    assert [(r.hosts, r.nranks, r.nnodes, len(r.records), r.complete) for r in runs] == [
+        (("gpu-f02",), 8, 1, 22, True), (("gpu-f01",), 8, 1, 22, True)]
+    assert runs[0].warnings[0] == "the run of host gpu-f02 (pdsh/clush prefixes: one run per host)"
+    assert {r.avg_busbw_gbps for r in runs} == {318.1709, 336.005}
+    with pytest.raises(ParseError, match="separate processes"):  # one run per call: still not one run
+        parse_nccl_tests(path.read_text())
