@@ -41,7 +41,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests, parse_nccl_tests
+from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests
+from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError, ParseError
 from collscope.files import decode_text, read_input_bytes
@@ -91,8 +92,8 @@ def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
         return [_Part(decode_records(data, str(path)))]
     text = decode_text(data, str(path), _EXPECTED_FILE)
     if looks_like_nccl_tests(text):
-        run = parse_nccl_tests(text, source=str(path), op=op, nranks=nranks)
-        return [_Part(run.records, failure=run.errors[0] if run.errors else None)]
+        runs = parse_nccl_tests_runs(text, source=str(path), op=op, nranks=nranks)  # several pasted: each
+        return [_Part(run.records, failure=run.errors[0] if run.errors else None) for run in runs]
     if text.lstrip().startswith("{"):
         return [_Part(decode_records(data, str(path)))]
     raise ParseError(str(path), None, "a sweep results directory, Measurement JSONL or nccl-tests output")
