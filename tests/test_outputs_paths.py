@@ -31,13 +31,13 @@ def _never(*_args: object, **_kwargs: object) -> None:
 
 
 def test_ingest_out(bad_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("collscope.cli.ingest.parse_nccl_tests", _never)
+    monkeypatch.setattr("collscope.cli.ingest.parse_nccl_tests_runs", _never)
     line = one_error_line(CliRunner().invoke(main, ["ingest", str(NCCL_TESTS), "--out", str(bad_dir / "r.jsonl")]))
     assert str(bad_dir) in line
 
 
 def test_ingest_out_that_is_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("collscope.cli.ingest.parse_nccl_tests", _never)
+    monkeypatch.setattr("collscope.cli.ingest.parse_nccl_tests_runs", _never)
     result = CliRunner().invoke(main, ["ingest", str(NCCL_TESTS), "--out", str(tmp_path)])
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit)  # click's usage error
     assert f"Invalid value for '--out': File '{tmp_path}' is a directory" in result.stderr

@@ -227,3 +227,9 @@ def test_ingest_json_keeps_records_on_stdout_and_writes_each_geometry_on_stderr(
     assert first["geometry"]["nranks"] == {"value": 8, "evidence": ["nranks 8 in NCCL's Init COMPLETE lines"]}
     assert first["geometry"]["nnodes"] == {"value": None, "evidence": []}
     assert objects[1]["geometry"]["nnodes"]["value"] == 2
+
+
+def test_json_devices_are_quoted_as_config_devices():
+    run = parse_nccl_tests(JSON_OUT.read_text(), source="ar.json")
+    assert run.geometry.nranks.evidence[0] == "4 ranks in config.devices"
+    assert run.geometry.nnodes.evidence == ("hosts of config.devices: 2",)

@@ -59,7 +59,8 @@ def gpu_model(devices: Sequence[NcclTestsDevice], warnings: list[str]) -> str | 
 def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTestsDevice], ranks_elided: bool,
               cut_at_end: bool, header: NcclTestsHeader, log_lines: Sequence[tuple[int, str]],
               launch_env: Mapping[str, str] | None, explicit: int | None, overrides: Mapping[str, int | None],
-              env: Mapping[str, str], source: str, warnings: list[str]) -> tuple[Geometry, RankCount]:
+              env: Mapping[str, str], source: str, warnings: list[str],
+              listed_in: str | None) -> tuple[Geometry, RankCount]:
     """The run's geometry from every clue (:mod:`.geometry_clues`) and the rank count of its bandwidths.
 
     A complete rank list is what ran: a number of ranks passed (the ranks launched, every ``NCCL_TESTS_SPLIT``
@@ -74,9 +75,11 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
     split = count is not None and count.groups is not None and count.groups > 1
     if complete:
         assert count is not None
-        says = (f"{len(devices)} rank lines (Rank 0..{len(devices) - 1})" if count.source in ("rank lines", "argument")
+        listed = "the rank lines" if listed_in is None else listed_in
+        says = ((f"{len(devices)} rank lines (Rank 0..{len(devices) - 1})" if listed_in is None
+                 else f"{len(devices)} ranks in {listed_in}") if count.source in ("rank lines", "argument")
                 else count.source)
-        rank_clues(ev, devices, complete=(count.nranks, says), cut_at_end=False)
+        rank_clues(ev, devices, complete=(count.nranks, says), cut_at_end=False, listed_in=listed)
     else:
         rank_clues(ev, devices, complete=None, cut_at_end=cut_at_end)
     log_clues(ev, log_lines, header, warnings, launch=not split)
@@ -228,7 +231,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                          "(--op all_reduce|all_gather|...)")
     geometry, count = _geometry(op, rows, devices, ranks_elided, ranks_cut_at_end, header, log_lines, launch_env,
                                 nranks, {"nnodes": nnodes, "nvl_domain": nvl_domain},
-                                {**(settings or {}), **(env or {})}, source, warnings)
+                                {**(settings or {}), **(env or {})}, source, warnings,
+                                None if launch_env is None else "config.devices")
     n, how = count.nranks, count.source
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
     nnodes = geometry.value("nnodes")

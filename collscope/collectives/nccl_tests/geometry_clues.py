@@ -67,10 +67,10 @@ def rank_list_complete(devices: Sequence[NcclTestsDevice]) -> bool:
 
 
 def rank_clues(ev: GeometryEvidence, devices: Sequence[NcclTestsDevice], *, complete: tuple[int, str] | None,
-               cut_at_end: bool) -> None:
+               cut_at_end: bool, listed_in: str = "the rank lines") -> None:
     """Clues of the rank lines. ``complete``: the whole list was printed, and (ranks, evidence) of rank 0's
     communicator (its ``NCCL_TESTS_SPLIT`` group when split); ``cut_at_end``: an elision follows the last rank
-    line of a partial list."""
+    line of a partial list; ``listed_in``: where the devices were listed (a ``-J`` file's ``config.devices``)."""
     if not devices:
         return
     if complete is not None:
@@ -78,15 +78,15 @@ def rank_clues(ev: GeometryEvidence, devices: Sequence[NcclTestsDevice], *, comp
         group = [d for d in devices if d.group == first.group]
         ev.exact("nranks", *complete)
         per_host = Counter(d.host for d in group)
-        ev.exact("nnodes", len(per_host), f"hosts of the rank lines: {len(per_host)}")
+        ev.exact("nnodes", len(per_host), f"hosts of {listed_in}: {len(per_host)}")
         if len(group) != complete[0]:  # split, and no Group column says which ranks are rank 0's group
             return
         counts = set(per_host.values())
         if len(counts) == 1:
-            ev.exact("ranks_per_node", counts.pop(), "ranks per host in the rank lines")
+            ev.exact("ranks_per_node", counts.pop(), f"ranks per host in {listed_in}")
         gpus = {h: len({d.device for d in group if d.host == h}) for h in per_host}
         if len(set(gpus.values())) == 1:
-            ev.exact("gpus_per_node", next(iter(gpus.values())), "distinct devices per host in the rank lines")
+            ev.exact("gpus_per_node", next(iter(gpus.values())), f"distinct devices per host in {listed_in}")
         return
     top = max(devices, key=lambda d: d.rank)
     if cut_at_end or devices[-1].rank != top.rank:
