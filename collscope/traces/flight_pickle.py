@@ -10,6 +10,9 @@ tuples (``process_group``), strings, ints, floats, bools and None only. So this 
 - ``find_class`` always refuses (a GLOBAL / STACK_GLOBAL / INST / EXT opcode, the only way a pickle names a
   callable that REDUCE / BUILD / OBJ / NEWOBJ could run): the error names the file and the refused global, and
   nothing of the pickle has run; persistent ids are refused the same way;
+- the unpickler is Python's own pure-Python one (``pickle._Unpickler``), whose memo is a dict: the C one sizes
+  its memo array by the largest index a PUT names, so a 12-byte pickle saying ``LONG_BINPUT 4294967295`` makes it
+  allocate 64 GiB;
 - the loaded value may hold only those builtin types (no bytes, sets, ...), and is walked with a budget of
   visits proportional to the file's size, so a pickle whose objects refer to themselves or fan out through
   shared references (a "pickle bomb") is refused rather than walked;
@@ -31,9 +34,9 @@ from collscope.traces.record import RankTrace
 __all__ = ["MAX_PICKLE_BYTES", "PLAIN_TYPES", "looks_like_flight_pickle", "parse_flight_pickle", "is_pickle",
            "load_plain_pickle"]
 
-MAX_PICKLE_BYTES = 256 * 1024**2
-"""A Flight Recorder pickle of 2,000 entries with stack frames is a few MB; the objects a pickle unpacks into take
-several times its size in memory."""
+MAX_PICKLE_BYTES = 64 * 1024**2
+"""A Flight Recorder pickle of 2,000 entries with stack frames is a few MB (250 KB unpickles in about 0.3 s); the
+objects a pickle unpacks into take several times its size in memory."""
 
 PLAIN_TYPES = (dict, list, tuple, str, int, float, bool, type(None))
 """The only types a Flight Recorder pickle may hold."""
@@ -50,7 +53,7 @@ class _Refused(Exception):
         self.what = what
 
 
-class _PlainUnpickler(pickle.Unpickler):
+class _PlainUnpickler(pickle._Unpickler):
     """An unpickler that builds builtin containers and scalars only: every global and persistent id is refused
     before anything is looked up, imported or called."""
 
