@@ -65,7 +65,7 @@ STYLES = {
     "open-mpi": lambda i, line: f"[1,0]<stdout>:{line}",
     "open-mpi-space": lambda i, line: f"[1,0]<stdout>: {line}",
     "open-mpi-stderr": lambda i, line: f"[1,{i % 4}]<{'stderr' if i % 3 else 'stdout'}>:{line}",
-    "slurm": lambda i, line: f"{i % 16:2d}: {line}",
+    "slurm": lambda i, line: f"{i % 8 * 2:2d}: {line}" if i % 8 < 4 else f"{i % 8}: {line}",
     "slurm-0": lambda i, line: f"0: {line}",
     "pdsh": lambda i, line: f"node-{i % 2}.example: {line}",
     "kubectl-timestamps": lambda i, line: f"2025-03-04T05:06:{i % 60:02d}.123456789Z {line}",
@@ -278,3 +278,25 @@ def test_pdsh_on_several_hosts_is_one_run_per_host():
     assert {r.avg_busbw_gbps for r in runs} == {318.1709, 336.005}
     with pytest.raises(ParseError, match="separate processes"):  # one run per call: still not one run
         parse_nccl_tests(path.read_text())
+
+
+def test_the_prefixes_feed_the_runs_geometry():
+    path = PUB / "all_reduce_perf-srun-label-2x8.txt"
+    run = parse_nccl_tests(path.read_text())
+    assert run.geometry.nranks.value == 16
+    says = "Slurm task labels up to 15 (srun -l): at least 16 tasks x nThread 1 x nGpus 1"
+    assert says in run.geometry.nranks.evidence
+    # rank lines removed: the labels' lower bound stands beside busbw/algbw
+    table_only = "\n".join(line for line in path.read_text().split("\n") if "Rank " not in line)
+    run = parse_nccl_tests(table_only)
+    assert run.nranks == 16 and any("Slurm task labels" in e for e in run.geometry.nranks.evidence)
+
+
+def test_labels_that_contradict_the_rank_list_are_an_error_naming_both():
+    """Open MPI tags up to [1,7] (8 processes of one GPU each) beside a complete list of 4 rank lines."""
+    text = (PUB / "all_reduce_perf-ompi-tag-output-kubectl-mpijob-2x2.txt").read_text()
+    text += "[1,7]<stdout>:bench-mpi-worker-3:40:40 [1] NCCL INFO Bootstrap: Using eth0:10.4.4.2<0>\n"
+    with pytest.raises(ParseError) as err:
+        parse_nccl_tests(text)
+    assert "Open MPI output tags up to [*,7]: at least 8 processes" in str(err.value)
+    assert "rank lines" in str(err.value)

@@ -27,6 +27,7 @@ from collscope.collectives.nccl_tests.geometry_clues import (
 )
 from collscope.collectives.nccl_tests.launch import process_shape, time_over_ranks
 from collscope.collectives.nccl_tests.nranks import RankCount, infer_nranks
+from collscope.collectives.nccl_tests.prefixes import LinePrefixes, prefix_clues
 from collscope.collectives.nccl_tests.records import (
     Block,
     NcclTestsDevice,
@@ -60,7 +61,7 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
               cut_at_end: bool, header: NcclTestsHeader, log_lines: Sequence[tuple[int, str]],
               launch_env: Mapping[str, str] | None, explicit: int | None, overrides: Mapping[str, int | None],
               env: Mapping[str, str], source: str, warnings: list[str],
-              listed_in: str | None) -> tuple[Geometry, RankCount]:
+              listed_in: str | None, line_prefixes: LinePrefixes | None = None) -> tuple[Geometry, RankCount]:
     """The run's geometry from every clue (:mod:`.geometry_clues`) and the rank count of its bandwidths.
 
     A complete rank list is what ran: a number of ranks passed (the ranks launched, every ``NCCL_TESTS_SPLIT``
@@ -83,6 +84,8 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
     else:
         rank_clues(ev, devices, complete=None, cut_at_end=cut_at_end)
     log_clues(ev, log_lines, header, warnings, launch=not split)
+    if line_prefixes is not None and not split:  # launcher labels and hosts: lower bounds (.prefixes)
+        prefix_clues(line_prefixes, ev, nthreads=header.nthreads, ngpus=header.ngpus)
     if launch_env and not split:
         env_clues(ev, launch_env, header)
     row_clues(ev, op, rows, warnings, known=count.nranks if complete and count is not None else None)
@@ -206,7 +209,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
               average: int | None = None, backend: str = "nccl", nnodes: int | None = None,
               nvl_domain: int | None = None, log_lines: Sequence[tuple[int, str]] = (),
               ranks_cut_at_end: bool = False, launch_env: Mapping[str, str] | None = None,
-              op_evidence: str | None = None) -> NcclTestsRun:
+              op_evidence: str | None = None, line_prefixes: LinePrefixes | None = None) -> NcclTestsRun:
     """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid).
 
     ``nranks``: the ranks the caller launched (every ``NCCL_TESTS_SPLIT`` group); ``env``: the environment the
@@ -215,7 +218,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     overrides of the geometry; ``log_lines``: the lines that are not nccl-tests' own (NCCL INFO, launch command
     lines: :func:`.geometry_clues.is_clue_line`) with their numbers; ``ranks_cut_at_end``: an author's elision
     follows the last rank line; ``launch_env``: the run's whole environment (a ``-J`` file's), for the
-    launcher's variables; ``op_evidence``: where ``op`` was read.
+    launcher's variables; ``op_evidence``: where ``op`` was read; ``line_prefixes``: what the launcher prefixes
+    stripped from the lines said (:mod:`.prefixes`), geometry clues too.
     """
     if op is None:
         found = op_from_log(log_lines)
@@ -232,7 +236,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     geometry, count = _geometry(op, rows, devices, ranks_elided, ranks_cut_at_end, header, log_lines, launch_env,
                                 nranks, {"nnodes": nnodes, "nvl_domain": nvl_domain},
                                 {**(settings or {}), **(env or {})}, source, warnings,
-                                None if launch_env is None else "config.devices")
+                                None if launch_env is None else "config.devices", line_prefixes)
     n, how = count.nranks, count.source
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
     nnodes = geometry.value("nnodes")
@@ -281,4 +285,4 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                         complete=complete, errors=tuple(errors), warnings=tuple(dict.fromkeys(warnings)),
                         source=source, world_nranks=count.world, groups=count.groups, process_shape=shape,
                         time_over_ranks=over_ranks, backend=backend, geometry=geometry,
-                        op_evidence=op_evidence or "as passed")
+                        op_evidence=op_evidence or "as passed", line_prefixes=line_prefixes)

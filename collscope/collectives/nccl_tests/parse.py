@@ -12,7 +12,6 @@ Several runs pasted into one text: :func:`.runs.parse_nccl_tests_runs`.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import re
 import sys
@@ -415,15 +414,15 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
         st.warnings.append("incomplete run: the output ends before its summary ('# Out of bounds values', "
                            "'# Avg bus bandwidth'; cut by its author, or the run stopped); the rows shown are kept")
     header = NcclTestsHeader(**st.params)
-    run = build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
+    return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
                      header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
                      avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
                      min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
                      source=source, nranks=nranks, env=env,
                      average=average_from_argv(argv if argv is not None else st.command or ()),
                      nnodes=nnodes, nvl_domain=nvl_domain, log_lines=st.clue_lines, op_evidence=op_evidence,
-                     ranks_cut_at_end=st.ranks_elided and st.elided_after == len(st.devices), backend=st.backend)
-    return run if prefixes is None else dataclasses.replace(run, line_prefixes=prefixes)
+                     ranks_cut_at_end=st.ranks_elided and st.elided_after == len(st.devices), backend=st.backend,
+                     line_prefixes=prefixes)
 
 
 def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *, nranks: int | None = None,

@@ -243,7 +243,7 @@ def prefix_clues(prefixes: LinePrefixes, ev: GeometryEvidence, *, nthreads: int 
         if prefixes.label_kind == "open-mpi":
             says = f"Open MPI output tags up to [*,{top}]: at least {top + 1} processes{per_text}"
         else:
-            says = f"Slurm task labels up to {top}: (srun -l): at least {top + 1} tasks{per_text}"
+            says = f"Slurm task labels up to {top} (srun -l): at least {top + 1} tasks{per_text}"
         ev.at_least("nranks", (top + 1) * per, says)
     if prefixes.processes:
         n = len(prefixes.processes)
