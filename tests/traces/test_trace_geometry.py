@@ -169,3 +169,14 @@ def test_the_report_page_shows_the_geometry(tmp_path):
     page = (out / "index.html").read_text()
     assert "<h2>Geometry</h2>" in page and "nranks: 128 (world_size 128 in distributedInfo" in page
     assert "the output list of c10d::allgather_ holds 64 tensors" in page
+
+
+def test_an_inspector_communicator_of_the_whole_job_gives_its_nodes():
+    """Inspector's n_ranks is a lower bound of the job's ranks; once the job is known to have that many
+    (--nranks 4 here), the nnodes of its communicator of all ranks is the job's."""
+    pages = FIXTURES / "inspector-prom-v5.1"  # 2 nodes x 2 GPUs, one communicator of all 4
+    geometry = analyze_traces(read_traces([pages])).geometry
+    assert geometry.value("nranks") is None and geometry.nranks.low == 4
+    geometry = analyze_traces(read_traces([pages]), overrides={"nranks": 4}).geometry
+    assert geometry.value("nnodes") == 2 and geometry.value("ranks_per_node") == 2
+    assert "a communicator of all 4 ranks spans 2 node(s) (Inspector)" in geometry.nnodes.evidence
