@@ -233,3 +233,15 @@ def test_json_devices_are_quoted_as_config_devices():
     run = parse_nccl_tests(JSON_OUT.read_text(), source="ar.json")
     assert run.geometry.nranks.evidence[0] == "4 ranks in config.devices"
     assert run.geometry.nnodes.evidence == ("hosts of config.devices: 2",)
+
+
+def test_damaged_clues_with_zeros_say_nothing_and_never_crash():
+    """Found by a seeded fuzz of these fixtures: a 0 in a clue (nranks 0, -np 0, -g 0, localRanks 0) divided by
+    zero when nranks = nnodes x ranks_per_node was derived."""
+    text = MPIRUN.read_text().replace("-np 16 -npernode 8", "-np 0 -npernode 0")
+    text = "gpu-c03:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 0 localRanks 0 localRank 0 MNNVL 0\n" + text
+    with pytest.raises(ParseError, match="--nranks"):
+        parse_nccl_tests(text, source="zeros.txt")
+    assert parse_nccl_tests(text.replace("nNodes 0 localRanks 0", "nNodes 2 localRanks 4")).nranks == 8
+    with pytest.raises(ParseError, match="nnodes >= 1"):
+        _parse(MODERN, nnodes=0)

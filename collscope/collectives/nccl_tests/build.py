@@ -68,6 +68,9 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
     group included) that it does not show is refused, as it always was (:func:`~.nranks.infer_nranks`); without
     one, the number passed wins over the clues, with a note where one disagrees.
     """
+    for name, value in overrides.items():
+        if value is not None and value < 1:
+            raise ParseError(source, None, f"{name} >= 1", found=str(value))
     ev = GeometryEvidence(source)
     complete = not ranks_elided and rank_list_complete(devices)
     count = None

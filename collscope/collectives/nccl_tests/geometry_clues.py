@@ -125,22 +125,27 @@ def log_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header: Nc
             continue
         m = _COMM.search(line)
         if m:
-            comm.append((int(m[3]), int(m[4]), int(m[5]), int(m[7] or 0)))
+            if min(int(m[3]), int(m[4]), int(m[5])) >= 1:  # a damaged line says nothing
+                comm.append((int(m[3]), int(m[4]), int(m[5]), int(m[7] or 0)))
             continue
         m = _INIT.search(line)
         if m:
+            if int(m[3]) < 1:
+                continue
             init.append(int(m[3]))
             init_kinds.add(next((kind for kind in _INIT_KINDS if kind in line), "comm"))
             continue
         m = _CLIQUE.search(line)
         if m and m[1] == "1":
-            domain.append(max(int(m[2]), int(m[3] or 0)))
+            if max(int(m[2]), int(m[3] or 0)) >= 1:
+                domain.append(max(int(m[2]), int(m[3] or 0)))
             continue
         m = _NVLS_GROUP.search(line)
         if m:
-            nvls.append(int(m[1]))
+            if int(m[1]) >= 1:
+                nvls.append(int(m[1]))
             continue
-        if "opCount" in line and (m := _OPCOUNT.search(line)) is not None:
+        if "opCount" in line and (m := _OPCOUNT.search(line)) is not None and int(m[1]) >= 1:
             calls.append(int(m[1]))
     if calls and (n := _one(calls)) is not None:
         ev.exact("nranks", n, f"[nranks={n}] in NCCL's opCount lines")
@@ -196,8 +201,9 @@ def _command_lines(lines: Sequence[tuple[int, str]]) -> list[str]:
 
 
 _NUM = r"(\d{1,7})(?![\d\w:-])"
-_MPI_NP = re.compile(rf"(?:^|\s)(?:-np|-n|--np|-c)[\s=]+{_NUM}")
-_MPI_PPN = re.compile(rf"(?:^|\s)(?:-N|--npernode|-npernode|-ppn|--ppn)[\s=]+{_NUM}|--map-by[\s=]+ppr:(\d{{1,7}}):node")
+_MPI_NP = re.compile(rf"(?:^|\s)(?:-np|-n|--np|--n)[\s=]+{_NUM}")
+_MPI_PPN = re.compile(rf"(?:^|\s)(?:-N|--npernode|-npernode|-ppn|--ppn|-perhost)[\s=]+{_NUM}"
+                      r"|--map-by[\s=]+ppr:(\d{1,7}):node")
 _SRUN_NODES = re.compile(rf"(?:^|\s)(?:-N\s*|--nodes[\s=]+){_NUM}")
 _SRUN_TASKS = re.compile(rf"(?:^|\s)(?:-n\s*|--ntasks[\s=]+){_NUM}")
 _SRUN_PPN = re.compile(rf"(?:^|\s)--ntasks-per-node[\s=]+{_NUM}")
@@ -220,6 +226,8 @@ def _ranks_per_process(command: str, header: NcclTestsHeader) -> tuple[int, str]
         t, g = _TEST_THREADS.search(binary[1]), _TEST_GPUS.search(binary[1])
         threads, gpus = int(t[1]) if t else 1, int(g[1]) if g else 1
     per = threads * gpus
+    if per < 1:
+        return None
     return per, (f" x nThread {threads} x nGpus {gpus}" if per != 1 else "")
 
 
@@ -231,7 +239,7 @@ def _launch_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header
         args = re.split(r"\S*_perf(?:_mpi)?\b", command, maxsplit=1)[0]  # the launcher's options, before the binary
         if launcher == "srun":
             nodes, tasks, ppn = _SRUN_NODES.search(args), _SRUN_TASKS.search(args), _SRUN_PPN.search(args)
-            if nodes:
+            if nodes and int(nodes[1]) >= 1:
                 ev.exact("nnodes", int(nodes[1]), f"{launcher} {nodes[0].strip()} on the command line")
         else:
             tasks, ppn = _MPI_NP.search(args), _MPI_PPN.search(args)
@@ -239,9 +247,9 @@ def _launch_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header
         if each is None:
             continue
         per, scale = each
-        if tasks:
+        if tasks and int(tasks[1]) >= 1:
             ev.exact("nranks", int(tasks[1]) * per, f"{launcher} {tasks[0].strip()}{scale} on the command line")
-        if ppn:
+        if ppn and int(ppn[1] or ppn[2]) >= 1:
             value = int(ppn[1] or ppn[2])
             ev.exact("ranks_per_node", value * per, f"{launcher} {ppn[0].strip()}{scale} on the command line")
 
