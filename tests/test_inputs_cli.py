@@ -77,7 +77,7 @@ def test_analyze_takes_nranks_where_the_table_cannot_tell(tmp_path: Path) -> Non
 
 
 def _predicted_sizes(*args: str) -> list[int]:
-    result = _cli("predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--json", *args)
+    result = _cli("predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--json", *args)
     assert result.exit_code == 0, result.output
     return sorted({p["size_bytes"] for p in json.loads(result.stdout)["predictions"]})
 
@@ -96,7 +96,7 @@ def test_predict_factor_help_states_the_default_used() -> None:
 
 @pytest.mark.parametrize("sizes", ["0", "1K,0", "0,8"])
 def test_predict_sizes_must_be_positive(sizes: str) -> None:
-    result = _cli("predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", sizes)
+    result = _cli("predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--sizes", sizes)
     assert result.exit_code == 2
     assert "Invalid value for '--sizes'" in result.stderr and "> 0" in result.stderr
 

@@ -69,14 +69,16 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     name = _AB_TO_NCCL.get(algo, algo)
     if op != "all_reduce" or name not in ("Tree", "NVLS", "NVLSTree", "CollNetDirect", "CollNetChain"):
         ring = ring_bound_busbw_gbps(params)
-        by_nic = params.nnodes > 1 and params.inter_bw_gbps is not None and params.inter_bw_gbps < params.intra_gbps
+        by_nic = ring < params.intra_gbps
         return Bound(algo=name, busbw_gbps=ring,
                      limited_by="NICs" if by_nic else "intra-node links")
-    intra_bytes, nic_bytes = _traffic(name, params.ppn, params.nnodes, params.nranks)
+    # A multi-node NVLink domain is one node for the traffic: its ranks reach each other over NVLink.
+    intra_bytes, nic_bytes = _traffic(name, params.domain_ranks, params.ndomains, params.nranks)
     f = busbw_factor(op, params.nranks)
     intra_t = intra_bytes / params.intra_gbps
-    nic_gbps = params.inter_bw_gbps if params.inter_bw_gbps is not None else params.bw_gbps
-    nic_t = nic_bytes / nic_gbps if params.nnodes > 1 else 0.0
+    nodes_per_domain = params.domain_ranks // params.ppn
+    nic_gbps = params.inter_bw_gbps * nodes_per_domain if params.inter_bw_gbps is not None else params.bw_gbps
+    nic_t = nic_bytes / nic_gbps if params.ndomains > 1 else 0.0
     if intra_t <= 0 and nic_t <= 0:
         return Bound(algo=name, busbw_gbps=ring_bound_busbw_gbps(params), limited_by="intra-node links")
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),

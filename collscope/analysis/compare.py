@@ -45,6 +45,7 @@ from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.formats import num_text, size_text
+from collscope.analysis.job_geometry import GroupGeometry
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
 from collscope.analysis.size_zero import size_zero_note
@@ -125,6 +126,8 @@ class Analysis:
     params: dict[str, Any] = field(default_factory=dict)
     """``"<nranks>x<nnodes>"`` -> LinkParams as a dict, for the groups that had parameters."""
     options: AnalyzeOptions = field(default_factory=AnalyzeOptions)
+    geometry: tuple[GroupGeometry, ...] = ()
+    """The geometry of each (nranks, nnodes) group, with its evidence (:mod:`.job_geometry`)."""
 
     def to_frame(self) -> pd.DataFrame:
         """The per configuration x size rows (with efficiency): what ``analyze --csv`` writes."""
@@ -134,7 +137,9 @@ class Analysis:
         return {"n_records": self.n_records, "configs": _records(self.configs), "sizes": _records(self.sizes),
                 "crossovers": [c.to_dict() for c in self.crossovers],
                 "anomalies": [a.to_dict() for a in self.anomalies], "notes": list(self.notes),
-                "params": self.params, "options": asdict(self.options)}
+                "params": self.params, "options": asdict(self.options),
+                "geometry": self.geometry[0].geometry.to_json() if len(self.geometry) == 1 else None,
+                "geometries": [g.to_json() for g in self.geometry]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
@@ -278,7 +283,8 @@ def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
     if not few:
         return None
     return (f"{few} configuration x size cell(s) have fewer than {MIN_REPEATS} usable repeats: their noise is unknown, "
-            "so no crossover, win or spread is claimed from them (measure with --repeats 3)")
+            "so no crossover, win or spread is claimed from them (measure again with 3 repeats: "
+            "`collscope sweep run --repeats 3`)")
 
 
 def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
@@ -339,5 +345,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
     crossovers = tuple(find_crossovers(sizes, opts.min_gain))
+    geometry = tuple(g for g in df.attrs.get("geometry", ()) or () if isinstance(g, GroupGeometry))
     return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
-                    notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts)
+                    notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts,
+                    geometry=geometry)

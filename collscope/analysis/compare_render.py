@@ -10,6 +10,7 @@ import pandas as pd
 
 from collscope.analysis.compare import Analysis
 from collscope.analysis.formats import num_text, pct_text, size_text
+from collscope.geometry import GeometryField
 
 __all__ = ["render_text", "render_csv"]
 
@@ -94,6 +95,18 @@ def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
     return out
 
 
+def _geometry_lines(analysis: Analysis) -> list[str]:
+    """The geometry of each (nranks, nnodes) group, each field with its evidence (unknown ones say so)."""
+    out = []
+    for group in analysis.geometry:
+        out += ["", f"Geometry of {group.label()} (evidence; --nranks/--nnodes/--nvl-domain override)"]
+        out += [f"  {line}" for line in group.geometry.lines(_GEOMETRY_FIELDS)]
+    return out
+
+
+_GEOMETRY_FIELDS: tuple[GeometryField, ...] = ("nranks", "nnodes", "ranks_per_node", "nvl_domain")
+
+
 def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40) -> str:
     """A readable summary: fits per configuration, half-peak sizes, the efficiency verdict per size (runs of
     sizes with one verdict, the first ``max_rows``),
@@ -110,6 +123,7 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
                      pct_text(row["peak_efficiency"])])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
                    "n1/2", "n1/2 fit", "eff@peak"], rows)
+    out += _geometry_lines(analysis)
     out += _efficiency_lines(analysis, max_rows)
     out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
             "Crossovers: none beyond noise"]

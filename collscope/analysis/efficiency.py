@@ -185,11 +185,21 @@ def model_name(op: str, backend: str, settings: Mapping[str, str]) -> str | None
     return "ring" if "ring" in models else "best"
 
 
+NNODES_UNKNOWN = ("no efficiency for {nranks} ranks: the records do not say how many nodes they ran on, and the "
+                  "models depend on it (pass --nnodes N)")
+"""The note of a group whose nodes are unknown: never modelled as one node."""
+
+
 def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str]) -> LinkParams | None:
-    """The LinkParams of one (nranks, nnodes) group from ``analyze``'s ``params``; None with a note."""
+    """The LinkParams of one (nranks, nnodes) group from ``analyze``'s ``params``; None with a note.
+
+    Unknown ``nnodes`` (None or NA) is never taken for one node: no parameters, and a note naming ``--nnodes``."""
     if source is None:
         return None
-    nodes = 1 if nnodes is None or pd.isna(nnodes) else int(nnodes)
+    if nnodes is None or pd.isna(nnodes):
+        notes.append(NNODES_UNKNOWN.format(nranks=nranks))
+        return None
+    nodes = int(nnodes)
     if isinstance(source, LinkParams):
         if source.nranks == nranks and source.nnodes == nodes:
             return source

@@ -41,6 +41,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.job_geometry import Clue, apply_overrides, frame_clues, group_geometries, run_clues
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests
 from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
 from collscope.collectives.record import Measurement
@@ -81,6 +82,10 @@ class _Part:
     point_id: str | None = None
     applied: bool | None = None
     failure: str | None = None
+    label: str = ""
+    """The input as the user named it (a file, or a results directory for its points): geometry evidence says it."""
+    clues: list[Clue] | None = None
+    """Geometry evidence of an nccl-tests output (:func:`.job_geometry.run_clues`); None: read from the records."""
 
 
 _EXPECTED_FILE = "Measurement JSONL or nccl-tests output (UTF-8 text)"
@@ -89,13 +94,14 @@ _EXPECTED_FILE = "Measurement JSONL or nccl-tests output (UTF-8 text)"
 def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
     data = read_input_bytes(path, _EXPECTED_FILE)
     if path.suffix == ".jsonl":
-        return [_Part(decode_records(data, str(path)))]
+        return [_Part(decode_records(data, str(path)), label=str(path))]
     text = decode_text(data, str(path), _EXPECTED_FILE)
     if looks_like_nccl_tests(text):
         runs = parse_nccl_tests_runs(text, source=str(path), op=op, nranks=nranks)  # several pasted: each
-        return [_Part(run.records, failure=run.errors[0] if run.errors else None) for run in runs]
+        return [_Part(run.records, failure=run.errors[0] if run.errors else None, label=str(path),
+                      clues=run_clues(run, str(path))) for run in runs]
     if text.lstrip().startswith("{"):
-        return [_Part(decode_records(data, str(path)))]
+        return [_Part(decode_records(data, str(path)), label=str(path))]
     raise ParseError(str(path), None, "a sweep results directory, Measurement JSONL or nccl-tests output")
 
 
@@ -144,7 +150,7 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
         check = f"{point_id}.check.json"
         applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
         failure = failures.get(point_id)
-        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason))
+        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason, str(root)))
     if damaged:
         raise DamagedPointsError(str(root), damaged)
     seen = {name[: -len(".jsonl")] for name in files}
@@ -280,13 +286,19 @@ def _as_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = None,
-                 nranks: int | None = None) -> pd.DataFrame:
+def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = None, nranks: int | None = None,
+                 nnodes: int | None = None, nvl_domain: int | None = None) -> pd.DataFrame:
     """One DataFrame of every record in ``paths``: results directories (``sweep.json`` + ``points/*.jsonl``;
     ``*.partial.jsonl`` never counts), Measurement JSONL files, nccl-tests outputs (text or ``-J`` JSON).
 
     ``op`` and ``nranks`` are for nccl-tests outputs that do not tell them (a table without its header), as
     ``collscope ingest --op/--nranks``; an output that names another op is an error.
+
+    Geometry: ``frame.attrs["geometry"]`` holds one :class:`~.job_geometry.GroupGeometry` per ``(nranks,
+    nnodes)`` group, each field with its evidence (:mod:`.job_geometry`). ``nranks``, ``nnodes`` and
+    ``nvl_domain`` override what the inputs say (the override wins, a note names the clue it overrode); they
+    describe one job, so inputs with several rank or node counts refuse them (ConfigError). Unknown nodes stay
+    NA in the ``nnodes`` column, never one node.
 
     Raises ParseError naming the file (and line) that is none of these, or that is damaged. A results directory
     is read strictly (``sweep.json``, ``failures.jsonl``: see :mod:`collscope.results.schema`); a damaged point
@@ -299,13 +311,14 @@ def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = N
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a million fresh records hold no reference cycles; collections would only cost time
     try:
-        return _load(sources, op, nranks)
+        return _load(sources, op, {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain})
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _load(sources: list[Path], op: str | None, nranks: int | None) -> pd.DataFrame:
+def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None]) -> pd.DataFrame:
+    nranks = overrides["nranks"]
     parts: list[_Part] = []
     lost: list[dict[str, Any]] = []
     if not sources:
@@ -327,6 +340,9 @@ def _load(sources: list[Path], op: str | None, nranks: int | None) -> pd.DataFra
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
     frame.attrs["failures"] = lost
+    clues = frame_clues(frame, [(len(p.rows), p.label, p.clues) for p in parts])
+    apply_overrides(frame, overrides["nranks"], overrides["nnodes"])
+    frame.attrs["geometry"] = group_geometries(clues, overrides)
     _one_machine(frame, sources)
     return frame
 

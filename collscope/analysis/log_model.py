@@ -88,7 +88,11 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     if log.nranks is None:
         raise ConfigError(f"{log.source}: the log does not say how many ranks the communicator has "
                           "(no 'comm ... nRanks' line), so collscope's model cannot be evaluated")
-    nnodes = log.nnodes or 1
+    if log.nnodes is None:  # never one node by default: the model of a multi-node run differs
+        raise ConfigError(f"{log.source}: the log does not say how many nodes the communicator spans (no "
+                          "'comm ... nNodes' line of NCCL >= 2.20.3, no hosts on its lines), so collscope's model "
+                          "cannot be evaluated")
+    nnodes = log.nnodes
     if nnodes > 1 and topology is None:
         raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "
                           "with its ibstat/ibv_devinfo captures (--topo DIR from collscope topo collect)")

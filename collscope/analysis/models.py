@@ -28,6 +28,8 @@ reduce Rabenseifner        2 lg p a + 2(p-1)/p n b + (p-1)/p n g                
 Across nodes (ranks placed in blocks of ``ppn`` per node) the step-by-step algorithms charge each step at the
 link it uses: a partner at distance d < ppn is on the same node (alpha, intra bandwidth); otherwise the step
 crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth).
+A multi-node NVLink domain (``LinkParams.nvl_domain`` larger than a node, e.g. 72 GPUs of an NVL72 rack) counts
+as one node here: its ranks reach each other over NVLink, only steps between domains cross the NICs.
 Ring and tree are pipelined through every node once, so they see the **multi-node ring bound**:
 
     busbw <= min(intra-node ring busbw, NICs per node x NIC bandwidth)            (nccl-facts 7)
@@ -69,8 +71,13 @@ class LinkParams:
 
     nranks: int
     """Ranks in the collective (>= 2)."""
-    nnodes: int = 1
-    """Nodes the ranks are spread over, ``nranks / nnodes`` per node, placed in blocks."""
+    nnodes: int
+    """Nodes the ranks are spread over, ``nranks / nnodes`` per node, placed in blocks (no default: a model of a
+    job states its nodes, :mod:`collscope.geometry`)."""
+    nvl_domain: int | None = None
+    """GPUs one NVLink fabric joins (72 on an NVL72 rack); None = the node. When it holds more than one node's
+    ranks, the steps inside one domain run at the NVLink rate and only those between domains cross the NICs
+    (:attr:`domain_ranks`, :attr:`ndomains`)."""
     alpha_us: float
     """Latency of one message between two ranks of a node, microseconds."""
     alpha_inter_us: float | None = None
@@ -103,6 +110,10 @@ class LinkParams:
             raise ConfigError(f"a collective model needs at least 2 ranks, got nranks={self.nranks}")
         if self.nnodes < 1 or self.nranks % self.nnodes:
             raise ConfigError(f"nranks ({self.nranks}) must be a multiple of nnodes ({self.nnodes}), nnodes >= 1")
+        if self.nvl_domain is not None and (self.nvl_domain < 1 or (self.nvl_domain > self.ppn and (
+                self.nranks % self.domain_ranks or self.domain_ranks % self.ppn))):
+            raise ConfigError(f"nvl_domain ({self.nvl_domain}) must be >= 1 and, when larger than a node's "
+                              f"{self.ppn} ranks, split the {self.nranks} ranks into domains of whole nodes")
         for name in ("alpha_us", "bw_gbps", "gamma_gbps", "intra_bw_gbps", "inter_bw_gbps", "alpha_inter_us"):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value < 0 or (name.endswith("gbps") and
@@ -114,6 +125,19 @@ class LinkParams:
         return self.nranks // self.nnodes
 
     @property
+    def domain_ranks(self) -> int:
+        """Ranks that share one NVLink fabric: ``ppn``, or with a multi-node NVLink domain larger than a node
+        (``nvl_domain`` > ppn) as many of the job's ranks as the domain holds, in blocks."""
+        if self.nvl_domain is None or self.nvl_domain <= self.ppn:
+            return self.ppn
+        return min(self.nranks, self.nvl_domain)
+
+    @property
+    def ndomains(self) -> int:
+        """NVLink domains the ranks span: ``nnodes``, or fewer when one domain joins several nodes."""
+        return self.nranks // self.domain_ranks
+
+    @property
     def alpha_net_us(self) -> float:
         return self.alpha_us if self.alpha_inter_us is None else self.alpha_inter_us
 
@@ -122,7 +146,7 @@ class LinkParams:
         return self.bw_gbps if self.intra_bw_gbps is None else self.intra_bw_gbps
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ppn": self.ppn}
+        return {**asdict(self), "ppn": self.ppn, "domain_ranks": self.domain_ranks, "ndomains": self.ndomains}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,8 +185,9 @@ def _reduce_us(p: LinkParams, nbytes: float) -> float:
 
 
 def _step_link(p: LinkParams, distance: int) -> tuple[float, float]:
-    """(alpha us, GB/s) of one step between partners ``distance`` ranks apart (block placement)."""
-    if p.nnodes == 1 or distance < p.ppn:
+    """(alpha us, GB/s) of one step between partners ``distance`` ranks apart (block placement): inside one NVLink
+    domain (the node, or a multi-node NVLink domain) the intra-node link, else the NICs."""
+    if p.ndomains == 1 or distance < p.domain_ranks:
         return p.alpha_us, p.intra_gbps
     if p.inter_bw_gbps is None:
         return p.alpha_net_us, p.bw_gbps
@@ -183,7 +208,7 @@ def _ceil_lg(x: int) -> int:
 
 
 def _ring_alpha(p: LinkParams) -> float:
-    return p.alpha_net_us if p.nnodes > 1 else p.alpha_us
+    return p.alpha_net_us if p.ndomains > 1 else p.alpha_us
 
 
 # ---- all_reduce ---------------------------------------------------------------------------------------------
@@ -195,7 +220,8 @@ def _ar_ring(p: LinkParams, n: float) -> float:
 def _ar_double_binary_tree(p: LinkParams, n: float) -> float:
     # Chains inside nodes, binary trees over nodes, two trees with half the data each, pipelined:
     # 2 ((ppn-1) a + floor(lg N) a_net) + 2 n / B + n g (nccl-facts 7 and NCCL's Tree latency line, 1.5).
-    depth = (p.ppn - 1) * p.alpha_us + (p.nnodes.bit_length() - 1) * p.alpha_net_us
+    # A multi-node NVLink domain is one chain, as one node (its GPUs talk over NVLink, not the NICs).
+    depth = (p.domain_ranks - 1) * p.alpha_us + (p.ndomains.bit_length() - 1) * p.alpha_net_us
     return 2 * depth + _us(2 * n, p.bw_gbps) + _reduce_us(p, n)
 
 
@@ -341,12 +367,14 @@ def lower_bound_us(op: str, params: LinkParams, size_bytes: float) -> float:
 
 
 def ring_bound_busbw_gbps(params: LinkParams) -> float:
-    """The multi-node ring bound: min(intra-node ring busbw, NICs per node x NIC bandwidth) (nccl-facts 7)."""
-    if params.nnodes == 1:
+    """The multi-node ring bound: min(intra-node ring busbw, NICs per node x NIC bandwidth) (nccl-facts 7); one
+    NVLink domain holding every rank is bound by its NVLink only, and a ring across multi-node NVLink domains by
+    the NICs of a domain's nodes together (the ring enters and leaves each domain once) [derived]."""
+    if params.ndomains == 1:
         return params.intra_gbps
     if params.inter_bw_gbps is None:
         return params.bw_gbps
-    return min(params.intra_gbps, params.inter_bw_gbps)
+    return min(params.intra_gbps, params.inter_bw_gbps * (params.domain_ranks // params.ppn))
 
 
 # ---- Open MPI coll tuned algorithm ids -> model names (nccl-facts 8, sweeps/ompi_algos.py) ------------------

@@ -121,16 +121,26 @@ def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
                                        f"({', '.join(names)}; slower NICs ignored)")
 
 
-def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int = 1,
-                alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
-                alpha_inter_us: float | None = None) -> LinkParams:
+def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
+                nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
+                gamma_gbps: float | None = None, alpha_inter_us: float | None = None) -> LinkParams:
     """The :class:`LinkParams` of ``nranks`` ranks on ``nnodes`` nodes like ``topology`` (one node of a Cluster).
 
+    ``nnodes`` has no default: the caller states the job's nodes (its :class:`~collscope.geometry.Geometry`).
+    ``nvl_domain``: GPUs one NVLink fabric joins when it is larger than a node (72 on an NVL72 rack): the ranks of
+    one domain reach each other over NVLink, only the domains need the NICs (one domain: no NIC at all).
     Raises ConfigError when the bandwidth cannot be known, saying what to pass.
     """
     if nnodes < 1 or nranks < 1 or nranks % nnodes:
         raise ConfigError(f"nranks ({nranks}) must be a positive multiple of nnodes ({nnodes})")
+    if nvl_domain is not None and nvl_domain < 1:
+        raise ConfigError(f"nvl_domain must be >= 1 GPUs, got {nvl_domain}")
     ppn = nranks // nnodes
+    domain = min(nranks, nvl_domain) if nvl_domain is not None and nvl_domain > ppn else ppn
+    if nranks % domain or domain % ppn:
+        raise ConfigError(f"an NVLink domain of {nvl_domain} GPUs does not split {nranks} ranks of {ppn} per node into "
+                          "domains of whole nodes (the model places ranks in blocks): check the NVLink domain size")
+    ndomains = nranks // domain
     node = None
     if isinstance(topology, Cluster):
         if not topology.nodes:
@@ -161,7 +171,10 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
 
     nics, nic_gbps, nic_src = _nics(node) if node is not None else (0, None, "")
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
-    if nnodes > 1:
+    if domain > ppn:
+        sources.append(f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "
+                       f"{ndomains} domain(s) of {domain // ppn} node(s) each")
+    if ndomains > 1:
         if bw_gbps is not None:
             ring = float(bw_gbps)
             sources.append("ring bandwidth: given (--bw-gbps), the same on every link")
@@ -169,7 +182,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
             raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --topo with ibstat/ibv_devinfo captures "
                               "(collscope topo collect) or --bw-gbps B")
         else:
-            ring = min(intra, inter)
+            ring = min(intra, inter * (domain // ppn))
             sources.append(f"inter-node {inter:g} GB/s per node: {nic_src}; ring bound min(intra, NICs x NIC) = "
                            f"{ring:g} GB/s")
     else:
@@ -185,7 +198,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         alpha = float(alpha_us)
         sources.append(f"alpha {alpha:g} us: given (--alpha-us)")
     alpha_net = alpha_inter_us
-    if alpha_net is None and nnodes > 1 and not (alpha_us is not None and bw_gbps is not None):
+    if alpha_net is None and ndomains > 1 and not (alpha_us is not None and bw_gbps is not None):
         alpha_net = DEFAULT_ALPHA_US["net"]
         sources.append(f"alpha between nodes {alpha_net:g} us: " + _ALPHA_SOURCE.format(hw="NET"))
     if gamma_gbps is not None:
@@ -195,7 +208,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if node_for_gpus is not None and node_for_gpus.gpus:
         pcie_gen = node_for_gpus.graph.nodes[node_for_gpus.gpus[0]].get("pcie_gen_max") or pcie_gen
     return LinkParams(
-        nranks=nranks, nnodes=nnodes, alpha_us=alpha, alpha_inter_us=alpha_net, bw_gbps=ring,
+        nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha, alpha_inter_us=alpha_net, bw_gbps=ring,
         gamma_gbps=gamma_gbps, intra_bw_gbps=intra, inter_bw_gbps=inter, nics_per_node=nics, nic_gbps=nic_gbps,
         gpu=gen.name if gen is not None else None, sm=gen.sm if gen is not None else None, intra_link=kind,
         nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,

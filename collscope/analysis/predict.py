@@ -69,9 +69,17 @@ class PredictResult:
 
 
 def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,
-            nnodes: int = 1, sizes: Iterable[int] | None = None, alpha_us: float | None = None,
-            bw_gbps: float | None = None, gamma_gbps: float | None = None, version: str = "2.30") -> PredictResult:
-    """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc)."""
+            nnodes: int | None, nvl_domain: int | None = None, sizes: Iterable[int] | None = None,
+            alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
+            version: str = "2.30") -> PredictResult:
+    """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc).
+
+    ``nnodes`` is the caller's to state (None: a ConfigError; nothing is assumed);
+    ``nvl_domain``: GPUs one NVLink fabric joins when it spans nodes (:func:`~.params.link_params`).
+    """
+    if nnodes is None:
+        raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
+                          "node): the models differ across nodes, and none is assumed")
     if op not in ALPHA_BETA_MODELS:
         raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
     if version not in VERSIONS:
@@ -79,8 +87,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     size_list = sorted(set(DEFAULT_SIZES if sizes is None else (int(s) for s in sizes)))
     if not size_list or size_list[0] < 0:
         raise ConfigError(f"sizes must be >= 0 bytes, got {size_list or 'none'}")
-    params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, alpha_us=alpha_us, bw_gbps=bw_gbps,
-                         gamma_gbps=gamma_gbps)
+    params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
+                         bw_gbps=bw_gbps, gamma_gbps=gamma_gbps)
     preds = alpha_beta_predictions(op, params, size_list)
     notes: list[str] = []
     choices: list[NcclChoice] = []
@@ -112,7 +120,10 @@ def render_predict_text(prediction: PredictResult) -> str:
     """The readable form: the link parameters with their sources, then one table per size."""
     result = prediction.to_dict()
     p = result["params"]
-    lines = [f"{p['nranks']} ranks on {p['nnodes']} node(s) ({p['ppn']} per node), GPU {p['gpu'] or 'unknown'}",
+    domain = (f", NVLink domains of {p['domain_ranks']} ranks ({p['ndomains']} domain(s))"
+              if p.get("domain_ranks", p["ppn"]) != p["ppn"] else "")
+    lines = [f"{p['nranks']} ranks on {p['nnodes']} node(s) ({p['ppn']} per node){domain}, "
+             f"GPU {p['gpu'] or 'unknown'}",
              f"  alpha {p['alpha_us']:g} us"
              + (f", between nodes {p['alpha_inter_us']:g} us" if p.get("alpha_inter_us") is not None else "")
              + f"; ring/tree bandwidth {p['bw_gbps']:g} GB/s per rank"

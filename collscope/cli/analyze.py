@@ -5,25 +5,32 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import render_csv, render_text
+from collscope.analysis.job_geometry import geometry_of
 from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
-from collscope.cli.options import gpu_option, topo_option
+from collscope.cli.options import geometry_options, gpu_option, topo_option
 from collscope.collectives.record import OPS
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 _FAILING = ("wrong_values", "not_applied", "failure")
 
 
-def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None,
-                   bw_gbps: float | None) -> Callable[[int, int], LinkParams | None] | None:
+def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None, bw_gbps: float | None,
+                   frame: pd.DataFrame) -> Callable[[int, int], LinkParams | None] | None:
+    """Link parameters per (nranks, nnodes) group; the NVLink domain from that group's geometry (--nvl-domain
+    wins there)."""
     if not (topo or gpu or bw_gbps):
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
@@ -31,7 +38,10 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
     topology = load_topology(topo, gpu=gpu) if topo else None
 
     def source(nranks: int, nnodes: int) -> LinkParams | None:
-        return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, alpha_us=alpha_us, bw_gbps=bw_gbps)
+        geometry = geometry_of(frame, nranks, nnodes)
+        nvl_domain = geometry.value("nvl_domain") if geometry is not None else None
+        return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                           alpha_us=alpha_us, bw_gbps=bw_gbps)
 
     return source
 
@@ -40,24 +50,24 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @topo_option()
 @gpu_option
-@click.option("--op", type=click.Choice(OPS), default=None,
-              help="The collective, for nccl-tests outputs that do not name their binary (as ingest --op).")
-@click.option("--nranks", type=click.IntRange(min=1), default=None,
-              help="Number of ranks, for nccl-tests outputs whose rank list and bandwidths do not tell it.")
+@geometry_options("nranks", "nnodes", "nvl_domain", "op", op_choices=OPS)
 @click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (with --bw-gbps on CPUs).")
 @click.option("--bw-gbps", default=None, type=float, help="Per-rank link bandwidth per direction, GB/s.")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
-def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, op: str | None,
-                    nranks: int | None, alpha_us: float | None, bw_gbps: float | None, as_json: bool,
-                    as_csv: bool) -> None:
+def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, nranks: int | None,
+                    nnodes: int | None, nvl_domain: int | None, op: str | None, alpha_us: float | None,
+                    bw_gbps: float | None, as_json: bool, as_csv: bool) -> None:
     """Fit alpha and beta per configuration, compare with the models, find crossovers and anomalies.
 
     PATHS are sweep results directories, Measurement JSONL files or nccl-tests outputs. Per configuration:
     the fitted latency (alpha) and bandwidth (1/beta) with 95% intervals, the peak busbw and the size that
     reaches half of it, and with link parameters (--topo, --gpu, or --alpha-us with --bw-gbps) the
-    efficiency = measured busbw / model busbw. Anomalies: dips, non-monotone curves, run-to-run spread
-    above 10%, wrong values, forced settings that did not apply, failed points, busbw above the link limit.
+    efficiency = measured busbw / model busbw. The geometry of each job (ranks, nodes, ranks per node,
+    NVLink domain) is printed with its evidence; the models take it from there (--nranks, --nnodes,
+    --nvl-domain win), and a job whose nodes nobody knows gets no efficiency until --nnodes says.
+    Anomalies: dips, non-monotone curves, run-to-run spread above 10%, wrong values, forced settings that
+    did not apply, failed points, busbw above the link limit.
 
     Exit status: 0 analysed; 1 the results hold wrong values, settings not applied or failed points;
     2 bad input (one line naming the file).
@@ -69,11 +79,12 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
       collscope analyze results/a results/b all_reduce.txt --csv > sizes.csv
       collscope analyze results/cpu --alpha-us 2 --bw-gbps 10
       collscope analyze table-only.txt --op all_reduce --nranks 64
+      collscope analyze nvl72.txt --gpu GB200 --nnodes 18 --nvl-domain 72
     """
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
-    source = _params_source(topo, gpu, alpha_us, bw_gbps)
-    frame = load_results(paths, op=op, nranks=nranks)
+    frame = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
+    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame)
     result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
     if as_json:
         click.echo(result.to_json(), nl=False)

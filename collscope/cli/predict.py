@@ -7,7 +7,7 @@ import json
 import click
 
 from collscope.analysis.predict import predict, render_predict_text
-from collscope.cli.options import gpu_option, size_range_options, sizes_option, topo_option
+from collscope.cli.options import geometry_options, gpu_option, size_range_options, sizes_option, topo_option
 from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
@@ -34,9 +34,7 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @click.command("predict")
 @topo_option()
 @gpu_option
-@click.option("--op", required=True, metavar="OP", help="all_reduce, all_gather, reduce_scatter, broadcast, reduce.")
-@click.option("--nranks", required=True, type=int, help="Ranks in the collective.")
-@click.option("--nnodes", default=1, show_default=True, type=int, help="Nodes the ranks span.")
+@geometry_options("nranks", "nnodes", "nvl_domain", "op")
 @sizes_option(instead_of="a ladder", minimum=1)
 @size_range_options(min_default="1K", max_default="1G")
 @click.option("--factor", default=None, type=click.FloatRange(min=1, min_open=True), metavar="F",
@@ -46,24 +44,35 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
-def predict_cmd(topo: tuple[str, ...], gpu: str | None, op: str, nranks: int, nnodes: int,
+def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
+                nvl_domain: int | None, op: str | None,
                 sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
                 alpha_us: float | None, bw_gbps: float | None, gamma_gbps: float | None, nccl_version: str,
                 as_json: bool) -> None:
     """Expected time and busbw per algorithm (alpha-beta) and per algorithm/protocol (NCCL's model).
 
     Answers "is my number normal?": compare a measured busbw with the models for the same topology. Link
-    parameters come from --topo, else --gpu's table rates, else --alpha-us and --bw-gbps.
+    parameters come from --topo, else --gpu's table rates, else --alpha-us and --bw-gbps. A prediction is for
+    one job's geometry, stated in full: --op, --nranks and --nnodes are required (1 for one node; nothing is
+    assumed), --nvl-domain when one NVLink fabric joins several nodes (72 on an NVL72 rack).
 
     \b
     Example:
-      collscope predict --gpu H100 --op all_reduce --nranks 8 --sizes 1M,64M,1G
+      collscope predict --gpu H100 --op all_reduce --nranks 8 --nnodes 1 --sizes 1M,64M,1G
       collscope predict --topo node01/ --op all_gather --nranks 16 --nnodes 2 --json
-      collscope predict --op all_reduce --nranks 4 --alpha-us 2 --bw-gbps 10
+      collscope predict --op all_reduce --nranks 4 --nnodes 1 --alpha-us 2 --bw-gbps 10
+      collscope predict --gpu GB200 --op all_reduce --nranks 72 --nnodes 18 --nvl-domain 72
     """
+    missing = [opt for opt, value in (("--op OP", op), ("--nranks N", nranks), ("--nnodes N", nnodes))
+               if value is None]
+    if missing:
+        raise ConfigError(f"a prediction needs the job's geometry: pass {', '.join(missing)} (--nnodes 1 for one "
+                          "node; collscope assumes none of them)")
+    assert op is not None and nranks is not None
     size_list = _sizes(sizes, min_bytes, max_bytes, factor, op, nranks)
     topology = load_topology(topo, gpu=gpu) if topo else None
-    result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, sizes=size_list,
+    result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                     sizes=size_list,
                      alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))

@@ -82,7 +82,7 @@ def test_half_peak_is_interpolated_on_log_size(planted: Planted, planted_analysi
 
 def test_efficiency_against_the_models(planted: Planted) -> None:
     df = load_results(planted.root)
-    params = LinkParams(nranks=NRANKS, alpha_us=2.0, bw_gbps=150.0)
+    params = LinkParams(nranks=NRANKS, nnodes=1, alpha_us=2.0, bw_gbps=150.0)
     result = analyze(df, params=params)
     sizes = result.sizes
     row = sizes[(sizes["config"] == planted.tree) & (sizes["size_bytes"] == MIB)].iloc[0]
@@ -96,12 +96,12 @@ def test_efficiency_against_the_models(planted: Planted) -> None:
     assert f"{NRANKS}x1" in result.params
     assert not any("efficiency not computed" in n for n in result.notes)
     # a limit below what was measured: busbw above the link limit
-    slow = analyze(df, params=LinkParams(nranks=NRANKS, alpha_us=2.0, bw_gbps=100.0))
+    slow = analyze(df, params=LinkParams(nranks=NRANKS, nnodes=1, alpha_us=2.0, bw_gbps=100.0))
     flagged = {(a.config, a.size_bytes) for a in _kinds(slow, "above_link_limit")}
     over = slow.sizes[slow.sizes["busbw_gbps"] > 105.0]
     assert flagged and flagged == set(zip(over["config"], over["size_bytes"], strict=True))
     # params for another rank count: efficiency stays NA, with a note
-    other = analyze(df, params=LinkParams(nranks=4, alpha_us=2.0, bw_gbps=150.0))
+    other = analyze(df, params=LinkParams(nranks=4, nnodes=1, alpha_us=2.0, bw_gbps=150.0))
     assert other.sizes["efficiency"].isna().all() and any("4 ranks" in n for n in other.notes)
     # a params function that cannot answer
     def no_params(nranks: int, nnodes: int) -> LinkParams:
@@ -145,7 +145,7 @@ def test_model_names() -> None:
 
 def test_analyze_real_sweep(mpi_results: Path) -> None:
     df = load_results(mpi_results)
-    result = analyze(df, params=LinkParams(nranks=2, alpha_us=1.0, bw_gbps=5.0))
+    result = analyze(df, params=LinkParams(nranks=2, nnodes=1, alpha_us=1.0, bw_gbps=5.0))
     assert len(result.configs) == 9 and result.n_records == len(df)
     forced = result.sizes[result.sizes["config"] == "OMPI_MCA_coll_tuned_allreduce_algorithm=6"]
     assert set(forced["model"]) == {"rabenseifner"} and forced["efficiency"].notna().all()

@@ -85,7 +85,7 @@ def test_a100_one_node_is_97_percent_of_nccl_ring(kind: str, tmp_path: Path) -> 
 
 
 def test_a100_without_a_gpu_generation_falls_back_to_alpha_beta_and_says_so() -> None:
-    params = LinkParams(nranks=8, alpha_us=3.4, bw_gbps=300.0)  # no GPU generation: no NCCL model
+    params = LinkParams(nranks=8, nnodes=1, alpha_us=3.4, bw_gbps=300.0)  # no GPU generation: no NCCL model
     row = _analysis(A100_FIXTURE, params).sizes.iloc[0]
     assert row["model"] == "ring" and row["model_kind"] == "alpha-beta"
     assert "no GPU generation" in row["algo_source"]

@@ -25,7 +25,7 @@ from collscope.topo.samples import sample_path
 
 # 8 ranks, alpha 2 us, 10 GB/s, gamma 5 GB/s; n = 1e6 bytes:
 #   n beta = 1e6 / (10 * 1e3) = 100 us;  n gamma = 1e6 / (5 * 1e3) = 200 us.
-P8 = LinkParams(nranks=8, alpha_us=2.0, bw_gbps=10.0, gamma_gbps=5.0)
+P8 = LinkParams(nranks=8, nnodes=1, alpha_us=2.0, bw_gbps=10.0, gamma_gbps=5.0)
 N = 1e6
 
 HAND = {
@@ -74,7 +74,7 @@ def test_rabenseifner_not_a_power_of_two():
     # p = 6: r = 2 extra ranks fold in (a + n b + n g = 302) and get the result back (a + n b = 102); the core
     # runs on p' = 4: RS halving (2 + 50 + 100) + (2 + 25 + 50) = 229, AG doubling (2 + 25) + (2 + 50) = 79.
     # alpha terms 2 floor(lg p) + 2 = 6 as in MPICH's comment; the core's volume uses p' (MPICH writes p).
-    p6 = LinkParams(nranks=6, alpha_us=2.0, bw_gbps=10.0, gamma_gbps=5.0)
+    p6 = LinkParams(nranks=6, nnodes=1, alpha_us=2.0, bw_gbps=10.0, gamma_gbps=5.0)
     assert alpha_beta_time_us("all_reduce", "rabenseifner", p6, N) == pytest.approx(302 + 102 + 229 + 79)
     # recursive doubling, p = 6: fold (302), 2 core steps of 302, unfold (102)
     assert alpha_beta_time_us("all_reduce", "recursive_doubling", p6, N) == pytest.approx(302 + 2 * 302 + 102)
@@ -83,7 +83,7 @@ def test_rabenseifner_not_a_power_of_two():
 
 
 def test_gamma_none_ignores_reductions():
-    p = LinkParams(nranks=8, alpha_us=2.0, bw_gbps=10.0)
+    p = LinkParams(nranks=8, nnodes=1, alpha_us=2.0, bw_gbps=10.0)
     assert alpha_beta_time_us("all_reduce", "ring", p, N) == pytest.approx(28 + 175)
 
 
@@ -116,11 +116,11 @@ def test_bad_inputs():
     with pytest.raises(ConfigError, match="valid: ring"):
         alpha_beta_time_us("all_gather", "pairwise", P8, 1)
     with pytest.raises(ConfigError, match="at least 2 ranks"):
-        LinkParams(nranks=1, alpha_us=1.0, bw_gbps=1.0)
+        LinkParams(nranks=1, nnodes=1, alpha_us=1.0, bw_gbps=1.0)
     with pytest.raises(ConfigError, match="multiple of nnodes"):
         LinkParams(nranks=9, nnodes=2, alpha_us=1.0, bw_gbps=1.0)
     with pytest.raises(ConfigError, match="positive"):
-        LinkParams(nranks=4, alpha_us=1.0, bw_gbps=0.0)
+        LinkParams(nranks=4, nnodes=1, alpha_us=1.0, bw_gbps=0.0)
 
 
 # ---- identities (hypothesis) ---------------------------------------------------------------------------------
@@ -143,7 +143,7 @@ sizes = st.integers(0, 10**11)
 
 @given(st.integers(2, 512), st.floats(0.0, 100), st.floats(0.1, 1000), sizes)
 def test_ring_bandwidth_terms_are_the_lower_bounds(p, alpha, bw, n):
-    params = LinkParams(nranks=p, alpha_us=alpha, bw_gbps=bw)
+    params = LinkParams(nranks=p, nnodes=1, alpha_us=alpha, bw_gbps=bw)
     beta_n = n / (bw * 1e3)  # n beta in us
     ar = alpha_beta_time_us("all_reduce", "ring", params, n) - alpha_beta_time_us("all_reduce", "ring", params, 0)
     ag = alpha_beta_time_us("all_gather", "ring", params, n) - alpha_beta_time_us("all_gather", "ring", params, 0)
@@ -217,21 +217,21 @@ def test_link_params_from_the_h100_sample():
 
 
 def test_link_params_from_a_gpu_name_and_explicit_values():
-    p = link_params(None, gpu="A100", nranks=8)
+    p = link_params(None, gpu="A100", nranks=8, nnodes=1)
     assert p.bw_gbps == 12 * 25.0 and "table rate" in p.source
-    q = link_params(None, nranks=4, alpha_us=1.5, bw_gbps=12.0)
+    q = link_params(None, nranks=4, nnodes=1, alpha_us=1.5, bw_gbps=12.0)
     assert (q.alpha_us, q.bw_gbps, q.gpu) == (1.5, 12.0, None)
     assert "given" in q.source
 
 
 def test_link_params_errors_say_what_to_pass():
     with pytest.raises(ConfigError, match="--topo PATH.*--gpu NAME.*--alpha-us"):
-        link_params(None, nranks=8)
+        link_params(None, nranks=8, nnodes=1)
     with pytest.raises(ConfigError, match="unknown GPU 'Z9000'"):
-        link_params(None, gpu="Z9000", nranks=8)
+        link_params(None, gpu="Z9000", nranks=8, nnodes=1)
     with pytest.raises(ConfigError, match="NIC rates"):
         link_params(None, gpu="H100", nranks=16, nnodes=2)
     node = build_node(load_captures([sample_path()]))
     with pytest.raises(ConfigError, match="8 GPU"):
-        link_params(node, nranks=16)
+        link_params(node, nranks=16, nnodes=1)
     assert math.isclose(link_params(node, nranks=16, nnodes=2, bw_gbps=20.0).bw_gbps, 20.0)

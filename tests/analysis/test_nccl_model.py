@@ -152,7 +152,7 @@ def _ring_simple_busbw(inputs: NcclGraphInputs) -> float:
 
 
 def test_a100_nv12_predicted_vs_published(tmp_path):
-    params = link_params(_a100_node(tmp_path), nranks=8)
+    params = link_params(_a100_node(tmp_path), nranks=8, nnodes=1)
     inputs = graph_inputs_from_topology(params)
     assert (inputs.ring.n_channels, inputs.ring.bw_intra, inputs.nvls) == (12, 20.0, None)
     # published: 231.58 GB/s at 8 GB (Azure ND A100 v4), 232.54 (nccl-tests#175); model 12 x 20 = 240 minus latency
@@ -162,7 +162,7 @@ def test_a100_nv12_predicted_vs_published(tmp_path):
 
 
 def test_h100_nv18_predicted_vs_published():
-    params = link_params(build_node(load_captures([sample_path()])), nranks=8)
+    params = link_params(build_node(load_captures([sample_path()])), nranks=8, nnodes=1)
     inputs = graph_inputs_from_topology(params)
     assert (inputs.ring.n_channels, inputs.ring.bw_intra) == (12, 30.0)
     assert inputs.nvls is not None and (inputs.nvls.n_channels, inputs.nvls.bw_intra, inputs.nvls.bw_inter) == (
@@ -186,6 +186,6 @@ def test_a100_two_nodes_4_hdr_predicted_vs_published():
 
 def test_graph_inputs_need_a_gpu():
     with pytest.raises(ConfigError, match="--gpu NAME"):
-        graph_inputs_from_topology(LinkParams(nranks=4, alpha_us=1.0, bw_gbps=10.0))
-    pcie = graph_inputs_from_topology(LinkParams(nranks=4, alpha_us=1.0, bw_gbps=24.0), "L40S")
+        graph_inputs_from_topology(LinkParams(nranks=4, nnodes=1, alpha_us=1.0, bw_gbps=10.0))
+    pcie = graph_inputs_from_topology(LinkParams(nranks=4, nnodes=1, alpha_us=1.0, bw_gbps=24.0), "L40S")
     assert pcie.ring.type_intra == "PXB" and pcie.nvls is None

@@ -24,7 +24,8 @@ def _run(*args: str):
 
 
 def test_json_keys_exactly():
-    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1K,1M,1G", "--json")
+    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1",
+                  "--sizes", "1K,1M,1G", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert set(doc) == {"predictions", "nccl_choice", "params"}
@@ -37,8 +38,9 @@ def test_json_keys_exactly():
 
 
 def test_library_function_returns_the_cli_document():
-    doc = json.loads(_run("--gpu", "A100", "--op", "all_gather", "--nranks", "8", "--sizes", "1M", "--json").output)
-    assert predict("all_gather", gpu="A100", nranks=8, sizes=[1 << 20]).to_dict() == doc
+    doc = json.loads(_run("--gpu", "A100", "--op", "all_gather", "--nranks", "8", "--nnodes", "1",
+                          "--sizes", "1M", "--json").output)
+    assert predict("all_gather", gpu="A100", nranks=8, nnodes=1, sizes=[1 << 20]).to_dict() == doc
 
 
 @pytest.mark.parametrize("how", ["sample dir", "topo show json", "matrix file"])
@@ -55,7 +57,7 @@ def test_topo_inputs(tmp_path, how):
         path.write_text((sample_path() / "nvidia-smi-topo.txt").read_text())
         args = ["--topo", str(path), "--gpu", "H100"]
     if how == "matrix file":  # no NICs without ibstat: one node
-        result = _run(*args, "--op", "all_reduce", "--nranks", "8", "--sizes", "64G", "--json")
+        result = _run(*args, "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--sizes", "64G", "--json")
         assert result.exit_code == 0, result.output
         doc = json.loads(result.output)
         assert doc["params"]["bw_gbps"] == pytest.approx(18 * 25.0)  # NV18 x the NVLink4 table rate
@@ -90,26 +92,27 @@ def test_damaged_json_topology(tmp_path):
     path.write_text('{"host": "x"}')
     with pytest.raises(ParseError, match="\"graph\" key"):
         load_topology([path])
-    result = _run("--topo", str(path), "--op", "all_reduce", "--nranks", "8")
+    result = _run("--topo", str(path), "--op", "all_reduce", "--nranks", "8", "--nnodes", "1")
     assert result.exit_code == 2 and "Traceback" not in result.output
 
 
 def test_bad_op_is_one_line_exit_2():
-    result = _run("--gpu", "H100", "--op", "allreduce", "--nranks", "8")
+    result = _run("--gpu", "H100", "--op", "allreduce", "--nranks", "8", "--nnodes", "1")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "unknown collective 'allreduce'" in lines[0] and "all_reduce" in lines[0]
 
 
 def test_missing_params_exit_2_with_the_hint():
-    result = _run("--op", "all_reduce", "--nranks", "8")
+    result = _run("--op", "all_reduce", "--nranks", "8", "--nnodes", "1")
     assert result.exit_code == 2
     assert "--topo PATH" in result.output and "--gpu NAME" in result.output and "--bw-gbps" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
 def test_explicit_alpha_beta_without_gpu_has_no_nccl_choice():
-    result = _run("--op", "all_reduce", "--nranks", "4", "--alpha-us", "2", "--bw-gbps", "10", "--min-bytes", "1K",
+    result = _run("--op", "all_reduce", "--nranks", "4", "--nnodes", "1",
+                  "--alpha-us", "2", "--bw-gbps", "10", "--min-bytes", "1K",
                   "--max-bytes", "4K", "--factor", "2", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
@@ -119,7 +122,7 @@ def test_explicit_alpha_beta_without_gpu_has_no_nccl_choice():
 
 
 def test_text_output_has_tables_choice_and_sources():
-    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1M,1G")
+    result = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--sizes", "1M,1G")
     assert result.exit_code == 0, result.output
     out = result.output
     assert "size 1M (1048576 B)" in out and "size 1G" in out
@@ -128,13 +131,15 @@ def test_text_output_has_tables_choice_and_sources():
 
 
 def test_bad_sizes_and_version():
-    assert _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1Q").exit_code == 2
-    both = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--sizes", "1K", "--min-bytes", "1K")
+    assert _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--sizes", "1Q").exit_code == 2
+    both = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1",
+                "--sizes", "1K", "--min-bytes", "1K")
     assert both.exit_code == 2 and "either --sizes" in both.output
-    old = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nccl-version", "2.19", "--json")
+    old = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1",
+               "--nccl-version", "2.19", "--json")
     assert old.exit_code == 0 and json.loads(old.output)["params"]["nccl_version"] == "2.19"
     with pytest.raises(ConfigError, match="valid: 2.30, 2.19"):
-        predict("all_reduce", gpu="H100", nranks=8, version="2.20")
+        predict("all_reduce", gpu="H100", nranks=8, nnodes=1, version="2.20")
 
 
 def test_help_has_an_example():

@@ -435,4 +435,4 @@ def test_single_repeat_wins_are_not_claimed():
     text = render_env(rec)
     assert exports(text) == []
     assert "# 3 size(s) where a config gains more than 3% on fewer than 3 repeats: noise unknown, not counted; " \
-           "measure again with --repeats 3" in text.splitlines()
+           "measure again with 3 repeats (`collscope sweep run --repeats 3`)" in text.splitlines()

@@ -114,7 +114,8 @@ def test_binary_capture_file_names_the_file_and_line(tmp_path: Path) -> None:
 def test_topology_json_that_is_binary_is_named(tmp_path: Path) -> None:
     doc = tmp_path / "node.json"
     doc.write_bytes(b'{"graph":\n\xff}')
-    result = CliRunner().invoke(main, ["predict", "--topo", str(doc), "--op", "all_reduce", "--nranks", "8"])
+    result = CliRunner().invoke(main, ["predict", "--topo", str(doc), "--op", "all_reduce", "--nranks", "8",
+                                       "--nnodes", "1"])
     assert f"{doc}:2:" in one_error_line(result)
 
 

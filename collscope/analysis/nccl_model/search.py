@@ -118,7 +118,9 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
     if gen is None:
         raise ConfigError("NCCL's model needs the GPU generation: pass --gpu NAME (e.g. H100) or a topology "
                           "whose capture names the GPU model")
-    sm, ppn, nodes = gen.sm, params.ppn, params.nnodes
+    # A multi-node NVLink domain (MNNVL, nvl_domain larger than a node) is one node to NCCL's graphs: its GPUs
+    # reach each other over NVLink, only the domains are joined by the NICs.
+    sm, ppn, nodes = gen.sm, params.domain_ranks, params.ndomains
     multi = nodes > 1
     notes: list[str] = []
     nvlink = params.intra_link == "nvlink" and gen.nccl_nvlink_link_gbps > 0

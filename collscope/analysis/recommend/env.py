@@ -142,7 +142,8 @@ def few_repeats_lines(rec: Recommendation) -> list[str]:
     if not n:
         return []
     return [comment(f"{n} size(s) where a config gains more than {percent(rec.options.min_gain)} on fewer than "
-                    f"{MIN_REPEATS} repeats: noise unknown, not counted; measure again with --repeats {MIN_REPEATS}")]
+                    f"{MIN_REPEATS} repeats: noise unknown, not counted; measure again with "
+                    f"{MIN_REPEATS} repeats (`collscope sweep run --repeats {MIN_REPEATS}`)")]
 
 
 def _why_not_lines(rec: Recommendation, skip_ops: set[str] | None = None) -> list[str]:

@@ -1,0 +1,164 @@
+"""The geometry of each job in a loaded frame: what its records say, with the user's overrides winning.
+
+:func:`~.load.load_results` groups the records by ``(nranks, nnodes)`` (the groups the models work on) and gives
+each group one :class:`~collscope.geometry.Geometry` built from the evidence of its sources:
+
+* an nccl-tests output: the run's own geometry (its rank lines, hosts, busbw/algbw, NCCL INFO lines) when the
+  parser records one, else its ``nranks`` (with how it was found) and the hosts of its rank lines;
+* Measurement records (results directories, JSONL): their ``nranks`` and ``nnodes`` fields, and the hosts they
+  name (``nnodes`` None: unknown, at least as many nodes as hosts named);
+* ``--nranks``, ``--nnodes``, ``--nvl-domain`` (the ``overrides``): they win, and a note names the clue they
+  overrode. They describe one job: inputs that hold several rank or node counts refuse them.
+
+Unknown stays unknown (``nnodes`` None is never one node): the models then say which option supplies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from collscope.errors import ConfigError
+from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence
+
+__all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
+           "group_geometries", "geometry_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Clue:
+    """One piece of evidence for one geometry field (``low == high``: exact)."""
+
+    field: str
+    low: int | None
+    high: int | None
+    says: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupGeometry:
+    """The geometry of the records of one ``(nranks, nnodes)`` group (``nnodes`` None: not recorded)."""
+
+    nranks: int
+    nnodes: int | None
+    geometry: Geometry
+
+    def label(self) -> str:
+        nodes = "unknown nodes" if self.nnodes is None else f"{self.nnodes} node{'s' if self.nnodes != 1 else ''}"
+        return f"{self.nranks} ranks on {nodes}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"group": self.label(), **self.geometry.to_json()}
+
+
+def run_clues(run: Any, source: str) -> list[Clue]:
+    """The clues of one parsed nccl-tests run (:class:`~collscope.collectives.nccl_tests.records.NcclTestsRun`)."""
+    geometry = getattr(run, "geometry", None)
+    if isinstance(geometry, Geometry):  # the parser read every clue of the output
+        out = []
+        for name in GEOMETRY_FIELDS:
+            known = geometry.get(name)
+            says = "; ".join(known.evidence) or "the nccl-tests output"
+            if known.value is not None:
+                out.append(Clue(name, known.value, known.value, f"{says} ({source})"))
+            elif known.low is not None or known.high is not None:
+                out.append(Clue(name, known.low, known.high, f"{says} ({source})"))
+        return out
+    out = [Clue("nranks", run.nranks, run.nranks, f"{run.nranks} ranks ({run.nranks_source}) in {source}")]
+    hosts = len(set(run.hosts))
+    if run.nnodes is not None:
+        out.append(Clue("nnodes", run.nnodes, run.nnodes, f"hosts of the rank lines: {run.nnodes} ({source})"))
+    elif hosts:
+        out.append(Clue("nnodes", hosts, None, f"hosts of the rank lines shown: {hosts}, the list is elided "
+                                               f"({source})"))
+    return out
+
+
+def record_clues(nranks: int, nnodes: int | None, hosts: str | None, source: str) -> list[Clue]:
+    """The clues of Measurement records with these fields (``hosts`` joined by ``","``, as the frame holds them)."""
+    out = [Clue("nranks", nranks, nranks, f"nranks {nranks} in the records of {source}")]
+    if nnodes is not None:
+        out.append(Clue("nnodes", nnodes, nnodes, f"nnodes {nnodes} in the records of {source}"))
+    else:
+        names = {h for h in (hosts or "").split(",") if h}
+        if names:
+            out.append(Clue("nnodes", len(names), None, f"hosts named by the records of {source}: {len(names)} "
+                                                        "(the records do not give nnodes)"))
+    return out
+
+
+def _distinct(column: pd.Series) -> list[Any]:
+    return [None if pd.isna(v) else int(v) for v in pd.unique(column)]
+
+
+def apply_overrides(frame: pd.DataFrame, nranks: int | None, nnodes: int | None) -> None:
+    """Set the frame's ``nranks``/``nnodes`` columns to the overrides (in place); they describe one job, so inputs
+    holding several rank or node counts are a ConfigError naming them."""
+    if frame.empty:
+        return
+    for name, value in (("nranks", nranks), ("nnodes", nnodes)):
+        if value is None:
+            continue
+        known = sorted({v for v in _distinct(frame[name]) if v is not None})
+        counts = sorted(set(_distinct(frame["nranks"])))
+        if len(counts) > 1 or len(known) > 1:
+            shown = ", ".join(str(v) for v in (counts if len(counts) > 1 else known))
+            what = "rank counts" if len(counts) > 1 else "node counts"
+            raise ConfigError(f"{OVERRIDE_OPTIONS[name]} {value} describes one job, but the inputs hold "  # type: ignore[index]
+                              f"{len(counts) if len(counts) > 1 else len(known)} {what} ({shown}): "
+                              "analyse each job's results on their own")
+    if nranks is not None:
+        frame["nranks"] = np.full(len(frame), nranks, dtype=np.int64)
+    if nnodes is not None:
+        frame["nnodes"] = pd.array(np.full(len(frame), nnodes, dtype=np.int64), dtype="Int64")
+
+
+def frame_clues(frame: pd.DataFrame, parts: Sequence[tuple[int, str, Sequence[Clue] | None]]
+                ) -> dict[tuple[int, int | None], list[Clue]]:
+    """The evidence of each ``(nranks, nnodes)`` group of ``frame``, whose rows come from ``parts`` in order:
+    (rows, the input as the user named it, the clues of an nccl-tests output or None for records). Records are
+    read once per distinct (part, nranks, nnodes, hosts), not per row."""
+    counts = np.array([p[0] for p in parts], dtype=np.int64)
+    keys = pd.DataFrame({"part": np.repeat(np.arange(len(parts)), counts), "nranks": frame["nranks"].to_numpy(),
+                         "nnodes": frame["nnodes"].array, "hosts": frame["hosts"].array}).drop_duplicates()
+    out: dict[tuple[int, int | None], list[Clue]] = {}
+    for part_i, n, nodes, hosts in keys.itertuples(index=False, name=None):
+        nodes = None if pd.isna(nodes) else int(nodes)
+        _, label, clues = parts[int(part_i)]
+        found = clues if clues is not None else record_clues(int(n), nodes, None if pd.isna(hosts) else str(hosts),
+                                                             label or "the records")
+        out.setdefault((int(n), nodes), []).extend(found)
+    return out
+
+
+def group_geometries(clues: Mapping[tuple[int, int | None], Sequence[Clue]],
+                     overrides: Mapping[str, int | None]) -> list[GroupGeometry]:
+    """One resolved geometry per ``(nranks, nnodes)`` group (ParseError when a group's clues disagree); the
+    ``nranks``/``nnodes`` overrides replace the recorded values in the groups' keys, as
+    :func:`apply_overrides` does in the frame."""
+    merged: dict[tuple[int, int | None], list[Clue]] = {}
+    for (n, nodes), found in clues.items():
+        merged.setdefault((overrides.get("nranks") or n, overrides.get("nnodes") or nodes), []).extend(found)
+    out = []
+    for (nranks, nnodes), group in merged.items():
+        ev = GeometryEvidence(source=f"{nranks} ranks")
+        seen: set[Clue] = set()
+        for clue in group:
+            if clue not in seen:
+                seen.add(clue)
+                ev.between(clue.field, clue.low, clue.high, clue.says)  # type: ignore[arg-type]
+        out.append(GroupGeometry(nranks, nnodes, ev.resolve(overrides)))
+    return sorted(out, key=lambda g: (g.nranks, -1 if g.nnodes is None else g.nnodes))
+
+
+def geometry_of(frame: pd.DataFrame, nranks: int, nnodes: Any) -> Geometry | None:
+    """The geometry :func:`~.load.load_results` recorded for one group of ``frame`` (None when none was)."""
+    nodes = None if nnodes is None or pd.isna(nnodes) else int(nnodes)
+    for group in frame.attrs.get("geometry", ()) or ():
+        if isinstance(group, GroupGeometry) and group.nranks == nranks and group.nnodes == nodes:
+            return group.geometry
+    return None
