@@ -145,7 +145,8 @@ def _start_us(stamp: str | None) -> float:
 
 
 def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None) -> list[RankTrace]:
-    """One RankTrace per GPU (``node``/``hostname`` + ``gpu``/``gpu_device_id``) in the file."""
+    """One RankTrace per GPU (``node``/``hostname`` + ``gpu``/``gpu_device_id``) in the file. ``rank_hint`` is
+    not used: the file is named by the GPU's UUID, and its labels say the rank (2.29) or the GPU (2.30)."""
     text = data.decode("utf-8", "replace")
     samples: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
     where: dict[tuple[tuple[str, str], ...], int] = {}
@@ -174,7 +175,7 @@ def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None)
         device = (labels.get("node") or labels.get("hostname") or "",
                   labels.get("gpu") or labels.get("gpu_device_id") or "")
         devices.setdefault(device, []).append((labels, metrics, where[key]))
-    traces = [_device_trace(source, host, gpu, rows, rank_hint) for (host, gpu), rows in sorted(devices.items())]
+    traces = [_device_trace(source, host, gpu, rows) for (host, gpu), rows in sorted(devices.items())]
     if p2p:
         traces[0] = _with_warning(traces[0], "Inspector's point-to-point samples (nccl_p2p_*) left out: collscope "
                                   "reads collectives")
@@ -185,8 +186,8 @@ def _with_warning(trace: RankTrace, warning: str) -> RankTrace:
     return replace(trace, warnings=trace.warnings + (warning,))
 
 
-def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, str], dict[str, float], int]],
-                  rank_hint: int | None) -> RankTrace:
+def _device_trace(source: str, host: str, gpu: str,
+                  rows: list[tuple[dict[str, str], dict[str, float], int]]) -> RankTrace:
     calls: list[CollectiveCall] = []
     buckets = lower_bounds = 0
     rank_of_largest: tuple[int, int] | None = None  # (nranks, rank) of the largest communicator naming a rank
@@ -228,7 +229,7 @@ def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, s
     if rank_of_largest is not None:
         rank = rank_of_largest[1]
     else:
-        rank = int(gpu_index[1]) if gpu_index else rank_hint or 0
+        rank = int(gpu_index[1]) if gpu_index else 0  # the file is named by the GPU's UUID, not its rank
         warnings.append(NO_RANK_WARNING)
     if buckets:
         warnings.append("Inspector's Prometheus output is a summary per communicator, collective, size bucket and "
