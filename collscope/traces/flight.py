@@ -21,7 +21,7 @@ import msgspec
 
 from collscope.errors import ParseError
 from collscope.traces.names import dtype_of, element_bytes, op_of
-from collscope.traces.record import Backend, CollectiveCall, RankTrace
+from collscope.traces.record import Backend, CollectiveCall, RankTrace, TraceClue
 
 __all__ = ["FrEntry", "FrDump", "parse_flight_json", "looks_like_flight_json", "flight_recorder_from_doc"]
 
@@ -112,8 +112,10 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
         if op is None:
             continue
         pg = e.process_group[0] if e.process_group else (None if e.pg_id is None else str(e.pg_id))
-        known = pg if pg in groups else only
-        group = max(sizes[known], 1) if known is not None else 1
+        known = pg if pg in groups else (None if e.process_group else only)  # a named group pg_config lacks
+        group = max(sizes[known], 1) if known is not None else None  # not named in pg_config: unknown
+        said = (f"pg_config lists {group} ranks for process group '{known}'"
+                + (" (the dump's only group)" if known != pg else ""),) if known is not None else ()
         dtype = dtype_of(e.input_dtypes[0] if e.input_dtypes else None)
         eb = element_bytes(dtype)
         elems_in = sum(prod(s) for s in e.input_sizes)
@@ -129,7 +131,8 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
                                     process_group=pg, seq=e.collective_seq_id, step=None, start_us=start_ns / 1000.0,
                                     duration_us=None if e.duration_ms is None else e.duration_ms * 1000.0,
                                     stream=None, size_source="flight_recorder" if size is not None else "none",
-                                    group_ranks=groups.get(known) if known is not None else None))
+                                    group_ranks=groups.get(known) if known is not None else None,
+                                    group_evidence=said))
     warnings = []
     if untimed:
         warnings.append(f"{source}: {untimed} Flight Recorder entries carry no duration (set "
@@ -137,5 +140,10 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
     names = {e.profiling_name.partition(":")[0] for e in dump.entries}
     backend: Backend = "nccl" if "nccl" in names else "gloo" if "gloo" in names else "unknown"
     world = max(sizes.values()) if sizes else None  # the largest group declared: the default one
+    defaults = [str(cfg.get("name") or key) for key, cfg in (dump.pg_config or {}).items()
+                if isinstance(cfg, dict) and cfg.get("desc") == "default_pg"]
+    clues = tuple(TraceClue("nranks", len(groups[name]), len(groups[name]),
+                            f"default_pg lists {len(groups[name])} ranks in the Flight Recorder pg_config")
+                  for name in defaults if groups.get(name))
     return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=world, backend=backend,
-                     device="cpu", calls=tuple(calls), warnings=tuple(warnings))
+                     device="cpu", calls=tuple(calls), warnings=tuple(warnings), clues=clues)

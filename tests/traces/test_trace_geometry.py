@@ -180,3 +180,19 @@ def test_an_inspector_communicator_of_the_whole_job_gives_its_nodes():
     geometry = analyze_traces(read_traces([pages]), overrides={"nranks": 4}).geometry
     assert geometry.value("nnodes") == 2 and geometry.value("ranks_per_node") == 2
     assert "a communicator of all 4 ranks spans 2 node(s) (Inspector)" in geometry.nnodes.evidence
+
+
+def test_flight_recorder_groups_and_the_default_group_give_the_geometry(tmp_path):
+    for rank in (0, 1):
+        doc = fx.flight_recorder(rank)
+        doc["entries"][1]["process_group"] = ["7", "tp"]  # a group pg_config does not describe
+        fx.write(tmp_path / f"nccl_trace_rank_{rank}.json", doc)
+    report = analyze_traces(read_traces([tmp_path]))
+    assert report.geometry.value("nranks") == 2
+    assert report.geometry.nranks.evidence[0] == "default_pg lists 2 ranks in the Flight Recorder pg_config (2 traces)"
+    calls = {c["op"]: c for c in report.collectives}
+    assert calls["all_reduce"]["group_size"] == 2 and calls["all_reduce"]["group_ranks"] == [0, 1]
+    assert calls["all_gather"]["group_size"] is None and calls["all_gather"]["busbw_gbps"] is None  # never 1
+    groups = {g["process_group"]: g for g in report.process_groups}
+    assert groups["0"]["evidence"] == ["pg_config lists 2 ranks for process group '0'"]
+    assert any("size of process group(s) 7 is unknown" in w for w in report.warnings)
