@@ -92,8 +92,8 @@ def job_geometry(traces: Sequence[RankTrace], overrides: Mapping[str, int | None
     every_rank = ev.resolve(overrides).nranks.value
     whole = sorted({c.group_nnodes for t in traces for c in t.calls
                     if c.group_nnodes is not None and every_rank is not None and c.group_size == every_rank})
-    for nodes in whole:
-        ev.exact("nnodes", nodes, f"a communicator of all {every_rank} ranks spans {nodes} node(s) (Inspector)")
+    for spans in whole:
+        ev.exact("nnodes", spans, f"a communicator of all {every_rank} ranks spans {spans} node(s) (Inspector)")
     hosts = rank_hosts(traces)
     if hosts:
         names = sorted(set(hosts.values()))
