@@ -26,7 +26,7 @@ from collscope.errors import ConfigError
 from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence
 
 __all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
-           "group_geometries", "geometry_of"]
+           "group_geometries", "geometry_of", "model_nvl_domain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +153,20 @@ def group_geometries(clues: Mapping[tuple[int, int | None], Sequence[Clue]],
                 ev.between(clue.field, clue.low, clue.high, clue.says)  # type: ignore[arg-type]
         out.append(GroupGeometry(nranks, nnodes, ev.resolve(overrides)))
     return sorted(out, key=lambda g: (g.nranks, -1 if g.nnodes is None else g.nnodes))
+
+
+def model_nvl_domain(geometry: Geometry | None, nranks: int) -> int | None:
+    """The NVLink domain the models use for ``nranks`` ranks: the geometry's value, or, when only a lower bound
+    is known and it holds every rank (MNNVL lines: ``localRanks 8`` with ``MNNVL 1``), that bound (any domain
+    holding every rank models the same); else None (the node)."""
+    if geometry is None:
+        return None
+    known = geometry.get("nvl_domain")
+    if known.value is not None:
+        return known.value
+    if known.low is not None and known.low >= nranks:
+        return known.low
+    return None
 
 
 def geometry_of(frame: pd.DataFrame, nranks: int, nnodes: Any) -> Geometry | None:

@@ -11,7 +11,7 @@ import click
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import render_csv, render_text
-from collscope.analysis.job_geometry import geometry_of
+from collscope.analysis.job_geometry import geometry_of, model_nvl_domain
 from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
@@ -38,8 +38,7 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
     topology = load_topology(topo, gpu=gpu) if topo else None
 
     def source(nranks: int, nnodes: int) -> LinkParams | None:
-        geometry = geometry_of(frame, nranks, nnodes)
-        nvl_domain = geometry.value("nvl_domain") if geometry is not None else None
+        nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
         return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                            alpha_us=alpha_us, bw_gbps=bw_gbps)
 
