@@ -20,6 +20,7 @@ directory must be visible from every node (a shared file system, not a node's /t
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -36,8 +37,11 @@ from collscope.locate.launch import classify_launch
 from collscope.locate.model import LaunchFailure, TestOutcome, TestSpec
 from collscope.locate.steps import StepOptions, launch_env, rail_env, ranks_per_node, step_argv
 from collscope.results.decode import read_jsonl
+from collscope.results.logs import create_log
 
 __all__ = ["SrunRunner"]
+
+_log = logging.getLogger(__name__)
 
 _LAUNCH_FAILURE = ("Unable to create step", "Invalid node name", "not responding", "Required node not available",
                    "Node failure", "Job step creation", "DUE TO TIME LIMIT", "CANCELLED")
@@ -87,10 +91,13 @@ class SrunRunner:
         step = self._next_id(spec)
         out = self.work_dir / f"{step}.jsonl"
         log = self.work_dir / f"{step}.log"
-        result = proc.run(step_argv(spec, self.options, out), timeout_s=self.timeout_s, env=self.env,
-                          extra_env={**launch_env(spec, self.options, self.env or os.environ), **rail},
-                          output_path=log, kill_on_parent_death=True,
-                          install_hint="run locate inside a Slurm allocation (sbatch slurm/locate.sh, salloc)")
+        with create_log(log) as step_log:  # O_EXCL | O_NOFOLLOW: a link planted under the name is moved aside
+            if step_log.note:
+                _log.warning("%s", step_log.note)
+            result = proc.run(step_argv(spec, self.options, out), timeout_s=self.timeout_s, env=self.env,
+                              extra_env={**launch_env(spec, self.options, self.env or os.environ), **rail},
+                              output_path=step_log.output_path, kill_on_parent_death=True,
+                              install_hint="run locate inside a Slurm allocation (sbatch slurm/locate.sh, salloc)")
         where = f" (step log {log})"
         if result.timed_out:
             return None, TestOutcome(failure="timeout", detail=f"no end within {self.timeout_s:g} s: "

@@ -16,12 +16,12 @@ import stat
 from pathlib import Path
 from types import TracebackType
 
-from collscope.atomic import UnsafeFileError, open_append, write_all
+from collscope.atomic import UnsafeFileError, open_append, umask_mode, write_all
 from collscope.errors import ConfigError
 from collscope.files import kind_of
 from collscope.results.points import move_aside
 
-__all__ = ["PointLog", "open_log", "read_log_tail"]
+__all__ = ["PointLog", "open_log", "create_log", "read_log_tail"]
 
 
 def _problem(path: Path) -> str | None:
@@ -106,6 +106,26 @@ def open_log(path: Path, *, truncate: bool = False) -> PointLog:
     if truncate:
         os.ftruncate(fd, 0)
     return PointLog(fd, path, note)
+
+
+def create_log(path: Path) -> PointLog:
+    """A new log at ``path``, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (the umask's mode): whatever is under
+    the name (a link planted there, a leftover) is moved aside first, never opened, and the note says so."""
+    note = None
+    for _ in range(3):
+        if os.path.lexists(path):
+            found = _problem(path) or "a file already"
+            aside = move_aside(path)
+            note = f"{path.name} was {found} before collscope made it, never followed; moved aside to {aside.name}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         umask_mode())
+        except FileExistsError:  # planted again in between: move that aside too
+            continue
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be created ({exc.strerror or exc})") from None
+        return PointLog(fd, path, note)
+    raise UnsafeFileError(path, "replaced each time it was made")
 
 
 def read_log_tail(path: Path, limit_chars: int) -> str:

@@ -34,7 +34,6 @@ import os
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import BinaryIO
 
 from collscope import proc
 from collscope.errors import CollscopeError
@@ -49,6 +48,7 @@ from collscope.sweeps.persistent import Group, added_variables, control_line, pl
 from collscope.sweeps.run_options import RunOptions, launch_environment
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated
+from collscope.sweeps.worker_files import WorkerFiles
 
 __all__ = ["WorkerJob", "WorkerPool", "run_persistent", "POOLED_IDLE_TIMEOUT_S"]
 
@@ -154,10 +154,6 @@ class WorkerPool:
         self.close()
 
 
-def _stamp() -> str:
-    return time.strftime("%Y%m%dT%H%M%S")
-
-
 class WorkerJob:
     """One launch of the worker job; :meth:`feed` runs points on it, :meth:`finish` ends it."""
 
@@ -171,17 +167,13 @@ class WorkerJob:
         self.quick_failure: str | None = None
         """The launcher error this job died of within seconds of its start, before any point was measured: its
         point is not written down, and the next job (the only other start) runs it."""
-        workers = results.root / "workers"
-        workers.mkdir(exist_ok=True)
-        stem = f"launch-{_stamp()}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
-        self.control, self.status = workers / f"{stem}.control", workers / f"{stem}.status"
-        self.output = workers / f"{stem}.log"
+        self.files = WorkerFiles(results.root / "workers")
+        self.control, self.status, self.output = self.files.control, self.files.status, self.files.output
         self.job: proc.Started | None = None
         self.failed = False
         """The job ended badly (a point failed with it, or it could not start): its output is kept."""
         self.fed = 0
         self.display = ""
-        self._status_fh: BinaryIO | None = None
         self._pending = b""
         self._expired = False
         self._watching: tuple[Point, int, float] | None = None
@@ -197,8 +189,7 @@ class WorkerJob:
         return not self.failed and (self.job is None or self.job.poll() is None)
 
     def _append_control(self, lines: list[str]) -> None:
-        with self.control.open("a") as fh:
-            fh.write("".join(line + "\n" for line in lines))
+        self.files.append_control(lines)
 
     def _control_lines(self, points: list[Point]) -> list[str]:
         added = added_variables(self.spec, self.group)
@@ -213,11 +204,10 @@ class WorkerJob:
         return lines
 
     def _start(self, plan: Plan, first: Point, report: Report) -> bool:
-        self.status.touch()
         try:
             cmd = worker_launch(self.spec, self.group, self.options, control=self.control.resolve(),
                                 status=self.status.resolve(), idle_timeout_s=self.idle_timeout_s)
-            self.job = proc.start(list(cmd.argv), output_path=self.output, extra_env=cmd.env,
+            self.job = proc.start(list(cmd.argv), output_path=self.files.log.output_path, extra_env=cmd.env,
                                   env=launch_environment(self.options.unset_env))
         except CollscopeError as exc:
             self.results.record_failure(first.point_id, "launch error", str(exc))
@@ -225,7 +215,6 @@ class WorkerJob:
             self.failed = True
             return False
         self.display = cmd.display()
-        self._status_fh = self.status.open("rb")
         return True
 
     def feed(self, plan: Plan, points: list[Point], report: Report) -> list[Point]:
@@ -262,17 +251,7 @@ class WorkerJob:
             self.failed = self.failed or code != 0
         elif self.job is not None:
             self.failed = self.failed or self.job.wait(5) != 0
-        if self._status_fh is not None:
-            self._status_fh.close()
-            self._status_fh = None
-        for path in (self.control, self.status):
-            path.unlink(missing_ok=True)
-        if not self.failed:
-            self.output.unlink(missing_ok=True)
-            try:  # leave no empty workers/ directory behind
-                self.output.parent.rmdir()
-            except OSError:
-                pass
+        self.files.close(keep_output=self.failed)  # no empty workers/ directory is left behind
 
     # ---- watching one feed -------------------------------------------------------------------------
     def _header(self, point: Point) -> int:
@@ -280,22 +259,16 @@ class WorkerJob:
         self.results.append_log(point.point_id, f"\n=== collscope attempt {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
                                 f"{self.display}\n# persistent worker job {self.output.name}, point {self.fed} of "
                                 "the job\n===\n")
-        try:
-            return self.output.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return self.files.log.size()
 
     def _segment(self, start: int) -> str:
-        with self.output.open("rb") as fh:
-            fh.seek(start)
-            return fh.read().decode("utf-8", "replace")
+        return self.files.log.read_from(start)
 
     def _append_log(self, point: Point, text: str) -> None:
         self.results.append_log(point.point_id, text)
 
     def _events(self) -> list[dict[str, object]]:
-        assert self._status_fh is not None
-        chunk = self._status_fh.read()
+        chunk = self.files.read_status()
         if not chunk:
             return []
         self._pending += chunk
