@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -111,4 +112,17 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
 
         page = write_trace_report(report, report_dir, bench=bench)
         click.echo(f"report: {page}", err=True)
-    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else render_text(report))
+    click.echo(_json_text(report.to_dict()) if as_json else render_text(report))
+
+
+_INT_LIST = re.compile(r"\[\s*-?\d+(?:,\s*-?\d+)*\s*\]")
+
+
+def _json_text(doc: dict[str, object]) -> str:
+    """Indented JSON whose lists of integers (a group's ranks) stay on one line each. Only arrays the indent
+    spread over lines are joined: a JSON string never holds a raw newline, so text inside strings is untouched."""
+    def join(m: re.Match[str]) -> str:
+        text = m.group(0)
+        return re.sub(r"\s+", " ", text).replace("[ ", "[").replace(" ]", "]") if "\n" in text else text
+
+    return _INT_LIST.sub(join, json.dumps(doc, indent=2))

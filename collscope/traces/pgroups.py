@@ -22,10 +22,14 @@ from collscope.geometry import GeometryEvidence
 from collscope.traces.kineto_schema import Args, decode_dims
 from collscope.traces.nests import Nest
 
-__all__ = ["PgInfo", "GroupFacts", "pg_infos", "parse_ranks_text", "call_group", "RANKS_CUT_AFTER"]
+__all__ = ["PgInfo", "GroupFacts", "pg_infos", "parse_ranks_text", "call_group", "RANKS_CUT_AFTER",
+           "MAX_REBUILT_RANKS"]
 
 RANKS_CUT_AFTER = 30
 """PyTorch writes at most this many ranks in ``Process Group Ranks`` (``kTruncatLength``), then ``...``."""
+MAX_REBUILT_RANKS = 1 << 20
+"""A group's ranks are rebuilt (start + i x stride, or the whole job's) only up to this many: a damaged or hostile
+``Group size`` of 2**31 must not allocate billions of ranks. Larger groups keep their size, ranks unknown."""
 
 _INT = re.compile(r"^-?\d+$")
 
@@ -151,7 +155,8 @@ class PgInfo:
         size: int | None = known.value
         if ranks is None and size is not None:
             ranks = _strided(size, rank_start, rank_stride, listed)
-            if ranks is None and (assumed or (name is not None and self.descs.get(name) == "default_pg")):
+            if ranks is None and size <= MAX_REBUILT_RANKS and (
+                    assumed or (name is not None and self.descs.get(name) == "default_pg")):
                 ranks = tuple(range(size))
         if ranks is not None and size is not None and len(ranks) != size:
             ranks = None  # a list that does not hold the group: not its ranks
@@ -183,7 +188,7 @@ def _strided(size: int, start: Any, stride: Any,
              listed: tuple[tuple[int, ...], bool] | None) -> tuple[int, ...] | None:
     """The ranks ``Global rank start`` + i x ``Global rank stride``, when both are there and agree with the
     ranks listed before a cut."""
-    if not (_is_int(start) and _is_int(stride)) or start < 0 or stride <= 0:
+    if not (_is_int(start) and _is_int(stride)) or start < 0 or stride <= 0 or size > MAX_REBUILT_RANKS:
         return None
     ranks = tuple(start + i * stride for i in range(size))
     if listed is not None and ranks[:len(listed[0])] != listed[0]:

@@ -117,6 +117,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     per_size: dict[tuple[str, int, int | None], dict[str, Any]] = defaultdict(
         lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None})
     groups: dict[tuple[str | None, int | None, tuple[int, ...] | None], dict[str, Any]] = {}
+    shared: dict[tuple[int, ...] | None, list[int] | None] = {}  # one list per group, not one per call
     from_duration = 0
     for m in matched:
         time_us = m.transfer_us
@@ -127,7 +128,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
             alg, bus = _busbw(call, t_us)
             rows.append({"rank": call.rank, "op": call.op, "size_bytes": call.size_bytes, "dtype": call.dtype,
                          "group_size": call.group_size,
-                         "group_ranks": None if call.group_ranks is None else list(call.group_ranks),
+                         "group_ranks": shared.setdefault(call.group_ranks, _listed(call.group_ranks)),
                          "process_group": call.process_group, "seq": call.seq,
                          "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
                          "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
@@ -166,6 +167,10 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                        collectives=tuple(rows), steps=tuple(steps), summary=tuple(summary),
                        warnings=tuple(dict.fromkeys(warnings)), geometry=geometry,
                        process_groups=tuple(g for g in groups.values()))
+
+
+def _listed(ranks: tuple[int, ...] | None) -> list[int] | None:
+    return None if ranks is None else list(ranks)
 
 
 def _group_row(call: CollectiveCall, geometry: Geometry, hosts: Mapping[int, str]) -> dict[str, Any]:

@@ -196,3 +196,21 @@ def test_flight_recorder_groups_and_the_default_group_give_the_geometry(tmp_path
     groups = {g["process_group"]: g for g in report.process_groups}
     assert groups["0"]["evidence"] == ["pg_config lists 2 ranks for process group '0'"]
     assert any("size of process group(s) 7 is unknown" in w for w in report.warnings)
+
+
+def test_a_huge_group_size_is_kept_without_building_its_ranks(tmp_path):
+    """A damaged Group size of 2**31 with a start and stride must not allocate billions of ranks."""
+    doc = json.loads(META.read_text())
+    for ev in doc["traceEvents"]:
+        if ev["args"].get("Group size") == 64:
+            ev["args"].update({"Group size": 2**31, "Process Group Name": "9", "Process Group Ranks": "[0, 1, ...]"})
+    (tmp_path / "rank0.json").write_text(json.dumps(doc))
+    gather = _calls(tmp_path / "rank0.json")["all_gather"]
+    assert gather.group_size == 2**31 and gather.group_ranks is None
+
+
+def test_json_keeps_each_ranks_list_on_one_line():
+    text = _run(str(META), "--json").output
+    line = next(x for x in text.splitlines() if '"group_ranks"' in x)
+    assert line.strip().startswith('"group_ranks": [0, 1, 2,') and line.rstrip().endswith("63],")
+    assert json.loads(text)["collectives"][0]["group_ranks"] == list(range(64))
