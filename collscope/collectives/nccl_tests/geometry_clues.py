@@ -23,12 +23,14 @@ The op is read from the clues too when the output does not name its binary: NCCL
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from collscope.collectives.nccl_tests.nranks import nranks_from_bandwidths, nranks_from_counts
-from collscope.collectives.nccl_tests.records import NcclTestsDevice, NcclTestsHeader, Row
+from collscope.collectives.nccl_tests.records import NcclTestsDevice, NcclTestsHeader, Row, TableRows
 from collscope.errors import ParseError
 from collscope.geometry import GeometryEvidence
 from collscope.vocab.nccl import OP_FUNC
@@ -276,21 +278,50 @@ def env_clues(ev: GeometryEvidence, env: Mapping[str, str], header: NcclTestsHea
 # ------------------------------------------------------------------------------------------------ the rows
 
 
-def row_clues(ev: GeometryEvidence, op: str, rows: Iterable[Row], warnings: list[str],
+class _Bandwidths(NamedTuple):
+    algbw_gbps: float
+    busbw_gbps: float
+
+
+class _Counts(NamedTuple):
+    size_bytes: int
+    elements: int | None
+    dtype: str
+
+
+MOST_BANDWIDTH_ROWS = 4096
+"""Distinct (algbw, busbw) pairs solved for n at most: those of the largest algbw, whose printed digits bound n
+most tightly (a table of 10^6 rows costs a set of its columns, not 10^6 solutions)."""
+
+
+def _distinct(rows: Sequence[Row] | TableRows) -> tuple[list[_Bandwidths], list[_Counts]]:
+    """The distinct bandwidth pairs and (size, count, type) triples of the rows, read from a text table's columns."""
+    if isinstance(rows, TableRows):
+        pairs = {pair for b in rows.blocks for p in b.placements for pair in zip(p.algbw_gbps, p.busbw_gbps,
+                                                                                    strict=True)}
+        counts = {t for b in rows.blocks for t in zip(b.size_bytes, b.elements, b.dtype, strict=True)}
+    else:
+        pairs = {(r.algbw_gbps, r.busbw_gbps) for r in rows}
+        counts = {(r.size_bytes, r.elements, r.dtype) for r in rows}
+    chosen = heapq.nlargest(MOST_BANDWIDTH_ROWS, pairs) if len(pairs) > MOST_BANDWIDTH_ROWS else list(pairs)
+    return [_Bandwidths(*p) for p in chosen], [_Counts(*t) for t in counts]
+
+
+def row_clues(ev: GeometryEvidence, op: str, rows: Sequence[Row] | TableRows, warnings: list[str],
               known: int | None = None) -> None:
     """busbw/algbw solved for n (with the printing precision of both columns) and size/count.
 
     ``known``: the ranks a complete rank list shows; the rows then only add their evidence where they agree (a
     disagreement is a warning: the list is what ran). size/count is exact in the same way."""
-    rows = rows if isinstance(rows, Sequence) else list(rows)
-    counted = nranks_from_counts(op, rows)
+    bandwidths, counts = _distinct(rows)
+    counted = nranks_from_counts(op, counts)  # type: ignore[arg-type]  # reads size_bytes, elements, dtype
     if counted is not None and (known is None or counted == known):
         ev.exact("nranks", counted, f"size / (count x type size) = {counted}")
         known = counted  # exact; the oldest all_gather tables print busbw = algbw (nccl-facts.md 4.3)
-    span = nranks_from_bandwidths(op, rows)
+    span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]  # reads algbw_gbps, busbw_gbps
     if span is None:
         return
-    best = max((r for r in rows if r.algbw_gbps > 0), key=lambda r: r.algbw_gbps)
+    best = max((r for r in bandwidths if r.algbw_gbps > 0), key=lambda r: r.algbw_gbps)
     ratio = f"busbw/algbw = {best.busbw_gbps / best.algbw_gbps:.4f}"
     first, last = span
     if last is not None and last < first:
@@ -299,7 +330,7 @@ def row_clues(ev: GeometryEvidence, op: str, rows: Iterable[Row], warnings: list
     says = f"{ratio} -> {first}" if first == last else (
         f"{ratio} -> {first} or more" if last is None else f"{ratio} -> {first}..{last}")
     if known is not None and not (first <= known and (last is None or known <= last)):
-        warnings.append(f"{says} does not fit the {known} ranks of the rank list")
+        warnings.append(f"{says} does not fit {known} ranks (the rank list, or size/count); not used")
         return
     ev.between("nranks", first, last, says)
 
