@@ -14,6 +14,7 @@ from pathlib import Path
 
 from collscope.errors import ParseError
 from collscope.files import kind_of, read_input_text
+from collscope.line_cap import drop_long_lines
 from collscope.topo import netif
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
@@ -142,7 +143,12 @@ def add_capture(captures: NodeCaptures, text: str, source: str) -> str:
 
     A file holding several tool outputs pasted together (``ibstat`` then ``ibv_devinfo``, prompt lines kept) is
     split by content (:mod:`collscope.topo.pasted`); each part is read by its own parser and the CA facts merged,
-    disagreements named in ``captures.errors``. The returned name is then the parts' formats joined by ``+``."""
+    disagreements named in ``captures.errors``. The returned name is then the parts' formats joined by ``+``.
+    A line longer than :data:`~collscope.line_cap.MAX_LINE_CHARS` is skipped, with a note there (JSON, read by
+    the json module and no pattern, is kept whole)."""
+    if next((c for c in text[:4096] if not c.isspace()), "") not in ("[", "{"):
+        text, long_lines = drop_long_lines(text)
+        captures.errors.extend(f"{source}: {note}" for note in long_lines)
     name = detect_format(text)
     parts = split_pasted(text) if name is None or name in SPLIT_FORMATS else None
     if parts is not None:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from collscope.line_cap import long_line_note, too_long
+
 __all__ = ["LogLine", "split_line", "iter_log_lines", "is_timestamp_line"]
 
 _MARKER = re.compile(r"\bNCCL (INFO|WARN|TRACE|CALL|ABORT|ERROR)\b ?")
@@ -80,9 +82,14 @@ def split_line(raw: str, lineno: int) -> LogLine | None:
     )
 
 
-def iter_log_lines(text: str) -> Iterator[LogLine]:
-    """Every non-blank, non-timestamp line of ``text``, split."""
+def iter_log_lines(text: str, notes: list[str] | None = None) -> Iterator[LogLine]:
+    """Every non-blank, non-timestamp line of ``text``, split; a line longer than
+    :data:`~collscope.line_cap.MAX_LINE_CHARS` is skipped (never matched), with a note in ``notes``."""
     for lineno, raw in enumerate(text.splitlines(), start=1):
+        if too_long(raw):
+            if notes is not None:
+                notes.append(long_line_note(lineno, len(raw)))
+            continue
         line = split_line(raw, lineno)
         if line is not None:
             yield line

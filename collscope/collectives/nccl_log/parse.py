@@ -12,6 +12,7 @@ effect: ``nccl_log.effects``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -51,14 +52,16 @@ def parse_nccl_log(text: str, source: str = "<text>") -> NcclLog:
     """Parse NCCL_DEBUG=INFO output (any NCCL version 2.3+); ParseError when no line is NCCL's."""
     builder = LogBuilder()
     first_text: str | None = None
-    for line in iter_log_lines(text):
+    skipped: list[str] = []  # lines too long to read (collscope.line_cap)
+    for line in iter_log_lines(text, skipped):
         if first_text is None:
             first_text = line.message
         builder.feed(line)
     if builder.nccl_lines == 0:
         raise ParseError(source, None, "an NCCL_DEBUG=INFO log (no line with 'NCCL INFO' or an NCCL message)",
-                         found=first_text)
-    return builder.finish(source)
+                         found=first_text if first_text is not None or not skipped else skipped[0])
+    log = builder.finish(source)
+    return dataclasses.replace(log, warnings=log.warnings + tuple(skipped)) if skipped else log
 
 
 def read_nccl_log(path: str | Path) -> NcclLog:
