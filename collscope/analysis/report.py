@@ -110,11 +110,14 @@ def _table_html(header: list[str], rows: list[list[str]]) -> str:
 
 
 def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: list[str] | None = None,
-                 min_gain: float = 0.03) -> Path:
-    """Write ``out_dir/index.html`` (self-contained), ``report.md`` and the PNGs; returns the HTML path."""
+                 min_gain: float = 0.03, op: str | None = None, nranks: int | None = None,
+                 nnodes: int | None = None) -> Path:
+    """Write ``out_dir/index.html`` (self-contained), ``report.md`` and the PNGs; returns the HTML path.
+
+    ``op``, ``nranks``, ``nnodes``: the geometry overrides of :func:`~.load.load_results`."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = load_results(paths)
+    df = load_results(paths, op=op, nranks=nranks, nnodes=nnodes)
     if df.empty:
         raise ConfigError(f"no records in {', '.join(str(p) for p in paths)}")
     agg = aggregate(df)

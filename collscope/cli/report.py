@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from collscope.cli.options import topo_option
+from collscope.cli.options import geometry_options, topo_option
+from collscope.collectives.record import OPS
 from collscope.files import check_output_dir
 
 
@@ -15,13 +16,16 @@ from collscope.files import check_output_dir
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for index.html, report.md and the PNGs.")
 @topo_option("topo_paths", cluster=False)
+@geometry_options("nranks", "nnodes", "op", op_choices=OPS)
 @click.option("--min-gain", default=0.03, show_default=True, help="Gain over the default needed to recommend.")
-def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...], min_gain: float) -> None:
+def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...], nranks: int | None,
+           nnodes: int | None, op: str | None, min_gain: float) -> None:
     """Plots (PNG) and a self-contained HTML report (opens offline) of results directories or record files.
 
     Per collective: busbw vs size per configuration with the spread of repeats and the alpha-beta model
     curves, a heatmap of each configuration against the default by size, fitted alpha/beta, anomalies, the
-    recommendation, the topology drawing (with --topo), and how to read busbw.
+    recommendation, the topology drawing (with --topo), and how to read busbw. --nranks, --nnodes and --op
+    tell what the inputs do not (a table without its header or rank list), as for analyze.
 
     \b
     Example:
@@ -30,5 +34,6 @@ def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...]
     check_output_dir(out_dir, "--out")
     from collscope.analysis.report import write_report
 
-    index = write_report(list(sources), out_dir, topo_paths=list(topo_paths) or None, min_gain=min_gain)
+    index = write_report(list(sources), out_dir, topo_paths=list(topo_paths) or None, min_gain=min_gain, op=op,
+                         nranks=nranks, nnodes=nnodes)
     click.echo(f"report: {index}")

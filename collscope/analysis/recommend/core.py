@@ -174,7 +174,7 @@ def _select(frame: pd.DataFrame, opts: RecommendOptions, notes: list[str]) -> pd
     if opts.in_place is None:
         if modes.any() and (~modes).any():
             notes.append(f"{int(modes.sum())} in-place record(s) ignored: out-of-place and in-place were both "
-                         "measured; pass --in-place to use those instead")
+                         "measured; `collscope recommend --in-place` uses those instead")
             work = work[~modes]
     else:
         kept = work[modes] if opts.in_place else work[~modes]

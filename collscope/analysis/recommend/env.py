@@ -67,7 +67,8 @@ def workload_line(rec: Recommendation) -> str:
     if w is None or w.per_measured_size:
         n = 0 if w is None else len(w.entries)
         return comment(f"workload: one call per measured size ({_count(n, 'call')} per step over the measured "
-                       "groups), so each size weighs by its own time; pass --workload FILE for the job's mix")
+                       "groups), so each size weighs by its own time; `collscope recommend --workload FILE` weighs the "
+                       "job's mix")
     n = len(w.entries)
     return comment(f"workload: {w.source} ({n} entr{'y' if n == 1 else 'ies'}: op, size, calls per step, ranks); "
                    "time figures are per step of it")

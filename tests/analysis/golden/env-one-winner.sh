@@ -1,7 +1,7 @@
 # collscope recommend: environment settings chosen from measurements
 # from sweep(s): sw-test; NCCL version(s): 2.27.5
 # rule: a difference counts when both sides have >= 3 repeats and the median busbw differs by more than 3% and by more than the combined spread ((max-min)/median over repeats, both sides), at >= 2 adjacent measured sizes
-# workload: one call per measured size (9 calls per step over the measured groups), so each size weighs by its own time; pass --workload FILE for the job's mix
+# workload: one call per measured size (9 calls per step over the measured groups), so each size weighs by its own time; `collscope recommend --workload FILE` weighs the job's mix
 # environment variables apply to every size: per op, the config that saves the most time on the workload and loses beyond noise at no size carrying more than 5% of its time
 # all_reduce: NCCL_ALGO=Ring;NCCL_PROTO=Simple saves 3976 us per step (25.9%) on the workload (default: 15339 us per step)
 # cost: all_reduce (8 ranks, 1 node) loses 12% at 8 B..4 KiB (4 sizes) with NCCL_ALGO=Ring;NCCL_PROTO=Simple; 0.0638 us per step on the workload
