@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collscope.cli import main
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
@@ -86,6 +88,23 @@ def test_every_prefix_style_gives_the_records_of_the_plain_output(style, every):
     run = parse_nccl_tests(prefixed, source="prefixed.txt")
     assert run.records == parse_nccl_tests(plain, source="prefixed.txt").records
     assert run.line_prefixes is not None and run.line_prefixes.lines >= plain.count("\n") // every
+
+
+_PIECES = st.sampled_from(["[1,0]<stdout>:", "[1,12]<stderr>: ", " 3: ", "12:", "gpu-a01: ", "Warning: ", "# ",
+                           "2025-03-04T05:06:07.1Z ", "Mar 04 05:06:07 h p[1]: ", "[h:1:2] ", "[h:1]", "nThread 1 ",
+                           "    1024   256  float  sum  -1  1.0  1.0  1.0  0  1.0  1.0  1.0  0", ":", "[", "\t", " "])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=4).map("".join), max_size=12).map("\n".join))
+def test_stripping_keeps_every_line_and_parsing_raises_only_parse_errors(text):
+    stripped, prefixes = strip_line_prefixes(text)
+    assert stripped.count("\n") == text.count("\n")
+    assert (prefixes is None) == (stripped is text)
+    try:
+        parse_nccl_tests_runs(text)
+    except ParseError:
+        pass
 
 
 def test_no_prefix_returns_the_text_itself():
