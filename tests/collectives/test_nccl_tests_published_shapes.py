@@ -319,3 +319,13 @@ def test_labels_that_contradict_the_rank_list_are_an_error_naming_both():
         parse_nccl_tests(text)
     assert "Open MPI output tags up to [*,7]: at least 8 processes" in str(err.value)
     assert "rank lines" in str(err.value)
+
+
+def test_a_readme_excerpt_of_a_tagged_launcher_log():
+    """As EKS/EFA sample READMEs show 'expected results': another rank's last INFO lines, the column header, one
+    row and the Avg bus bandwidth line, all behind --tag-output tags (before: refused whole)."""
+    path = PUB / "all_reduce_perf-ompi-tag-output-readme-excerpt-one-row.txt"
+    run = parse_nccl_tests(path.read_text(), op="all_reduce")
+    assert (run.nranks, len(run.records), run.avg_busbw_gbps) == (16, 2, 61.4021)
+    assert run.geometry.nranks.evidence[0] == ("Open MPI output tags up to [*,10]: at least 11 processes "
+                                               "(each at least one rank)")
