@@ -16,7 +16,7 @@ Unknown stays unknown (``nnodes`` None is never one node): the models then say w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,10 @@ from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, Geom
 
 __all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
            "group_geometries", "geometry_of", "model_nvl_domain"]
+
+
+NOTE = "note"
+"""The ``field`` of a :class:`Clue` that carries a reader's note (an override it applied disagreed with a clue)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,14 @@ def run_clues(run: Any, source: str) -> list[Clue]:
     """The clues of one parsed nccl-tests run (:class:`~collscope.collectives.nccl_tests.records.NcclTestsRun`)."""
     geometry = getattr(run, "geometry", None)
     if isinstance(geometry, Geometry):  # the parser read every clue of the output
-        out = []
+        out = [Clue(NOTE, None, None, f"{note} ({source})") for note in geometry.notes]
         for name in GEOMETRY_FIELDS:
             known = geometry.get(name)
-            says = "; ".join(known.evidence) or "the nccl-tests output"
+            # an override the parser was given is applied again by group_geometries: its own clues only
+            evidence = [e for e in known.evidence if not e.endswith("(as passed)")]
+            if known.overridden and not evidence:
+                continue
+            says = "; ".join(evidence) or "the nccl-tests output"
             if known.value is not None:
                 out.append(Clue(name, known.value, known.value, f"{says} ({source})"))
             elif known.low is not None or known.high is not None:
@@ -147,11 +155,17 @@ def group_geometries(clues: Mapping[tuple[int, int | None], Sequence[Clue]],
     for (nranks, nnodes), group in merged.items():
         ev = GeometryEvidence(source=f"{nranks} ranks")
         seen: set[Clue] = set()
+        notes: list[str] = []
         for clue in group:
-            if clue not in seen:
-                seen.add(clue)
+            if clue in seen:
+                continue
+            seen.add(clue)
+            if clue.field == NOTE:
+                notes.append(clue.says)
+            else:
                 ev.between(clue.field, clue.low, clue.high, clue.says)  # type: ignore[arg-type]
-        out.append(GroupGeometry(nranks, nnodes, ev.resolve(overrides)))
+        geometry = ev.resolve(overrides)
+        out.append(GroupGeometry(nranks, nnodes, replace(geometry, notes=(*notes, *geometry.notes))))
     return sorted(out, key=lambda g: (g.nranks, -1 if g.nnodes is None else g.nnodes))
 
 

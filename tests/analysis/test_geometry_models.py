@@ -162,3 +162,19 @@ def test_nvlink_domain_in_the_models() -> None:
         LinkParams(nranks=16, nnodes=4, nvl_domain=6, alpha_us=1.0, bw_gbps=10.0)
     with pytest.raises(TypeError):
         link_params(None, gpu="H100", nranks=8)  # type: ignore[call-arg]  # no default number of nodes
+
+
+def test_a_parser_override_is_said_once_and_its_notes_kept() -> None:
+    """--nranks reaches the nccl-tests parser and the job's geometry: one '(as passed)', and the parser's note of
+    the clue it overrode stays (the 72-rank NVL72 output that keeps only its last rank line)."""
+    nvl72 = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt"
+    code, out = _analyze(str(nvl72), "--nranks", "72", "--json")
+    assert code == 0, out
+    nranks = json.loads(out)["geometry"]["nranks"]
+    assert nranks["value"] == 72 and nranks["evidence"][0] == "--nranks 72 (as passed)"
+    assert sum("(as passed)" in e for e in nranks["evidence"]) == 1
+    assert "Rank 71 is the highest rank line" in nranks["evidence"][1]
+    code, out = _analyze(str(nvl72), "--nranks", "80", "--json")
+    notes = json.loads(out)["geometry"]["notes"]
+    assert any(n.startswith("nranks: --nranks 80 (as passed) overrides 'Rank 71 is the highest rank line'")
+               for n in notes), notes
