@@ -131,16 +131,38 @@ def frame_clues(frame: pd.DataFrame, parts: Sequence[tuple[int, str, Sequence[Cl
     (rows, the input as the user named it, the clues of an nccl-tests output or None for records). Records are
     read once per distinct (part, nranks, nnodes, hosts), not per row."""
     counts = np.array([p[0] for p in parts], dtype=np.int64)
-    keys = pd.DataFrame({"part": np.repeat(np.arange(len(parts)), counts), "nranks": frame["nranks"].to_numpy(),
-                         "nnodes": frame["nnodes"].array, "hosts": frame["hosts"].array}).drop_duplicates()
+    # one source per label (a results directory's points share theirs), one per nccl-tests run
+    source_of: dict[str, int] = {}
+    source = np.array([source_of.setdefault(label if clues is None else f"{i}\0run", len(source_of))
+                       for i, (_, label, clues) in enumerate(parts)], dtype=np.int64)
+    part = np.repeat(np.arange(len(parts)), counts)
+    columns = [np.repeat(source, counts), frame["nranks"].to_numpy(dtype=np.int64),
+               frame["nnodes"].fillna(-1).to_numpy(dtype=np.int64), _codes(frame["hosts"])]
+    # rows equal to the one before carry nothing new: keep the runs' heads (records of a point are adjacent)
+    head = np.ones(len(frame), dtype=bool)
+    if len(frame):
+        head[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in columns])
+    seen: set[tuple[int, ...]] = set()
     out: dict[tuple[int, int | None], list[Clue]] = {}
-    for part_i, n, nodes, hosts in keys.itertuples(index=False, name=None):
-        nodes = None if pd.isna(nodes) else int(nodes)
-        _, label, clues = parts[int(part_i)]
-        found = clues if clues is not None else record_clues(int(n), nodes, None if pd.isna(hosts) else str(hosts),
+    hosts_col = frame["hosts"].to_numpy(dtype=object)
+    for row in np.flatnonzero(head).tolist():
+        key = tuple(int(c[row]) for c in columns)
+        if key in seen:
+            continue
+        seen.add(key)
+        n, nodes, hosts = key[1], None if key[2] < 0 else key[2], hosts_col[row]
+        _, label, clues = parts[int(part[row])]
+        found = clues if clues is not None else record_clues(n, nodes, None if pd.isna(hosts) else str(hosts),
                                                              label or "the records")
-        out.setdefault((int(n), nodes), []).extend(found)
+        out.setdefault((n, nodes), []).extend(found)
     return out
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Integer codes of a column (-1 where missing): a categorical's own, else factorized."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return np.asarray(column.cat.codes, dtype=np.int64)
+    return np.asarray(pd.factorize(column, use_na_sentinel=True)[0], dtype=np.int64)
 
 
 def group_geometries(clues: Mapping[tuple[int, int | None], Sequence[Clue]],
