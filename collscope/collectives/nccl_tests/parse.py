@@ -12,17 +12,16 @@ Several runs pasted into one text: :func:`.runs.parse_nccl_tests_runs`.
 
 from __future__ import annotations
 
-import gc
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from collscope.collectives.nccl_tests.build import build_run
 from collscope.collectives.nccl_tests.geometry_clues import is_clue_line
 from collscope.collectives.nccl_tests.launch import average_from_argv, rank_line, rank_lines, separate_processes
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
+from collscope.collectives.nccl_tests.reading import SecondRun, one_break, parsing
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
     Block,
@@ -49,8 +48,7 @@ from collscope.errors import ParseError
 if TYPE_CHECKING:
     from collscope.collectives.nccl_tests.fixed import FixedColumns
 
-__all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code", "one_break",
-           "parse_text", "parsing", "SecondRun"]
+__all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code", "parse_text"]
 
 _VERSION = re.compile(r"([nr])ccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: [nr]ccl-headers=(\d+))?"
                       r"(?: [nr]ccl-library=(\d+))?")
@@ -245,10 +243,6 @@ def _second_run(st: _State, lineno: int, body: str) -> NoReturn:
                     "per run (collscope ingest reads each run of a file)", found=body)
 
 
-class SecondRun(ParseError):
-    """A second run starts after table rows (:func:`.runs.parse_nccl_tests_runs` then reads the runs one by one)."""
-
-
 def _table_row(st: _State, parts: list[str], lineno: int) -> None:
     """One line starting with digits, on its own: a first headerless row, an odd row, or noise."""
     lay = st.layout
@@ -302,8 +296,6 @@ def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
 _ROWS = re.compile(r"^[ \t]*[0-9].*(?:\n[ \t]*[0-9].*){0,4095}", re.M)
 """Up to 4096 consecutive lines that start with a digit: table rows, converted as one block. (``.`` is any
 character but ``\n``, as ``[^\n]`` is, and costs less: 41 against 60 ms over 50 MB.)"""
-_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
-_BREAKS_NOT_ASCII = ("\x85", "\u2028", "\u2029")
 
 
 def _lines(st: _State, chunk: str, lineno: int) -> None:
@@ -358,18 +350,11 @@ def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
     return fixed_columns(st.text, start, end, st.layout)
 
 
-def one_break(text: str) -> str:
-    """``text`` with every line break a ``\\n``, the lines (and their numbers) the same."""
-    if any(c in text for c in _BREAKS) or (not text.isascii() and any(c in text for c in _BREAKS_NOT_ASCII)):
-        return "\n".join(text.splitlines())
-    return text
-
-
 def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: Mapping[str, str] | None,
                 argv: Sequence[str] | None, nnodes: int | None = None,
                 nvl_domain: int | None = None, first_lineno: int = 1) -> NcclTestsRun:
     """The run of nccl-tests text (not JSON) whose first line is line ``first_lineno`` of its input; the arguments
-    as :func:`parse_nccl_tests` takes them. Call it inside :func:`parsing`."""
+    as :func:`parse_nccl_tests` takes them. Call it inside :func:`.reading.parsing`."""
     text, prefixes = strip_line_prefixes(one_break(text))  # lines kept one for one: their numbers hold
     st = _State(source, text, first_lineno)
     if prefixes is not None:
@@ -453,19 +438,3 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *
     with parsing(source):
         return parse_text(text, source, op, nranks, env, argv, nnodes, nvl_domain)
 
-
-@contextmanager
-def parsing(source: str) -> Iterator[None]:
-    """Garbage collection off (the parse allocates no cycles; collections over 10^5 fresh records only cost
-    time), and any error that is not a ParseError turned into one (a safety net)."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    except ParseError:
-        raise
-    except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net
-        raise ParseError(source, None, "nccl-tests output", found=f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        if gc_was_enabled:
-            gc.enable()

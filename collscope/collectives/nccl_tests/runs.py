@@ -18,8 +18,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from collscope.collectives.nccl_tests.launch import rank_lines, separate_processes
-from collscope.collectives.nccl_tests.parse import SecondRun, one_break, parse_nccl_tests, parse_text, parsing
+from collscope.collectives.nccl_tests.parse import parse_nccl_tests, parse_text
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
+from collscope.collectives.nccl_tests.reading import SecondRun, one_break, parsing
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.errors import ParseError
 

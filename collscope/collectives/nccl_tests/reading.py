@@ -1,0 +1,46 @@
+"""How nccl-tests text is read, around the parser itself (:mod:`.parse`): one kind of line break, the parse's
+garbage-collection pause and error net, and the error that marks a second run in one input (:mod:`.runs` reads
+the runs one by one when it sees it).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from collscope.errors import ParseError
+
+__all__ = ["one_break", "parsing", "SecondRun"]
+
+_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_BREAKS_NOT_ASCII = ("\x85", "\u2028", "\u2029")
+
+
+def one_break(text: str) -> str:
+    """``text`` with every line break a ``\\n`` (as ``str.splitlines`` breaks it), the lines (and their numbers)
+    the same; ``text`` itself when it has no other break."""
+    if any(c in text for c in _BREAKS) or (not text.isascii() and any(c in text for c in _BREAKS_NOT_ASCII)):
+        return "\n".join(text.splitlines())
+    return text
+
+
+@contextmanager
+def parsing(source: str) -> Iterator[None]:
+    """Garbage collection off (the parse allocates no cycles; collections over 10^5 fresh records only cost
+    time), and any error that is not a ParseError turned into one (a safety net)."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    except ParseError:
+        raise
+    except (ValueError, IndexError, OverflowError, RecursionError) as exc:  # pragma: no cover - a safety net
+        raise ParseError(source, None, "nccl-tests output", found=f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+class SecondRun(ParseError):
+    """A second run starts after table rows (:func:`.runs.parse_nccl_tests_runs` then reads the runs one by one)."""
