@@ -90,8 +90,8 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
                           "(no 'comm ... nRanks' line), so collscope's model cannot be evaluated")
     if log.nnodes is None:  # never one node by default: the model of a multi-node run differs
         raise ConfigError(f"{log.source}: the log does not say how many nodes the communicator spans (no "
-                          "'comm ... nNodes' line of NCCL >= 2.20.3, no hosts on its lines), so collscope's model "
-                          "cannot be evaluated")
+                          "'comm ... nNodes' line of NCCL >= 2.20.3, and its lines do not show every rank's host), so "
+                          "collscope's model cannot be evaluated")
     nnodes = log.nnodes
     if nnodes > 1 and topology is None:
         raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "

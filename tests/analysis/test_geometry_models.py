@@ -178,3 +178,16 @@ def test_a_parser_override_is_said_once_and_its_notes_kept() -> None:
     notes = json.loads(out)["geometry"]["notes"]
     assert any(n.startswith("nranks: --nranks 80 (as passed) overrides 'Rank 71 is the highest rank line'")
                for n in notes), notes
+
+
+def test_nccl_log_model_never_takes_one_node_for_unknown() -> None:
+    """A log excerpt with one rank's Init COMPLETE line of 8 (no nNodes, one host seen): nodes unknown, so no
+    model (before: modelled as one node)."""
+    from collscope.analysis.log_model import choices_against_model
+    from collscope.collectives.nccl_log.parse import parse_nccl_log
+
+    log = parse_nccl_log("gpu-c12:8803:8860 [3] NCCL INFO comm 0x7f3c50001f00 rank 3 nranks 8 cudaDev 3 nvmlDev 3 "
+                         "busId 3a000 commId 0x9e1f4c2a7b3d5e60 - Init COMPLETE\n")
+    assert (log.nranks, log.nnodes) == (8, None)
+    with pytest.raises(ConfigError, match="does not say how many nodes the communicator spans"):
+        choices_against_model(log, gpu="H100")
