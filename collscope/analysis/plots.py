@@ -62,6 +62,7 @@ def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFra
         ax.axhline(link_limit_gbps, color="#b03030", ls=":", lw=1.2, label=f"link limit {link_limit_gbps:g} GB/s")
     if len(part):
         size_ticks(ax, part["size_bytes"].to_numpy(dtype=float))
+    if (part["busbw_gbps"] > 0).any():  # busbw 0 everywhere (one rank: factor 0) has no place on a log axis
         ax.set_yscale("log")
     ax.set_xlabel("message size (bytes, nccl-tests 'size')")
     ax.set_ylabel("bus bandwidth (GB/s, decimal)")

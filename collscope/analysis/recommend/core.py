@@ -106,7 +106,8 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, w
     work = _select(frame, opts, notes)
     settings = _settings_by_config(work)
     cells, excluded = _cells(work)
-    groups = tuple(_group_result(key, by_size, opts.min_gain, notes) for key, by_size in sorted(cells.items()))
+    groups = tuple(_group_result(key, by_size, opts.min_gain, notes)
+                   for key, by_size in sorted(cells.items(), key=lambda kv: _key_order(kv[0])))
     if workload is None:
         workload = per_measured_size([(g.key.op, g.key.nranks, [s.size_bytes for s in g.sizes if s.baseline])
                                       for g in groups])
@@ -262,6 +263,11 @@ def _cells(frame: pd.DataFrame) -> tuple[_Cells, list[Excluded]]:
 
 def _tuple(vals: Hashable) -> list[Any]:
     return list(vals) if isinstance(vals, tuple) else [vals]
+
+
+def _key_order(key: GroupKey) -> tuple[str, str, int, int]:
+    """Groups in order; nodes unknown (None) before any count, as GroupKey's own order cannot compare them."""
+    return key.backend, key.op, key.nranks, -1 if key.nnodes is None else key.nnodes
 
 
 def _key(parts: Sequence[Any]) -> GroupKey:

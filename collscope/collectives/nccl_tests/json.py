@@ -64,6 +64,8 @@ def _int(value: Any, where: str) -> int:
     number = _num(value, where)
     if not math.isfinite(number) or number != int(number):
         raise _Bad(where, "an integer", value)
+    if not -(2**63) <= number < 2**63:  # records hold 64-bit integers (record.Int64): never an OverflowError later
+        raise _Bad(where, "an integer within 64 bits", value)
     return int(number)
 
 

@@ -195,6 +195,14 @@ def convert_block(lay: Layout, tokens: list[str], nrows: int, seen: Seen, out: l
     convert_columns(lay, TokenColumns(tokens, lay.ntokens), nrows, seen, out)
 
 
+def _check_64_bit(values: list[int], column: str) -> None:
+    """A record's integers are 64-bit (record.Int64, what analysis' columns hold): a count of 1e20 is an input
+    error here, never an OverflowError when the records are analysed."""
+    if values and not -SIZE_LIMIT_BYTES <= min(values) <= max(values) < SIZE_LIMIT_BYTES:
+        bad = max(values) if max(values) >= SIZE_LIMIT_BYTES else min(values)
+        raise OutOfRange(f"every {column} within 64 bits (found {shown(bad)})")
+
+
 def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: list[Block]) -> None:
     """Append the :class:`Block` of the ``nrows`` rows in ``cols`` (all or nothing).
 
@@ -208,6 +216,8 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     if max(sizes) >= SIZE_LIMIT_BYTES:
         raise OutOfRange(f"every size below 2**63 bytes (found {shown(max(sizes))})")
     counts: list[Any] = cols.ints(lay.i_count) if lay.i_count >= 0 else none
+    if counts is not none:
+        _check_64_bit(counts, "count")
     dtypes = cols.names(lay.i_type, "type")
     dtypes = list(map(DTYPE_ALIASES.get, dtypes, dtypes))  # collscope's names (float -> float32), C-level
     redops: list[Any] = none
@@ -217,6 +227,7 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
     roots: list[Any] = none
     if lay.i_root >= 0 and not cols.equal(lay.i_root, "-1"):  # -1 (no root) in every row of the usual table
         values = cols.ints(lay.i_root)
+        _check_64_bit(values, "root")
         if max(values) >= 0:
             roots = values if min(values) >= 0 else [r if r >= 0 else None for r in values]
             uniform.discard("root")
@@ -238,6 +249,8 @@ def convert_columns(lay: Layout, cols: Columns, nrows: int, seen: Seen, out: lis
                 checks = [0] * nrows
             else:
                 checks = _check_column(cols.tokens(ci), kind)
+                if kind == "wrong":
+                    _check_64_bit([c for c in checks if c is not None], "#wrong")
                 uniform.discard(kind)
         placements.append(Placement(in_place, times, cols.floats(ai), cols.floats(bi),
                                     none if kind == "error" else checks, checks if kind == "error" else none))
