@@ -29,7 +29,8 @@ HUNG_REASON = "configuration hung"
 ALGO = "OMPI_MCA_coll_tuned_allreduce_algorithm"
 DYN = "OMPI_MCA_coll_tuned_use_dynamic_rules"
 RING = {DYN: "1", ALGO: "4"}
-# Open MPI's PMIx client failing in a rank (the form of opal/mca/pmix errors), then mpirun's exit.
+# The line Open MPI's runtime prints when PMIx fails under it, in the form of published reports (open-mpi/ompi
+# issues 9785, 7529, PR 7735: "[host:pid] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line N").
 PMIX_LINE = "[node1:04711] PMIX ERROR: UNREACHABLE in file server/pmix_server.c at line 2198"
 
 
