@@ -245,3 +245,26 @@ def test_damaged_clues_with_zeros_say_nothing_and_never_crash():
     assert parse_nccl_tests(text.replace("nNodes 0 localRanks 0", "nNodes 2 localRanks 4")).nranks == 8
     with pytest.raises(ParseError, match="nnodes >= 1"):
         _parse(MODERN, nnodes=0)
+
+
+SIZE_ZERO_ALL_GATHER = FIX / "all_gather_perf-v2.19.6-2x8-b8-five-size-0-rows.txt"
+
+
+def _rank_lines_cut_without_marker() -> str:
+    """Our 2 x 8 all_gather with rank lines 7..15 deleted and no elision marker left (an author's silent cut)."""
+    return "".join(line for line in SIZE_ZERO_ALL_GATHER.read_text().splitlines(keepends=True)
+                   if not any(line.startswith(f"#  Rank {r:2d} ") for r in range(7, 16)))
+
+
+def test_a_rank_list_cut_without_marker_against_size_count_and_busbw_is_an_error_naming_both():
+    with pytest.raises(ParseError) as caught:
+        parse_nccl_tests(_rank_lines_cut_without_marker(), source="cut.txt")
+    message = str(caught.value)
+    assert "the rank list shows 7" in message and "both say 16" in message and "--nranks 16" in message
+
+
+def test_nranks_passed_for_a_silently_cut_list_wins_when_the_rows_fit_it():
+    run = parse_nccl_tests(_rank_lines_cut_without_marker(), source="cut.txt", nranks=16)
+    assert run.nranks == 16 and run.geometry.value("nranks") == 16
+    assert any("taken as an excerpt" in w for w in run.warnings)
+    assert run.geometry.nnodes.value is None  # 1 host shown of a cut list: a lower bound, not 1 node

@@ -24,6 +24,7 @@ from collscope.collectives.nccl_tests.geometry_clues import (
     rank_clues,
     rank_list_complete,
     row_clues,
+    rows_say_excerpt,
 )
 from collscope.collectives.nccl_tests.launch import process_shape, time_over_ranks
 from collscope.collectives.nccl_tests.nranks import RankCount, infer_nranks
@@ -73,6 +74,11 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
             raise ParseError(source, None, f"{name} >= 1", found=str(value))
     ev = GeometryEvidence(source)
     complete = not ranks_elided and rank_list_complete(devices)
+    if complete and explicit is not None and explicit != len(devices) and rows_say_excerpt(
+            op, rows, len(devices), explicit):
+        warnings.append(f"the rank list shows {len(devices)} ranks without an elision marker, but the rows fit "
+                        f"{explicit}, as passed: the list is taken as an excerpt")
+        complete, ranks_elided = False, True
     count = None
     if complete or explicit is not None:
         count = infer_nranks(op, devices, not complete, rows, explicit, source, warnings, header=header, env=env)

@@ -35,7 +35,7 @@ from collscope.errors import ParseError
 from collscope.geometry import GeometryEvidence
 from collscope.vocab.nccl import OP_FUNC
 
-__all__ = ["rank_list_complete", "rank_clues", "log_clues", "env_clues", "row_clues", "op_from_log",
+__all__ = ["rank_list_complete", "rows_say_excerpt", "rank_clues", "log_clues", "env_clues", "row_clues", "op_from_log",
            "op_from_columns", "is_clue_line"]
 
 _N = r"\d{1,9}"
@@ -307,6 +307,23 @@ def _distinct(rows: Sequence[Row] | TableRows) -> tuple[list[_Bandwidths], list[
     return [_Bandwidths(*p) for p in chosen], [_Counts(*t) for t in counts]
 
 
+def rows_say_excerpt(op: str, rows: Sequence[Row] | TableRows, listed: int, passed: int) -> bool:
+    """The rows fit ``passed`` ranks and not the ``listed`` ranks of a rank list without an elision marker: the
+    list is an author's excerpt (the passed number is then taken, with a note), not processes that each ran alone
+    (whose rows fit the list)."""
+    bandwidths, counts = _distinct(rows)
+    counted = nranks_from_counts(op, counts)  # type: ignore[arg-type]
+    span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]
+
+    def fits(n: int) -> bool | None:
+        votes = [] if counted is None else [counted == n]
+        if span is not None:
+            votes.append(span[0] <= n and (span[1] is None or n <= span[1]))
+        return all(votes) if votes else None
+
+    return fits(passed) is True and fits(listed) is False
+
+
 def row_clues(ev: GeometryEvidence, op: str, rows: Sequence[Row] | TableRows, warnings: list[str],
               known: int | None = None) -> None:
     """busbw/algbw solved for n (with the printing precision of both columns) and size/count.
@@ -315,6 +332,14 @@ def row_clues(ev: GeometryEvidence, op: str, rows: Sequence[Row] | TableRows, wa
     disagreement is a warning: the list is what ran). size/count is exact in the same way."""
     bandwidths, counts = _distinct(rows)
     counted = nranks_from_counts(op, counts)  # type: ignore[arg-type]  # reads size_bytes, elements, dtype
+    if known is not None and counted is not None and counted != known:
+        span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]
+        if span is not None and span[0] <= counted and (span[1] is None or counted <= span[1]) and not (
+                span[0] <= known and (span[1] is None or known <= span[1])):
+            # Two independent clues of the rows against the list: the list is an excerpt cut without a marker.
+            raise ParseError(ev.source, None, f"one number of ranks: the rank list shows {known}, but size / (count x "
+                             f"type size) and busbw/algbw both say {counted}; if the list is an excerpt, pass "
+                             f"--nranks {counted}", found=f"{known} rank lines without an elision marker")
     if counted is not None and (known is None or counted == known):
         ev.exact("nranks", counted, f"size / (count x type size) = {counted}")
         known = counted  # exact; the oldest all_gather tables print busbw = algbw (nccl-facts.md 4.3)
