@@ -226,3 +226,29 @@ def test_analyze_prints_only_hints_it_can_take(tmp_path: Path) -> None:
         if "--json" not in args:
             assert "--nvl-domain" in printed, result.output
         assert printed <= options, printed - options
+
+
+def _assert_hints_are_options(command: str, args: list[str], expect: str) -> None:
+    options = command_options(_command(COMMANDS[command]))
+    result = CliRunner().invoke(main, [command, *args])
+    printed = hint_options(result.output)
+    assert expect in printed, result.output
+    assert printed <= options, (printed - options, result.output)
+
+
+def test_nccl_log_prints_only_hints_it_can_take_and_takes_nnodes() -> None:
+    """Dynamic: a log of NCCL 2.3.7 says no node count; the model asks for --nnodes, which nccl-log has, and with it
+    the model runs. (analysis/log_model is two imports below nccl-log: the static scan does not reach it.)"""
+    log = str(FIXTURES / "nccl-debug" / "nccl2.3.7-4gpu-ring-order-old-transports.log")
+    _assert_hints_are_options("nccl-log", [log, "--gpu", "H100"], "--nnodes")
+    result = CliRunner().invoke(main, ["nccl-log", log, "--gpu", "H100", "--nnodes", "1"])
+    assert result.exit_code == 0, result.output
+    assert "for 4 ranks on 1 node(s), H100" in result.output
+
+
+def test_trace_prints_only_hints_it_can_take() -> None:
+    """Dynamic: a 128-rank trace whose nodes are unknown; every hint trace prints (the geometry's, the model's
+    refusals, which come from analysis.params two imports down) is one of its options."""
+    trace = str(FIXTURES / "traces" / "kineto-128rank-rank0-tp64-metadata.json")
+    _assert_hints_are_options("trace", [trace, "--gpu", "H100"], "--nnodes")
+    _assert_hints_are_options("trace", [trace, "--nnodes", "16", "--alpha-us", "2", "--bw-gbps", "50"], "--nvl-domain")

@@ -79,27 +79,31 @@ def model_version_for(nccl_version: str | None) -> str:
 
 
 def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: NodeTopology | Cluster | None = None,
-                          version: str | None = None) -> LogAgainstModel:
-    """collscope's model next to every per-size choice of ``log``; ConfigError when the log lacks nranks.
+                          version: str | None = None, nranks: int | None = None, nnodes: int | None = None,
+                          nvl_domain: int | None = None) -> LogAgainstModel:
+    """collscope's model next to every per-size choice of ``log``; ConfigError when nothing says nranks or nnodes.
 
     ``version``: the model constants (:data:`VERSIONS`); by default the ones closest to the log's NCCL.
+    ``nranks``/``nnodes``/``nvl_domain``: the user's overrides (``--nranks`` ...), which win over the log's lines.
     """
     version = version or model_version_for(log.nccl_version)
-    if log.nranks is None:
+    ranks = nranks if nranks is not None else log.nranks
+    if ranks is None:
         raise ConfigError(f"{log.source}: the log does not say how many ranks the communicator has "
-                          "(no 'comm ... nRanks' line), so collscope's model cannot be evaluated")
-    if log.nnodes is None:  # never one node by default: the model of a multi-node run differs
+                          "(no 'comm ... nRanks' line), so collscope's model cannot be evaluated; pass --nranks N")
+    if nnodes is None:
+        nnodes = log.nnodes
+    if nnodes is None:  # never one node by default: the model of a multi-node run differs
         raise ConfigError(f"{log.source}: the log does not say how many nodes the communicator spans (no "
                           "'comm ... nNodes' line of NCCL >= 2.20.3, and its lines do not show every rank's host), so "
-                          "collscope's model cannot be evaluated")
-    nnodes = log.nnodes
-    if nnodes > 1 and topology is None:
+                          "collscope's model cannot be evaluated; pass --nnodes N")
+    if nnodes > 1 and topology is None and not (nvl_domain is not None and nvl_domain >= ranks):
         raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "
                           "with its ibstat/ibv_devinfo captures (--topo DIR from collscope topo collect)")
-    params = link_params(topology, gpu=gpu, nranks=log.nranks, nnodes=nnodes)
+    params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain)
     inputs = graph_inputs_from_topology(params)
     notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
-             f"{log.nranks} ranks on {nnodes} node(s), {params.gpu}"]
+             f"{ranks} ranks on {nnodes} node(s), {params.gpu}"]
     limits = [f"{k}={v}" for k, v in log.env.items() if "NCHANNELS" in k or "CTAS" in k]
     if limits:
         notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")

@@ -16,7 +16,7 @@ from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
-from collscope.cli.options import geometry_options, gpu_option, topo_option
+from collscope.cli.options import geometry_options, gpu_option, link_options, topo_option
 from collscope.collectives.record import OPS
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
@@ -50,8 +50,7 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
 @topo_option()
 @gpu_option
 @geometry_options("nranks", "nnodes", "nvl_domain", "op", op_choices=OPS)
-@click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (with --bw-gbps on CPUs).")
-@click.option("--bw-gbps", default=None, type=float, help="Per-rank link bandwidth per direction, GB/s.")
+@link_options
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
 def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, nranks: int | None,

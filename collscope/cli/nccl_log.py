@@ -6,7 +6,7 @@ import json
 
 import click
 
-from collscope.cli.options import gpu_option, topo_option
+from collscope.cli.options import geometry_options, gpu_option, topo_option
 from collscope.collectives.nccl_log.parse import read_nccl_log
 from collscope.collectives.nccl_log.render import nccl_log_summary_text
 
@@ -16,7 +16,9 @@ from collscope.collectives.nccl_log.render import nccl_log_summary_text
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document (keys in docs/formats.md).")
 @topo_option(cluster=False)
 @gpu_option
-def nccl_log(file: str, as_json: bool, topo: tuple[str, ...], gpu: str | None) -> None:
+@geometry_options("nranks", "nnodes", "nvl_domain")
+def nccl_log(file: str, as_json: bool, topo: tuple[str, ...], gpu: str | None, nranks: int | None,
+             nnodes: int | None, nvl_domain: int | None) -> None:
     """What NCCL really did, from an NCCL_DEBUG=INFO log.
 
     Shows the NCCL version, ranks, nodes and hosts, channels, ring orders and trees, transports per
@@ -25,7 +27,8 @@ def nccl_log(file: str, as_json: bool, topo: tuple[str, ...], gpu: str | None) -
     operation, and whether forced settings (NCCL_ALGO, NCCL_PROTO, NCCL_IB_HCA, channel limits) took
     effect. Per operation size (NCCL >= 2.21 with NCCL_DEBUG_SUBSYS=TUNING): the algorithm, protocol and
     channels NCCL chose with its own predicted time, and which NIC (rail) each rank's channels use. With
-    --topo or --gpu, collscope's model of NCCL's tuner is shown next to NCCL's prediction. Logs may be
+    --topo or --gpu, collscope's model of NCCL's tuner is shown next to NCCL's prediction, for the ranks and
+    nodes the log says (--nranks, --nnodes and --nvl-domain override them). Logs may be
     excerpts, with prefixes stripped or ranks interleaved.
 
     \b
@@ -41,7 +44,8 @@ def nccl_log(file: str, as_json: bool, topo: tuple[str, ...], gpu: str | None) -
         from collscope.analysis.log_model import choices_against_model
         from collscope.topo.load import load_one_node
 
-        against = choices_against_model(log, gpu=gpu, topology=load_one_node(topo, gpu=gpu) if topo else None)
+        against = choices_against_model(log, gpu=gpu, topology=load_one_node(topo, gpu=gpu) if topo else None,
+                                        nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
     if as_json:
         doc = log.to_json()
         if against is not None:

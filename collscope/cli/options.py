@@ -19,7 +19,8 @@ from collscope.units import parse_size
 from collscope.vocab.engines import ENGINE_NAMES
 
 __all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "engine_option", "geometry_options", "gpu_option",
-           "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option", "check_output_file"]
+           "link_options", "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option",
+           "check_output_file"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -175,3 +176,15 @@ def geometry_options(*fields: str, op_choices: tuple[str, ...] | None = None) ->
     def apply(func: F) -> F:
         return _apply(func, *decorators)
     return apply
+
+
+def link_options(func: F) -> F:
+    """``--alpha-us A`` and ``--bw-gbps B``: link parameters given by hand (they override the topology's and the GPU
+    table's), one name and help in every command that models a job."""
+    return _apply(func,
+                  click.option("--alpha-us", default=None, type=float, metavar="A",
+                               help="Per-message latency, us (overrides the topology's and the GPU's; on CPUs, "
+                                    "give the bandwidth too)."),
+                  click.option("--bw-gbps", default=None, type=float, metavar="B",
+                               help="Per-rank link bandwidth per direction, GB/s (overrides the topology's and "
+                                    "the GPU's)."))

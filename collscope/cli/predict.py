@@ -7,7 +7,14 @@ import json
 import click
 
 from collscope.analysis.predict import predict, render_predict_text
-from collscope.cli.options import geometry_options, gpu_option, size_range_options, sizes_option, topo_option
+from collscope.cli.options import (
+    geometry_options,
+    gpu_option,
+    link_options,
+    size_range_options,
+    sizes_option,
+    topo_option,
+)
 from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
@@ -39,8 +46,7 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @size_range_options(min_default="1K", max_default="1G")
 @click.option("--factor", default=None, type=click.FloatRange(min=1, min_open=True), metavar="F",
               help="Ladder factor, > 1.  [default: 4]")
-@click.option("--alpha-us", default=None, type=float, help="Per-message latency, us (overrides the topology).")
-@click.option("--bw-gbps", default=None, type=float, help="Per-rank bandwidth per direction, GB/s (overrides).")
+@link_options
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from collscope.atomic import write_text_atomic
-from collscope.cli.options import check_output_file, geometry_options, gpu_option, topo_option
+from collscope.cli.options import check_output_file, geometry_options, gpu_option, link_options, topo_option
 from collscope.errors import ConfigError, ParseError
 from collscope.files import check_output_dir
 from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
@@ -27,12 +27,14 @@ def _bench(against: str | None) -> BenchCurves | None:
     return bench_curves(load_results(against), against)
 
 
-def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None,
-           refused: list[str]) -> ModelFn | None:
+def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refused: list[str],
+           alpha_us: float | None = None, bw_gbps: float | None = None) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
     the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
     figure goes to ``refused``."""
-    if not topo and gpu is None:
+    if not topo and gpu is None and bw_gbps is None:
+        if alpha_us is not None:
+            raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
         return None
     from collscope.analysis.predict import load_topology, predict
 
@@ -41,7 +43,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None,
     def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                             sizes=sizes)
+                             sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps)
         except ConfigError as exc:  # an op the models do not cover (alltoall, sendrecv), or links they lack
             refused.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
@@ -62,6 +64,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None,
 @topo_option()
 @gpu_option
 @geometry_options("nranks", "nnodes", "nvl_domain")
+@link_options
 @click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
 @click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
               help="Write the job's size mix per step (the workload file recommend --workload reads).")
@@ -69,7 +72,8 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None,
               metavar="DIR", help="Write a report: per-step timeline (exposed communication in its own colour), "
                                   "busbw per call against the sweep, index.html.")
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
-                  nranks: int | None, nnodes: int | None, nvl_domain: int | None, as_json: bool,
+                  nranks: int | None, nnodes: int | None, nvl_domain: int | None, alpha_us: float | None,
+                  bw_gbps: float | None, as_json: bool,
                   workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
 
@@ -94,8 +98,8 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     bench = _bench(against)
     refused: list[str] = []
     overrides = {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain}
-    report = analyze_traces(read_traces(paths), bench=bench, model=_model(topo, gpu, nvl_domain, refused),
-                            overrides=overrides)
+    model = _model(topo, gpu, nvl_domain, refused, alpha_us, bw_gbps)
+    report = analyze_traces(read_traces(paths), bench=bench, model=model, overrides=overrides)
     if refused:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *refused))))
     if not report.collectives:
