@@ -37,12 +37,14 @@ class UnreadableFileError(ParseError):
     """The file exists but this user may not read it (EACCES): a permission to fix, not a damaged file."""
 
 
-def read_input_bytes(path: Path | str, what: str = "a regular file", *, follow_links: bool = True) -> bytes:
+def read_input_bytes(path: Path | str, what: str = "a regular file", *, follow_links: bool = True,
+                     max_bytes: int | None = None, why_capped: str = "") -> bytes:
     """The bytes of the regular file ``path``; anything else is a ParseError saying what was found.
 
     ``what`` says what the file should be (``a Measurement JSONL file``), for the message. ``follow_links=False``
     (the files of a results directory): a symbolic link is refused, never followed (``O_NOFOLLOW``). A file this
-    user may not read is an :class:`UnreadableFileError`.
+    user may not read is an :class:`UnreadableFileError`. ``max_bytes``: a larger file is refused before a byte is
+    read, ``why_capped`` saying why and how to raise the cap.
     """
     name = str(path)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -67,6 +69,10 @@ def read_input_bytes(path: Path | str, what: str = "a regular file", *, follow_l
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise ParseError(name, None, what, found=kind_of(mode))
+        size = os.fstat(fd).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise ParseError(name, None, f"{what} of at most {max_bytes:,} bytes{why_capped}",
+                             found=f"{size:,} bytes")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
@@ -86,9 +92,10 @@ def decode_text(data: bytes, source: str, what: str = "UTF-8 text") -> str:
                          f"{data[exc.start:exc.start + 4]!r}); a binary or damaged file") from None
 
 
-def read_input_text(path: Path | str, what: str = "a UTF-8 text file") -> str:
+def read_input_text(path: Path | str, what: str = "a UTF-8 text file", *, max_bytes: int | None = None,
+                    why_capped: str = "") -> str:
     """The text of the regular file ``path`` (see :func:`read_input_bytes` and :func:`decode_text`)."""
-    return decode_text(read_input_bytes(path, what), str(path), what)
+    return decode_text(read_input_bytes(path, what, max_bytes=max_bytes, why_capped=why_capped), str(path), what)
 
 
 def check_output_dir(path: Path | str, what: str = "output directory") -> Path:

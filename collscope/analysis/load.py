@@ -43,6 +43,7 @@ import pandas as pd
 
 from collscope.analysis.job_geometry import Clue, apply_overrides, frame_clues, group_geometries, run_clues
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests
+from collscope.collectives.nccl_tests.reading import text_cap
 from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError, ParseError
@@ -92,9 +93,10 @@ _EXPECTED_FILE = "Measurement JSONL or nccl-tests output (UTF-8 text)"
 
 
 def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
-    data = read_input_bytes(path, _EXPECTED_FILE)
     if path.suffix == ".jsonl":
-        return [_Part(decode_records(data, str(path)), label=str(path))]
+        return [_Part(decode_records(read_input_bytes(path, _EXPECTED_FILE), str(path)), label=str(path))]
+    cap, why = text_cap()
+    data = read_input_bytes(path, _EXPECTED_FILE, max_bytes=cap, why_capped=why)
     text = decode_text(data, str(path), _EXPECTED_FILE)
     if looks_like_nccl_tests(text):
         runs = parse_nccl_tests_runs(text, source=str(path), op=op, nranks=nranks)  # several pasted: each

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from collscope.cli.options import check_output_file, geometry_options
+from collscope.collectives.nccl_tests.reading import text_cap
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
 from collscope.collectives.record import OPS, Measurement, write_jsonl
@@ -77,7 +78,8 @@ def ingest(files: tuple[Path, ...], nranks: int | None, nnodes: int | None, nvl_
         check_output_file(out, "--out")
     runs: list[tuple[str, NcclTestsRun]] = []
     for path in files:
-        text = read_input_text(path, "an nccl-tests output (UTF-8 text, or -J JSON)")
+        cap, why = text_cap()
+        text = read_input_text(path, "an nccl-tests output (UTF-8 text, or -J JSON)", max_bytes=cap, why_capped=why)
         found = parse_nccl_tests_runs(text, source=str(path), op=op, nranks=nranks, nnodes=nnodes,
                                       nvl_domain=nvl_domain)
         runs += [(f"{path} (run {i} of {len(found)})" if len(found) > 1 else str(path), run)
