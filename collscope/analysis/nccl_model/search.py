@@ -35,10 +35,19 @@ from collscope.analysis.nccl_model.model import NcclGraph, NcclGraphInputs
 from collscope.errors import ConfigError
 from collscope.topo.rates import GpuGeneration, gpu_generation
 
-__all__ = ["graph_inputs_from_topology", "search_channels", "MAX_CHANNELS"]
+__all__ = ["graph_inputs_from_topology", "search_channels", "MAX_CHANNELS", "NVLS_MAX_HEADS", "GRACE_GPUS"]
 
 MAX_CHANNELS = 32
 """Ring graph maxChannels = MAXCHANNELS / 2 (src/init.cc, MAXCHANNELS 64); NVLS arity at most 32."""
+
+NVLS_MAX_HEADS = {"2.30": 32, "2.19": 8}
+"""NVLS graph maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs) (src/graph/search.cc ncclTopoCompute);
+NCCL_MAX_NVLS_ARITY is 32 in 2.30.7 and 8 in 2.19.4 (src/include/device.h)."""
+
+GRACE_GPUS = frozenset({"GH200", "GB200", "GB300"})
+"""GPUs of Grace superchips: the CPU NCCL sees is an Arm Grace (NVIDIA Grace Hopper / Grace Blackwell superchip
+specs), so NCCL's x86-only rules do not apply: getNetOverhead's 1.0 us for non-x86 and no NVLSTree tree correction
+(src/graph/tuning.cc getNetOverhead, ncclTopoGetAlgoTime: ``cpuArch == NCCL_TOPO_CPU_ARCH_X86``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +99,13 @@ def search_channels(speeds: tuple[float, ...], *, max_bw: float, total_bw: float
 
 
 def _nvls_graph(speeds: tuple[float, ...], ppn: int, total: float, max_bw: float,
-                inter_cap: float | None) -> NcclGraph | None:
-    n_ch = min(ppn, MAX_CHANNELS)
+                inter_cap: float | None, *, max_heads: int = MAX_CHANNELS, nics: int = 0) -> NcclGraph | None:
+    # heads: min(NCCL_MAX_NVLS_ARITY, GPUs) (search.cc ncclTopoCompute); across domains each head is a NIC:GPU
+    # pair, "NVLS search only tries to find NIC:GPU combinations" while nChannels < netCount (search.cc
+    # ncclTopoSearchRecNet), so a domain has at most as many heads as NICs
+    n_ch = min(ppn, max_heads)
+    if inter_cap is not None and nics > 0:
+        n_ch = min(n_ch, nics)
     fits = [s for s in speeds if s <= max_bw and (n_ch + 1) * s <= total + 1e-9]
     if n_ch < 2 or not fits:
         return None
@@ -107,10 +121,13 @@ def _nvls_graph(speeds: tuple[float, ...], ppn: int, total: float, max_bw: float
 
 
 def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | str | None = None, *,
-                               collnet: bool = False) -> NcclGraphInputs:
+                               collnet: bool = False, version: str = "2.30") -> NcclGraphInputs:
     """NCCL's graph inputs for the ranks of ``params`` (see the module doc for the approximation).
 
     ``generation`` overrides ``params.gpu``; ConfigError when neither names a GPU (CPU ranks have no NCCL model).
+    An NVLink domain larger than a node (``params.nvl_domain``, MNNVL) is one NCCL node: NCCL numbers its nodes by
+    the first rank of each node's ring (src/init.cc "Determine nNodes, firstRanks"; ``initNvlDomainInfo``:
+    ``nNvlDomains = comm->nNodes``), and the domain's NICs are all its trays' NICs.
     """
     gen = gpu_generation(generation) if isinstance(generation, str) else generation
     if gen is None and params.gpu:
@@ -145,7 +162,9 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
         else:
             gpu_pci = NCCL_PCI_X16_GBPS.get(params.pcie_gen or gen.pcie_gen, 12.0)
             nic_path = min(params.nic_gbps, gpu_pci)
-            nics = params.nics_per_node
+            # every tray of a multi-node NVLink domain brings its NICs to the fused topology
+            # (src/graph/search.cc ncclTopoSelectNets: MNNVL sorts the domain's NICs by GPU)
+            nics = params.nics_per_node * max(1, ppn // params.ppn)
         src += f"; NIC path {nic_path:g} GB/s x {nics} NIC(s)"
         max_bw = min(max_bw, nic_path)
     else:
@@ -159,7 +178,8 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
                      pattern="balanced_tree")
     nvls = None
     if nvlink and params.nvswitch and sm >= 90 and ppn >= 2:
-        nvls = _nvls_graph(speeds, ppn, total, total, nic_path)
+        nvls = _nvls_graph(speeds, ppn, total, total, nic_path, max_heads=NVLS_MAX_HEADS.get(version, MAX_CHANNELS),
+                           nics=nics)
     chain = direct = None
     if collnet:
         chain = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, pattern="tree")
@@ -169,6 +189,10 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
     src += f"; ring/tree {n_ch} x {bw:g} GB/s"
     if nvls is not None:
         src += f"; NVLS {nvls.n_channels} x {nvls.bw_intra:g}/{nvls.bw_inter:g} GB/s"
+    grace = gen.name in GRACE_GPUS
+    if grace:
+        src += "; CPU Arm (Grace)"
     return NcclGraphInputs(nranks=params.nranks, nnodes=nodes, sm=sm, ring=ring, tree=tree, nvls=nvls,
                            collnet_direct=direct, collnet_chain=chain, collnet_enabled=collnet,
-                           nvswitch=params.nvswitch, source=src, notes=tuple(notes))
+                           nvswitch=params.nvswitch, cpu_vendor="other" if grace else "intel", source=src,
+                           notes=tuple(notes))

@@ -1,0 +1,98 @@
+"""NCCL's model across NVLink domains (issue 24 item 1): an NVLink domain larger than a node (MNNVL, GB200/GB300
+NVL72) is one NCCL node, domains are joined by all their trays' NICs, NVLS heads follow NCCL_MAX_NVLS_ARITY and
+the NICs, Grace systems take NCCL's non-x86 rules, PAT needs one GPU per NCCL node."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from collscope.analysis.models import LinkParams
+from collscope.analysis.nccl_model.model import (
+    nccl_bandwidth,
+    nccl_choice,
+    nccl_latency_us,
+    nccl_predictions,
+    nccl_time_us,
+)
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.params import link_params
+from collscope.analysis.predict import predict
+from collscope.collectives.nccl_tests import parse_nccl_tests
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+NVL72_72R = FIXTURES / "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt"
+GIB8 = 8 << 30
+
+
+def _published_busbw(path: Path, size: int) -> float:
+    """The mean of the out-of-place and in-place busbw of one size of an nccl-tests output."""
+    run = parse_nccl_tests(path.read_text())
+    return statistics.mean(r.busbw_gbps for r in run.records if r.size_bytes == size)
+
+
+def test_one_nvl72_rack_is_one_nccl_node_near_its_published_busbw() -> None:
+    published = _published_busbw(NVL72_72R, GIB8)  # (886.08 + 836.58) / 2
+    result = predict("all_reduce", gpu="GB200", nranks=72, nnodes=18, nvl_domain=72, sizes=[GIB8])
+    choice = result.nccl_choice[0]
+    assert choice.algo == "NVLS"  # one NCCL node: NVLS, no NVLSTree, no NIC
+    assert abs(choice.busbw_gbps / published - 1) < 0.15
+
+
+def test_two_nvl72_racks_take_the_trays_nics_from_the_table() -> None:
+    """Before: '36 nodes need the NIC rates' (no model for a 2-rack run without captures)."""
+    params = link_params(None, gpu="GB200", nranks=144, nnodes=36, nvl_domain=72)
+    assert (params.nics_per_node, params.nic_gbps) == (4, 50.0)
+    assert "ConnectX-7" in params.source
+    inputs = graph_inputs_from_topology(params)
+    assert inputs.nnodes == 2 and inputs.ppn == 72  # NCCL's nNodes counts NVLink domains
+    assert "x 72 NIC(s)" in inputs.source  # every tray's NICs join the domain (before: x 4)
+    result = predict("all_reduce", gpu="GB200", nranks=144, nnodes=36, nvl_domain=72, sizes=[GIB8])
+    algos = {p.algo for p in result.predictions if p.model == "nccl"}
+    assert "NVLSTree" in algos and "NVLS" not in algos  # multi-node NVLS needs CollNet (tuning.cc)
+    published_one_rack = _published_busbw(NVL72_72R, GIB8)
+    assert abs(result.nccl_choice[0].busbw_gbps / published_one_rack - 1) < 0.15
+
+
+def test_nvls_heads_follow_nccl_max_nvls_arity_and_the_nics() -> None:
+    rack = link_params(None, gpu="GB200", nranks=72, nnodes=18, nvl_domain=72)
+    assert graph_inputs_from_topology(rack).nvls.n_channels == 32  # NCCL_MAX_NVLS_ARITY 32 (2.30)
+    assert graph_inputs_from_topology(rack, version="2.19").nvls.n_channels == 8  # 8 in 2.19.4
+    # one NIC per 4-GPU tray: a 72-GPU domain has 18 NIC:GPU heads at most
+    few_nics = LinkParams(nranks=144, nnodes=36, nvl_domain=72, alpha_us=3.4, alpha_inter_us=14.0, bw_gbps=450.0,
+                          intra_bw_gbps=900.0, inter_bw_gbps=50.0, nics_per_node=1, nic_gbps=50.0, gpu="GB200",
+                          sm=100, intra_link="nvlink", nvlinks_per_gpu=18, nvswitch=True, pcie_gen=6)
+    inputs = graph_inputs_from_topology(few_nics)
+    assert inputs.nvls.n_channels == 18 and "x 18 NIC(s)" in inputs.source
+
+
+def test_grace_systems_take_nccls_non_x86_rules() -> None:
+    """getNetOverhead is 1 us off x86 and the NVLSTree tree correction is x86-only (tuning.cc)."""
+    params = link_params(None, gpu="GB200", nranks=144, nnodes=36, nvl_domain=72)
+    inputs = graph_inputs_from_topology(params)
+    assert inputs.cpu_vendor == "other"
+    size = 16 << 20  # logSize 18: Simple correction 0.7 on x86
+    bw = nccl_bandwidth(inputs, "all_reduce", "NVLSTree", "Simple")
+    lat = nccl_latency_us(inputs, "all_reduce", "NVLSTree", "Simple")
+    assert nccl_time_us(inputs, "all_reduce", "NVLSTree", "Simple", size) == pytest.approx(lat + size / (1000 * bw))
+    h100 = graph_inputs_from_topology(link_params(None, gpu="H100", nranks=8, nnodes=1))
+    assert h100.cpu_vendor == "intel"
+
+
+@pytest.mark.parametrize(("nnodes", "nvl_domain", "has_pat"), [
+    (16, None, True),   # one GPU per node: PAT (NCCL >= 2.23)
+    (8, None, False),   # two per node: no PAT
+    (16, 16, False),    # one MNNVL domain: one NCCL node of 16 ranks, no PAT
+])
+def test_pat_needs_one_gpu_per_nccl_node(nnodes: int, nvl_domain: int | None, has_pat: bool) -> None:
+    params = LinkParams(nranks=16, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=3.4, alpha_inter_us=14.0,
+                        bw_gbps=50.0, intra_bw_gbps=900.0, inter_bw_gbps=50.0 * (16 // nnodes),
+                        nics_per_node=16 // nnodes, nic_gbps=50.0, gpu="GB200", sm=100, intra_link="nvlink",
+                        nvlinks_per_gpu=18, nvswitch=True, pcie_gen=6)
+    inputs = graph_inputs_from_topology(params)
+    algos = {p.algo for p in nccl_predictions(inputs, "all_gather", [1 << 20])}
+    assert ("PAT" in algos) is has_pat
+    assert "PAT" not in {p.algo for p in nccl_predictions(inputs, "all_gather", [1 << 20], version="2.19")}
+    assert nccl_choice(inputs, "all_gather", 1 << 20).time_us > 0
