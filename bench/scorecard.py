@@ -1,0 +1,263 @@
+"""The published scorecard: collscope's prediction for each published collective measurement, side by side with it.
+
+Each row of ``bench/scorecard/published.csv`` is one busbw that a public source shows (nccl-tests or rccl-tests
+output in an issue, a cloud provider's or a vendor's benchmark page), with its geometry and its URL. For every row
+the library's ``predict(op, gpu=, nranks=, nnodes=, nvl_domain=, sizes=)`` gives the prediction: the busbw of
+NCCL's model's choice at that size when the model runs, else the best alpha-beta algorithm's. A row the library
+refuses (unknown GPU, an op without a model, nodes without NIC rates) is shown as refused with the library's reason.
+The yardstick is the published figure: a prediction counts when it is within 15% of it. The script prints the
+rows, the share within 15% per system and overall; ``--markdown`` prints the table that docs/reading-results.md
+carries, ``--csv`` one CSV row per published row.
+
+    .venv/bin/python bench/scorecard.py [--markdown | --csv] [--data bench/scorecard/published.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from collscope.analysis.nccl_model.constants import VERSIONS  # noqa: E402
+from collscope.analysis.predict import predict  # noqa: E402
+from collscope.errors import CollscopeError  # noqa: E402
+from collscope.units import format_size, parse_size  # noqa: E402
+from collscope.vocab.ops import OPS  # noqa: E402
+
+DATA = ROOT / "bench" / "scorecard" / "published.csv"
+COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
+           "source_url", "note")
+TOLERANCE = 0.15
+"""A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
+FAR = 0.30
+"""Off by more than 30%: the row's note must say what the model does not cover."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PublishedRow:
+    """One published busbw with the geometry it was measured on."""
+
+    system: str
+    gpu: str
+    """The GPU as the source names it (the library maps it to a generation, or refuses it)."""
+    nranks: int
+    nnodes: int
+    nvl_domain: int
+    """GPUs one NVLink fabric joins (8 on an HGX node, 72 on an NVL72 rack, 1 on a PCIe box)."""
+    op: str
+    size_bytes: int
+    busbw_gbps: float
+    nccl_version: str
+    source_url: str
+    note: str
+    """What the source says that the model does not cover (SHARP, a forced algorithm, in-place, ...)."""
+    line: int
+    """The CSV line, for messages."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredRow:
+    """A published row with the library's prediction, or its refusal."""
+
+    row: PublishedRow
+    predicted_gbps: float | None
+    model: str
+    """Which prediction: ``"NCCL ring/simple"`` (NCCL's model's choice) or ``"alpha-beta ring"``; empty if refused."""
+    refused: str | None = None
+    """The library's reason when it gives no prediction."""
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted / published."""
+        if self.predicted_gbps is None or self.row.busbw_gbps <= 0:
+            return None
+        return self.predicted_gbps / self.row.busbw_gbps
+
+    @property
+    def within(self) -> bool:
+        return self.ratio is not None and abs(self.ratio - 1.0) <= TOLERANCE
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio is None:
+            return "refused"
+        if self.within:
+            return "within 15%"
+        return f"off {self.ratio - 1.0:+.1%}" + (" (>30%)" if abs(self.ratio - 1.0) > FAR else "")
+
+
+def read_published(path: Path = DATA) -> list[PublishedRow]:
+    """The rows of a scorecard CSV; ValueError naming ``path:line`` and the bad value for a malformed row."""
+    text = path.read_text(encoding="utf-8")
+    reader = csv.DictReader(io.StringIO(text))
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise ValueError(f"{path}: columns {reader.fieldnames} differ from {list(COLUMNS)}")
+    rows = []
+    for record in reader:
+        line = reader.line_num
+        where = f"{path}:{line}"
+        if None in record or any(record[c] is None for c in COLUMNS):
+            raise ValueError(f"{where}: {len(COLUMNS)} fields expected")
+        if record["op"] not in OPS:
+            raise ValueError(f"{where}: unknown op {record['op']!r}; valid: {', '.join(OPS)}")
+        if not record["source_url"].startswith("https://"):
+            raise ValueError(f"{where}: source_url must be an https:// URL, got {record['source_url']!r}")
+        if not record["system"].strip() or not record["gpu"].strip():
+            raise ValueError(f"{where}: system and gpu must be named")
+        try:
+            ints = {c: int(record[c]) for c in ("nranks", "nnodes", "nvl_domain")}
+            size = parse_size(record["size_bytes"])
+            busbw = float(record["busbw_gbps"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if min(ints.values()) < 1 or ints["nranks"] % ints["nnodes"] or size < 1 or not busbw > 0:
+            raise ValueError(f"{where}: nranks {ints['nranks']} must be a positive multiple of nnodes "
+                             f"{ints['nnodes']}, nvl_domain >= 1, size and busbw > 0 (size {size}, busbw {busbw})")
+        rows.append(PublishedRow(system=record["system"], gpu=record["gpu"], op=record["op"], size_bytes=size,
+                                 busbw_gbps=busbw, nccl_version=record["nccl_version"],
+                                 source_url=record["source_url"], note=record["note"], line=line, **ints))
+    return rows
+
+
+def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[ScoredRow]:
+    """Each row with the library's prediction; one ``predict`` call per geometry (all its sizes at once)."""
+    groups: dict[tuple[str, str, int, int, int], list[PublishedRow]] = {}
+    for row in rows:
+        groups.setdefault((row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain), []).append(row)
+    scored: dict[int, ScoredRow] = {}
+    for (op, gpu, nranks, nnodes, nvl_domain), members in groups.items():
+        try:
+            result = predict(op, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                             sizes=[r.size_bytes for r in members], version=version)
+        except CollscopeError as exc:
+            for r in members:
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))
+            continue
+        choice = {c.size_bytes: c for c in result.nccl_choice}
+        for r in members:
+            if r.size_bytes in choice:
+                c = choice[r.size_bytes]
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.busbw_gbps, model=f"NCCL {c.algo}/{c.proto}")
+                continue
+            best = max((p for p in result.predictions if p.model == "alpha-beta" and p.size_bytes == r.size_bytes),
+                       key=lambda p: p.busbw_gbps, default=None)
+            if best is None:
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused="no model predicts this size")
+            else:
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=best.busbw_gbps, model=f"alpha-beta {best.algo}")
+    return [scored[id(r)] for r in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Share:
+    """How many rows of a system (or of all) are within 15%."""
+
+    name: str
+    rows: int
+    predicted: int
+    within: int
+
+    @property
+    def text(self) -> str:
+        share = f"{self.within}/{self.rows} within 15% ({self.within / self.rows:.0%})" if self.rows else "no rows"
+        return f"{share}; {self.rows - self.predicted} refused"
+
+
+def shares(scored: Iterable[ScoredRow]) -> list[Share]:
+    """Per system in first-seen order, then ``"all rows"``."""
+    by_system: dict[str, list[ScoredRow]] = {}
+    everything = []
+    for s in scored:
+        by_system.setdefault(s.row.system, []).append(s)
+        everything.append(s)
+    out = [_share(name, members) for name, members in by_system.items()]
+    return out + [_share("all rows", everything)]
+
+
+def _share(name: str, members: Sequence[ScoredRow]) -> Share:
+    return Share(name=name, rows=len(members), predicted=sum(s.ratio is not None for s in members),
+                 within=sum(s.within for s in members))
+
+
+def _cells(s: ScoredRow) -> list[str]:
+    r = s.row
+    return [r.system, r.op, format_size(r.size_bytes), f"{r.busbw_gbps:.2f}",
+            "-" if s.predicted_gbps is None else f"{s.predicted_gbps:.2f}", s.model or "-",
+            "-" if s.ratio is None else f"{s.ratio:.2f}", s.verdict]
+
+
+HEADER = ["system", "op", "size", "published GB/s", "predicted GB/s", "model", "pred/pub", "verdict"]
+
+
+def render_text(scored: Sequence[ScoredRow]) -> str:
+    """Rows side by side with the published figure, the refusals' reasons, then the shares."""
+    table = [HEADER] + [_cells(s) for s in scored]
+    widths = [max(len(row[i]) for row in table) for i in range(len(HEADER))]
+    left = (0, 1, 5, 7)  # text columns; numbers right-aligned
+    lines = ["  ".join(c.ljust(w) if i in left else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths, strict=True))) for row in table]
+    reasons = sorted({(s.row.system, s.refused) for s in scored if s.refused})
+    if reasons:
+        lines += ["", "refused (the library's reason):"] + [f"  {system}: {why}" for system, why in reasons]
+    lines += ["", f"share within {TOLERANCE:.0%} of the published busbw:"]
+    lines += [f"  {sh.name}: {sh.text}" for sh in shares(scored)]
+    return "\n".join(lines)
+
+
+def render_markdown(scored: Sequence[ScoredRow]) -> str:
+    """The table of docs/reading-results.md (a source link per row), refusals, then the shares."""
+    lines = ["| " + " | ".join(HEADER + ["source"]) + " |", "|" + "---|" * (len(HEADER) + 1)]
+    for s in scored:
+        cells = [c.replace("|", "\\|") for c in _cells(s)] + [f"[link]({s.row.source_url})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    reasons = sorted({(s.row.system, s.refused) for s in scored if s.refused})
+    if reasons:
+        lines += ["", "Refused rows, with the library's reason:", ""]
+        lines += [f"- {system}: {why}" for system, why in reasons]
+    lines += ["", f"Share within {TOLERANCE:.0%} of the published busbw:", ""]
+    lines += [f"- {sh.name}: {sh.text}" for sh in shares(scored)]
+    return "\n".join(lines)
+
+
+def render_csv(scored: Sequence[ScoredRow]) -> str:
+    """The published columns plus predicted_gbps, model, ratio, within_15pct, refused."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*COLUMNS, "predicted_gbps", "model", "ratio", "within_15pct", "refused"])
+    for s in scored:
+        r = s.row
+        writer.writerow([r.system, r.gpu, r.nranks, r.nnodes, r.nvl_domain, r.op, r.size_bytes, r.busbw_gbps,
+                         r.nccl_version, r.source_url, r.note,
+                         "" if s.predicted_gbps is None else f"{s.predicted_gbps:.4g}", s.model,
+                         "" if s.ratio is None else f"{s.ratio:.4f}", int(s.within), s.refused or ""])
+    return out.getvalue()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--markdown", action="store_true", help="the markdown table of docs/reading-results.md")
+    mode.add_argument("--csv", action="store_true", help="one CSV row per published row, with the prediction")
+    parser.add_argument("--data", type=Path, default=DATA, help="the published measurements (CSV)")
+    parser.add_argument("--version", default="2.30", choices=VERSIONS, help="NCCL cost-model version")
+    args = parser.parse_args(argv)
+    try:
+        rows = read_published(args.data)
+    except (OSError, ValueError) as exc:
+        print(f"scorecard: {exc}", file=sys.stderr)
+        return 2
+    scored = score(rows, version=args.version)
+    render = render_markdown if args.markdown else render_csv if args.csv else render_text
+    sys.stdout.write(render(scored).rstrip("\n") + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The published scorecard (issue 24 item 7): bench/scorecard/published.csv is well formed (a URL per row, known
+ops, sizes that parse, the rows and systems the issue asks for) and bench/scorecard.py prints the library's
+predictions, not numbers of its own, in every output mode."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from collscope.analysis import predict as predict_module
+from collscope.errors import ConfigError
+from collscope.vocab.ops import OPS
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "scorecard.py"
+MIB, GIB = 1 << 20, 1 << 30
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scorecard_under_test", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def scorecard() -> ModuleType:
+    return _load()
+
+
+@pytest.fixture(scope="module")
+def scored(scorecard: ModuleType) -> list:
+    return scorecard.score(scorecard.read_published())
+
+
+def test_published_rows_are_well_formed_and_cover_what_issue_24_asks(scorecard: ModuleType) -> None:
+    rows = scorecard.read_published()
+    assert len(rows) >= 78
+    systems = {r.system for r in rows}
+    assert len(systems) >= 18
+    assert all(r.source_url.startswith("https://") and r.op in OPS for r in rows)
+    assert all(MIB <= r.size_bytes <= 16 * GIB and r.busbw_gbps > 0 for r in rows)
+    assert sum(r.op == "all_reduce" for r in rows) >= 50
+    assert sum(r.op in ("all_gather", "reduce_scatter", "alltoall") for r in rows) >= 10
+    # the kinds of system the issue names: single node and multi-node HGX, a tray, a rack, racks, AMD, PCIe
+    assert any(r.nnodes == 1 and r.nranks == 8 and "H100" in r.gpu for r in rows)
+    assert any(r.nnodes > 1 and "B200" in r.gpu and "GB200" not in r.gpu for r in rows)
+    assert any(r.nranks == 4 and r.nvl_domain == 4 and "GB200" in r.gpu for r in rows)
+    assert any(r.nranks == 72 and r.nvl_domain == 72 for r in rows)
+    assert any(r.nranks > r.nvl_domain == 72 for r in rows)
+    assert any("MI300X" in r.gpu for r in rows)
+    assert any(r.nvl_domain == 1 for r in rows)
+    # each row is one published figure: no (system, op, size) twice unless the note tells the runs apart
+    keys = [(r.system, r.op, r.size_bytes, r.note) for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("op", "allreduce", "unknown op 'allreduce'"),
+    ("source_url", "", "source_url must be an https:// URL"),
+    ("size_bytes", "1.5Q", "not a size"),
+    ("nnodes", "3", "multiple of nnodes"),
+])
+def test_a_malformed_row_is_refused_with_its_line(scorecard: ModuleType, tmp_path: Path, column: str, value: str,
+                                                   message: str) -> None:
+    good = dict(zip(scorecard.COLUMNS, ["box", "NVIDIA H100 80GB HBM3", "8", "1", "8", "all_reduce", "1G", "400",
+                                        "2.21.5", "https://example.org/run", ""], strict=True))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=scorecard.COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(good)
+    writer.writerow({**good, column: value})
+    path = tmp_path / "bad rows.csv"
+    path.write_text(out.getvalue())
+    with pytest.raises(ValueError, match=message) as info:
+        scorecard.read_published(path)
+    assert f"{path}:3" in str(info.value)
+    assert scorecard.main(["--data", str(path)]) == 2
+
+
+def test_predictions_are_the_librarys(scorecard: ModuleType, scored: list) -> None:
+    """Every predicted number is what predict() returns for the row's geometry; every refusal is its error."""
+    assert sum(s.predicted_gbps is not None for s in scored) >= 20
+    assert any(s.refused for s in scored)
+    for s in scored:
+        r = s.row
+        try:
+            result = predict_module.predict(r.op, gpu=r.gpu, nranks=r.nranks, nnodes=r.nnodes,
+                                            nvl_domain=r.nvl_domain, sizes=[r.size_bytes])
+        except ConfigError as exc:
+            assert s.refused == str(exc) and s.predicted_gbps is None
+            continue
+        if result.nccl_choice:
+            assert s.predicted_gbps == pytest.approx(result.nccl_choice[0].busbw_gbps)
+            assert s.model == f"NCCL {result.nccl_choice[0].algo}/{result.nccl_choice[0].proto}"
+        else:
+            assert s.predicted_gbps == pytest.approx(max(p.busbw_gbps for p in result.predictions))
+        assert s.ratio == pytest.approx(s.predicted_gbps / r.busbw_gbps)
+        assert s.within == (abs(s.ratio - 1) <= 0.15)
+
+
+def test_a_changed_model_changes_the_scorecard(scorecard: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No prediction is written into the script: a model that doubles its answers doubles the scorecard's."""
+    rows = [r for r in scorecard.read_published() if r.system.startswith("Azure ND H100")]
+    before = {s.row.size_bytes: s.predicted_gbps for s in scorecard.score(rows)}
+    real = scorecard.predict
+
+    def doubled(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real(*args, **kwargs)
+        return replace(result, nccl_choice=tuple(replace(c, busbw_gbps=2 * c.busbw_gbps) for c in result.nccl_choice))
+
+    monkeypatch.setattr(scorecard, "predict", doubled)
+    after = {s.row.size_bytes: s.predicted_gbps for s in scorecard.score(rows)}
+    assert after == {size: pytest.approx(2 * bw) for size, bw in before.items()}
+
+
+def test_every_output_mode_prints_rows_and_shares(scorecard: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = scorecard.read_published()
+    assert scorecard.main([]) == 0
+    text = capsys.readouterr().out
+    assert "published GB/s" in text and "predicted GB/s" in text
+    assert "all rows:" in text and f"/{len(rows)} within 15%" in text
+    assert scorecard.main(["--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert len(table) == len(rows) + 1  # the header and one line per published row
+    assert "- all rows:" in markdown
+    assert scorecard.main(["--csv"]) == 0
+    out = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(out) == len(rows)
+    assert all(row["predicted_gbps"] or row["refused"] for row in out)
+
+
+def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) -> None:
+    shares = {sh.name: sh for sh in scorecard.shares(scored)}
+    total = shares["all rows"]
+    assert total.rows == len(scored)
+    assert total.within == sum(s.within for s in scored)
+    assert total.predicted == sum(s.predicted_gbps is not None for s in scored)
+    assert sum(sh.rows for name, sh in shares.items() if name != "all rows") == total.rows
+
+
+def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored: list) -> None:
+    """docs/reading-results.md carries the scorecard table: one line per published row, in the CSV's order, with
+    its published figure and source (the predictions are a snapshot: rerun the script to refresh them)."""
+    docs = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
+    start = docs.index("## Scorecard")
+    section = docs[start:docs.index("\n## ", start)]
+    lines = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    expected = scorecard.render_markdown(scored).splitlines()[2:2 + len(scored)]
+    assert len(lines) == len(scored)
+
+    def published(line: str) -> list[str]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        return cells[:4] + cells[-1:]
+
+    assert [published(line) for line in lines] == [published(line) for line in expected]
+    assert "bench/scorecard.py --markdown" in section
