@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.analysis.nccl_model.constants import VERSIONS
+from collscope.analysis.nccl_model.constants import model_version_for
 from collscope.analysis.nccl_model.model import nccl_choice, nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -69,15 +69,6 @@ def _allowed(log: NcclLog, func: str, env: str, vocabulary: tuple[str, ...],
     return tuple(n for n in vocabulary if (n in entry.names) != entry.exclude)
 
 
-def model_version_for(nccl_version: str | None) -> str:
-    """The model constants closest to the log's NCCL (2.19 for NCCL < 2.20, else 2.30)."""
-    try:
-        major, minor = (int(x) for x in (nccl_version or "").split("+")[0].split(".")[:2])
-    except ValueError:
-        return VERSIONS[0]
-    return "2.19" if (major, minor) < (2, 20) else "2.30"
-
-
 def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: NodeTopology | Cluster | None = None,
                           version: str | None = None, nranks: int | None = None, nnodes: int | None = None,
                           nvl_domain: int | None = None) -> LogAgainstModel:
@@ -101,7 +92,7 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
         raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "
                           "with its ibstat/ibv_devinfo captures (--topo DIR from collscope topo collect)")
     params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain)
-    inputs = graph_inputs_from_topology(params)
+    inputs = graph_inputs_from_topology(params, version=version)
     notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
              f"{ranks} ranks on {nnodes} node(s), {params.gpu}"]
     limits = [f"{k}={v}" for k, v in log.env.items() if "NCHANNELS" in k or "CTAS" in k]

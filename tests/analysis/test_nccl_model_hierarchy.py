@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from collscope.analysis.models import LinkParams
+from collscope.analysis.nccl_model.constants import model_version_for
 from collscope.analysis.nccl_model.model import (
     nccl_bandwidth,
     nccl_choice,
@@ -96,3 +97,20 @@ def test_pat_needs_one_gpu_per_nccl_node(nnodes: int, nvl_domain: int | None, ha
     assert ("PAT" in algos) is has_pat
     assert "PAT" not in {p.algo for p in nccl_predictions(inputs, "all_gather", [1 << 20], version="2.19")}
     assert nccl_choice(inputs, "all_gather", 1 << 20).time_us > 0
+
+
+@pytest.mark.parametrize(("release", "tables"), [
+    ("2.18.5", "2.19"), ("2.19.4", "2.19"),
+    ("2.20.5", "2.19"),  # 2.20.5 has 2.19.4's constants (Hopper llMaxBws 87.7, Ring LL x 1/4 or 1/3)
+    ("2.21.5", "2.30"), ("2.27.3+cuda12.9", "2.30"), ("2.30.7", "2.30"), (None, "2.30"), ("unknown", "2.30"),
+])
+def test_model_version_for_a_release(release: str | None, tables: str) -> None:
+    assert model_version_for(release) == tables
+
+
+def test_an_nccl_220_log_is_modelled_with_the_219_tables() -> None:
+    """The Ring LL bandwidth of one 8 x H100 node: min(llMaxBw, x) with llMaxBw 87.7 up to 2.20, 141 after."""
+    inputs = graph_inputs_from_topology(link_params(None, gpu="H100", nranks=8, nnodes=1))
+    ll_220 = nccl_bandwidth(inputs, "all_reduce", "Ring", "LL", version=model_version_for("2.20.5"))
+    ll_221 = nccl_bandwidth(inputs, "all_reduce", "Ring", "LL", version=model_version_for("2.21.5"))
+    assert ll_220 == pytest.approx(87.7 * 8 / 14) and ll_221 == pytest.approx(141.0 * 8 / 14)

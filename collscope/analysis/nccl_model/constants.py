@@ -27,6 +27,7 @@ __all__ = [
     "speed_list",
     "TREE_CORRECTION",
     "NCCL_PCI_X16_GBPS",
+    "model_version_for",
 ]
 
 NcclVersion = Literal["2.30", "2.19"]
@@ -171,3 +172,19 @@ def speed_list(sm: int, *, multi_node: bool) -> tuple[float, ...]:
 
 # nccl-facts 1.3: NCCL's PCIe link model, width * speed / 80: Gen3 x16 12, Gen4 24, Gen5 48, Gen6 96 GB/s.
 NCCL_PCI_X16_GBPS: dict[int, float] = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
+
+
+def model_version_for(nccl_version: str | None) -> str:
+    """The tables closest to an NCCL release (``"2.20.5"``, ``"2.27.3+cuda12.9"``): ``"2.19"`` up to 2.20.x, else
+    ``"2.30"``; unknown or unreadable versions get the newest tables.
+
+    NCCL 2.19.4 and 2.20.5 have the same constants (Hopper ``llMaxBws`` 87.7 / 22.5 / 19.0, Ring LL x 1/4 or 1/3,
+    Tree Simple hwLat 28); 2.21.5 has Hopper ``llMaxBws`` 141 / 45 / 35 and Ring LL x .5 (src/graph/tuning.cc at
+    v2.20.5-1 and v2.21.5-1), and Tree Simple 4.0 / base 8.4 and PAT arrive in 2.23.4: 2.21-2.22 are nearer the 2.30
+    tables.
+    """
+    try:
+        major, minor = (int(x) for x in (nccl_version or "").split("+")[0].split(".")[:2])
+    except ValueError:
+        return VERSIONS[0]
+    return "2.19" if (major, minor) < (2, 21) else "2.30"
