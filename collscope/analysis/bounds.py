@@ -20,9 +20,27 @@ CollNetDirect/Chain    2                               1
 busbw = f S / T with f the busbw factor, so the bound is ``f / max(intra bytes / intra GB/s, NIC bytes / node
 NIC GB/s)``. For Ring this is the multi-node ring bound min(intra, NICs x NIC) of :func:`.models.ring_bound_busbw_gbps`;
 Tree, NVLS, NVLSTree and CollNet move less than 2(n-1)/n S across the NICs, so the ring NIC bound is no limit
-for them. Other collectives (all_gather, reduce_scatter, broadcast, reduce) move at least (n-1)/n S (S for
-broadcast/reduce) per rank whatever the algorithm [derived: every rank must receive the others' data], so the ring
-bound is their bound for every algorithm. Alpha-beta model names map to NCCL's: ``double_binary_tree`` is Tree,
+for them. all_gather, reduce_scatter, broadcast and reduce move at least (n-1)/n S (S for broadcast/reduce) per
+rank whatever the algorithm [derived: every rank must receive the others' data], so the ring bound is their bound
+for every algorithm.
+
+Ops NCCL runs as grouped point-to-point (no ``nccl_func`` in :data:`collscope.vocab.ops.OP_TABLE`) are bound by
+one rank's own links, with d the ranks of its NVLink domain and B_net :func:`.models.p2p_net_gbps` (the node's
+NICs shared by its ranks, the per-GPU NIC rate with one NIC per GPU) [derived]:
+
+=====================  ===========================================  ==========================================
+op                     bytes over NVLink, over the network (x S)    busbw bound (f the busbw factor)
+=====================  ===========================================  ==========================================
+alltoall (each rank),  (d-1)/p, (p-d)/p: a block of S/p to each     f / max((d-1)/p / B_intra, (p-d)/p / B_net)
+gather, scatter (root) peer                                         = B_net (p-1)/(p-d) when the NIC binds
+sendrecv               S to rank + 1: NVLink in one domain, the     min(B_intra, B_net) across domains, f = 1
+                       network for a domain's last rank
+=====================  ===========================================  ==========================================
+
+E.g. alltoall on 16 H100 in two 8-GPU nodes, one 400 Gb/s NIC per GPU: each rank sends 8/16 of S over its
+50 GB/s NIC, so algbw <= 50 x 16/8 = 100 GB/s and busbw <= 100 x 15/16 = 93.75 GB/s.
+
+Alpha-beta model names map to NCCL's: ``double_binary_tree`` is Tree,
 the others are point-to-point algorithms bounded like the ring (Patarasuk & Yuan's lower bound, nccl-facts 7).
 """
 
@@ -30,12 +48,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collscope.analysis.models import LinkParams, ring_bound_busbw_gbps
+from collscope.analysis.models import LinkParams, p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
 from collscope.collectives.record import busbw_factor
+from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
 __all__ = ["Bound", "algorithm_bound"]
 
 _AB_TO_NCCL = {"double_binary_tree": "Tree"}
+_TRAFFIC_OP = OP_BY_NCCL_FUNC["AllReduce"]
+"""The op whose per-algorithm traffic the module table gives (NCCL's AllReduce)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,7 +88,9 @@ def _traffic(algo: str, ppn: int, nnodes: int, nranks: int) -> tuple[float, floa
 def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     """The busbw ``algo`` (NCCL's name or an alpha-beta model name) cannot exceed for ``op`` on ``params``."""
     name = _AB_TO_NCCL.get(algo, algo)
-    if op != "all_reduce" or name not in ("Tree", "NVLS", "NVLSTree", "CollNetDirect", "CollNetChain"):
+    if op_facts(op).nccl_func is None:
+        return _p2p_bound(op, name, params)
+    if op != _TRAFFIC_OP or name not in ("Tree", "NVLS", "NVLSTree", "CollNetDirect", "CollNetChain"):
         ring = ring_bound_busbw_gbps(params)
         by_nic = ring < params.intra_gbps
         return Bound(algo=name, busbw_gbps=ring,
@@ -84,3 +107,16 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
                  limited_by="NICs" if nic_t > intra_t else "intra-node links")
 
+
+
+def _p2p_bound(op: str, name: str, params: LinkParams) -> Bound:
+    """The bound of a grouped point-to-point op on one rank's own links (module table)."""
+    f = busbw_factor(op, params.nranks)
+    net = p2p_net_gbps(params)
+    local, remote = p2p_spread(params)
+    if op_facts(op).size_is_total:  # alltoall, gather, scatter: a block of S/p per peer
+        intra_t, nic_t = local / params.nranks / params.intra_gbps, remote / params.nranks / net
+    else:  # sendrecv: S to one neighbour
+        intra_t, nic_t = 1 / params.intra_gbps, (1 / net if remote else 0.0)
+    return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
+                 limited_by="NICs" if nic_t > intra_t else "intra-node links")

@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound
-from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us, model_for_setting
+from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
 from collscope.analysis.nccl_model.model import NcclGraphInputs, nccl_choice, nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.ompi_models import model_for_setting
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps

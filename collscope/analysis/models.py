@@ -23,11 +23,18 @@ broadcast binomial         ceil(lg p)(a + n b)                                  
 broadcast scatter+allgath. (lg p + p - 1) a + 2(p-1)/p n b                              MPICH bcast comment
 reduce binomial            ceil(lg p)(a + n b + n g)                                    MPICH reduce comment
 reduce Rabenseifner        2 lg p a + 2(p-1)/p n b + (p-1)/p n g                        MPICH reduce comment
+broadcast / reduce ring    (p-1) a + n b  (+ n g)                                       NCCL Ring (nccl-facts 1.4)
+alltoall pairwise          (p-1) a + (p-1)/p n b  (n: the total, n/p per peer)          Thakur et al. 2005
+gather / scatter linear    as alltoall, at the root                                     [derived]
+gather / scatter binomial  ceil(lg p) a + (p-1)/p n b                                   MPICH gather/scatter
+sendrecv shift             a + n b  (to rank + 1)                                       nccl-tests sendrecv.cu
 =========================  ===========================================================  ===========================
 
 Across nodes (ranks placed in blocks of ``ppn`` per node) the step-by-step algorithms charge each step at the
 link it uses: a partner at distance d < ppn is on the same node (alpha, intra bandwidth); otherwise the step
-crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth).
+crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth). The grouped
+point-to-point ops (alltoall, gather, scatter, sendrecv) overlap a rank's NVLink and NIC transfers: their
+bandwidth term is the slower of the two link classes (:func:`_exchange`).
 A multi-node NVLink domain (``LinkParams.nvl_domain`` larger than a node, e.g. 72 GPUs of an NVL72 rack) counts
 as one node here: its ranks reach each other over NVLink, only steps between domains cross the NICs.
 Ring and tree are pipelined through every node once, so they see the **multi-node ring bound**:
@@ -43,14 +50,14 @@ and one after (MPICH), all_gather recursive doubling is charged like Bruck [appr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
-from collscope.vocab.ompi import OP_OMPI_COLL, ompi_algorithm_id, ompi_algorithm_knob, ompi_algorithm_name
+from collscope.vocab.ops import op_facts
 
 __all__ = [
     "LinkParams",
@@ -60,8 +67,9 @@ __all__ = [
     "alpha_beta_predictions",
     "lower_bound_us",
     "ring_bound_busbw_gbps",
-    "model_for_setting",
     "make_prediction",
+    "p2p_net_gbps",
+    "p2p_spread",
 ]
 
 
@@ -321,14 +329,72 @@ def _reduce_rabenseifner(p: LinkParams, n: float) -> float:
     return _rs_recursive_halving(p, n) + _scatter_binomial(p, n, False)
 
 
+# ---- alltoall, gather, scatter, sendrecv: grouped point-to-point ---------------------------------------------
+# NCCL runs these as ncclSend/ncclRecv pairs inside one ncclGroupStart/End (nccl-tests src/alltoall.cu,
+# gather.cu, scatter.cu, sendrecv.cu; NCCL >= 2.28 ncclAlltoAll/ncclGather/ncclScatter do the same): a rank's
+# transfers to peers in its NVLink domain and to peers across the network are in flight together, so the
+# bandwidth term is the slower of the two link classes [derived], and the latency term charges one message per
+# peer, as the pairwise exchange does (Thakur, Rabenseifner & Gropp 2005: (p-1) a + (p-1)/p n b).
+def p2p_net_gbps(p: LinkParams) -> float:
+    """One rank's rate to peers in other NVLink domains when every rank of its node sends across at once: its
+    share of the node's NICs (the per-GPU NIC rate with one NIC per GPU: 400 Gb/s -> 50 GB/s), at most the
+    intra-node rate; the intra-node rate when one domain holds every rank."""
+    return _step_link(p, p.domain_ranks)[1]
+
+
+def p2p_spread(p: LinkParams) -> tuple[int, int]:
+    """(peers in the rank's NVLink domain, peers across the network) of one rank: (d - 1, p - d) with d the
+    domain's ranks, block placement."""
+    return p.domain_ranks - 1, p.nranks - p.domain_ranks
+
+
+def _exchange(p: LinkParams, n: float) -> float:
+    """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter:
+    the root, whose link carries all the traffic). Time:
+    (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net), B_net = :func:`p2p_net_gbps`."""
+    local, remote = p2p_spread(p)
+    r = p.nranks
+    wire = max(_us(local / r * n, p.intra_gbps), _us(remote / r * n, p2p_net_gbps(p)) if remote else 0.0)
+    return local * p.alpha_us + remote * p.alpha_net_us + wire
+
+
+def _gather_binomial(p: LinkParams, n: float) -> float:
+    # MPICH gather/scatter binomial: ceil(lg p) steps, step i moves n / 2^(i+1) between partners p / 2^(i+1) apart:
+    # ceil(lg p) a + (p-1)/p n b (the binomial scatter's cost; the gather is the same steps reversed).
+    return _scatter_binomial(p, n, False)
+
+
+def _sendrecv_shift(p: LinkParams, n: float) -> float:
+    # nccl-tests src/sendrecv.cu: each rank sends n to rank + 1 and receives n from rank - 1, all at once. One
+    # domain: a + n / B_intra; across domains the last rank of each domain sends over the network:
+    # a_net + n / B_net, and that rank sets the time.
+    if p.ndomains == 1:
+        return p.alpha_us + _us(n, p.intra_gbps)
+    return max(p.alpha_us + _us(n, p.intra_gbps), p.alpha_net_us + _us(n, p2p_net_gbps(p)))
+
+
+def _bc_ring(p: LinkParams, n: float) -> float:
+    # NCCL's Broadcast/Reduce run Ring only (nccl-facts 1.4), pipelined along the chain root -> ... -> last:
+    # (p-1) a + n / B (+ n g for reduce), B the ring's rate (the multi-node ring bound across domains).
+    return (p.nranks - 1) * _ring_alpha(p) + _us(n, p.bw_gbps)
+
+
+def _reduce_ring(p: LinkParams, n: float) -> float:
+    return _bc_ring(p, n) + _reduce_us(p, n)
+
+
 ALPHA_BETA_MODELS: dict[str, dict[str, Callable[[LinkParams, float], float]]] = {
     "all_reduce": {"ring": _ar_ring, "double_binary_tree": _ar_double_binary_tree,
                    "recursive_doubling": _ar_recursive_doubling, "rabenseifner": _ar_rabenseifner,
                    "binomial": _ar_binomial, "linear": _ar_linear},
     "all_gather": {"ring": _ag_ring, "recursive_doubling": _ag_recursive_doubling, "bruck": _ag_bruck},
     "reduce_scatter": {"ring": _rs_ring, "recursive_halving": _rs_recursive_halving},
-    "broadcast": {"binomial": _bc_binomial, "scatter_allgather": _bc_scatter_allgather},
-    "reduce": {"binomial": _reduce_binomial, "rabenseifner": _reduce_rabenseifner},
+    "alltoall": {"pairwise": _exchange},
+    "broadcast": {"binomial": _bc_binomial, "scatter_allgather": _bc_scatter_allgather, "ring": _bc_ring},
+    "reduce": {"binomial": _reduce_binomial, "rabenseifner": _reduce_rabenseifner, "ring": _reduce_ring},
+    "sendrecv": {"shift": _sendrecv_shift},
+    "gather": {"linear": _exchange, "binomial": _gather_binomial},
+    "scatter": {"linear": _exchange, "binomial": _gather_binomial},
 }
 """op -> algorithm -> time_us(params, size_bytes)."""
 
@@ -359,11 +425,17 @@ def alpha_beta_predictions(op: str, params: LinkParams, sizes: Iterable[int],
 
 def lower_bound_us(op: str, params: LinkParams, size_bytes: float) -> float:
     """ceil(lg p) alpha_min + f n / B_max: the latency bound plus the bandwidth bound (Chan et al. 2007;
-    nccl-facts 7), with f = busbw_factor(op, p) (1 for broadcast/reduce) and the fastest link of the params."""
+    nccl-facts 7), with f = busbw_factor(op, p) (1 for broadcast/reduce) and the fastest link of the params. One
+    message's latency for an op whose ranks each talk to one peer (sendrecv); for grouped point-to-point ops across
+    NVLink domains B_max is NVLink plus the rank's NIC share, whose transfers overlap (:func:`_exchange`)."""
     _check_op(op)
+    facts = op_facts(op)
     alpha = min(params.alpha_us, params.alpha_net_us)
     fastest = max(params.bw_gbps, params.intra_gbps)
-    return _ceil_lg(params.nranks) * alpha + _us(busbw_factor(op, params.nranks) * size_bytes, fastest)
+    if facts.nccl_func is None and params.ndomains > 1:
+        fastest = max(fastest, params.intra_gbps + p2p_net_gbps(params))
+    steps = 1 if facts.one_peer else _ceil_lg(params.nranks)
+    return steps * alpha + _us(busbw_factor(op, params.nranks) * size_bytes, fastest)
 
 
 def ring_bound_busbw_gbps(params: LinkParams) -> float:
@@ -375,41 +447,3 @@ def ring_bound_busbw_gbps(params: LinkParams) -> float:
     if params.inter_bw_gbps is None:
         return params.bw_gbps
     return min(params.intra_gbps, params.inter_bw_gbps * (params.domain_ranks // params.ppn))
-
-
-# ---- Open MPI coll tuned algorithm ids -> model names (nccl-facts 8, sweeps/ompi_algos.py) ------------------
-_OMPI_MODEL: dict[str, dict[str, str]] = {
-    # 1 basic_linear: linear reduce + linear bcast; 2 nonoverlapping: tuned reduce + tuned bcast ~ binomial;
-    # 5 segmented_ring: the ring with segments.
-    "allreduce": {"basic_linear": "linear", "nonoverlapping": "binomial", "recursive_doubling": "recursive_doubling",
-                  "ring": "ring", "segmented_ring": "ring", "rabenseifner": "rabenseifner"},
-    # 5 neighbor exchange moves the ring's volume in p/2 steps of 2 blocks ~ ring; two_proc is p = 2 (any model);
-    # 7 sparbit is logarithmic with the (p-1)/p volume ~ Bruck.
-    "allgather": {"bruck": "bruck", "recursive_doubling": "recursive_doubling", "ring": "ring",
-                  "neighbor": "ring", "two_proc": "ring", "sparbit": "bruck"},
-    # 4 butterfly has recursive halving's cost for p = 2^k.
-    "reduce_scatter": {"recursive_halving": "recursive_halving", "ring": "ring", "butterfly": "recursive_halving"},
-    "bcast": {"binomial": "binomial", "scatter_allgather": "scatter_allgather",
-              "scatter_allgather_ring": "scatter_allgather"},
-    "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
-}
-
-
-def model_for_setting(op: str, settings: Mapping[str, str]) -> str | None:
-    """The alpha-beta model of the Open MPI algorithm a point forced, e.g. ``"ring"`` for
-    ``OMPI_MCA_coll_tuned_allreduce_algorithm=4``; None when nothing is forced, the id is 0 (fixed rules) or the
-    algorithm has no model here (linear allgather, chain/pipeline bcast, ...)."""
-    coll = OP_OMPI_COLL.get(op)
-    if coll is None or coll not in _OMPI_MODEL:
-        return None
-    value = None
-    for key in (ompi_algorithm_knob(coll), f"coll_tuned_{coll}_algorithm"):
-        if key in settings:
-            value = str(settings[key])
-            break
-    if value is None:
-        return None
-    algo_id = ompi_algorithm_id(coll, value)
-    if not algo_id:
-        return None
-    return _OMPI_MODEL[coll].get(ompi_algorithm_name(coll, algo_id))

@@ -32,6 +32,7 @@ from collscope.topo.cluster import Cluster
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.units import format_size
+from collscope.vocab.ops import op_facts
 
 __all__ = ["predict", "PredictResult", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
 
@@ -93,7 +94,11 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     notes: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
-    if params.gpu is None:
+    if op_facts(op).nccl_func is None:
+        notes.append(f"NCCL's model skipped: NCCL runs {op} as grouped point-to-point sends and receives, which its "
+                     "tuning model (algorithm x protocol) does not cover; the alpha-beta model bounds it by the "
+                     "NVLink and per-rank NIC rates")
+    elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:
         inputs = graph_inputs_from_topology(params)

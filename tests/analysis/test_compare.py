@@ -140,7 +140,8 @@ def test_model_names() -> None:
     assert model_name("all_reduce", "mpi", {"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}) == "ring"
     assert model_name("all_reduce", "mpi", {}) == "best"
     assert model_name("all_gather", "nccl", {"NCCL_ALGO": "Tree"}) == "ring"
-    assert model_name("alltoall", "nccl", {}) is None
+    assert model_name("alltoall", "nccl", {}) == "best"  # its one model, the pairwise exchange (issue 24 item 5)
+    assert model_name("hypercube", "nccl", {}) is None
 
 
 def test_analyze_real_sweep(mpi_results: Path) -> None:

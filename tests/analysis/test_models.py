@@ -14,9 +14,9 @@ from collscope.analysis.models import (
     alpha_beta_predictions,
     alpha_beta_time_us,
     lower_bound_us,
-    model_for_setting,
     ring_bound_busbw_gbps,
 )
+from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
 from collscope.topo.detect import load_captures
@@ -58,6 +58,19 @@ HAND = {
     ("reduce", "binomial"): 906.0,
     # 2 lg p a + 2(p-1)/p n b + (p-1)/p n g = 12 + 175 + 175
     ("reduce", "rabenseifner"): 362.0,
+    # NCCL's pipelined Ring (issue 24 item 5): (p-1) a + n b = 14 + 100; reduce adds n g = 200
+    ("broadcast", "ring"): 114.0,
+    ("reduce", "ring"): 314.0,
+    # one node, grouped point-to-point: (p-1) a + (p-1)/p n b = 14 + 87.5 (tests/analysis/test_op_models.py has
+    # the multi-node forms)
+    ("alltoall", "pairwise"): 101.5,
+    ("gather", "linear"): 101.5,
+    ("scatter", "linear"): 101.5,
+    # binomial: lg p a + (p-1)/p n b = 6 + 87.5
+    ("gather", "binomial"): 93.5,
+    ("scatter", "binomial"): 93.5,
+    # a + n b = 2 + 100
+    ("sendrecv", "shift"): 102.0,
 }
 
 

@@ -1,0 +1,111 @@
+"""Models of the ops NCCL runs as grouped point-to-point (alltoall, gather, scatter, sendrecv) and NCCL's Ring for
+broadcast/reduce, each against a hand computation, and their busbw bounds (issue 24 item 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.analysis.bounds import algorithm_bound
+from collscope.analysis.models import LinkParams, alpha_beta_time_us
+from collscope.analysis.predict import predict
+from collscope.cli import main
+from collscope.topo.samples import sample_path
+from collscope.vocab.ops import busbw_factor
+
+N = 1.6e7
+"""Bytes (nccl-tests' size: the total over ranks for alltoall/gather/scatter)."""
+
+# 16 ranks on 2 nodes of 8, one NVLink domain per node; alpha 2 us inside, 10 us between nodes; NVLink 100 GB/s per
+# GPU, 8 NICs of 25 GB/s per node (inter 200 GB/s): a rank's share of its node's NICs is 200 / 8 = 25 GB/s.
+TWO_NODES = LinkParams(nranks=16, nnodes=2, alpha_us=2.0, alpha_inter_us=10.0, bw_gbps=100.0, intra_bw_gbps=100.0,
+                       inter_bw_gbps=200.0, nics_per_node=8, nic_gbps=25.0)
+
+
+def test_alltoall_across_nodes_is_bound_by_the_nic_share():
+    """(d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net), d = 8, p = 16:
+    7 x 2 + 8 x 10 + max(7/16 x 1.6e7 / 1e5, 8/16 x 1.6e7 / 2.5e4) = 14 + 80 + max(70, 320) = 414 us."""
+    assert alpha_beta_time_us("alltoall", "pairwise", TWO_NODES, N) == pytest.approx(414.0)
+
+
+def test_gather_and_scatter_linear_are_the_roots_exchange():
+    """The root receives (gather) or sends (scatter) a block of n/p with every other rank: the alltoall formula."""
+    for op in ("gather", "scatter"):
+        assert alpha_beta_time_us(op, "linear", TWO_NODES, N) == pytest.approx(414.0)
+
+
+def test_gather_binomial_across_nodes():
+    """ceil(lg 16) = 4 steps, step i moves n / 2^(i+1) to the partner 16 / 2^(i+1) away: step 0 (8 away) crosses
+    the nodes: 10 + 8e6 / 2.5e4 = 330; steps 1-3 stay inside: 3 x 2 + (4e6 + 2e6 + 1e6) / 1e5 = 76; total 406 us."""
+    assert alpha_beta_time_us("gather", "binomial", TWO_NODES, N) == pytest.approx(406.0)
+    assert alpha_beta_time_us("scatter", "binomial", TWO_NODES, N) == pytest.approx(406.0)
+
+
+def test_sendrecv_shift():
+    """Each rank sends n to rank + 1; across nodes the last rank of a node sets the time:
+    max(a + n / B_intra, a_net + n / B_net) = max(2 + 160, 10 + 640) = 650 us; on one node a + n / B = 162 us."""
+    assert alpha_beta_time_us("sendrecv", "shift", TWO_NODES, N) == pytest.approx(650.0)
+    one = LinkParams(nranks=8, nnodes=1, alpha_us=2.0, bw_gbps=100.0)
+    assert alpha_beta_time_us("sendrecv", "shift", one, N) == pytest.approx(162.0)
+
+
+def test_broadcast_and_reduce_ring():
+    """NCCL's pipelined Ring: (p-1) a_net + n / B (the ring crosses nodes: a_net) = 15 x 10 + 160 = 310 us;
+    reduce adds n / gamma = 1.6e7 / 5e4 = 320 us."""
+    assert alpha_beta_time_us("broadcast", "ring", TWO_NODES, N) == pytest.approx(310.0)
+    with_gamma = dataclasses.replace(TWO_NODES, gamma_gbps=50.0)
+    assert alpha_beta_time_us("reduce", "ring", with_gamma, N) == pytest.approx(630.0)
+
+
+def test_nvl72_domain_alltoall_stays_on_nvlink():
+    """72 ranks on 18 trays of 4 in one NVLink domain: no peer is across the network: 71 a + 71/72 n / B."""
+    rack = LinkParams(nranks=72, nnodes=18, nvl_domain=72, alpha_us=2.0, bw_gbps=900.0, intra_bw_gbps=900.0)
+    assert alpha_beta_time_us("alltoall", "pairwise", rack, 7.2e9) == pytest.approx(71 * 2.0 + 71 / 72 * 7.2e9 / 9e5)
+    bound = algorithm_bound("alltoall", "pairwise", rack)
+    assert bound.limited_by == "intra-node links" and bound.busbw_gbps == pytest.approx(900.0)
+
+
+@pytest.mark.parametrize("op", ["alltoall", "gather", "scatter"])
+def test_split_op_bound(op):
+    """busbw <= f / max((d-1)/p / B_intra, (p-d)/p / B_net) = (15/16) / max(7/1600, 8/400) = 46.875 GB/s
+    = B_net (p-1)/(p-d) = 25 x 15/8."""
+    bound = algorithm_bound(op, "pairwise", TWO_NODES)
+    assert bound.busbw_gbps == pytest.approx(25.0 * 15 / 8) and bound.limited_by == "NICs"
+
+
+def test_sendrecv_bound():
+    bound = algorithm_bound("sendrecv", "shift", TWO_NODES)
+    assert bound.busbw_gbps == pytest.approx(25.0) and bound.limited_by == "NICs"
+
+
+def test_alltoall_model_approaches_its_bound():
+    """At a large size the model's busbw is the bound: latency is negligible."""
+    t = alpha_beta_time_us("alltoall", "pairwise", TWO_NODES, 1e12)
+    busbw = 1e12 / (t * 1e3) * busbw_factor("alltoall", 16)
+    assert busbw == pytest.approx(algorithm_bound("alltoall", "pairwise", TWO_NODES).busbw_gbps, rel=1e-3)
+
+
+def test_predict_alltoall_h100_two_nodes_is_nic_bound():
+    """16 H100 on 2 HGX nodes with one 400 Gb/s (50 GB/s) NIC per GPU (the sample captures): each rank sends 8/16
+    of the size over its NIC, so algbw <= 50 x 16/8 = 100 GB/s and busbw <= 100 x 15/16 = 93.75 GB/s; NVLink
+    (7/16 of the size at 450 GB/s) is not the limit."""
+    result = CliRunner().invoke(main, ["predict", "--topo", str(sample_path()), "--gpu", "H100", "--op", "alltoall",
+                                       "--nranks", "16", "--nnodes", "2", "--sizes", "1K,16G", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    big = [p for p in doc["predictions"] if p["size_bytes"] == 16 << 30]
+    assert [(p["model"], p["algo"]) for p in big] == [("alpha-beta", "pairwise")]
+    assert big[0]["busbw_gbps"] == pytest.approx(93.75, rel=0.002)
+    assert doc["nccl_choice"] == [] and any("point-to-point" in n for n in doc["params"]["notes"])
+    small = next(p for p in doc["predictions"] if p["size_bytes"] == 1024)
+    assert small["time_us"] == pytest.approx(7 * doc["params"]["alpha_us"] + 8 * doc["params"]["alpha_inter_us"],
+                                             rel=0.01)
+
+
+@pytest.mark.parametrize("op", ["alltoall", "sendrecv", "gather", "scatter", "broadcast", "reduce"])
+def test_predict_gives_a_figure_for_every_nccl_tests_op(op):
+    doc = predict(op, gpu="H100", nranks=8, nnodes=1, sizes=[1 << 30]).to_dict()
+    assert doc["predictions"] and all(p["busbw_gbps"] > 0 for p in doc["predictions"])
