@@ -57,9 +57,9 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     generation: GpuGeneration | None = gpu_generation(gpu) if gpu else None
     if gpu and generation is None:
         from collscope.errors import ConfigError
-        from collscope.topo.rates import GENERATIONS
+        from collscope.topo.rates import unknown_gpu_message
 
-        raise ConfigError(f"unknown GPU {gpu!r}; known: {', '.join(g.name for g in GENERATIONS)}")
+        raise ConfigError(unknown_gpu_message(gpu))
     models = {f"GPU{info.index}": info.name for info in captures.gpu_info}
     paths: dict[str, dict[str, str]] = {}
     if captures.matrix is not None:

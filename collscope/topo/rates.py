@@ -15,6 +15,14 @@ from dataclasses import dataclass
 __all__ = [
     "GpuGeneration",
     "gpu_generation",
+    "UnmodelledGpu",
+    "UNMODELLED",
+    "unmodelled_gpu",
+    "unknown_gpu_message",
+    "SystemShape",
+    "SYSTEMS",
+    "system_shape",
+    "default_nvl_domain",
     "pcie_gbps",
     "nic_gbps",
     "nvlink_data_gbps_per_link",
@@ -44,6 +52,11 @@ class GpuGeneration:
     nvlink_signal_gbps: float | None = None
     """Per-link rate ``nvidia-smi nvlink -s`` prints, GB/s: the signalling rate, not the data rate (``None`` when
     not known for the family)."""
+    nvlink_fabric: str = "nvswitch"
+    """How the family's NVLinks join GPUs on its usual board: ``"nvswitch"`` (HGX/DGX/NVL72: every GPU of the
+    domain reaches every other at the full per-GPU rate), ``"mesh"`` (P100/V100 hybrid cube mesh: direct links,
+    no switch), ``"bridge"`` (PCIe cards joined in pairs by NVLink bridges; the table's ``nvlink_links`` is 0
+    because a ring over more than the pair crosses PCIe), ``"none"``."""
 
 
 # THE NVLink bandwidth of collscope: per link, per direction, DATA rate, decimal GB/s (``nvlink_link_gbps``).
@@ -58,46 +71,193 @@ class GpuGeneration:
 # :func:`nvlink_data_gbps_per_link`.
 # NCCL's model constants (``nccl_nvlink_link_gbps``, src/graph/topo.h SMxx_NVLINK_BW, nccl-facts 1.3): SM60 18,
 # SM70 20, SM80 20, SM86 12, SM90 20.6, SM100 40.1 -- NCCL's effective-bandwidth model, shown as NCCL's only.
+# Per-family links (NVIDIA datasheets, per-GPU NVLink bandwidth bidirectional / 2 / per-link rate):
+# A800 and H800 are the export variants with 400 GB/s NVLink: 8 links (A100 12, H100 18; NVIDIA A800 40GB/80GB
+# and H800 SXM5 product briefs: "NVLink 400GB/s"; nccl-facts.md section 12: "8 x H800 (reduced NVLink)",
+# NVIDIA/nccl#1374). H20: 900 GB/s NVLink4 = 18 links, low compute (FP16 148 TFLOPS) that NCCL's model does not
+# see. B300/GB300 (Blackwell Ultra, sm 103 = compute capability 10.3): NVLink5, 18 links, 1.8 TB/s per GPU
+# (NVIDIA HGX B300 and GB300 NVL72 pages); NCCL's constant is SM100_NVLINK_BW for every sm >= 100
+# (src/graph/topo.h ncclTopoNVLinkBw, NVIDIA/nccl 5067397). PCIe cards (H100 PCIe/NVL, A100 PCIe): NVLink
+# bridges join pairs only ("bridge"), so the table gives them no all-GPU NVLink.
+# Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100").
 GENERATIONS: tuple[GpuGeneration, ...] = (
+    GpuGeneration("GB300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6, 53.125),
+    GpuGeneration("B300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("GH200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H200 NVL", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H100 PCIe", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
+    GpuGeneration("H100 NVL", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H100", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("H800 PCIe", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H800", 90, 4, 8, 25.0, 20.6, 5, 26.5625),
     GpuGeneration("H20", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
+    GpuGeneration("A100 PCIe", 80, 3, 0, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("A100", 80, 3, 12, 25.0, 20.0, 4, 25.0),
+    GpuGeneration("A800 PCIe", 80, 3, 0, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("A800", 80, 3, 8, 25.0, 20.0, 4, 25.0),
-    GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4, 25.0),
-    GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125),
-    GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3),
-    GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4),
-    GpuGeneration("RTX 3090", 86, 3, 4, 14.0625, 12.0, 4),
-    GpuGeneration("L40S", 89, None, 0, 0.0, 0.0, 4),
-    GpuGeneration("L40", 89, None, 0, 0.0, 0.0, 4),
-    GpuGeneration("L4", 89, None, 0, 0.0, 0.0, 4),
-    GpuGeneration("RTX 4090", 89, None, 0, 0.0, 0.0, 4),
-    GpuGeneration("RTX 5090", 120, None, 0, 0.0, 0.0, 5),
-    GpuGeneration("T4", 75, None, 0, 0.0, 0.0, 3),
-    GpuGeneration("K80", 37, None, 0, 0.0, 0.0, 3),
+    GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4, 25.0, "bridge"),
+    GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125, "mesh"),
+    GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3, None, "mesh"),
+    GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("RTX 3090", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("RTX PRO 6000", 120, None, 0, 0.0, 0.0, 5, None, "none"),
+    GpuGeneration("RTX 6000", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("L40S", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("L40", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("L20", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("L4", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("RTX 4090", 89, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("RTX 5090", 120, None, 0, 0.0, 0.0, 5, None, "none"),
+    GpuGeneration("T4", 75, None, 0, 0.0, 0.0, 3, None, "none"),
+    GpuGeneration("K80", 37, None, 0, 0.0, 0.0, 3, None, "none"),
 )
 
-_BY_SM = {60: "P100", 70: "V100", 80: "A100", 86: "RTX A6000", 89: "L40S", 90: "H100", 100: "B200"}
+_BY_SM = {60: "P100", 70: "V100", 80: "A100", 86: "RTX A6000", 89: "L40S", 90: "H100", 100: "B200", 103: "B300"}
+_QUALIFIERS = ("PCIE", "NVL")
+
+
+def _name_matches(name: str, text: str) -> bool:
+    """``name`` ("H100", "H100 PCIe") in an upper-cased GPU string: the base as a word not followed by a digit
+    ("B200" is not in "GB200"; "H100" is in "H100-SXM5"), a qualifier anywhere as a word ("A100 80GB PCIe")."""
+    words = name.upper().split()
+    qualifier = words.pop() if len(words) > 1 and words[-1] in _QUALIFIERS else None
+    base = r"(?<![A-Z0-9])" + re.escape(" ".join(words)) + r"(?![0-9])"
+    if not re.search(base, text):
+        return False
+    return qualifier is None or re.search(r"(?<![A-Z0-9])" + qualifier + r"(?![A-Z0-9])", text) is not None
 
 
 def gpu_generation(model: str | None = None, *, sm: int | None = None) -> GpuGeneration | None:
     """The generation of a GPU from its model string (``"NVIDIA H100 80GB HBM3"``) or its ``sm``."""
     if model:
-        text = re.sub(r"\s+", " ", model.upper())
+        text = re.sub(r"[\s_]+", " ", model.upper())
         for gen in GENERATIONS:
-            pattern = r"(?<![A-Z0-9])" + re.escape(gen.name.upper()) + r"(?![0-9])"
-            if re.search(pattern, text):
+            if _name_matches(gen.name, text):
                 return gen
     if sm is not None and sm in _BY_SM:
         name = _BY_SM[sm]
         return next(g for g in GENERATIONS if g.name == name)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class UnmodelledGpu:
+    """A GPU collscope knows by name and does not model, with its interconnect facts and the reason."""
+
+    name: str
+    """Short name, e.g. ``"MI300X"`` (matched in ``"AMD Instinct MI300X"``)."""
+    arch: str
+    """The architecture RCCL's topology XML names (``<gpu arch=...>``)."""
+    xgmi_links: int
+    """xGMI (Infinity Fabric) links per GPU to its peers."""
+    xgmi_link_gbps: float
+    """Spec rate of one link, per direction, decimal GB/s."""
+    rccl_xgmi_link_gbps: float
+    """RCCL's model of one link (``ncclTopoXGMISpeed``), per direction."""
+    why: str
+    """Why no model: what a figure would have to guess."""
+
+
+# AMD Instinct 8-GPU platforms (OAM, fully connected: each GPU has one xGMI link to each of its 7 peers).
+# MI300X and MI325X: 7 links, 896 GB/s aggregate bidirectional peak = 7 x 128 GB/s = 64 GB/s per link per
+# direction (AMD Instinct MI300X and MI325X data sheets, "AMD Infinity Fabric Links: 7", "Peak Infinity Fabric
+# Link Bandwidth 128 GB/s"). MI355X: 7 links x 153.6 GB/s bidirectional = 76.8 per direction (AMD Instinct MI355X
+# data sheet, 1075 GB/s aggregate). RCCL's model constant per link: 48 GB/s for gfx94x/gfx95x
+# (:func:`collscope.topo.nccl_xml.rates.xgmi_gbps_per_link`, rccl src/graph/topo.h).
+_RCCL_WHY = ("RCCL builds its rings over a fully connected xGMI mesh (no switch, no NVLS; a ring uses 1 of the "
+             "7 links of each GPU, RCCL's direct all-to-all kernels use all 7) and chooses algorithms, channels and "
+             "protocols from its own tuning tables, which differ from NCCL's tuning.cc that collscope models; a "
+             "figure would be a guess. Model a ring yourself with --alpha-us and --bw-gbps")
+UNMODELLED: tuple[UnmodelledGpu, ...] = (
+    UnmodelledGpu("MI355X", "gfx950", 7, 76.8, 48.0, _RCCL_WHY),
+    UnmodelledGpu("MI350X", "gfx950", 7, 76.8, 48.0, _RCCL_WHY),
+    UnmodelledGpu("MI325X", "gfx942", 7, 64.0, 48.0, _RCCL_WHY),
+    UnmodelledGpu("MI300X", "gfx942", 7, 64.0, 48.0, _RCCL_WHY),
+)
+
+
+def unmodelled_gpu(model: str | None) -> UnmodelledGpu | None:
+    """The :class:`UnmodelledGpu` row a GPU string names (``"AMD Instinct MI300X"``), ``None`` when none does."""
+    if not model:
+        return None
+    text = re.sub(r"[\s_]+", " ", model.upper())
+    return next((row for row in UNMODELLED if _name_matches(row.name, text)), None)
+
+
+def unknown_gpu_message(model: str) -> str:
+    """Why ``model`` gives no GPU generation: known and not modelled (with the reason), or unknown (with the list
+    of known names)."""
+    row = unmodelled_gpu(model)
+    if row is not None:
+        return (f"GPU {model!r} is {row.name} ({row.arch}, {row.xgmi_links} xGMI links x {row.xgmi_link_gbps:g} GB/s "
+                f"per direction; RCCL's model {row.rccl_xgmi_link_gbps:g} per link), known but not modelled: "
+                f"{row.why}")
+    known = [g.name for g in GENERATIONS] + [f"{r.name} (not modelled)" for r in UNMODELLED]
+    return f"unknown GPU {model!r}; known: {', '.join(known)}"
+
+
+@dataclass(frozen=True, slots=True)
+class SystemShape:
+    """A system as NVLink joins it: how many GPUs a node (tray) holds and how many one NVLink fabric joins."""
+
+    name: str
+    gpu: str
+    """The :class:`GpuGeneration` name of its GPUs."""
+    gpus_per_node: int
+    """GPUs per OS node (a tray of an NVL72 rack, an HGX board)."""
+    nvl_domain: int
+    """GPUs one NVLink fabric joins (1: no NVLink between GPUs)."""
+    mnnvl: bool
+    """Whether the domain spans nodes (multi-node NVLink: NCCL's MNNVL, one clique per rack)."""
+    note: str = ""
+
+
+# NVL72: 18 compute trays x 4 GPUs (2 Grace + 4 Blackwell per tray) on one NVLink Switch fabric of 9 switch trays
+# (NVIDIA GB200 NVL72 / GB300 NVL72 pages); NCCL joins the rack's trays as one NVLink domain when the fabric
+# manager puts them in one clique (MNNVL, NCCL_MNNVL_ENABLE, nccl-2025-2026.md section 4). GB200 NVL4: one board
+# of 2 Grace + 4 B200 joined by NVLink, no NVLink Switch tray (NVIDIA GB200 NVL4 announcement, SC24). HGX: 8 GPUs
+# on NVSwitch. PCIe boxes: no NVLink between GPUs (bridged pairs at most).
+SYSTEMS: tuple[SystemShape, ...] = (
+    SystemShape("GB300 NVL72", "GB300", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain"),
+    SystemShape("GB200 NVL72", "GB200", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain"),
+    SystemShape("GB200 NVL4", "GB200", 4, 4, False, "one board of 4 GPUs, no NVLink Switch tray"),
+    SystemShape("HGX B300", "B300", 8, 8, False),
+    SystemShape("HGX B200", "B200", 8, 8, False),
+    SystemShape("HGX H200", "H200", 8, 8, False),
+    SystemShape("HGX H100", "H100", 8, 8, False),
+    SystemShape("HGX H800", "H800", 8, 8, False, "8 NVLinks per GPU (export variant)"),
+    SystemShape("HGX H20", "H20", 8, 8, False),
+    SystemShape("HGX A100", "A100", 8, 8, False),
+    SystemShape("HGX A800", "A800", 8, 8, False, "8 NVLinks per GPU (export variant)"),
+    SystemShape("PCIe box", "L40S", 8, 1, False, "no NVLink between the GPUs"),
+)
+
+
+def system_shape(name: str) -> SystemShape | None:
+    """The :class:`SystemShape` named ``name`` ("GB200 NVL72", case and spacing free), ``None`` if none is."""
+    key = re.sub(r"[\s_-]+", " ", name.strip().upper())
+    return next((s for s in SYSTEMS if s.name.upper() == key), None)
+
+
+def default_nvl_domain(gpu: GpuGeneration | str | None, *, gpus_per_node: int, mnnvl: bool = False
+                       ) -> tuple[int, str]:
+    """The NVLink domain (GPUs) a job's default geometry takes, and why.
+
+    With ``mnnvl`` (the topology says the node is in a multi-node NVLink clique) a GPU whose system is an MNNVL
+    rack gets the rack's domain (72 for GB200/GB300); a GPU without all-GPU NVLink (PCIe, bridged pairs) gets 1;
+    otherwise the node's GPUs (an HGX board 8, a GB200 tray without MNNVL 4)."""
+    gen = gpu_generation(gpu) if isinstance(gpu, str) else gpu
+    if gen is not None and not gen.nvlink_links:
+        return 1, f"{gen.name}: no NVLink joining all GPUs ({gen.nvlink_fabric}), domain 1"
+    if mnnvl and gen is not None:
+        rack = next((s for s in SYSTEMS if s.gpu == gen.name and s.mnnvl), None)
+        if rack is not None:
+            return rack.nvl_domain, f"{rack.name}: multi-node NVLink clique of {rack.nvl_domain} GPUs"
+    return gpus_per_node, f"{gpus_per_node} GPUs per node (one NVLink domain per node)"
 
 
 # Per direction, x16, 128b/130b (Gen3+) or 8b/10b (Gen1/2): nccl-facts.md section 9 ("derived from spec rates").

@@ -1,0 +1,147 @@
+"""The GPU and system table (collscope/topo/rates.py): the names nvidia-smi / nccl-tests / rccl-tests print map to
+their rows, each row's NCCL constant is NCCL's for its sm, AMD Instinct GPUs are refused with the reason, an
+unknown name lists the known ones, and the systems give the NVLink domain a geometry defaults to (issue 24 item 2).
+
+The GPU strings are the forms published outputs print: "NVIDIA GB300" (nccl-tests "Using devices" lines of GKE A4X
+Max runs), "NVIDIA B300 SXM6 AC" (device name of B300 VMs, sm_103), "NVIDIA H100 80GB HBM3" (NVIDIA/nccl-tests#309),
+"NVIDIA B200" (NVIDIA/nccl-tests#389), "NVIDIA A100-SXM4-80GB" (crickett-hpe/hpc-ai-envs#30), "AMD Instinct MI355X
+288GB HBM3e" and "AMD Instinct MI300X" (rocm-smi / rccl-tests device names).
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.cli import main
+from collscope.errors import ConfigError
+from collscope.topo.nccl_xml.rates import nvlink_gbps_per_link
+from collscope.topo.rates import (
+    GENERATIONS,
+    SYSTEMS,
+    default_nvl_domain,
+    gpu_generation,
+    system_shape,
+    unknown_gpu_message,
+    unmodelled_gpu,
+)
+
+
+@pytest.mark.parametrize(("printed", "row", "sm", "links"), [
+    ("NVIDIA GB300", "GB300", 103, 18),
+    ("NVIDIA B300 SXM6 AC", "B300", 103, 18),
+    ("NVIDIA GB200", "GB200", 100, 18),
+    ("NVIDIA B200", "B200", 100, 18),
+    ("NVIDIA H200", "H200", 90, 18),
+    ("NVIDIA H100 80GB HBM3", "H100", 90, 18),
+    ("NVIDIA H800", "H800", 90, 8),
+    ("NVIDIA H20", "H20", 90, 18),
+    ("NVIDIA A100-SXM4-80GB", "A100", 80, 12),
+    ("NVIDIA A800-SXM4-80GB", "A800", 80, 8),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 90, 0),
+    ("NVIDIA H100 NVL", "H100 NVL", 90, 0),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe", 80, 0),
+    ("NVIDIA L40S", "L40S", 89, 0),
+    ("NVIDIA GeForce RTX 4090", "RTX 4090", 89, 0),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000", 120, 0),
+    ("NVIDIA RTX 6000 Ada Generation", "RTX 6000", 89, 0),
+    ("NVIDIA GH200 480GB", "GH200", 90, 18),
+])
+def test_printed_names_map_to_their_rows(printed, row, sm, links):
+    gen = gpu_generation(printed)
+    assert gen is not None and gen.name == row
+    assert (gen.sm, gen.nvlink_links) == (sm, links)
+
+
+def test_short_names_and_sm_103():
+    assert gpu_generation("B300").name == "B300"  # --gpu B300
+    assert gpu_generation("GB300").name == "GB300"  # not B300: the G before it is part of the name
+    assert gpu_generation(sm=103).name == "B300"
+
+
+def test_every_row_carries_ncclS_constant_for_its_sm():
+    # NCCL src/graph/topo.h ncclTopoNVLinkBw: one constant per sm range, the same function nccl_xml.rates mirrors
+    for gen in GENERATIONS:
+        if gen.nvlink_gen is not None:
+            assert gen.nccl_nvlink_link_gbps == nvlink_gbps_per_link(gen.sm), gen.name
+    assert gpu_generation("NVIDIA GB300").nccl_nvlink_link_gbps == 40.1  # SM100_NVLINK_BW covers sm 103
+
+
+def test_pcie_cards_are_not_given_an_nvswitch():
+    for name in ("NVIDIA H100 PCIe", "NVIDIA A100 80GB PCIe", "NVIDIA H200 NVL"):
+        gen = gpu_generation(name)
+        assert gen.nvlink_fabric == "bridge" and gen.nvlink_links == 0 and gen.pcie_gen >= 4
+
+
+@pytest.mark.parametrize(("printed", "row", "per_link"), [
+    ("AMD Instinct MI300X", "MI300X", 64.0),
+    ("AMD Instinct MI325X", "MI325X", 64.0),
+    ("AMD Instinct MI355X 288GB HBM3e", "MI355X", 76.8),
+])
+def test_amd_instinct_is_known_and_refused_with_the_reason(printed, row, per_link):
+    assert gpu_generation(printed) is None
+    amd = unmodelled_gpu(printed)
+    assert amd is not None and amd.name == row and amd.xgmi_links == 7 and amd.xgmi_link_gbps == per_link
+    message = unknown_gpu_message(printed)
+    assert "unknown GPU" not in message and "known but not modelled" in message
+    assert "RCCL" in message and "--alpha-us" in message
+
+
+def test_unknown_name_lists_the_known_ones():
+    message = unknown_gpu_message("NVIDIA Z9000")
+    assert message.startswith("unknown GPU 'NVIDIA Z9000'; known: ")
+    for name in ("GB300", "B300", "H20", "A800", "L40S", "MI300X (not modelled)"):
+        assert name in message
+
+
+def _predict(*args: str):
+    return CliRunner().invoke(main, ["predict", "--op", "all_reduce", "--sizes", "1G", *args])
+
+
+def test_predict_knows_gb300_and_b300():
+    for gpu in ("NVIDIA GB300", "NVIDIA B300 SXM6 AC"):
+        result = _predict("--gpu", gpu, "--nranks", "8", "--nnodes", "1" if "B300" in gpu else "2",
+                          *(("--nvl-domain", "8") if "GB300" in gpu else ()))
+        assert result.exit_code == 0, result.output
+        assert "unknown GPU" not in result.output
+
+
+def test_predict_refuses_amd_with_the_reason_and_exit_2():
+    result = _predict("--gpu", "AMD Instinct MI300X", "--nranks", "8", "--nnodes", "1")
+    assert result.exit_code == 2
+    assert "known but not modelled" in result.output and "Traceback" not in result.output
+
+
+def test_predict_unknown_gpu_exit_2_with_the_list():
+    result = _predict("--gpu", "NVIDIA Z9000", "--nranks", "8", "--nnodes", "1")
+    assert result.exit_code == 2 and "known: " in result.output and "GB300" in result.output
+
+
+def test_systems():
+    rack = system_shape("GB200 NVL72")
+    assert (rack.gpus_per_node, rack.nvl_domain, rack.mnnvl) == (4, 72, True)
+    assert rack.nvl_domain // rack.gpus_per_node == 18  # trays
+    assert system_shape("gb300-nvl72").nvl_domain == 72
+    nvl4 = system_shape("GB200 NVL4")
+    assert (nvl4.gpus_per_node, nvl4.nvl_domain, nvl4.mnnvl) == (4, 4, False)
+    assert system_shape("HGX H100").nvl_domain == 8
+    assert system_shape("PCIe box").nvl_domain == 1
+    assert system_shape("no such system") is None
+    assert all(gpu_generation(s.gpu) is not None for s in SYSTEMS)
+
+
+def test_default_nvl_domain():
+    assert default_nvl_domain("NVIDIA GB200", gpus_per_node=4, mnnvl=True)[0] == 72
+    assert default_nvl_domain("NVIDIA GB300", gpus_per_node=4, mnnvl=True)[0] == 72
+    assert default_nvl_domain("NVIDIA GB200", gpus_per_node=4)[0] == 4  # a tray without MNNVL (NVL4)
+    assert default_nvl_domain("NVIDIA H100 80GB HBM3", gpus_per_node=8, mnnvl=True)[0] == 8  # no MNNVL rack
+    domain, why = default_nvl_domain("NVIDIA L40S", gpus_per_node=8)
+    assert domain == 1 and "no NVLink" in why
+    assert default_nvl_domain(None, gpus_per_node=8)[0] == 8
+
+
+def test_unknown_gpu_in_the_topology_loader_uses_the_same_message():
+    from collscope.topo.node import NodeCaptures, build_node
+
+    with pytest.raises(ConfigError, match="known but not modelled"):
+        build_node(NodeCaptures(host="h"), gpu="AMD Instinct MI300X")
