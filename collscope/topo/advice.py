@@ -159,6 +159,9 @@ def _nvlink_warnings(node: TopologyView) -> list[str]:
     known, why = node.nvlink_known()
     if not gpus:
         return []
+    not_described = node.graph.graph.get("nvlink_not_described")  # nccl_xml.undescribed: a provider's file
+    if not_described:
+        return [str(not_described) if known else f"NVLink unknown: {not_described}"]
     if not known:
         return [f"NVLink unknown: {why}; capture `nvidia-smi topo -m` (or an NCCL_TOPO_DUMP_FILE) to know it"]
     if len(gpus) < 2:

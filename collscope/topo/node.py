@@ -68,7 +68,8 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     else:
         graph = nx.Graph()
         if captures.xml is not None:
-            add_xml_topology(graph, captures.xml, source=_source_named(captures, "NCCL topology XML"))
+            add_xml_topology(graph, captures.xml, source=_source_named(captures, "NCCL topology XML"),
+                             generation=generation)
     _fill_generation(graph)
     _add_gpu_info(graph, captures.gpu_info)
     _add_measured_nvlink(graph, captures.nvlinks)

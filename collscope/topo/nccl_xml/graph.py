@@ -23,7 +23,8 @@ import networkx as nx
 
 from collscope.topo.nccl_xml.rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
 from collscope.topo.nccl_xml.records import NcclTopoXml, XmlCpu, XmlGpu, XmlNet, XmlPci
-from collscope.topo.rates import gpu_generation
+from collscope.topo.nccl_xml.undescribed import add_undescribed_nvlinks
+from collscope.topo.rates import GpuGeneration, gpu_generation
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["add_xml_topology", "NVSWITCH_NODE"]
@@ -34,8 +35,10 @@ NVSWITCH_NODE = "NVSwitch"
 _NCCL_DEFAULT_PCI_GBPS = 12.0  # topo.cc: width 0 -> 16, unknown speed -> 60; 16 * 60 / 80
 
 
-def add_xml_topology(graph: nx.Graph, topo: NcclTopoXml, *, source: str) -> None:
-    """Add the devices and links of ``topo`` to ``graph`` (see the module docstring for names)."""
+def add_xml_topology(graph: nx.Graph, topo: NcclTopoXml, *, source: str, generation: GpuGeneration | None = None
+                     ) -> None:
+    """Add the devices and links of ``topo`` to ``graph`` (see the module docstring for names). ``generation``: the
+    GPU the user named (``--gpu``), used where the file leaves NVLink out (:mod:`.undescribed`)."""
     builder = _Builder(graph, topo, source)
     builder.add_cpus()
     for cpu, numa in zip(topo.cpus, builder.numa_names, strict=True):
@@ -44,6 +47,8 @@ def add_xml_topology(graph: nx.Graph, topo: NcclTopoXml, *, source: str) -> None
         for net in cpu.nets:
             builder.add_nic(net.name, None, cpu, parent=numa, parent_is_cpu=True, net=net)
     builder.add_gpu_links()
+    add_undescribed_nvlinks(graph, topo, [(name, pci) for name, pci, _ in builder.gpus], source=source,
+                            generation=generation)
     builder.add_smp_links()
 
 
