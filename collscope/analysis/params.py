@@ -151,6 +151,14 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         raise ConfigError(f"nvl_domain must be >= 1 GPUs, got {nvl_domain}")
     ppn = nranks // nnodes
     domain = min(nranks, nvl_domain) if nvl_domain is not None and nvl_domain > ppn else ppn
+    model_domain, split = nvl_domain, ""
+    parts = -(-nranks // domain)
+    if (nranks % domain or domain % ppn) and nranks % parts == 0 and (nranks // parts) % ppn == 0 and parts > 1:
+        # a job that fills its domains unevenly (128 ranks on two 72-GPU racks): NCCL's tuning sees nNodes domains
+        # of nRanks / nNodes ranks each (src/graph/tuning.cc ncclTopoTuneModel: ``ppn = (float)nRanks / nNodes``)
+        domain = model_domain = nranks // parts
+        split = (f"{nranks} ranks over NVLink domains of {nvl_domain} GPUs: {parts} domains of {domain} ranks "
+                 f"({domain // ppn} nodes each) assumed, the split NCCL's model uses (nRanks / nNodes)")
     if nranks % domain or domain % ppn:
         raise ConfigError(f"an NVLink domain of {nvl_domain} GPUs does not split {nranks} ranks of {ppn} per node into "
                           "domains of whole nodes (the model places ranks in blocks): check the NVLink domain size")
@@ -190,7 +198,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nic_src = f"{nics} NIC(s) per node at {gbit:g} Gb/s = {nic_gbps:g} GB/s each (table: {what})"
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:
-        sources.append(f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "
+        sources.append(split or f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "
                        f"{ndomains} domain(s) of {domain // ppn} node(s) each")
     if ndomains > 1:
         if bw_gbps is not None:
@@ -226,7 +234,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if node_for_gpus is not None and node_for_gpus.gpus:
         pcie_gen = node_for_gpus.graph.nodes[node_for_gpus.gpus[0]].get("pcie_gen_max") or pcie_gen
     return LinkParams(
-        nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha, alpha_inter_us=alpha_net, bw_gbps=ring,
+        nranks=nranks, nnodes=nnodes, nvl_domain=model_domain, alpha_us=alpha, alpha_inter_us=alpha_net, bw_gbps=ring,
         gamma_gbps=gamma_gbps, intra_bw_gbps=intra, inter_bw_gbps=inter, nics_per_node=nics, nic_gbps=nic_gbps,
         gpu=gen.name if gen is not None else None, sm=gen.sm if gen is not None else None, intra_link=kind,
         nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,

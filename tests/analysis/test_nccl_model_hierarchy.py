@@ -22,6 +22,7 @@ from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.analysis.predict import predict
 from collscope.collectives.nccl_tests import parse_nccl_tests
+from collscope.errors import ConfigError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
 NVL72_72R = FIXTURES / "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt"
@@ -114,3 +115,16 @@ def test_an_nccl_220_log_is_modelled_with_the_219_tables() -> None:
     ll_220 = nccl_bandwidth(inputs, "all_reduce", "Ring", "LL", version=model_version_for("2.20.5"))
     ll_221 = nccl_bandwidth(inputs, "all_reduce", "Ring", "LL", version=model_version_for("2.21.5"))
     assert ll_220 == pytest.approx(87.7 * 8 / 14) and ll_221 == pytest.approx(141.0 * 8 / 14)
+
+
+def test_a_job_filling_two_racks_unevenly_is_two_nccl_nodes() -> None:
+    """128 ranks on two 72-GPU racks (before: 'does not split 128 ranks ... into domains of whole nodes'): NCCL's
+    model sees nNodes = 2 of nRanks / nNodes = 64 ranks, and so does collscope's, saying so."""
+    params = link_params(None, gpu="GB200", nranks=128, nnodes=32, nvl_domain=72)
+    assert (params.domain_ranks, params.ndomains) == (64, 2)
+    assert "2 domains of 64 ranks (16 nodes each) assumed" in params.source
+    inputs = graph_inputs_from_topology(params)
+    assert (inputs.nnodes, inputs.ppn) == (2, 64)
+    assert nccl_choice(inputs, "all_reduce", GIB8).algo == "NVLSTree"
+    with pytest.raises(ConfigError, match="domains of whole nodes"):
+        link_params(None, gpu="GB200", nranks=16, nnodes=4, nvl_domain=6)  # 6 GPUs hold no whole 4-GPU trays
