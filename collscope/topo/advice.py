@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from collscope.topo.gdr import gpu_nics
 from collscope.topo.naming import natural_key
 from collscope.topo.nic_choice import NicChoice, exclude_hca_value
 from collscope.topo.paths import is_nvlink
@@ -50,8 +51,9 @@ _ON_SWITCH = ("PIX", "PXB")
 
 
 def topology_warnings(node: TopologyView) -> list[str]:
-    """Warnings about ``node``: NICs left out and GPUs without a compute NIC on their switch, distant NICs, ports
-    down, front-end ports to exclude, RoCE, NIC sharing, missing or unknown NVLink."""
+    """Warnings about ``node``: NICs left out and GPUs without a compute NIC on their switch, distant NICs (GPUDirect
+    RDMA off at PHB/NODE/SYS by NCCL's default level, :mod:`collscope.topo.gdr`), ports down, front-end ports to
+    exclude, RoCE, NIC sharing, missing or unknown NVLink."""
     choices = node.nic_choices()
     out: list[str] = []
     lacking, no_nic = _no_compute_nic_on_switch(node, choices)
@@ -67,16 +69,26 @@ def topology_warnings(node: TopologyView) -> list[str]:
 
 def _distant_nic_warnings(node: TopologyView, *, skip: list[str]) -> list[str]:
     out = []
-    for gpu in node.gpus:
-        if gpu in skip:
+    beyond: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for gpu, item in gpu_nics(node).items():
+        if gpu in skip or item.decision is None:
             continue
-        nearest, cls = node.nearest_nics(gpu)
-        if cls == "SYS":
+        if item.decision.path == "SYS":
             out.append(
-                f"{gpu}: nearest NIC ({', '.join(nearest)}) is only reachable across the SMP interconnect (SYS); "
+                f"{gpu}: nearest NIC ({', '.join(item.nics)}) is only reachable across the SMP interconnect (SYS); "
                 "GPUDirect RDMA is not used at that distance by default (NCCL_NET_GDR_LEVEL), so PXN "
                 "(NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL) and NCCL_CROSS_NIC decide its inter-node bandwidth"
             )
+        elif not item.decision.gdr:  # PHB or NODE (NCCL's PHB) beyond the default PXB; gdr.py has the rule
+            beyond.setdefault((item.decision.path, item.nics), []).append(gpu)
+    for (cls, nics), gpus in beyond.items():
+        out.append(
+            f"{', '.join(gpus)} ({len(gpus)} of {len(node.gpus)} GPUs): nearest compute NIC ({', '.join(nics)}) at "
+            f"{cls}{' (NCCL counts NODE as PHB)' if cls == 'NODE' else ''}, beyond NCCL_NET_GDR_LEVEL's default PXB: "
+            "GPUDirect RDMA is off, the NIC sends from and receives into host memory (NCCL src/graph/paths.cc "
+            "ncclTopoCheckGdr). NCCL_NET_GDR_LEVEL=PHB turns it on, at a cost: the NIC then reaches GPU memory "
+            "through the CPU's root complex, often slower than staging; compare nccl-tests busbw both ways"
+        )
     return out
 
 

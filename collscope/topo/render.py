@@ -7,6 +7,7 @@ from typing import Any
 
 import networkx as nx
 
+from collscope.topo.gdr import GpuNic, gpu_nics
 from collscope.topo.model import NodeTopology
 
 __all__ = ["node_to_json", "node_summary_text"]
@@ -26,6 +27,7 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
     """The ``collscope topo show --json`` document (see DESIGN.md)."""
     g = node.graph
     gpus = []
+    nic_of = gpu_nics(node)
     for gpu in node.gpus:
         d = g.nodes[gpu]
         nearest, cls = node.nearest_nics(gpu)
@@ -40,6 +42,7 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "numa": d.get("numa"),
             "nearest_nics": nearest,
             "nearest_nic_path": cls,
+            "nic": nic_of[gpu].to_dict(),
         })
     nics = []
     choices = node.nic_choices()
@@ -167,6 +170,35 @@ def _span(values: Any) -> str:
     return f"{bws[0]:g}" if len(bws) == 1 else f"{bws[0]:g}-{bws[-1]:g}"
 
 
+def _gdr_cell(item: GpuNic) -> str:
+    if item.decision is None:
+        return "-"
+    return ("yes" if item.decision.gdr else "no") + ("" if item.decision.nccl_path == item.decision.path
+                                                     else f" ({item.decision.nccl_path})")
+
+
+def _gdr_lines(items: dict[str, GpuNic]) -> list[str]:
+    """One line per distinct GPUDirect RDMA decision (why, the variable that changes it) and PXN relay, naming its
+    GPUs; one per GPU that passes over nearer NICs, with their reasons."""
+    groups: dict[tuple[bool, str, str], list[str]] = {}
+    for gpu, item in items.items():
+        if item.decision is not None:
+            groups.setdefault((item.decision.gdr, item.decision.why, item.decision.variable), []).append(gpu)
+    lines = [f"  GDR {'on' if on else 'off'} for {', '.join(gpus)}: {why}; {variable}"
+             for (on, why, variable), gpus in groups.items()]
+    relayed: dict[str, list[str]] = {}
+    for gpu, item in items.items():
+        if item.pxn:
+            relayed.setdefault(item.pxn, []).append(gpu)
+    lines.extend(f"  {', '.join(gpus)}: {pxn}" for pxn, gpus in relayed.items())
+    for item in items.values():
+        if item.passed_over:
+            shown = "; ".join(f"{name} ({why})" for name, why in item.passed_over[:3])
+            more = f" (+{len(item.passed_over) - 3} more)" if len(item.passed_over) > 3 else ""
+            lines.append(f"  {item.gpu}: nearer NICs not its NIC: {shown}{more}")
+    return lines
+
+
 def node_summary_text(node: NodeTopology) -> str:
     g = node.graph
     s = node.summary()
@@ -183,13 +215,16 @@ def node_summary_text(node: NodeTopology) -> str:
     lines.extend(_nvlink_text(node, s["nvswitch"]))
     if node.gpus:
         rows = []
+        nic_of = gpu_nics(node)
         for gpu in node.gpus:
             d = g.nodes[gpu]
             nearest, cls = node.nearest_nics(gpu)
             shown = ",".join(nearest[:3]) + ("..." if len(nearest) > 3 else "") if nearest else "-"
             numa = d.get("numa")
-            rows.append([gpu, "" if numa is None else str(numa), str(d.get("cpu_affinity") or ""), shown, cls or "-"])
-        lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path"], rows))
+            rows.append([gpu, "" if numa is None else str(numa), str(d.get("cpu_affinity") or ""), shown, cls or "-",
+                         _gdr_cell(nic_of[gpu])])
+        lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path", "GDR"], rows))
+        lines.extend(_gdr_lines(nic_of))
     if node.nics:
         rows = []
         choices = node.nic_choices()
