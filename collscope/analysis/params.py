@@ -108,12 +108,15 @@ def _intra_from_topology(node: NodeTopology, ppn: int, gen: GpuGeneration | None
     return None, "unknown", 0, ""
 
 
-def _intra_from_generation(gen: GpuGeneration) -> tuple[float | None, str, int, str]:
-    if gen.nvlink_links:
+def _intra_from_generation(gen: GpuGeneration, ppn: int) -> tuple[float | None, str, int, str]:
+    bridge = gen.nvlink_fabric == "bridge"  # topo.rates: NVLink bridges join pairs of PCIe cards only
+    if gen.nvlink_links and (not bridge or ppn <= 2):
         bw = gen.nvlink_links * gen.nvlink_link_gbps
+        where = "the pair's NVLink bridge" if bridge else "all GPUs of a node assumed on one NVSwitch"
         return bw, "nvlink", gen.nvlink_links, (f"{gen.name}: {gen.nvlink_links} NVLinks x {gen.nvlink_link_gbps:g} "
-                                                "GB/s (table rate, all GPUs of a node assumed on one NVSwitch)")
-    return pcie_gbps(gen.pcie_gen), "pcie", 0, f"{gen.name}: PCIe Gen{gen.pcie_gen} x16 (table rate)"
+                                                f"GB/s (table rate, {where})")
+    why = f"; its NVLink bridges join pairs only, {ppn} GPUs meet over PCIe" if gen.nvlink_links and bridge else ""
+    return pcie_gbps(gen.pcie_gen), "pcie", 0, f"{gen.name}: PCIe Gen{gen.pcie_gen} x16 (table rate{why})"
 
 
 def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
@@ -181,7 +184,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if node_for_gpus is not None:
         intra, kind, nvlinks, intra_src = _intra_from_topology(node_for_gpus, ppn, gen)
     elif gen is not None:
-        intra, kind, nvlinks, intra_src = _intra_from_generation(gen)
+        intra, kind, nvlinks, intra_src = _intra_from_generation(gen, ppn)
     if bw_gbps is not None:
         intra, intra_src = float(bw_gbps), "given (--bw-gbps)"
     if intra is None:

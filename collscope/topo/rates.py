@@ -55,8 +55,8 @@ class GpuGeneration:
     nvlink_fabric: str = "nvswitch"
     """How the family's NVLinks join GPUs on its usual board: ``"nvswitch"`` (HGX/DGX/NVL72: every GPU of the
     domain reaches every other at the full per-GPU rate), ``"mesh"`` (P100/V100 hybrid cube mesh: direct links,
-    no switch), ``"bridge"`` (PCIe cards joined in pairs by NVLink bridges; the table's ``nvlink_links`` is 0
-    because a ring over more than the pair crosses PCIe), ``"none"``."""
+    no switch), ``"bridge"`` (PCIe cards joined in pairs by NVLink bridges: ``nvlink_links`` are the bridge's links
+    to the GPU's one peer; a ring over more than the pair crosses PCIe), ``"none"``."""
 
 
 # THE NVLink bandwidth of collscope: per link, per direction, DATA rate, decimal GB/s (``nvlink_link_gbps``).
@@ -77,8 +77,9 @@ class GpuGeneration:
 # NVIDIA/nccl#1374). H20: 900 GB/s NVLink4 = 18 links, low compute (FP16 148 TFLOPS) that NCCL's model does not
 # see. B300/GB300 (Blackwell Ultra, sm 103 = compute capability 10.3): NVLink5, 18 links, 1.8 TB/s per GPU
 # (NVIDIA HGX B300 and GB300 NVL72 pages); NCCL's constant is SM100_NVLINK_BW for every sm >= 100
-# (src/graph/topo.h ncclTopoNVLinkBw, NVIDIA/nccl 5067397). PCIe cards (H100 PCIe/NVL, A100 PCIe): NVLink
-# bridges join pairs only ("bridge"), so the table gives them no all-GPU NVLink.
+# (src/graph/topo.h ncclTopoNVLinkBw, NVIDIA/nccl 5067397). PCIe cards join pairs through NVLink bridges only
+# ("bridge"; links = bridge bandwidth bidirectional / 2 / 25): H100 PCIe and H100 NVL 600 GB/s = 12, H200 NVL
+# 900 GB/s = 18, A100 PCIe 600 GB/s = 12, A800/H800 PCIe 400 GB/s = 8 (NVIDIA product briefs).
 # Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100").
 GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("GB300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
@@ -87,17 +88,17 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("GH200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
-    GpuGeneration("H200 NVL", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
+    GpuGeneration("H200 NVL", 90, 4, 18, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H200", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
-    GpuGeneration("H100 PCIe", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
-    GpuGeneration("H100 NVL", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
+    GpuGeneration("H100 PCIe", 90, 4, 12, 25.0, 20.6, 5, 26.5625, "bridge"),
+    GpuGeneration("H100 NVL", 90, 4, 12, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H100", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
-    GpuGeneration("H800 PCIe", 90, 4, 0, 25.0, 20.6, 5, 26.5625, "bridge"),
+    GpuGeneration("H800 PCIe", 90, 4, 8, 25.0, 20.6, 5, 26.5625, "bridge"),
     GpuGeneration("H800", 90, 4, 8, 25.0, 20.6, 5, 26.5625),
     GpuGeneration("H20", 90, 4, 18, 25.0, 20.6, 5, 26.5625),
-    GpuGeneration("A100 PCIe", 80, 3, 0, 25.0, 20.0, 4, 25.0, "bridge"),
+    GpuGeneration("A100 PCIe", 80, 3, 12, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("A100", 80, 3, 12, 25.0, 20.0, 4, 25.0),
-    GpuGeneration("A800 PCIe", 80, 3, 0, 25.0, 20.0, 4, 25.0, "bridge"),
+    GpuGeneration("A800 PCIe", 80, 3, 8, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("A800", 80, 3, 8, 25.0, 20.0, 4, 25.0),
     GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125, "mesh"),

@@ -38,9 +38,9 @@ from collscope.topo.rates import (
     ("NVIDIA H20", "H20", 90, 18),
     ("NVIDIA A100-SXM4-80GB", "A100", 80, 12),
     ("NVIDIA A800-SXM4-80GB", "A800", 80, 8),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 90, 0),
-    ("NVIDIA H100 NVL", "H100 NVL", 90, 0),
-    ("NVIDIA A100 80GB PCIe", "A100 PCIe", 80, 0),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 90, 12),
+    ("NVIDIA H100 NVL", "H100 NVL", 90, 12),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe", 80, 12),
     ("NVIDIA L40S", "L40S", 89, 0),
     ("NVIDIA GeForce RTX 4090", "RTX 4090", 89, 0),
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000", 120, 0),
@@ -70,7 +70,17 @@ def test_every_row_carries_ncclS_constant_for_its_sm():
 def test_pcie_cards_are_not_given_an_nvswitch():
     for name in ("NVIDIA H100 PCIe", "NVIDIA A100 80GB PCIe", "NVIDIA H200 NVL"):
         gen = gpu_generation(name)
-        assert gen.nvlink_fabric == "bridge" and gen.nvlink_links == 0 and gen.pcie_gen >= 4
+        assert gen.nvlink_fabric == "bridge" and gen.pcie_gen >= 4
+
+
+def test_bridged_pcie_cards_use_nvlink_for_their_pair_only():
+    from collscope.analysis.params import link_params
+
+    pair = link_params(None, gpu="NVIDIA H100 PCIe", nranks=2, nnodes=1)
+    assert pair.intra_link == "nvlink" and "bridge" in pair.source
+    box = link_params(None, gpu="NVIDIA H100 PCIe", nranks=8, nnodes=1)
+    assert box.intra_link == "pcie" and "pairs only" in box.source
+    assert link_params(None, gpu="NVIDIA H100 80GB HBM3", nranks=8, nnodes=1).intra_link == "nvlink"
 
 
 @pytest.mark.parametrize(("printed", "row", "per_link"), [
