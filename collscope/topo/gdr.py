@@ -35,7 +35,7 @@ __all__ = ["NCCL_PATH_TYPES", "GdrDecision", "GpuNic", "gdr_decision", "gdr_leve
            "nccl_path_type"]
 
 NCCL_PATH_TYPES: tuple[str, ...] = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
-"""NCCL's path types, closest first (src/graph/topo.cc ``topoPathTypeStr``, v2.29+ order)."""
+"""NCCL's path types, closest first (src/graph/topo.cc ``topoPathTypeStr`` since 2.28.3; 2.27 had PXN before P2C)."""
 _LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # paths.cc levelsOldToNew
 _DEFAULT_LEVEL = "PXB"  # paths.cc ncclTopoCheckGdr: netGdrLevel = PATH_PXB
 _SMI_TO_NCCL = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
