@@ -9,6 +9,10 @@
   unless it is a regular file with one link, a missing newline at its end (a writer killed mid-line, a full disk)
   repaired first, every byte written (``os.write`` may write fewer: it is called again until all is written).
 * :func:`open_append`: a log's descriptor under the same rules, for a caller that writes and reads it back.
+* :func:`open_dir_nofollow`, :func:`create_new_in`, :func:`open_nofollow`: a directory opened without following a
+  link, a new file created in it with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (nothing planted under the name is
+  opened), a file another process made opened with ``O_NOFOLLOW``: for ``workers/`` and for the persistent
+  worker, which runs below the results layer.
 
 A file that is a symbolic link, a hard link to another name, or not a regular file is an :class:`UnsafeFileError`
 naming it; a write that fails (a full disk, no permission) is a :class:`~collscope.errors.ConfigError` naming
@@ -25,7 +29,7 @@ from pathlib import Path
 from collscope.errors import ConfigError
 
 __all__ = ["write_text_atomic", "write_bytes_atomic", "append_bytes", "open_append", "write_all", "umask_mode",
-           "UnsafeFileError", "check_writable_fd"]
+           "UnsafeFileError", "check_writable_fd", "open_dir_nofollow", "create_new_in", "open_nofollow"]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -164,3 +168,77 @@ def append_bytes(path: Path | str, data: bytes) -> None:
         raise _write_error(path, exc) from None
     finally:
         os.close(fd)
+
+
+def _link_target(path: Path | str) -> str | None:
+    """Where ``path`` points when it is a symbolic link (None: not a link, or gone)."""
+    try:
+        return os.readlink(path) if stat.S_ISLNK(os.lstat(path).st_mode) else None
+    except OSError:
+        return None
+
+
+def open_dir_nofollow(path: Path | str, what: str, *, create: bool = False) -> int:
+    """A descriptor of the directory ``path`` (made first when ``create`` and missing), opened with
+    ``O_DIRECTORY | O_NOFOLLOW``: a link there is an UnsafeFileError naming its target, never followed; anything
+    else that fails is a ConfigError naming ``what`` (``the workers/ directory``). The caller closes it."""
+    if create:
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass  # a directory already, or a link or a file: refused below
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be created ({exc.strerror or exc})") from None
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError as exc:
+        target = _link_target(path) if exc.errno in (errno.ELOOP, errno.ENOTDIR) else None
+        if target is not None:
+            raise UnsafeFileError(path, f"a symbolic link (to {target}), never followed") from None
+        raise ConfigError(f"{path}: cannot be opened as {what} ({exc.strerror or exc})") from None
+
+
+def create_new_in(dir_fd: int, name: str, path: Path | str, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """A new file ``name`` in the directory ``dir_fd`` (``path``: its full name, for messages), created with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW`` and the umask's mode: whatever is under the name already (a link planted
+    there, a leftover) is never opened; that is an UnsafeFileError naming what it is. The caller closes it."""
+    try:
+        fd = os.open(name, flags | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, umask_mode(), dir_fd=dir_fd)
+    except FileExistsError:
+        try:
+            found = _found(os.stat(name, dir_fd=dir_fd, follow_symlinks=False)) or "a file already"
+        except OSError:
+            found = "a file already"
+        if found == "a symbolic link":
+            target = os.readlink(name, dir_fd=dir_fd)
+            found = f"a symbolic link (to {target})"
+        raise UnsafeFileError(path, f"{found} before it was created, never opened") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be created ({exc.strerror or exc})") from None
+    try:
+        check_writable_fd(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_nofollow(path: Path | str, flags: int) -> int:
+    """A descriptor of the file ``path`` (``flags``: ``O_RDONLY``, ``O_WRONLY | O_APPEND | O_CREAT``...), opened
+    with ``O_NOFOLLOW`` (``O_CREAT``: made with the umask's mode when missing) and refused (UnsafeFileError)
+    unless it is a regular file of one link: a link planted under the name is never followed. A file that cannot
+    be opened is a ConfigError naming it. The caller closes it."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, umask_mode())
+    except OSError as exc:
+        target = _link_target(path) if exc.errno == errno.ELOOP else None
+        if target is not None:
+            raise UnsafeFileError(path, f"a symbolic link (to {target}), never followed") from None
+        raise ConfigError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
+    try:
+        check_writable_fd(fd, path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

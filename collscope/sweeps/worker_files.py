@@ -12,13 +12,11 @@ itself gets the names (rank 0 may run on another node that shares the directory)
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import time
 from pathlib import Path
 
-from collscope.atomic import UnsafeFileError, check_writable_fd, umask_mode, write_all
+from collscope.atomic import check_writable_fd, open_dir_nofollow, umask_mode, write_all
 from collscope.errors import ConfigError
 from collscope.results.logs import PointLog
 
@@ -29,19 +27,7 @@ _NAMES = ("control", "status", "log")
 
 
 def _open_dir(workers: Path) -> int:
-    try:
-        workers.mkdir(exist_ok=True)
-    except FileExistsError:
-        pass  # a link or a file: refused below
-    except OSError as exc:
-        raise ConfigError(f"{workers}: cannot be created ({exc.strerror or exc})") from None
-    try:
-        fd = os.open(workers, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(os.lstat(workers).st_mode):
-            raise UnsafeFileError(workers, f"a symbolic link (to {os.readlink(workers)}), never followed") from None
-        raise ConfigError(f"{workers}: cannot be opened as the workers/ directory ({exc.strerror or exc})") from None
-    return fd
+    return open_dir_nofollow(workers, "the workers/ directory", create=True)
 
 
 def _stem() -> str:

@@ -32,6 +32,13 @@ so they read as a one-launch-per-point run's would.
 A line of control: ``{"point_id", "spec": {BenchSpec fields}, "cvars": {"coll_tuned_allreduce_algorithm": 4},
 "env": {the point's variables}, "out": "/abs/points/<id>.partial.jsonl"}``.
 
+No file is opened through a link (issue 22 item 6): the control and status files (which the sweep runner made,
+under names with a random part) are opened with ``O_NOFOLLOW`` and refused unless each is a regular file of one
+link, and rank 0 creates a point's partial file, before the point runs, in its directory opened with
+``O_NOFOLLOW`` and with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (:mod:`collscope.atomic`): anything under that name
+(a link planted there, a file left behind) is never opened, and the point ends in ``error`` on every rank. A
+control or status file that is refused aborts the job with the reason.
+
 Test hook: with ``COLLSCOPE_TESTING=1``, the point whose id is ``COLLSCOPE_TEST_HANG_POINT`` hangs on every rank
 (to test timeouts); without ``COLLSCOPE_TESTING`` the variable is ignored.
 """
@@ -44,6 +51,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from collscope.atomic import create_new_in, open_dir_nofollow, open_nofollow, write_all
 
 __all__ = ["main", "read_control_line", "effective_env", "PointFile"]
 
@@ -100,42 +109,75 @@ def _args(argv: list[str]) -> dict[str, str]:
 
 
 class PointFile:
-    """A point's partial records file on rank 0: one ``write`` per record on an O_APPEND descriptor (each line
-    whole, and in the file as soon as it is written: a killed worker leaves the finished sizes behind), one
-    ``fsync`` when the point ends (:meth:`close`), not one per record. The file is created by the first record."""
+    """A point's partial records file on rank 0, created when the point starts (see the module doc: never through
+    a link, never a file that was there; a ConfigError naming what was found): one ``write`` per record on an
+    O_APPEND descriptor (each line whole, and in the file as soon as it is written: a killed worker leaves the
+    finished sizes behind), one ``fsync`` when the point ends (:meth:`close`), not one per record. A file that got
+    no record is removed at :meth:`close` (a point refused by the harness leaves nothing behind)."""
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._fd = -1
+        directory, self._name = os.path.split(path)
+        self._dir = open_dir_nofollow(directory or ".", "the directory of the point's records")
+        try:
+            self._fd = create_new_in(self._dir, self._name, path)
+        except BaseException:
+            os.close(self._dir)
+            raise
+        self._records = 0
 
     def write(self, record: Any) -> None:
-        if self._fd < 0:
-            os.makedirs(os.path.dirname(self._path) or ".", exist_ok=True)
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, (json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":")) + "\n").encode())
+        line = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":")) + "\n"
+        write_all(self._fd, line.encode(), self._path)
+        self._records += 1
 
     def close(self) -> None:
         if self._fd < 0:
             return
         try:
             os.fsync(self._fd)
+            if not self._records:
+                self._remove_empty()
         finally:
             os.close(self._fd)
+            os.close(self._dir)
             self._fd = -1
+
+    def _remove_empty(self) -> None:
+        """Unlink the file this object made, if its name still holds it (by device and inode) and it is empty."""
+        mine = os.fstat(self._fd)
+        try:
+            named = os.stat(self._name, dir_fd=self._dir, follow_symlinks=False)
+            if (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino) and named.st_size == 0:
+                os.unlink(self._name, dir_fd=self._dir)
+        except OSError:
+            pass
 
 
 class _Status:
     """Progress lines (one ``write`` per line on an O_APPEND descriptor): rank 0 writes them all, except
-    ``expired``, which the first rank whose watchdog fires writes (``every_rank``) before it aborts the job."""
+    ``expired``, which the first rank whose watchdog fires writes (``every_rank``) before it aborts the job. The
+    file is opened with ``O_NOFOLLOW`` (made when missing): a ConfigError when it is a link or not a plain file."""
 
     def __init__(self, path: str, rank: int) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        self._path = path
         self._rank = rank
 
     def __call__(self, event: str, every_rank: bool = False, **fields: Any) -> None:
         if self._rank == 0 or every_rank:
             line = json.dumps({"event": event, "time": time.time(), "rank": self._rank, **fields}) + "\n"
-            os.write(self._fd, line.encode())
+            write_all(self._fd, line.encode(), self._path)
+
+
+def _open_control(path: str) -> tuple[Any, str | None]:
+    """Rank 0's control file (read with ``O_NOFOLLOW``), or None and why it was refused."""
+    from collscope.errors import ConfigError
+
+    try:
+        return os.fdopen(open_nofollow(path, os.O_RDONLY), "rb"), None
+    except ConfigError as exc:
+        return None, str(exc)
 
 
 def main(argv: list[str]) -> int:
@@ -149,7 +191,13 @@ def main(argv: list[str]) -> int:
     mpi = import_mpi()
     world = mpi.COMM_WORLD
     rank = world.Get_rank()
-    status = _Status(args["status"], rank)
+    try:
+        status = _Status(args["status"], rank)
+    except ConfigError as exc:  # the same on every rank (one shared file): nowhere to say it but stderr
+        sys.stderr.write(f"error: rank {rank} (persistent worker): status file refused: {exc}\n")
+        sys.stderr.flush()
+        world.Abort(ABORT_CODE)
+        return ABORT_CODE  # not reached: Abort ends the job
     rank_timeout_s = float(args["rank-timeout"])
     idle_timeout_s = float(args.get("idle-timeout") or max(rank_timeout_s, 60.0))
     added = {n for n in args.get("added", "").split(",") if n}
@@ -157,7 +205,7 @@ def main(argv: list[str]) -> int:
     hang = environ.get("COLLSCOPE_TEST_HANG_POINT") if environ.get("COLLSCOPE_TESTING") == "1" else None
     mpit: MpiT | None = None
     initial: dict[str, int] = {}
-    control = open(args["control"], "rb") if rank == 0 else None  # noqa: SIM115 (open for the worker's life)
+    control, refused = _open_control(args["control"]) if rank == 0 else (None, None)  # for the worker's life
     buffer: list[bytes] = []
     hosts = job_hosts(mpi, world)  # once per launch: the ranks never move
     pool = BufferPool()
@@ -172,7 +220,9 @@ def main(argv: list[str]) -> int:
 
     while True:
         doc: dict[str, Any] | None = None
-        if rank == 0:
+        if rank == 0 and refused is not None:
+            doc = {"abort": f"control file refused: {refused}"}
+        elif rank == 0:
             assert control is not None
             try:
                 doc = read_control_line(control, buffer, idle_timeout_s=idle_timeout_s)
@@ -204,6 +254,17 @@ def main(argv: list[str]) -> int:
         except (ConfigError, MpiTError, KeyError, TypeError, ValueError) as exc:
             status("error", point_id=point_id, message=f"{type(exc).__name__}: {exc}")
             continue
+        problem: str | None = None
+        out: PointFile | None = None
+        if rank == 0:
+            try:
+                out = PointFile(str(doc["out"]))
+            except (ConfigError, KeyError) as exc:  # a link or a file under the name: never opened
+                problem = f"{type(exc).__name__}: {exc}"
+        problem = world.bcast(problem, root=0)
+        if problem is not None:  # every rank skips the point alike
+            status("error", point_id=point_id, message=problem)
+            continue
         env = effective_env(environ, added, {str(k): str(v) for k, v in doc.get("env", {}).items()})
         expired = (f"error: rank {rank} (mpi engine): point {point_id}: no result after {rank_timeout_s:g} s; "
                    "aborting the worker job")
@@ -213,7 +274,6 @@ def main(argv: list[str]) -> int:
 
         with Watchdog(rank_timeout_s, on_expire):
             comm = world.Dup()
-            out = PointFile(str(doc["out"])) if rank == 0 else None
             try:
                 if hang is not None and hang == point_id:
                     while True:
