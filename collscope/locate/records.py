@@ -9,11 +9,18 @@
 
 Points are written as each round ends (:meth:`LocateWriter.on_round`), so a killed locate leaves the rounds it
 finished; ``sweep.json`` and ``locate.json`` are rewritten at the end.
+
+Nothing is followed: a link under any of the names above is refused before the first test (as ``sweep run``
+refuses one); a point's log is written through :meth:`~collscope.results.store.ResultsDir.open_log` (a link or a
+hard link under its name moved aside, never written through), and the step logs it copies are read with
+``O_NOFOLLOW`` (a step log that became a link is named, never read).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,11 +28,28 @@ from typing import Any
 
 import msgspec
 
-from collscope.atomic import write_text_atomic
+from collscope.atomic import UnsafeFileError, write_text_atomic
+from collscope.errors import ParseError
+from collscope.files import read_input_bytes
 from collscope.locate.model import TestResult
 from collscope.results.store import ResultsDir
 
 __all__ = ["LocateWriter"]
+
+_log = logging.getLogger(__name__)
+_FIXED = ("points", "steps", "sweep.json", "failures.jsonl", "locate.json")
+"""The names locate writes under its ``--out``: none may be a link."""
+
+
+def _step_log_text(path: str) -> str:
+    """A step log's text, read without following a link ('' when it is gone; a line saying why when it cannot
+    be read: a link, a FIFO)."""
+    if not os.path.lexists(path):
+        return ""
+    try:
+        return read_input_bytes(path, "a locate step log", follow_links=False).decode("utf-8", "replace")
+    except ParseError as exc:
+        return f"(step log not read: {exc})\n"
 
 
 class LocateWriter:
@@ -36,6 +60,9 @@ class LocateWriter:
         self.sweep_id = sweep_id
         self.spec = spec
         self.points: list[dict[str, Any]] = []
+        for name in _FIXED:
+            if os.path.islink(root / name):
+                raise UnsafeFileError(root / name, f"a symbolic link (to {os.readlink(root / name)}), never followed")
         self.results.points_dir.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -47,11 +74,14 @@ class LocateWriter:
             pid = test.point_id
             self.points.append({"point_id": pid, "round": round_no, "kind": test.spec.kind,
                                 "nodes": list(test.spec.nodes), "rail": test.spec.rail})
-            text = "".join(Path(p).read_text(errors="replace") for p in test.outcome.logs if Path(p).is_file())
+            text = "".join(_step_log_text(p) for p in test.outcome.logs)
             if test.outcome.detail and not text:
                 text = test.outcome.detail + "\n"
             if text:
-                self.results.log_path(pid).write_text(text)
+                with self.results.open_log(pid, truncate=True) as log:
+                    log.write(text)
+                    if log.note:
+                        _log.warning("%s", log.note)
             if test.outcome.failure is not None:
                 self.results.record_failure(pid, "timeout" if test.outcome.failure == "timeout" else "exit code",
                                             test.outcome.detail, attempt_s=test.outcome.duration_s)

@@ -84,7 +84,8 @@ class SrunRunner:
             from collscope.collectives.nccl_tests import parse_nccl_tests
 
             return list(parse_nccl_tests(log, source="all_reduce_perf", op="all_reduce").records)
-        return read_jsonl(out) if out.exists() else []
+        # rank 0's --out, made by the step: a link planted under its name is refused, never read through
+        return read_jsonl(out, follow_links=False) if os.path.lexists(out) else []
 
     def _step(self, spec: TestSpec, rail: dict[str, str]) -> tuple[Measurement | None, TestOutcome | None, float, str]:
         """One job step: (its all_reduce record, or the failure it ended in; seconds spent; its log path)."""

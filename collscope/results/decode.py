@@ -83,12 +83,15 @@ def decode_records(data: bytes, source: str) -> list[Measurement]:
         return _line_by_line(data, source)
 
 
-def read_bytes(path: Path | str, what: str = "a Measurement JSONL file") -> bytes:
+def read_bytes(path: Path | str, what: str = "a Measurement JSONL file", *, follow_links: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (:func:`collscope.files.read_input_bytes`: a FIFO, a directory or
-    a dangling symlink is a ParseError naming it, never opened for a blocking read)."""
-    return read_input_bytes(path, what)
+    a dangling symlink is a ParseError naming it, never opened for a blocking read). ``follow_links=False`` for a
+    file collscope made itself (a results directory's, a locate step's): a symbolic link there is a ParseError,
+    never followed."""
+    return read_input_bytes(path, what, follow_links=follow_links)
 
 
-def read_jsonl(path: Path | str) -> list[Measurement]:
-    """The records of a Measurement JSONL file (see the module doc for what is an error)."""
-    return decode_records(read_bytes(path), str(path))
+def read_jsonl(path: Path | str, *, follow_links: bool = True) -> list[Measurement]:
+    """The records of a Measurement JSONL file (see the module doc for what is an error; ``follow_links``: as
+    :func:`read_bytes`)."""
+    return decode_records(read_bytes(path, follow_links=follow_links), str(path))

@@ -26,6 +26,7 @@ from collscope.atomic import write_text_atomic
 from collscope.collectives.nccl_log.effects import forced_setting_effects
 from collscope.collectives.nccl_log.parse import parse_nccl_log
 from collscope.errors import CollscopeError, ParseError
+from collscope.files import read_input_bytes
 from collscope.results.store import ResultsDir
 from collscope.sweeps.launchers import build_launch
 from collscope.sweeps.run_options import RunOptions, forced_nccl_settings, launch_environment, launch_options_for
@@ -70,14 +71,15 @@ def configuration_check(results: ResultsDir, spec: SweepSpec, point: Point, opti
 
 def _read_kept(path: os.PathLike[str]) -> SettingsCheck | None:
     """A kept check, or None when there is none or it cannot be read (then the configuration is verified again)."""
-    try:
-        with open(path) as fh:
-            doc: Any = json.load(fh)
+    if not os.path.lexists(path):
+        return None
+    try:  # O_NOFOLLOW, never a blocking read: a link or a FIFO planted under the name is not a kept check
+        doc: Any = json.loads(read_input_bytes(os.fspath(path), "a kept verification check", follow_links=False))
         check = doc["check"]
         unchecked = check.get("unchecked")
         return SettingsCheck(applied=check["applied"], effects=dict(check["effects"]),
                              unchecked=None if unchecked is None else tuple(unchecked), note=check.get("note"))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ParseError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
