@@ -8,17 +8,47 @@ user's (bad input, bad options) exit with code 2 and one line naming the file an
 
 from __future__ import annotations
 
-import logging
-import sys
+import os
+import signal
+from typing import Any
 
+_SAID: dict[int, bytes] = {signal.SIGINT: b"interrupted (SIGINT)\n",
+                           signal.SIGTERM: b"stopped (SIGTERM) while collscope started\n"}
+
+
+def _stop_while_loading(signum: int, frame: Any) -> None:
+    """SIGINT/SIGTERM while the command line loads: one line and exit 128 + the signal's number (130, 143) at
+    once, as a command stopped later does. Exiting in the handler, rather than raising KeyboardInterrupt inside an
+    import (a C extension's init may swallow it or turn it into another error, and ``import logging`` gave a
+    traceback), holds wherever the signal lands; nothing has run or been written yet."""
+    os.write(2, _SAID[signum])
+    os._exit(128 + signum)
+
+
+def _hold_startup() -> dict[int, Any]:
+    """Install :func:`_stop_while_loading` (main thread only; a signal the parent ignores stays ignored); the
+    handlers it replaced, to put back once the command line is loaded."""
+    replaced: dict[int, Any] = {}
+    for signum in _SAID:
+        try:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                replaced[signum] = signal.signal(signum, _stop_while_loading)
+        except ValueError:  # imported from another thread: signals are the main thread's business
+            break
+    return replaced
+
+
+_replaced = _hold_startup()
 try:
+    import logging
+
     import click
 
     from collscope._version import __version__
     from collscope.cli._group import CollscopeGroup
-except KeyboardInterrupt:  # Ctrl-C while the command line loads: 130 as for any command, never a traceback
-    sys.stderr.write("interrupted (SIGINT)\n")
-    raise SystemExit(130) from None
+finally:  # from here on a command handles signals itself (cli._errors: 130; a sweep's SIGTERM: 143)
+    for _signum, _handler in _replaced.items():
+        signal.signal(_signum, _handler)
 
 log = logging.getLogger("collscope")
 
