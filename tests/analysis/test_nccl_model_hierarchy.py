@@ -128,3 +128,19 @@ def test_a_job_filling_two_racks_unevenly_is_two_nccl_nodes() -> None:
     assert nccl_choice(inputs, "all_reduce", GIB8).algo == "NVLSTree"
     with pytest.raises(ConfigError, match="domains of whole nodes"):
         link_params(None, gpu="GB200", nranks=16, nnodes=4, nvl_domain=6)  # 6 GPUs hold no whole 4-GPU trays
+
+
+def test_an_nvl72_domain_has_no_nvls_allgather_and_no_collnet() -> None:
+    """updateCollCostTable (enqueue.cc, 2.30): NVLS only for AllReduce above 32 local ranks, CollNet not above 8."""
+    rack = graph_inputs_from_topology(link_params(None, gpu="GB200", nranks=72, nnodes=18, nvl_domain=72))
+    algos = {op: {p.algo for p in nccl_predictions(rack, op, [1 << 30])} for op in ("all_reduce", "all_gather")}
+    assert "NVLS" in algos["all_reduce"] and "NVLS" not in algos["all_gather"]
+    assert nccl_choice(rack, "all_gather", 1 << 30).algo == "Ring"
+    racks = graph_inputs_from_topology(link_params(None, gpu="GB200", nranks=144, nnodes=36, nvl_domain=72),
+                                       collnet=True)
+    assert not {"CollNetDirect", "CollNetChain"} & {p.algo for p in nccl_predictions(racks, "all_reduce", [1 << 30])}
+    hgx = LinkParams(nranks=16, nnodes=2, alpha_us=3.4, alpha_inter_us=14.0, bw_gbps=400.0, intra_bw_gbps=450.0,
+                     inter_bw_gbps=400.0, nics_per_node=8, nic_gbps=50.0, gpu="H100", sm=90, intra_link="nvlink",
+                     nvlinks_per_gpu=18, nvswitch=True, pcie_gen=5)
+    sharp = graph_inputs_from_topology(hgx, collnet=True)  # 8 local ranks: CollNet is in the table
+    assert {"CollNetDirect", "CollNetChain"} <= {p.algo for p in nccl_predictions(sharp, "all_reduce", [1 << 30])}

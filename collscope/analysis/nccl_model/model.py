@@ -165,6 +165,23 @@ def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclG
     return True
 
 
+# src/include/device.h: NCCL_MAX_DIRECT_ARITY 7 (2.19.4 and 2.30.7), NCCL_MAX_NVLS_ARITY 32 (2.30.7).
+_MAX_DIRECT_ARITY = 7
+_MAX_NVLS_ARITY = 32
+
+
+def _skipped_at_enqueue(inputs: NcclGraphInputs, func: str, algo: str, version: str) -> bool:
+    """Pairs NCCL 2.30 leaves out of the cost table of one call although the tuning table has them
+    (src/enqueue.cc updateCollCostTable): CollNetDirect and CollNetChain with more than NCCL_MAX_DIRECT_ARITY + 1
+    local ranks, NVLS and NVLSTree for other collectives than AllReduce with more than NCCL_MAX_NVLS_ARITY local
+    ranks. Local ranks are a node's, an NVLink domain's with MNNVL (72 on an NVL72 rack). 2.19.4 had neither rule."""
+    if version == "2.19":
+        return False
+    if algo in ("CollNetDirect", "CollNetChain") and inputs.ppn > _MAX_DIRECT_ARITY + 1:
+        return True
+    return algo in ("NVLS", "NVLSTree") and func != "AllReduce" and inputs.ppn > _MAX_NVLS_ARITY
+
+
 def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
     """The table bandwidth NCCL stores for (op, algo, proto), GB/s: algorithm bandwidth, except non-Ring
     AllGather/ReduceScatter which keep bus bandwidth (nccl-facts 1.4 item 6); 0 when not used."""
@@ -293,7 +310,7 @@ def nccl_time_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_b
     """``lat + nBytes / (1000 bw)`` with the tree correction and the ring plateau (nccl-facts 1.6); None when
     (algo, proto) is not used for ``op`` here."""
     bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
-    if bw <= 0:
+    if bw <= 0 or _skipped_at_enqueue(inputs, _func(op), algo, version):
         return None
     lat = nccl_latency_us(inputs, op, algo, proto, version=version)
     func = _func(op)
