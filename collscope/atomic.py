@@ -206,13 +206,13 @@ def create_new_in(dir_fd: int, name: str, path: Path | str, flags: int = os.O_WR
         fd = os.open(name, flags | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, umask_mode(), dir_fd=dir_fd)
     except FileExistsError:
         try:
-            found = _found(os.stat(name, dir_fd=dir_fd, follow_symlinks=False)) or "a file already"
+            found = _found(os.stat(name, dir_fd=dir_fd, follow_symlinks=False)) or "a file"
         except OSError:
-            found = "a file already"
+            found = "a file"
         if found == "a symbolic link":
             target = os.readlink(name, dir_fd=dir_fd)
             found = f"a symbolic link (to {target})"
-        raise UnsafeFileError(path, f"{found} before it was created, never opened") from None
+        raise UnsafeFileError(path, f"{found} under this name before collscope created it, never opened") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be created ({exc.strerror or exc})") from None
     try:

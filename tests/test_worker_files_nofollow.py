@@ -63,8 +63,8 @@ def test_a_link_planted_as_a_points_partial_file_is_refused_never_written(tmp_pa
     points.mkdir(parents=True)
     planted = points / "p1.partial.jsonl"
     os.symlink(canary, planted)
-    with pytest.raises(UnsafeFileError, match=r"p1\.partial\.jsonl: a symbolic link \(to .*canary\.txt\) before it "
-                                              r"was created, never opened"):
+    with pytest.raises(UnsafeFileError, match=r"p1\.partial\.jsonl: a symbolic link \(to .*canary\.txt\) under this "
+                                              r"name before collscope created it, never opened"):
         PointFile(str(planted)).write(_Record(8))
     assert _untouched(canary) and planted.is_symlink()
 
@@ -74,7 +74,7 @@ def test_a_file_left_under_a_partial_name_is_never_appended_to(tmp_path):
     points.mkdir()
     left = points / "p1.partial.jsonl"
     left.write_text('{"size_bytes":1}\n')
-    with pytest.raises(UnsafeFileError, match="a file already before it was created"):
+    with pytest.raises(UnsafeFileError, match="p1.partial.jsonl: a file under this name before collscope created it"):
         PointFile(str(left)).write(_Record(8))
     assert left.read_text() == '{"size_bytes":1}\n'
 
