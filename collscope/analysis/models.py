@@ -32,9 +32,9 @@ sendrecv shift             a + n b  (to rank + 1)                               
 
 Across nodes (ranks placed in blocks of ``ppn`` per node) the step-by-step algorithms charge each step at the
 link it uses: a partner at distance d < ppn is on the same node (alpha, intra bandwidth); otherwise the step
-crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth). The grouped
-point-to-point ops (alltoall, gather, scatter, sendrecv) overlap a rank's NVLink and NIC transfers: their
-bandwidth term is the slower of the two link classes (:func:`_exchange`).
+crosses nodes (alpha_inter, and the node's NIC bandwidth shared by its ppn ranks, at most the intra bandwidth).
+The grouped point-to-point ops (alltoall, gather, scatter, sendrecv) overlap a rank's NVLink and NIC transfers:
+their bandwidth term is the slower of the two link classes (:func:`_exchange`).
 A multi-node NVLink domain (``LinkParams.nvl_domain`` larger than a node, e.g. 72 GPUs of an NVL72 rack) counts
 as one node here: its ranks reach each other over NVLink, only steps between domains cross the NICs.
 Ring and tree are pipelined through every node once, so they see the **multi-node ring bound**:

@@ -44,7 +44,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refus
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps)
-        except ConfigError as exc:  # an op the models do not cover (alltoall, sendrecv), or links they lack
+        except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             refused.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
         if result.nccl_choice:

@@ -22,7 +22,7 @@ from collscope.errors import ConfigError
 from collscope.vocab.configs import is_launcher_variable
 from collscope.vocab.engines import ENGINE_ROWS
 from collscope.vocab.env_roles import env_role
-from collscope.vocab.ops import HarnessOp
+from collscope.vocab.ops import HarnessOp, op_facts
 from collscope.vocab.secrets import redact_env, redacted
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
@@ -204,11 +204,11 @@ def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, 
     rank's (``time_over_ranks="max"``); every rank is a process of its own (``process_shape`` ``Nx1x1``).
     ``settings`` (:func:`captured_settings`) and ``environment`` (:func:`captured_environment`) are written with
     secrets' values redacted, whoever built them."""
-    is_reduction = spec.op in ("all_reduce", "reduce_scatter")
+    facts = op_facts(spec.op)
     return Measurement.from_timing(
         op=spec.op, size_bytes=size_bytes, nranks=nranks, time_us=time_us, engine=engine, backend=backend,
-        count=count, dtype=spec.dtype, redop=spec.redop if is_reduction else None,
-        root=spec.root if spec.op == "broadcast" else None, in_place=in_place, nnodes=len(hosts) or None,
+        count=count, dtype=spec.dtype, redop=spec.redop if facts.reduces else None,
+        root=spec.root if facts.rooted else None, in_place=in_place, nnodes=len(hosts) or None,
         wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=redact_env(settings), hosts=hosts,
         environment=None if environment is None else redact_env(environment),
         engine_version=engine_version, nccl_version=nccl_version, source=source,

@@ -22,6 +22,7 @@ import msgspec
 from collscope.errors import ParseError
 from collscope.traces.names import dtype_of, element_bytes, op_of
 from collscope.traces.record import Backend, CollectiveCall, RankTrace, TraceClue
+from collscope.vocab.ops import SPLIT_OPS
 
 __all__ = ["FrEntry", "FrDump", "parse_flight_json", "looks_like_flight_json", "flight_recorder_from_doc"]
 
@@ -122,7 +123,7 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
         elems_out = sum(prod(s) for s in e.output_sizes)
         size = None
         if eb is not None and (elems_in or elems_out):
-            split = op in ("all_gather", "reduce_scatter")
+            split = op in SPLIT_OPS
             size = (max(elems_in, elems_out) if split else elems_in) * eb
         start_ns = e.time_discovered_started_ns or e.time_created_ns
         if e.duration_ms is None:

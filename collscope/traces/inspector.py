@@ -23,14 +23,13 @@ import msgspec
 from collscope.errors import ParseError
 from collscope.traces.names import op_of
 from collscope.traces.record import CollectiveCall, RankTrace
+from collscope.vocab.ops import OP_BY_KERNEL, OP_FACTS
 
 __all__ = ["parse_inspector_lines", "parse_inspector_json", "looks_like_inspector_lines",
            "looks_like_inspector_json", "inspector_size_bytes", "INSPECTOR_OPS"]
 
-INSPECTOR_OPS = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
-                 "Broadcast": "broadcast", "Reduce": "reduce", "AllToAll": "alltoall", "SendRecv": "sendrecv",
-                 "Send": "sendrecv", "Recv": "sendrecv"}
-"""NCCL's function names (``ncclFuncToString``) -> collscope's."""
+INSPECTOR_OPS = OP_BY_KERNEL
+"""NCCL's function names (``ncclFuncToString``) -> collscope's (the op table's ``kernel_names``)."""
 
 
 class _Header(msgspec.Struct):
@@ -78,8 +77,11 @@ def looks_like_inspector_json(head: bytes) -> bool:
 
 
 def inspector_size_bytes(op: str, msg_size_bytes: int, n_ranks: int) -> int:
-    """nccl-tests' size from Inspector's per-rank message size: all_gather / reduce_scatter x the ranks."""
-    return max(msg_size_bytes, 0) * (n_ranks if op in ("all_gather", "reduce_scatter") else 1)
+    """nccl-tests' size from Inspector's per-rank message size: x the ranks for the NCCL collective functions whose
+    nccl-tests size is the total (all_gather, reduce_scatter)."""
+    facts = OP_FACTS.get(op)
+    total = facts is not None and facts.size_is_total and facts.nccl_func is not None
+    return max(msg_size_bytes, 0) * (n_ranks if total else 1)
 
 
 def parse_inspector_lines(data: bytes, source: str, rank_hint: int | None = None) -> list[RankTrace]:

@@ -11,6 +11,7 @@ from math import prod
 from typing import Any
 
 from collscope.traces.names import dtype_of
+from collscope.vocab.ops import OP_FACTS
 
 __all__ = ["size_from_nelems", "size_from_dims", "tensor_elems", "dtype_from_types"]
 
@@ -21,13 +22,24 @@ def size_from_nelems(op: str, in_nelems: int, out_nelems: int | None, elem_bytes
     world's) multiplies one rank's part when only that is recorded; None when that size is unknown."""
     in_nelems = max(in_nelems, 0)
     out = in_nelems if out_nelems is None else max(out_nelems, 0)
-    if op == "all_gather":
+    gathers, scatters = _shape(op)
+    if gathers:
         elems = out if out > in_nelems else _times(in_nelems, group_size)
-    elif op == "reduce_scatter":
+    elif scatters:
         elems = in_nelems if in_nelems > out else _times(in_nelems, group_size)
     else:
         elems = in_nelems
     return None if elems is None else elems * elem_bytes
+
+
+def _shape(op: str) -> tuple[bool, bool]:
+    """(the output is n x the input: all_gather, gather; the input is n x the output: reduce_scatter, scatter), from
+    the op table; alltoall (both n blocks) and the rest: neither."""
+    facts = OP_FACTS.get(op)
+    if facts is None:
+        return False, False
+    return (facts.recv_blocks_nranks and not facts.send_blocks_nranks,
+            facts.send_blocks_nranks and not facts.recv_blocks_nranks)
 
 
 def _times(elems: int, group_size: int | None) -> int | None:
@@ -68,9 +80,10 @@ def size_from_dims(op: str, dims: Any, elem_bytes: int, group_size: int | None) 
         return None
     first, largest = elems[0], max(elems)
     total: int | None
-    if op == "all_gather":
+    gathers, scatters = _shape(op)
+    if gathers:
         total = largest if largest > min(elems) else _times(first, group_size)
-    elif op == "reduce_scatter":
+    elif scatters:
         total = largest
     else:
         total = first

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collscope.errors import ConfigError
-from collscope.vocab.ops import OPS
+from collscope.vocab.ops import OP_TABLE, OPS
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry", "SelectionError",
@@ -38,12 +38,9 @@ ALGOS_FOR_FUNC: dict[str, frozenset[str]] = {
 }
 """NCCL function -> algorithms NCCL's tuning model has for it (``ncclTopoTuneModel``)."""
 
-OP_FUNC: dict[str, str] = {
-    "all_reduce": "AllReduce", "all_gather": "AllGather", "reduce_scatter": "ReduceScatter",
-    "broadcast": "Broadcast", "reduce": "Reduce",
-}
-"""collscope op -> NCCL function. Ops not here (alltoall, sendrecv, ...) are point-to-point: NCCL_ALGO and
-NCCL_PROTO do not apply to them."""
+OP_FUNC: dict[str, str] = {row.name: row.nccl_func for row in OP_TABLE if row.nccl_func}
+"""collscope op -> NCCL function (the op table's). Ops not here (alltoall, sendrecv, ...) are point-to-point:
+NCCL_ALGO and NCCL_PROTO do not apply to them."""
 
 if not set(OP_FUNC) <= set(OPS) or set(OP_FUNC.values()) != set(FUNCTIONS) or set(ALGOS_FOR_FUNC) != set(FUNCTIONS):
     raise AssertionError("OP_FUNC / ALGOS_FOR_FUNC disagree with OPS or FUNCTIONS")

@@ -10,6 +10,8 @@ coll_tuned_use_dynamic_rules is true".
 
 from __future__ import annotations
 
+from collscope.vocab.ops import OP_TABLE
+
 __all__ = ["OMPI_VERSION", "OMPI_ALGORITHMS", "OMPI_COLL_OP", "OP_OMPI_COLL", "DYNAMIC_RULES", "ompi_algorithm_id",
            "ompi_algorithm_name", "ompi_algorithm_knob"]
 
@@ -28,11 +30,8 @@ OMPI_ALGORITHMS: dict[str, tuple[str, ...]] = {
 }
 """Open MPI collective name -> algorithm names indexed by id (id 0 ``ignore`` = the fixed decision rules)."""
 
-OMPI_COLL_OP: dict[str, str] = {
-    "allreduce": "all_reduce", "allgather": "all_gather", "reduce_scatter": "reduce_scatter",
-    "bcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall",
-}
-"""Open MPI collective name -> collscope op name (as in the Measurement record)."""
+OMPI_COLL_OP: dict[str, str] = {row.ompi_coll: row.name for row in OP_TABLE if row.ompi_coll}
+"""Open MPI collective name -> collscope op name (as in the Measurement record; the op table's)."""
 
 OP_OMPI_COLL: dict[str, str] = {op: coll for coll, op in OMPI_COLL_OP.items()}
 """collscope op name -> Open MPI collective name (the inverse of :data:`OMPI_COLL_OP`)."""

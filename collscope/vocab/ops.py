@@ -1,9 +1,14 @@
-"""The collectives collscope knows, by collscope's names, nccl-tests' busbw factors, and the element types.
+"""The collectives collscope knows (:data:`OP_TABLE`: one row of facts per op) and the element types.
 
-Every layer names a collective the same way (``all_reduce``, ``all_gather``, ...); the engines, the NCCL
-vocabulary and the models map from these names, never the other way round. Element types likewise: a record's
-``dtype`` is collscope's name (:data:`DTYPES`: ``float32``, as torch names it), whichever engine measured it;
-:data:`DTYPE_TABLE` maps nccl-tests' names (``float``, ``half``, and the pre-2.10 ``char``/``int``) to it.
+Every layer names a collective the same way (``all_reduce``, ``all_gather``, ...) and asks the op's row for its
+facts: nccl-tests' binary and busbw factor, whether its size is the total over ranks, the elements a rank sends and
+receives, rooted or not, reducing or not, NCCL's function and kernel names, the tuner plugin's and Open MPI's names,
+the names traces give it. Nothing outside this module decides by an op's name (``tests/test_op_table.py`` searches
+the package); adding an op is one row here plus its harness bindings (``collectives/harness``).
+
+Element types likewise: a record's ``dtype`` is collscope's name (:data:`DTYPES`: ``float32``, as torch names it),
+whichever engine measured it; :data:`DTYPE_TABLE` maps nccl-tests' names (``float``, ``half``, and the pre-2.10
+``char``/``int``) to it.
 """
 
 from __future__ import annotations
@@ -68,7 +73,8 @@ class OpFacts(NamedTuple):
     tuner_collective: str | None
     """The tuner plugin's ``collective_type`` (``plugins/tuner/example`` nccl_tuner.conf), None when it has none."""
     kernel_names: tuple[str, ...]
-    """The function part of NCCL's kernel names (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``)."""
+    """NCCL's names of its function: the function part of kernel names (``ncclDevKernel_AllReduce_Sum_f32_RING_LL``)
+    and ``ncclFuncToString`` as NCCL Inspector writes it (``SendRecv``, ``Send``, ``Recv``)."""
     trace_names: tuple[str, ...]
     """Names traces give it (PyTorch ``c10d::*``/``nccl:*``/``gloo:*`` titles, Flight Recorder
     ``profiling_name``, Inspector ``coll``), lower case, after the ``c10d::`` prefix is dropped."""
@@ -104,8 +110,8 @@ OP_TABLE: tuple[OpFacts, ...] = (
             ("Broadcast",), ("broadcast",), "bcast", harness=True, sweep=True),
     OpFacts("reduce", "reduce_perf", _factor_one, False, False, False, True, True, "Reduce", "reduce", ("Reduce",),
             ("reduce",), "reduce", sweep=True),
-    OpFacts("sendrecv", "sendrecv_perf", _factor_one, False, False, False, False, False, None, None, ("SendRecv",),
-            ("send", "recv", "sendrecv", "recv_any_source"), None, one_peer=True),
+    OpFacts("sendrecv", "sendrecv_perf", _factor_one, False, False, False, False, False, None, None,
+            ("SendRecv", "Send", "Recv"), ("send", "recv", "sendrecv", "recv_any_source"), None, one_peer=True),
     OpFacts("gather", "gather_perf", _factor_1, True, False, True, True, False, None, None, (), ("gather",), None),
     OpFacts("scatter", "scatter_perf", _factor_1, True, True, False, True, False, None, None, (), ("scatter",), None),
     OpFacts("hypercube", "hypercube_perf", _factor_1, True, False, True, False, False, None, None, (), (), None),
@@ -142,7 +148,7 @@ def elements_per_rank(op: str, count: int, nranks: int) -> tuple[int, int]:
 OP_BY_NCCL_FUNC: dict[str, str] = {row.nccl_func: row.name for row in OP_TABLE if row.nccl_func}
 """NCCL collective function (``AllReduce``) -> collscope op."""
 OP_BY_KERNEL: dict[str, str] = {k: row.name for row in OP_TABLE for k in row.kernel_names}
-"""Function part of an NCCL kernel name (``AllReduce``, ``SendRecv``) -> collscope op."""
+"""NCCL's name of a function (a kernel name's ``AllReduce``, Inspector's ``SendRecv``/``Send``) -> collscope op."""
 OP_BY_TRACE_NAME: dict[str, str] = {t: row.name for row in OP_TABLE for t in row.trace_names}
 """A trace's collective name (lower case, prefix dropped) -> collscope op."""
 OP_BY_NCCL_TESTS_BINARY: dict[str, str] = {row.nccl_tests_binary: row.name for row in OP_TABLE}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,10 @@ from collscope.analysis.predict import predict
 from collscope.cli import main
 from collscope.topo.samples import sample_path
 from collscope.vocab.ops import busbw_factor
+from tests.traces import trace_fixtures as fx
+
+ALLTOALL_2X4 = (Path(__file__).parents[1] / "fixtures" / "nccl-tests"
+                / "alltoall_perf-old-2x4-b4-mpirun-line-three-size-0-rows-inplace-NA.txt")
 
 N = 1.6e7
 """Bytes (nccl-tests' size: the total over ranks for alltoall/gather/scatter)."""
@@ -109,3 +114,29 @@ def test_predict_alltoall_h100_two_nodes_is_nic_bound():
 def test_predict_gives_a_figure_for_every_nccl_tests_op(op):
     doc = predict(op, gpu="H100", nranks=8, nnodes=1, sizes=[1 << 30]).to_dict()
     assert doc["predictions"] and all(p["busbw_gbps"] > 0 for p in doc["predictions"])
+
+
+def test_analyze_gives_alltoall_an_efficiency():
+    """An 8-rank, 2-node alltoall_perf output against the H100 sample node (8 NICs of 50 GB/s, 4 ranks per node
+    here: 100 GB/s per rank): each size has the pairwise model and its NIC bound, 100 x 7/4 = 175 GB/s busbw."""
+    out = CliRunner().invoke(main, ["analyze", str(ALLTOALL_2X4), "--topo", str(sample_path()), "--json"])
+    assert out.exit_code == 0, out.output
+    rows = [r for r in json.loads(out.output)["sizes"] if r["size_bytes"] > 0]
+    assert rows and all(r["bound_algo"] == "pairwise" and r["efficiency"] is not None for r in rows)
+    assert all(r["bound_busbw_gbps"] == pytest.approx(175.0) for r in rows)
+    assert {r["bound_limited_by"] for r in rows} == {"NICs"}
+    assert all("point-to-point" in r["algo_source"] for r in rows)
+
+
+def test_trace_gives_alltoall_a_model_figure(tmp_path):
+    """A PyTorch trace whose large call is an all_to_all (NCCL's SendRecv kernels) gets a model figure."""
+    for rank in (0, 1):
+        text = json.dumps(fx.nccl_kernel_metadata(rank))
+        for old, new in (('"allreduce"', '"all_to_all"'), ("c10d::allreduce_", "c10d::alltoall_base_"),
+                         ("nccl:all_reduce", "nccl:all_to_all"), ("AllReduce_Sum_f32_RING_LL", "SendRecv")):
+            text = text.replace(old, new)
+        (tmp_path / f"rank{rank}.json").write_text(text)
+    out = CliRunner().invoke(main, ["trace", str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    rows = [r for r in json.loads(out.output)["summary"] if r["op"] == "alltoall"]
+    assert rows and all(r["model_busbw_gbps"] for r in rows)

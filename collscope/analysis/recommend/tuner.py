@@ -27,6 +27,7 @@ from collscope.analysis.recommend.env import (
 )
 from collscope.analysis.recommend.records import DEFAULT_CONFIG, GroupKey, GroupResult, Recommendation, SizeRange
 from collscope.analysis.recommend.timing import evaluate, range_saving
+from collscope.vocab.ops import OP_TABLE
 
 __all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "tuner_rules", "tuner_rule",
            "render_tuner", "ASSUMED_ALGORITHM"]
@@ -36,9 +37,8 @@ ASSUMED_ALGORITHM = "Ring"
 can run Ring with every protocol."""
 
 TUNER_COLUMNS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
-TUNER_COLLECTIVE = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
-                    "broadcast": "broadcast", "reduce": "reduce"}
-"""collscope op -> the plugin's collective_type."""
+TUNER_COLLECTIVE = {row.name: row.tuner_collective for row in OP_TABLE if row.tuner_collective}
+"""collscope op -> the plugin's collective_type (the op table's)."""
 _ALGORITHM = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
               "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
 _PROTOCOL = {"LL": "ll", "LL128": "ll128", "Simple": "simple"}

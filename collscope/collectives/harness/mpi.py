@@ -45,6 +45,7 @@ from collscope.collectives.spec import (
     time_batch_ns,
 )
 from collscope.errors import ConfigError, ToolMissingError
+from collscope.vocab.ops import elements_per_rank, op_facts
 
 if TYPE_CHECKING:
     from mpi4py import MPI as _MPI
@@ -161,8 +162,7 @@ class _Buffers:
         self.spec, self.count, self.nranks, self.rank = spec, count, nranks, comm.Get_rank()
         self._pool = pool
         op = spec.op
-        n_send = count * nranks if op in ("reduce_scatter", "alltoall") else count
-        n_recv = count * nranks if op in ("all_gather", "alltoall") else count
+        n_send, n_recv = elements_per_rank(op, count, nranks)
         if spec.in_place and op in ("reduce_scatter",):
             n_recv = count * nranks  # the input lives in the receive buffer, the result in its first block
         self.send = None if spec.in_place or op == "broadcast" else self._alloc("send", n_send)
@@ -223,7 +223,7 @@ class _Buffers:
             if rank == spec.root:
                 self._fill(self.recv, row, 0, count)
             return
-        n_in = count * n if spec.op in ("reduce_scatter", "alltoall") else count
+        n_in = elements_per_rank(spec.op, count, n)[0]
         if self.send is not None:
             self._fill(self.send, row, 0, n_in)
         elif spec.op == "all_gather":
@@ -276,7 +276,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     rank, nranks = comm.Get_rank(), comm.Get_size()
     check_launch_matches_world(env, nranks)
     check_mpi_spec(spec)
-    if spec.op == "broadcast" and spec.root >= nranks:
+    if op_facts(spec.op).rooted and spec.root >= nranks:
         raise ConfigError(f"root {spec.root} is not a rank of this {nranks}-rank job")
     if spec.device == "cuda" and not _cuda_aware(mpi):
         raise ConfigError("device 'cuda' needs a CUDA-aware MPI library; this one is not (ompi_info: "

@@ -54,6 +54,7 @@ from collscope.collectives.spec import (
     time_batch_ns,
 )
 from collscope.errors import ConfigError
+from collscope.vocab.ops import elements_per_rank, op_facts
 
 __all__ = ["run_torch_bench", "TorchBackend", "TORCH_HINT", "torch_dtype", "import_torch"]
 
@@ -160,7 +161,7 @@ class _Tensors:
             if self.rank == spec.root:
                 fill_rows(torch, self.out, row, 0, count)
             return
-        n_in = count * self.nranks if spec.op in ("reduce_scatter", "alltoall") else count
+        n_in = elements_per_rank(spec.op, count, self.nranks)[0]
         fill_rows(torch, self.inp, row, 0, n_in)
 
     def wrong(self) -> int:
@@ -230,7 +231,7 @@ def run_torch_bench(spec: BenchSpec, backend: TorchBackend = "gloo", *, env: Map
     env = os.environ if env is None else env
     info = rank_info(env)
     _check_spec(spec, backend, torch, dist)
-    if spec.op == "broadcast" and spec.root >= info.world_size:
+    if op_facts(spec.op).rooted and spec.root >= info.world_size:
         raise ConfigError(f"root {spec.root} is not a rank of this {info.world_size}-rank job")
     world = info.world_size
     sizes = (size_list(spec.sizes, elem_size=spec.elem_size, op=spec.op, nranks=world) if spec.sizes is not None

@@ -15,6 +15,7 @@ from collscope.collectives.nccl_tests.launch import SEPARATE_FIX, RankGroups, gr
 from collscope.collectives.nccl_tests.records import DTYPE_BYTES, NcclTestsDevice, NcclTestsHeader, Row, TableRows
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ParseError
+from collscope.vocab.ops import SPLIT_OPS
 
 __all__ = ["infer_nranks", "nranks_from_bandwidths", "nranks_from_counts", "RankCount"]
 
@@ -32,12 +33,11 @@ def _half_ulp(value: float) -> float:
 
 def _n_bounds(op: str, lo: float, hi: float) -> tuple[float, float] | None:
     """The range of n for which busbw_factor(op, n) lies in [lo, hi]; None when the factor does not depend on n."""
-    if op == "all_reduce":  # f = 2(n-1)/n  =>  n = 2 / (2 - f)
-        scale = 2.0
-    elif busbw_factor(op, 2) == 1.0:
+    f2 = busbw_factor(op, 2)
+    if f2 == busbw_factor(op, 3):  # a constant factor (broadcast, reduce, sendrecv)
         return None
-    else:  # f = (n-1)/n  =>  n = 1 / (1 - f)
-        scale = 1.0
+    # f = scale (n-1)/n  =>  n = scale / (scale - f): scale 2 for all_reduce, 1 for (n-1)/n (the op table's factor)
+    scale = 2 * f2
     n_lo = scale / (scale - max(lo, 0.0)) if lo < scale else math.inf
     n_hi = scale / (scale - hi) if hi < scale else math.inf
     return n_lo, n_hi
@@ -71,8 +71,10 @@ def nranks_from_bandwidths(op: str, rows: Iterable[Row]) -> tuple[int, int | Non
 
 
 def nranks_from_counts(op: str, rows: Iterable[Row]) -> int | None:
-    """all_gather / reduce_scatter print the per-rank count and the total size: n = size / (count x type size)."""
-    if op not in ("all_gather", "reduce_scatter"):
+    """The split ops (all_gather, reduce_scatter, alltoall, gather, scatter: the op table's ``size_is_total``) print
+    the total size and the call's per-rank count (nccl-tests ``src/common.cu`` setupArgs: the count column is
+    ``paramCount``, ``(count/nranks)`` rounded, in each ``*GetCollByteCount``): n = size / (count x type size)."""
+    if op not in SPLIT_OPS:
         return None
     found: set[int] = set()
     for d in rows:

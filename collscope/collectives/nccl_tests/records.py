@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from collscope.collectives.nccl_tests.prefixes import LinePrefixes
-from collscope.collectives.record import OPS, Measurement
+from collscope.collectives.record import Measurement
 from collscope.geometry import UNKNOWN_GEOMETRY, Geometry
-from collscope.vocab.ops import DTYPE_TABLE, NCCL_TESTS_TYPE_BYTES
+from collscope.vocab.ops import DTYPE_TABLE, NCCL_TESTS_TYPE_BYTES, OP_BY_NCCL_TESTS_BINARY
 
 __all__ = ["NcclTestsRun", "NcclTestsDevice", "NcclTestsHeader", "Row", "Block", "Placement", "TableRows",
            "op_from_binary", "nccl_version_from_code", "DTYPE_BYTES", "valid_times"]
@@ -165,11 +165,7 @@ def nccl_version_from_code(code: int) -> str:
 def op_from_binary(name: str) -> str | None:
     """``all_reduce_perf``, ``/x/build/all_gather_perf_mpi`` -> the collective; None when not a known one."""
     base = name.rsplit("/", 1)[-1].strip()
-    for suffix in ("_perf_mpi", "_perf"):
-        if base.endswith(suffix):
-            op = base[: -len(suffix)]
-            return op if op in OPS else None
-    return None
+    return OP_BY_NCCL_TESTS_BINARY.get(base.removesuffix("_mpi"))
 
 
 

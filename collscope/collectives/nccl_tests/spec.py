@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from collscope.collectives.sizes import first_ladder_size
 from collscope.errors import ConfigError
-from collscope.vocab.ops import DTYPE_TABLE, OPS, Op
+from collscope.vocab.ops import DTYPE_TABLE, OPS, Op, op_facts
 
 if TYPE_CHECKING:
     from collscope.collectives.spec import BenchSpec
@@ -128,7 +128,7 @@ class NcclTestsSpec:
 
 def binary_name(op: str, mpi: bool = False) -> str:
     """``all_reduce`` -> ``all_reduce_perf`` (``all_reduce_perf_mpi`` with mpi)."""
-    return f"{op}_perf{'_mpi' if mpi else ''}"
+    return f"{op_facts(op).nccl_tests_binary}{'_mpi' if mpi else ''}"
 
 
 _FLAGS = (("min_bytes", "-b"), ("max_bytes", "-e"), ("step_factor", "-f"), ("step_bytes", "-i"), ("iters", "-n"),
