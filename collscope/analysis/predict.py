@@ -32,7 +32,7 @@ from collscope.topo.cluster import Cluster
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.units import format_size
-from collscope.vocab.ops import op_facts
+from collscope.vocab.ops import OPS, op_facts
 
 __all__ = ["predict", "PredictResult", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
 
@@ -82,7 +82,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
                           "node): the models differ across nodes, and none is assumed")
     if op not in ALPHA_BETA_MODELS:
-        raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
+        known = "no model yet for" if op in OPS else "unknown collective"
+        raise ConfigError(f"{known} {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
     if version not in VERSIONS:
         raise ConfigError(f"unknown NCCL model version {version!r}; valid: {', '.join(VERSIONS)}")
     size_list = sorted(set(DEFAULT_SIZES if sizes is None else (int(s) for s in sizes)))

@@ -14,6 +14,7 @@ from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.models import LinkParams, alpha_beta_time_us
 from collscope.analysis.predict import predict
 from collscope.cli import main
+from collscope.errors import ConfigError
 from collscope.topo.samples import sample_path
 from collscope.vocab.ops import busbw_factor
 from tests.traces import trace_fixtures as fx
@@ -140,3 +141,8 @@ def test_trace_gives_alltoall_a_model_figure(tmp_path):
     assert out.exit_code == 0, out.output
     rows = [r for r in json.loads(out.output)["summary"] if r["op"] == "alltoall"]
     assert rows and all(r["model_busbw_gbps"] for r in rows)
+
+
+def test_predict_says_an_op_without_a_model_is_known():
+    with pytest.raises(ConfigError, match=r"no model yet for 'hypercube'; valid: all_reduce, .*alltoall"):
+        predict("hypercube", gpu="H100", nranks=8, nnodes=1)
