@@ -26,7 +26,11 @@ for every algorithm.
 
 Ops NCCL runs as grouped point-to-point (no ``nccl_func`` in :data:`collscope.vocab.ops.OP_TABLE`) are bound by
 one rank's own links, with d the ranks of its NVLink domain and B_net :func:`.models.p2p_net_gbps` (the node's
-NICs shared by its ranks, the per-GPU NIC rate with one NIC per GPU) [derived]:
+NICs shared by its ranks, at most one NIC: the per-GPU NIC rate with one NIC per GPU) [derived; sjeaugey in
+https://github.com/NVIDIA/nccl-tests/issues/130: "On 2 nodes, 50% of the traffic is inter-node so you should see
+BusBW = 2x network bandwidth per GPU ... general formula is N/(N-1)x the bandwidth per GPU, N being the number of
+nodes", which is B_net (p-1)/(p-d) for large p]. B_intra is the NVLink line rate here (a bound), the models take
+NCCL's effective rate (:data:`.models.NVLINK_P2P_EFFICIENCY`):
 
 =====================  ===========================================  ==========================================
 op                     bytes over NVLink, over the network (x S)    busbw bound (f the busbw factor)

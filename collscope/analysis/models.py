@@ -69,6 +69,8 @@ __all__ = [
     "ring_bound_busbw_gbps",
     "make_prediction",
     "p2p_net_gbps",
+    "p2p_intra_gbps",
+    "NVLINK_P2P_EFFICIENCY",
     "p2p_spread",
 ]
 
@@ -335,11 +337,28 @@ def _reduce_rabenseifner(p: LinkParams, n: float) -> float:
 # transfers to peers in its NVLink domain and to peers across the network are in flight together, so the
 # bandwidth term is the slower of the two link classes [derived], and the latency term charges one message per
 # peer, as the pairwise exchange does (Thakur, Rabenseifner & Gropp 2005: (p-1) a + (p-1)/p n b).
+NVLINK_P2P_EFFICIENCY = 370.0 / 450.0
+"""NCCL's effective NVLink rate over the line rate for transfers without NVLink SHARP: "450GB/s is the line rate.
+With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s, which you can observe as
+"BusBw" when running non-allreduce operations" (sjeaugey, H100, https://github.com/NVIDIA/nccl-tests/issues/212)."""
+
+
+def p2p_intra_gbps(p: LinkParams) -> float:
+    """A rank's rate to peers in its NVLink domain for point-to-point transfers: the NVLink line rate x
+    :data:`NVLINK_P2P_EFFICIENCY`; other links (PCIe, explicit ``bw``) as given."""
+    return p.intra_gbps * NVLINK_P2P_EFFICIENCY if p.intra_link == "nvlink" else p.intra_gbps
+
+
 def p2p_net_gbps(p: LinkParams) -> float:
     """One rank's rate to peers in other NVLink domains when every rank of its node sends across at once: its
-    share of the node's NICs (the per-GPU NIC rate with one NIC per GPU: 400 Gb/s -> 50 GB/s), at most the
-    intra-node rate; the intra-node rate when one domain holds every rank."""
-    return _step_link(p, p.domain_ranks)[1]
+    share of the node's NICs, at most one NIC ("Alltoall cannot aggregate the bandwidth of multiple NICs, so the
+    performance you should see is the performance of a single NIC", sjeaugey,
+    https://github.com/NVIDIA/nccl-tests/issues/267): the per-GPU NIC rate with one NIC per GPU (400 Gb/s -> 50 GB/s);
+    at most the intra-node rate; :func:`p2p_intra_gbps` when one domain holds every rank."""
+    if p.ndomains == 1:
+        return p2p_intra_gbps(p)
+    share = _step_link(p, p.domain_ranks)[1]
+    return min(share, p2p_intra_gbps(p)) if p.nic_gbps is None else min(share, p.nic_gbps, p2p_intra_gbps(p))
 
 
 def p2p_spread(p: LinkParams) -> tuple[int, int]:
@@ -351,10 +370,11 @@ def p2p_spread(p: LinkParams) -> tuple[int, int]:
 def _exchange(p: LinkParams, n: float) -> float:
     """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter:
     the root, whose link carries all the traffic). Time:
-    (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net), B_net = :func:`p2p_net_gbps`."""
+    (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net), B_intra = :func:`p2p_intra_gbps`,
+    B_net = :func:`p2p_net_gbps`."""
     local, remote = p2p_spread(p)
     r = p.nranks
-    wire = max(_us(local / r * n, p.intra_gbps), _us(remote / r * n, p2p_net_gbps(p)) if remote else 0.0)
+    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, p2p_net_gbps(p)) if remote else 0.0)
     return local * p.alpha_us + remote * p.alpha_net_us + wire
 
 
@@ -369,8 +389,8 @@ def _sendrecv_shift(p: LinkParams, n: float) -> float:
     # domain: a + n / B_intra; across domains the last rank of each domain sends over the network:
     # a_net + n / B_net, and that rank sets the time.
     if p.ndomains == 1:
-        return p.alpha_us + _us(n, p.intra_gbps)
-    return max(p.alpha_us + _us(n, p.intra_gbps), p.alpha_net_us + _us(n, p2p_net_gbps(p)))
+        return p.alpha_us + _us(n, p2p_intra_gbps(p))
+    return max(p.alpha_us + _us(n, p2p_intra_gbps(p)), p.alpha_net_us + _us(n, p2p_net_gbps(p)))
 
 
 def _bc_ring(p: LinkParams, n: float) -> float:

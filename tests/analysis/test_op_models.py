@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.models import LinkParams, alpha_beta_time_us
-from collscope.analysis.predict import predict
+from collscope.analysis.predict import load_topology, predict
 from collscope.cli import main
 from collscope.errors import ConfigError
 from collscope.topo.samples import sample_path
@@ -119,12 +119,13 @@ def test_predict_gives_a_figure_for_every_nccl_tests_op(op):
 
 def test_analyze_gives_alltoall_an_efficiency():
     """An 8-rank, 2-node alltoall_perf output against the H100 sample node (8 NICs of 50 GB/s, 4 ranks per node
-    here: 100 GB/s per rank): each size has the pairwise model and its NIC bound, 100 x 7/4 = 175 GB/s busbw."""
+    here: a share of 100 GB/s per rank, but alltoall uses one NIC per rank, nccl-tests#267): each size has the
+    pairwise model and its NIC bound, 50 x 7/4 = 87.5 GB/s busbw."""
     out = CliRunner().invoke(main, ["analyze", str(ALLTOALL_2X4), "--topo", str(sample_path()), "--json"])
     assert out.exit_code == 0, out.output
     rows = [r for r in json.loads(out.output)["sizes"] if r["size_bytes"] > 0]
     assert rows and all(r["bound_algo"] == "pairwise" and r["efficiency"] is not None for r in rows)
-    assert all(r["bound_busbw_gbps"] == pytest.approx(175.0) for r in rows)
+    assert all(r["bound_busbw_gbps"] == pytest.approx(87.5) for r in rows)
     assert {r["bound_limited_by"] for r in rows} == {"NICs"}
     assert all("point-to-point" in r["algo_source"] for r in rows)
 
@@ -146,3 +147,12 @@ def test_trace_gives_alltoall_a_model_figure(tmp_path):
 def test_predict_says_an_op_without_a_model_is_known():
     with pytest.raises(ConfigError, match=r"no model yet for 'hypercube'; valid: all_reduce, .*alltoall"):
         predict("hypercube", gpu="H100", nranks=8, nnodes=1)
+
+
+def test_alltoall_inside_one_hgx_node_runs_at_nccls_effective_nvlink_rate():
+    """8 H100 on one NVSwitch node: NVLink line rate 18 x 25 = 450 GB/s, NCCL's effective rate outside NVLS 370 GB/s
+    (sjeaugey, nccl-tests#212): the pairwise model's busbw at 16 GiB is 370 GB/s, the bound stays the line rate."""
+    result = predict("alltoall", topology=load_topology([str(sample_path())]), nranks=8, nnodes=1, sizes=[16 << 30])
+    (pred,) = result.predictions
+    assert pred.busbw_gbps == pytest.approx(370.0, rel=0.002)
+    assert algorithm_bound("alltoall", "pairwise", result.params).busbw_gbps == pytest.approx(450.0)
