@@ -29,7 +29,7 @@ from pathlib import Path
 from collscope.errors import ConfigError
 
 __all__ = ["write_text_atomic", "write_bytes_atomic", "append_bytes", "open_append", "write_all", "umask_mode",
-           "UnsafeFileError", "check_writable_fd", "open_dir_nofollow", "create_new_in", "open_nofollow"]
+           "UnsafeFileError", "check_writable_fd", "checked_fd", "open_dir_nofollow", "create_new_in", "open_nofollow"]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -86,6 +86,19 @@ def check_writable_fd(fd: int, path: Path | str) -> os.stat_result:
     if problem is not None:
         raise UnsafeFileError(path, problem)
     return st
+
+
+def checked_fd(fd: int, path: Path | str, *, blocking: bool = False) -> int:
+    """``fd`` once :func:`check_writable_fd` accepts it (and, ``blocking``, set back to blocking reads and writes);
+    closed before the error propagates otherwise."""
+    try:
+        check_writable_fd(fd, path)
+        if blocking:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_error(path: Path | str, exc: OSError) -> ConfigError:
@@ -145,13 +158,7 @@ def open_append(path: Path | str) -> int:
         fd = os.open(path, flags, 0o666)
     except OSError as exc:
         raise _write_error(path, exc) from None
-    try:
-        check_writable_fd(fd, path)
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return checked_fd(fd, path, blocking=True)
 
 
 def append_bytes(path: Path | str, data: bytes) -> None:
@@ -215,12 +222,7 @@ def create_new_in(dir_fd: int, name: str, path: Path | str, flags: int = os.O_WR
         raise UnsafeFileError(path, f"{found} under this name before collscope created it, never opened") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be created ({exc.strerror or exc})") from None
-    try:
-        check_writable_fd(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return checked_fd(fd, path)
 
 
 def open_nofollow(path: Path | str, flags: int) -> int:
@@ -235,10 +237,4 @@ def open_nofollow(path: Path | str, flags: int) -> int:
         if target is not None:
             raise UnsafeFileError(path, f"a symbolic link (to {target}), never followed") from None
         raise ConfigError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
-    try:
-        check_writable_fd(fd, path)
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return checked_fd(fd, path, blocking=True)

@@ -145,10 +145,10 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
             return found
     if ab_model is None:
         return None
-    if backend == "nccl" and op not in OP_FUNC:
-        source = "alpha-beta (NCCL runs it as grouped point-to-point: no NCCL tuning model)"
-    elif backend == "nccl":
-        source = "alpha-beta (no GPU generation for NCCL's model)"
+    on_nccl = backend == "nccl"
+    if on_nccl:
+        source = ("alpha-beta (no GPU generation for NCCL's model)" if op in OP_FUNC
+                  else "alpha-beta (NCCL runs it as grouped point-to-point: no NCCL tuning model)")
     elif ab_model == "best":
         source = "alpha-beta, fastest at this size (Open MPI picks per size)"
     else:

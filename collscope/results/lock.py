@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from collscope.atomic import UnsafeFileError, check_writable_fd, write_all
+from collscope.atomic import UnsafeFileError, checked_fd, write_all
 from collscope.errors import ConfigError
 
 __all__ = ["writer_lock", "ResultsLockedError", "LOCK_NAME"]
@@ -46,12 +46,7 @@ def _open_lock(path: Path) -> int:
         if os.path.islink(path):
             raise UnsafeFileError(path, "a symbolic link") from None
         raise ConfigError(f"{path}: the results directory's lock cannot be opened ({exc.strerror or exc})") from None
-    try:
-        check_writable_fd(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return checked_fd(fd, path)
 
 
 def _holder(path: Path) -> str:

@@ -33,6 +33,9 @@ _SHARED_GPU = "Multiple Ranks are using the same GPU/Partition"
 _ONE_GPU_PER_RANK = ("Each rank needs a GPU of its own: start at most as many ranks per node as GPUs, and check what "
                      "each rank sees (CUDA_VISIBLE_DEVICES inherited by every rank, srun --gpus-per-task / --gpu-bind, "
                      "a wrapper that sets it per local rank)")
+_MPI_INIT_CRASH = re.compile(r"\((?:P?MPI_Init(?:_thread)?|ompi_mpi_init)\+0x[0-9a-f]+\)")
+"""A frame of Open MPI's crash backtrace (``[node2:22665] [10] .../libmpi.so.40(PMPI_Init_thread+0xbf)[0x...]``):
+a rank died inside MPI's start-up, before anything was measured."""
 _LOST_DAEMON = re.compile(r"(PRTE|ORTE) has lost communication with a remote daemon|lost connection to .*daemon",
                           re.IGNORECASE)
 
@@ -63,6 +66,8 @@ def launcher_failure(text: str) -> str | None:
         found.append("mpirun could not start its PMIx server")
     if _LOST_DAEMON.search(text):
         found.append("Open MPI lost contact with a remote node's daemon")
+    if _MPI_INIT_CRASH.search(text):
+        found.append("a rank crashed inside MPI_Init (Open MPI's start-up), before anything was measured")
     return "; ".join(found) if found else None
 
 

@@ -230,3 +230,20 @@ def test_which_failures_a_resume_runs_again():
                            ("wrong values", "wrong values at 1 size(s): 8"), (HUNG_REASON, "repeat 0 ... timed out"),
                            ("exit code", "exit code 1 (node3: task 0: segmentation fault)")):
         assert not attempt.resumed_failure(reason, detail), (reason, detail)
+
+
+def test_a_rank_that_crashed_inside_mpi_init_is_a_launch_failure():
+    """Open MPI's crash backtrace through MPI_Init (seen on the simulated cluster right after a killed step: a rank
+    segfaults in PMPI_Init_thread) means the launch failed before anything was measured; a plain failure of the
+    measured op's frames does not."""
+    from collscope.sweeps.diagnose import launcher_failure
+
+    crash = ("[gpu-b2:31207] *** Process received signal ***\n"
+             "[gpu-b2:31207] Signal: Segmentation fault (11)\n"
+             "[gpu-b2:31207] [ 9] /opt/openmpi/lib/libmpi.so.40(ompi_mpi_init+0x6d2)[0x7f00deadb000]\n"
+             "[gpu-b2:31207] [10] /opt/openmpi/lib/libmpi.so.40(PMPI_Init_thread+0xbf)[0x7f00deadc000]\n"
+             "srun: error: gpu-b2: task 1: Segmentation fault\n")
+    assert "crashed inside MPI_Init" in (launcher_failure(crash) or "")
+    in_allreduce = crash.replace("ompi_mpi_init+0x6d2", "ompi_coll_base_allreduce_intra_ring+0x1f").replace(
+        "PMPI_Init_thread+0xbf", "PMPI_Allreduce+0x3a")
+    assert launcher_failure(in_allreduce) is None
