@@ -17,9 +17,11 @@ import stat
 import tempfile
 from pathlib import Path
 
-from collscope.errors import ConfigError, ParseError
+from collscope.errors import ConfigError, ParseError, shown
+from collscope.units import parse_size
 
-__all__ = ["read_input_bytes", "read_input_text", "decode_text", "check_output_dir", "kind_of", "UnreadableFileError"]
+__all__ = ["read_input_bytes", "read_input_text", "size_limit_from_env",
+           "decode_text", "check_output_dir", "kind_of", "UnreadableFileError"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -80,6 +82,18 @@ def read_input_bytes(path: Path | str, what: str = "a regular file", *, follow_l
         raise ParseError(name, None, what, found=exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def size_limit_from_env(name: str, example: str) -> int | None:
+    """The byte size the environment variable ``name`` sets (``16G``), None when it is unset or blank; a value
+    that is not a size is a ConfigError naming the variable (``example``: sizes to suggest, ``4G or 16G``)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_size(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={shown(raw)}: expected a size such as {example}") from None
 
 
 def decode_text(data: bytes, source: str, what: str = "UTF-8 text") -> str:

@@ -19,24 +19,13 @@ from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
-from collscope.topo.rates import GpuGeneration, gpu_generation, pcie_gbps, unknown_gpu_message
+from collscope.topo.rates import SYSTEMS, GpuGeneration, gpu_generation, pcie_gbps, unknown_gpu_message
 
 __all__ = ["link_params", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
 DEFAULT_ALPHA_US = {"nvlink": 3.4, "pcie": 5.7, "net": 14.0}
 """NCCL hwLatencies[NVLINK|PCI|NET][Ring][Simple] (nccl-facts 1.2)."""
 _ALPHA_SOURCE = "NCCL hwLatencies[{hw}][Ring][Simple] (nccl-facts 1.2)"
-
-# Per-GPU NICs of systems whose NVLink domain spans trays, for a model without NIC captures: (NICs per GPU,
-# Gb/s each, source). Only the systems whose compute-fabric NICs are fixed by the vendor's design are here.
-_DOMAIN_SYSTEM_NICS: dict[str, tuple[int, float, str]] = {
-    # "Cluster network: 4x NVIDIA ConnectX-7 single port 400G OSFP NIC" per 4-GPU compute tray
-    # (docs.nvidia.com/dgx/dgxgb200-user-guide/hardware.html)
-    "GB200": (1, 400.0, "GB200 NVL72 compute tray: 4 x ConnectX-7 400 Gb/s for 4 GPUs (DGX GB200 user guide)"),
-    # "4 ConnectX-8 Host Channel Adapters" per 4-GPU tray, 800 Gb/s each
-    # (docs.nvidia.com/enterprise-reference-architectures/nvl72-ai-factory/latest/components.html)
-    "GB300": (1, 800.0, "GB300 NVL72 compute tray: 4 x ConnectX-8 800 Gb/s for 4 GPUs (NVIDIA NVL72 Enterprise RA)"),
-}
 
 NO_PARAMS_HINT = ("pass --topo PATH (captures or `topo show --json` output), --gpu NAME (e.g. H100), "
                   "or --alpha-us A --bw-gbps B")
@@ -195,10 +184,11 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     sources.append(f"intra-node bandwidth {intra:g} GB/s: {intra_src}")
 
     nics, nic_gbps, nic_src = _nics(node) if node is not None else (0, None, "")
-    if nic_gbps is None and ndomains > 1 and domain > ppn and gen is not None and gen.name in _DOMAIN_SYSTEM_NICS:
-        per_gpu, gbit, what = _DOMAIN_SYSTEM_NICS[gen.name]
-        nics, nic_gbps = per_gpu * ppn, gbit / 8.0
-        nic_src = f"{nics} NIC(s) per node at {gbit:g} Gb/s = {nic_gbps:g} GB/s each (table: {what})"
+    rack = next((s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl and s.nic_gbit), None)
+    if nic_gbps is None and ndomains > 1 and domain > ppn and rack is not None and rack.nic_gbit is not None:
+        nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
+        nic_src = (f"{nics} NIC(s) per node at {rack.nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each "
+                   f"(table: {rack.nic_source})")
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:
         sources.append(split or f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "

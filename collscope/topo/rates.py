@@ -215,6 +215,11 @@ class SystemShape:
     mnnvl: bool
     """Whether the domain spans nodes (multi-node NVLink: NCCL's MNNVL, one clique per rack)."""
     note: str = ""
+    nic_gbit: float | None = None
+    """The compute NIC of each GPU, Gb/s (one per GPU), when the system's reference design fixes it; None: read
+    it from the captures."""
+    nic_source: str = ""
+    """Where ``nic_gbit`` comes from."""
 
 
 # NVL72: 18 compute trays x 4 GPUs (2 Grace + 4 Blackwell per tray) on one NVLink Switch fabric of 9 switch trays
@@ -223,8 +228,13 @@ class SystemShape:
 # of 2 Grace + 4 B200 joined by NVLink, no NVLink Switch tray (NVIDIA GB200 NVL4 announcement, SC24). HGX: 8 GPUs
 # on NVSwitch. PCIe boxes: no NVLink between GPUs (bridged pairs at most).
 SYSTEMS: tuple[SystemShape, ...] = (
-    SystemShape("GB300 NVL72", "GB300", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain"),
-    SystemShape("GB200 NVL72", "GB200", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain"),
+    # Compute NICs per tray: "Cluster network: 4x NVIDIA ConnectX-7 single port 400G OSFP NIC"
+    # (docs.nvidia.com/dgx/dgxgb200-user-guide/hardware.html); "4 ConnectX-8 Host Channel Adapters", 800 Gb/s each
+    # (docs.nvidia.com/enterprise-reference-architectures/nvl72-ai-factory/latest/components.html).
+    SystemShape("GB300 NVL72", "GB300", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain", 800.0,
+                "GB300 NVL72 compute tray: 4 x ConnectX-8 800 Gb/s for 4 GPUs (NVIDIA NVL72 Enterprise RA)"),
+    SystemShape("GB200 NVL72", "GB200", 4, 72, True, "18 trays x 4 GPUs, one NVLink domain", 400.0,
+                "GB200 NVL72 compute tray: 4 x ConnectX-7 400 Gb/s for 4 GPUs (DGX GB200 user guide)"),
     SystemShape("GB200 NVL4", "GB200", 4, 4, False, "one board of 4 GPUs, no NVLink Switch tray"),
     SystemShape("HGX B300", "B300", 8, 8, False),
     SystemShape("HGX B200", "B200", 8, 8, False),

@@ -20,11 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from collscope.errors import ConfigError, ParseError, shown
-from collscope.files import kind_of, read_input_bytes
+from collscope.errors import ParseError
+from collscope.files import kind_of, read_input_bytes, size_limit_from_env
 from collscope.traces.formats import EXPECTED, SNIFF_BYTES, TraceFormat, describe_head, detect_trace_format
 from collscope.traces.record import RankTrace
-from collscope.units import format_size, parse_size
+from collscope.units import format_size
 
 __all__ = ["read_traces", "read_trace_file", "parse_trace_bytes", "trace_files", "MAX_INFLATED_BYTES",
            "MAX_TRACE_BYTES_ENV", "max_inflated_bytes", "MAX_INFLATE_RATIO", "MIN_INFLATED_BYTES", "TraceEntry"]
@@ -95,13 +95,10 @@ def max_inflated_bytes(compressed_bytes: int) -> int:
     """How many bytes a gzip trace of ``compressed_bytes`` may inflate to: :data:`MAX_INFLATE_RATIO` times its
     size, at least :data:`MIN_INFLATED_BYTES` and at most :data:`MAX_INFLATED_BYTES`; or
     ``$COLLSCOPE_MAX_TRACE_BYTES`` (a size such as ``16G``) when set."""
-    raw = os.environ.get(MAX_TRACE_BYTES_ENV, "").strip()
-    if not raw:
+    limit = size_limit_from_env(MAX_TRACE_BYTES_ENV, "4G or 16G")
+    if limit is None:
         return min(MAX_INFLATED_BYTES, max(MIN_INFLATED_BYTES, MAX_INFLATE_RATIO * compressed_bytes))
-    try:
-        return parse_size(raw)
-    except ValueError:
-        raise ConfigError(f"{MAX_TRACE_BYTES_ENV}={shown(raw)}: expected a size such as 4G or 16G") from None
+    return limit
 
 
 def _inflate(data: bytes, source: str, limit: int) -> bytes:
@@ -154,8 +151,9 @@ def parse_trace_bytes(data: bytes, source: str, *, rank_hint: int | None = None)
 
 def _parse_as(fmt: TraceFormat, data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
     if fmt.max_bytes is not None:
-        raw = os.environ.get(MAX_TRACE_BYTES_ENV, "").strip()
-        limit = max_inflated_bytes(0) if raw else fmt.max_bytes
+        limit = size_limit_from_env(MAX_TRACE_BYTES_ENV, "4G or 16G")
+        if limit is None:
+            limit = fmt.max_bytes
         if len(data) > limit:
             raise ParseError(source, None, f"{fmt.what} of at most {format_size(limit)} bytes (set "
                              f"{MAX_TRACE_BYTES_ENV} to allow more)", found=f"{len(data)} bytes")

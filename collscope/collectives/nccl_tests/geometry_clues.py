@@ -307,6 +307,11 @@ def _distinct(rows: Sequence[Row] | TableRows) -> tuple[list[_Bandwidths], list[
     return [_Bandwidths(*p) for p in chosen], [_Counts(*t) for t in counts]
 
 
+def _in_span(span: tuple[int, int | None], n: int) -> bool:
+    """``n`` lies in the (first, last) ranks busbw/algbw allows (last None: no upper bound)."""
+    return span[0] <= n and (span[1] is None or n <= span[1])
+
+
 def rows_say_excerpt(op: str, rows: Sequence[Row] | TableRows, listed: int, passed: int) -> bool:
     """The rows fit ``passed`` ranks and not the ``listed`` ranks of a rank list without an elision marker: the
     list is an author's excerpt (the passed number is then taken, with a note), not processes that each ran alone
@@ -318,7 +323,7 @@ def rows_say_excerpt(op: str, rows: Sequence[Row] | TableRows, listed: int, pass
     def fits(n: int) -> bool | None:
         votes = [] if counted is None else [counted == n]
         if span is not None:
-            votes.append(span[0] <= n and (span[1] is None or n <= span[1]))
+            votes.append(_in_span(span, n))
         return all(votes) if votes else None
 
     return fits(passed) is True and fits(listed) is False
@@ -332,18 +337,16 @@ def row_clues(ev: GeometryEvidence, op: str, rows: Sequence[Row] | TableRows, wa
     disagreement is a warning: the list is what ran). size/count is exact in the same way."""
     bandwidths, counts = _distinct(rows)
     counted = nranks_from_counts(op, counts)  # type: ignore[arg-type]  # reads size_bytes, elements, dtype
-    if known is not None and counted is not None and counted != known:
-        span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]
-        if span is not None and span[0] <= counted and (span[1] is None or counted <= span[1]) and not (
-                span[0] <= known and (span[1] is None or known <= span[1])):
-            # Two independent clues of the rows against the list: the list is an excerpt cut without a marker.
-            raise ParseError(ev.source, None, f"one number of ranks: the rank list shows {known}, but size / (count x "
-                             f"type size) and busbw/algbw both say {counted}; if the list is an excerpt, pass "
-                             f"--nranks {counted}", found=f"{known} rank lines without an elision marker")
+    span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]  # reads algbw_gbps, busbw_gbps
+    if (known is not None and counted is not None and counted != known and span is not None
+            and _in_span(span, counted) and not _in_span(span, known)):
+        # Two independent clues of the rows against the list: the list is an excerpt cut without a marker.
+        raise ParseError(ev.source, None, f"one number of ranks: the rank list shows {known}, but size / (count x "
+                         f"type size) and busbw/algbw both say {counted}; if the list is an excerpt, pass "
+                         f"--nranks {counted}", found=f"{known} rank lines without an elision marker")
     if counted is not None and (known is None or counted == known):
         ev.exact("nranks", counted, f"size / (count x type size) = {counted}")
         known = counted  # exact; the oldest all_gather tables print busbw = algbw (nccl-facts.md 4.3)
-    span = nranks_from_bandwidths(op, bandwidths)  # type: ignore[arg-type]  # reads algbw_gbps, busbw_gbps
     if span is None:
         return
     best = max((r for r in bandwidths if r.algbw_gbps > 0), key=lambda r: r.algbw_gbps)
@@ -354,7 +357,7 @@ def row_clues(ev: GeometryEvidence, op: str, rows: Sequence[Row] | TableRows, wa
         return
     says = f"{ratio} -> {first}" if first == last else (
         f"{ratio} -> {first} or more" if last is None else f"{ratio} -> {first}..{last}")
-    if known is not None and not (first <= known and (last is None or known <= last)):
+    if known is not None and not _in_span(span, known):
         warnings.append(f"{says} does not fit {known} ranks (the rank list, or size/count); not used")
         return
     ev.between("nranks", first, last, says)

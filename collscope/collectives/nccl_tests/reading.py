@@ -6,12 +6,11 @@ the runs one by one when it sees it).
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from collscope.errors import ConfigError, ParseError, shown
-from collscope.units import parse_size
+from collscope.errors import ParseError
+from collscope.files import size_limit_from_env
 
 __all__ = ["one_break", "parsing", "SecondRun", "text_cap", "MAX_TEXT_BYTES", "MAX_TEXT_BYTES_ENV"]
 
@@ -24,15 +23,11 @@ MAX_TEXT_BYTES_ENV = "COLLSCOPE_MAX_INPUT_BYTES"
 
 def text_cap() -> tuple[int, str]:
     """(the cap, the words the refusal adds) for an nccl-tests text file, ``$COLLSCOPE_MAX_INPUT_BYTES`` winning."""
-    raw = os.environ.get(MAX_TEXT_BYTES_ENV, "").strip()
-    cap = MAX_TEXT_BYTES
-    if raw:
-        try:
-            cap = parse_size(raw)
-        except ValueError:
-            raise ConfigError(f"{MAX_TEXT_BYTES_ENV}={shown(raw)}: expected a size such as 512M or 4G") from None
+    cap = size_limit_from_env(MAX_TEXT_BYTES_ENV, "512M or 4G")
+    cap = MAX_TEXT_BYTES if cap is None else cap
     return cap, (f" (read whole, ~10 bytes of memory per byte: split the file, or set {MAX_TEXT_BYTES_ENV}=4G to "
                  "read it anyway)")
+
 
 _BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 _BREAKS_NOT_ASCII = ("\x85", "\u2028", "\u2029")
