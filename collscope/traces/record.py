@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CollectiveCall", "StepSpan", "RankTrace", "TraceClue", "Backend", "SizeSource"]
+__all__ = ["CollectiveCall", "StepSpan", "KernelSpan", "RankTrace", "TraceClue", "Backend", "SizeSource"]
 
 Backend = Literal["nccl", "gloo", "unknown"]
 SizeSource = Literal["kernel", "record_param_comms", "input_dims", "flight_recorder", "inspector", "none"]
@@ -63,6 +63,19 @@ class StepSpan:
     duration_us: float
 
 
+@dataclass(frozen=True, slots=True)
+class KernelSpan:
+    """One GPU kernel of the rank (GPU traces): when it ran, and when the host launched it."""
+
+    start_us: float
+    end_us: float
+    launch_us: float | None
+    """The start of its ``cudaLaunchKernel`` (matched by ``correlation``); None when the launch is not in the file
+    (the kernel was launched before the profiler window opened)."""
+    comm: bool
+    """An NCCL (communication) kernel."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankTrace:
     """What one file tells about one rank."""
@@ -82,6 +95,13 @@ class RankTrace:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     host: str | None = None
     """The host the rank ran on, when the trace names it (Inspector ``hostname`` / ``node``)."""
+    kernels: tuple[KernelSpan, ...] = ()
+    """Every GPU kernel of the rank inside the profiled window, in start order (GPU traces; empty for CPU traces):
+    for GPU idle time and the host-wait split."""
+    outside_window_kernels: int = 0
+    """Kernels whose launch is not in the file (launched before the profiler window): they belong to no step."""
+    outside_window_comm_us: float = 0.0
+    """The summed duration of the communication kernels among them."""
     clues: tuple[TraceClue, ...] = ()
     """What the file says about the job's geometry (``world_size 128 in distributedInfo``), read by
     :func:`collscope.traces.geometry.job_geometry`."""
