@@ -1,5 +1,6 @@
-"""A training job's collectives from its traces: every call with its transfer time and busbw, per step the
-communication and the exposed communication, per (op, size) the job's busbw next to a sweep's and a model's.
+"""A training job's collectives from its traces: every call with its transfer time, wait and busbw, per step and
+rank where the time went (transfer, waiting for a late peer, compute, GPU idle), the ranks the others wait for,
+per (op, size) the job's busbw next to a sweep's and a model's, and what a faster collective would save.
 
 :func:`analyze_traces` is what ``collscope trace`` runs; :meth:`TraceReport.to_dict` is ``trace --json``
 (DESIGN.md), :meth:`TraceReport.workload` the workload file ``recommend --workload`` reads.
@@ -9,17 +10,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
 from collscope.geometry import Geometry, Known
 from collscope.traces.compare import BenchCurves, ModelFn
-from collscope.traces.exposure import StepStat, rank_exposure
+from collscope.traces.exposure import StepStat, rank_exposure, step_stats
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
+from collscope.traces.late import RankTiming, late_ranks
 from collscope.traces.match import match_calls
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.verdict import verdict
+from collscope.traces.steps import merge
+from collscope.traces.verdict import headline, verdict
+from collscope.traces.wait import CallSplit, split_matched
+from collscope.traces.whatif import Saving, call_saving, per_step
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import busbw_factor
 
@@ -44,6 +49,14 @@ class SummaryRow:
     calls_per_step: float | None
     verdict: str
     nnodes_evidence: tuple[str, ...] = ()
+    wait_us: float | None = None
+    """The calls' summed wait for a late peer (:mod:`collscope.traces.wait`); None when no call has a split."""
+    exposed_transfer_us_per_step: float | None = None
+    exposed_wait_us_per_step: float | None = None
+    network_us_per_step: float | None = None
+    """Step time saved at the sweep's (else the model's) busbw, exposed time only (:mod:`collscope.traces.whatif`)."""
+    waiting_us_per_step: float | None = None
+    """Step time saved had no rank arrived late to these calls."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__slots__}
@@ -65,12 +78,24 @@ class TraceReport:
     """The job's geometry with its evidence (:func:`collscope.traces.geometry.job_geometry`)."""
     process_groups: tuple[dict[str, Any], ...] = ()
     """Each process group the calls ran in: name, size, ranks, the evidence, the nodes it spans."""
+    late_ranks: tuple[dict[str, Any], ...] = ()
+    """Ranks by the time the others waited for them (:func:`collscope.traces.late.late_ranks`)."""
+    what_if: dict[str, Any] = field(default_factory=dict)
+    """``network_us_per_step``, ``waiting_us_per_step`` (:mod:`collscope.traces.whatif`), the reference used."""
+    outside_window: dict[str, Any] = field(default_factory=lambda: {"kernels": 0, "comm_us": 0.0})
+    """Kernels launched before the profiler window (no step holds them) and their communication time."""
+    no_communication: dict[str, Any] = field(default_factory=lambda: {"calls": 0, "ops": {}})
+    """Calls in groups of 1 rank: no data moves (NCCL launches nothing); never counted as collectives."""
+    headline: str = ""
+    """The one-line verdict (:func:`collscope.traces.verdict.headline`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"world_size": self.world_size, "backend": self.backend, "ranks": list(self.ranks),
-                "sources": list(self.sources), "geometry": self.geometry.to_json(),
+                "sources": list(self.sources), "verdict": self.headline, "geometry": self.geometry.to_json(),
                 "process_groups": list(self.process_groups), "collectives": list(self.collectives),
                 "steps": [s.to_dict() for s in self.steps], "summary": [r.to_dict() for r in self.summary],
+                "late_ranks": list(self.late_ranks), "what_if": dict(self.what_if),
+                "outside_window": dict(self.outside_window), "no_communication": dict(self.no_communication),
                 "warnings": list(self.warnings)}
 
     def top_exposed(self, n: int = 5) -> list[SummaryRow]:
@@ -96,59 +121,79 @@ def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, f
 
 def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = None,
                    model: ModelFn | None = None, overrides: Mapping[str, int | None] | None = None) -> TraceReport:
-    """Match the ranks' calls, time them, sum the steps, compare per (op, size) of each group size.
+    """Match the ranks' calls, split them into wait and transfer, sum the steps, find the late ranks, compare per
+    (op, size) of each group size, and say what a faster collective would save.
 
     ``overrides``: the user's ``nranks`` / ``nnodes`` / ``nvl_domain`` (``--nranks`` ...), which win over the
-    traces' evidence; the model of a row gets the nodes its group spans, and no figure when that is unknown."""
+    traces' evidence; the model of a row gets the nodes its group spans, and no figure when that is unknown.
+    Calls in groups of 1 rank are no communication: listed apart (``no_communication``), nowhere else."""
     geometry = job_geometry(traces, overrides, ", ".join(t.source for t in traces[:3])
                             + (", ..." if len(traces) > 3 else ""))
     hosts = rank_hosts(traces)
     warnings = [w for t in traces for w in t.warnings]
-    exposed: list[RankTrace] = []
-    steps: list[StepStat] = []
-    for t in traces:
-        calls, stats = rank_exposure(t)
-        exposed.append(RankTrace(source=t.source, kind=t.kind, rank=t.rank, world_size=t.world_size,
-                                 backend=t.backend, device=t.device, calls=tuple(calls), steps=t.steps))
-        steps.extend(stats)
+    solo = [c for t in traces for c in t.calls if c.group_size == 1]
+    exposed = [replace(t, calls=tuple(rank_exposure(replace(t, calls=tuple(c for c in t.calls
+                                                                           if c.group_size != 1)))))
+               for t in traces]
     matched, match_warnings = match_calls(exposed)
     warnings.extend(match_warnings)
+    compute = {}
+    for t in exposed:
+        spans = merge(t.compute_spans)
+        compute[t.rank] = (spans, [a for a, _ in spans])
+    splits, lates = split_matched(matched, compute)
+    steps: list[StepStat] = []
+    timing: dict[int, RankTiming] = {}
+    for t in exposed:
+        stats = step_stats(t, t.calls, splits)
+        steps.extend(stats)
+        timing[t.rank] = RankTiming(trace=t, calls=t.calls, steps=stats)
     rows: list[dict[str, Any]] = []
     per_size: dict[tuple[str, int, int | None], dict[str, Any]] = defaultdict(
-        lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None})
+        lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None,
+                 "wait_us": None, "exposed_transfer_us": 0.0, "exposed_wait_us": 0.0})
     groups: dict[tuple[str | None, int | None, tuple[int, ...] | None], dict[str, Any]] = {}
     shared: dict[tuple[int, ...] | None, list[int] | None] = {}  # one list per group, not one per call
+    saved: list[tuple[CollectiveCall, CallSplit, float | None]] = []
     from_duration = 0
     for m in matched:
         time_us = m.transfer_us
+        first = m.calls[0]
+        _, m_bus = _busbw(first, time_us if time_us is not None else first.duration_us)
         for call in m.calls:
             t_us = time_us if time_us is not None else call.duration_us
             if time_us is None and call.duration_us is not None and call.size_bytes is not None:
                 from_duration += 1
             alg, bus = _busbw(call, t_us)
+            split = splits.get(id(call))
             rows.append({"rank": call.rank, "op": call.op, "size_bytes": call.size_bytes, "dtype": call.dtype,
                          "group_size": call.group_size,
                          "group_ranks": shared.setdefault(call.group_ranks, _listed(call.group_ranks)),
                          "process_group": call.process_group, "seq": call.seq,
                          "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
                          "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
-                         "exposed_us": call.exposed_us, "stream": call.stream})
+                         "exposed_us": call.exposed_us, "stream": call.stream, **_split_fields(split)})
             key = (call.process_group, call.group_size, call.group_ranks)
             if key not in groups:
                 groups[key] = _group_row(call, geometry, hosts)
+            if split is not None and call.step is not None:
+                saved.append((call, split, m_bus))
             if call.size_bytes is None:
                 continue
             cell = per_size[(call.op, call.size_bytes, call.group_size)]
             cell["nodes"] = _same_nodes(cell["nodes"], group_nodes(call, geometry, hosts))
             cell["calls"] += 1
             cell["total_us"] += call.duration_us or 0.0
+            if split is not None:
+                cell["wait_us"] = (cell["wait_us"] or 0.0) + split.wait_us
             if call.step is not None:
                 cell["exposed_us"] += call.exposed_us or 0.0
                 cell["in_steps"] += 1
-        first = m.calls[0]
-        _, bus = _busbw(first, time_us if time_us is not None else first.duration_us)
-        if bus is not None:
-            per_size[(first.op, first.size_bytes or 0, first.group_size)]["busbw"].append(bus)
+                if split is not None:
+                    cell["exposed_transfer_us"] += split.exposed_transfer_us
+                    cell["exposed_wait_us"] += split.exposed_wait_us
+        if m_bus is not None:
+            per_size[(first.op, first.size_bytes or 0, first.group_size)]["busbw"].append(m_bus)
     if from_duration:
         warnings.append(f"{from_duration} calls have no transfer time (one rank known, or ranks unmatched): their "
                         "bandwidth is computed from their own duration, which includes waiting for peers")
@@ -158,15 +203,66 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                         "over the whole trace as one step")
     warnings.extend(_group_warnings(groups.values()))
     summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}), geometry, warnings)
+    n_steps = len({s.step for s in steps})
+    summary, what_if = _what_if(summary, per_size, saved, rank_steps, n_steps)
     if bench is not None:
         warnings.extend(_bench_gaps(summary, bench))
         warnings.extend(_above_bench(summary, bench))
+    table = late_ranks(lates, timing)
     backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
+    outside = {"kernels": sum(t.outside_window_kernels for t in traces),
+               "comm_us": sum(t.outside_window_comm_us for t in traces)}
+    ops: dict[str, int] = defaultdict(int)
+    for c in solo:
+        ops[c.op] += 1
     return TraceReport(world_size=geometry.nranks.value, backend=",".join(backends),
                        ranks=tuple(sorted({t.rank for t in traces})), sources=tuple(t.source for t in traces),
                        collectives=tuple(rows), steps=tuple(steps), summary=tuple(summary),
                        warnings=tuple(dict.fromkeys(warnings)), geometry=geometry,
-                       process_groups=tuple(g for g in groups.values()))
+                       process_groups=tuple(g for g in groups.values()), late_ranks=tuple(table), what_if=what_if,
+                       outside_window=outside, no_communication={"calls": len(solo), "ops": dict(sorted(ops.items()))},
+                       headline=headline(steps, table, what_if))
+
+
+def _split_fields(split: CallSplit | None) -> dict[str, Any]:
+    """A call row's wait / transfer split (:mod:`collscope.traces.wait`); None where the call has none."""
+    if split is None:
+        return {"wait_us": None, "late_rank": None, "late_by_us": None, "exposed_wait_us": None,
+                "hidden_wait_us": None, "exposed_transfer_us": None, "hidden_transfer_us": None}
+    return {"wait_us": split.wait_us, "late_rank": split.late_rank, "late_by_us": split.late_by_us,
+            "exposed_wait_us": split.exposed_wait_us, "hidden_wait_us": split.hidden_wait_us,
+            "exposed_transfer_us": split.exposed_transfer_us, "hidden_transfer_us": split.hidden_transfer_us}
+
+
+def _what_if(summary: list[SummaryRow], per_size: Mapping[tuple[str, int, int | None], Mapping[str, Any]],
+             saved: Sequence[tuple[CollectiveCall, CallSplit, float | None]], rank_steps: int,
+             n_steps: int) -> tuple[list[SummaryRow], dict[str, Any]]:
+    """Each row's and the job's savings per step (:mod:`collscope.traces.whatif`), at the row's sweep busbw,
+    else its model's."""
+    refs = {(r.op, r.size_bytes, r.nranks): (r.bench_busbw_gbps or r.model_busbw_gbps) for r in summary}
+    kinds = {("sweep" if r.bench_busbw_gbps else "model") for r in summary
+             if r.bench_busbw_gbps or r.model_busbw_gbps}
+    savings: list[Saving] = []
+    for call, split, bus in saved:
+        key = (call.op, call.size_bytes, call.group_size)
+        savings.append(call_saving(call.rank, call.step or 0, key, split, bus, refs.get(key)))
+    by_key: dict[object, list[Saving]] = defaultdict(list)
+    for s in savings:
+        by_key[s.key].append(s)
+    out = []
+    for r in summary:
+        key = (r.op, r.size_bytes, r.nranks)
+        cell = per_size[key]
+        net, wait = per_step(by_key.get(key, []), n_steps)
+        has = cell["wait_us"] is not None and rank_steps > 0
+        out.append(replace(r, wait_us=cell["wait_us"], network_us_per_step=net, waiting_us_per_step=wait,
+                           exposed_transfer_us_per_step=cell["exposed_transfer_us"] / rank_steps if has else None,
+                           exposed_wait_us_per_step=cell["exposed_wait_us"] / rank_steps if has else None))
+    net, wait = per_step(savings, n_steps)
+    missing = sum(1 for s in savings if s.network_us is None)
+    return out, {"network_us_per_step": net, "waiting_us_per_step": wait,
+                 "reference": " or ".join(sorted(kinds, reverse=True)) or None,
+                 "calls_without_reference": missing, "steps": n_steps}
 
 
 def _listed(ranks: tuple[int, ...] | None) -> list[int] | None:

@@ -1,8 +1,17 @@
-"""One line per (op, size) that says whether the job got what its fabric gives at that size."""
+"""One line per (op, size) that says whether the job got what its fabric gives at that size, and the job's
+one-line verdict: what communication costs of the step, how much of that is transfer and how much waiting (for
+whom), and what a faster network would save. Each clause says "unknown" where the traces do not support it."""
 
 from __future__ import annotations
 
-__all__ = ["verdict", "human_bytes", "human_us"]
+from collections.abc import Mapping, Sequence
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collscope.traces.exposure import StepStat
+
+__all__ = ["verdict", "headline", "human_bytes", "human_us"]
 
 
 def human_bytes(size_bytes: int) -> str:
@@ -39,3 +48,41 @@ def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float
     if exposed_per_step_us is not None:
         head += f"; {human_us(exposed_per_step_us)} exposed per step"
     return head
+
+
+def headline(steps: Sequence[StepStat], late: Sequence[Mapping[str, Any]], what_if: Mapping[str, Any]) -> str:
+    """``communication costs 36% of the step; 2% is transfer, 34% waiting for rank 7; a network at the sweep's
+    busbw would save 0.3 ms of 16 ms``: shares of the summed step periods of all ranks (exposed time only), the
+    savings of :mod:`collscope.traces.whatif` against the median period."""
+    total = sum(s.duration_us for s in steps)
+    if not steps or total <= 0:
+        return "no ProfilerStep#N spans: what communication costs of a step is unknown"
+    parts = [f"communication costs {sum(s.exposed_comm_us for s in steps) / total:.0%} of the step"]
+    if all(s.exposed_transfer_us is not None and s.exposed_wait_us is not None for s in steps):
+        transfer = sum(s.exposed_transfer_us or 0.0 for s in steps) / total
+        wait = sum(s.exposed_wait_us or 0.0 for s in steps) / total
+        parts.append(f"{transfer:.0%} is transfer, {wait:.0%} waiting{_for_whom(late)}")
+    else:
+        parts.append("transfer vs waiting unknown (calls not matched across ranks: no transfer time)")
+    period = median(s.duration_us for s in steps)
+    network, waiting = what_if.get("network_us_per_step"), what_if.get("waiting_us_per_step")
+    if network is None:
+        parts.append("what a faster network would save is unknown (no sweep or model figure: --against, --gpu or "
+                     "--topo)")
+    else:
+        parts.append(f"a network at the {what_if.get('reference')}'s busbw would save {human_us(network)} of "
+                     f"{human_us(period)}")
+    if waiting:
+        parts.append(f"no late arrivals {human_us(waiting)}")
+    return "; ".join(parts)
+
+
+def _for_whom(late: Sequence[Mapping[str, Any]]) -> str:
+    waited = sum(r["others_waited_us"] for r in late)
+    if not late or waited <= 0:
+        return ""
+    top = late[0]
+    share = top["others_waited_us"] / waited
+    if share >= 0.5:
+        return f" for rank {top['rank']}"
+    return f" for late peers (rank {top['rank']} the most: {share:.0%} of the waiting)"

@@ -25,8 +25,9 @@ def test_text_and_json(tmp_path):
     assert "all_reduce 4.19 MB" in res.output and "of the model's" in res.output
     assert "nnodes: 1 (--nnodes 1 (as passed))" in res.output
     doc = json.loads(_run(str(tmp_path), "--json").output)
-    assert set(doc) == {"world_size", "backend", "ranks", "sources", "geometry", "process_groups", "collectives",
-                        "steps", "summary", "warnings"}
+    assert set(doc) == {"world_size", "backend", "ranks", "sources", "verdict", "geometry", "process_groups",
+                        "collectives", "steps", "summary", "late_ranks", "what_if", "outside_window",
+                        "no_communication", "warnings"}
     assert doc["world_size"] == 2 and doc["ranks"] == [0, 1] and len(doc["collectives"]) == 8
 
 

@@ -1,0 +1,118 @@
+"""Where the time went (issue 25 item 3): per call wait vs transfer and their exposed / hidden parts; per step and
+rank the period's communication, transfer, wait, exposed communication, compute, GPU idle and host wait; calls
+in groups of 1 apart; kernels outside the window counted apart; the ``trace --json`` keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.cli import main
+from collscope.traces.record import KernelSpan
+from collscope.traces.render import render_text
+from collscope.traces.report import analyze_traces
+from tests.traces import trace_fixtures as fx
+from tests.traces.rank_traces import call, rank_trace
+
+
+def _two_ranks():
+    """One 10 ms step. Rank 1 computes 150 us longer (until 2250) and starts the all_reduce 250 us after rank 0;
+    both end at 2650. A compute kernel of rank 0 covers the first 100 us of its wait. Between 2650 and 6000 the
+    GPUs are idle; the next kernel is launched at 5000: 2350 us of that gap is host wait."""
+    def kernels(compute_end: float, comm_start: float) -> list[KernelSpan]:
+        return [KernelSpan(1000.0, compute_end, 900.0, False), KernelSpan(comm_start, 2650.0, 950.0, True),
+                KernelSpan(6000.0, 6500.0, 5000.0, False)]
+    r0 = rank_trace(0, [call(0, 2000.0, 650.0, seq=1, group=2)], steps=[(1, 0.0, 10_000.0)], world=2,
+                    compute=[(1000.0, 2100.0), (6000.0, 6500.0)], kernels=kernels(2100.0, 2000.0))
+    r1 = rank_trace(1, [call(1, 2250.0, 400.0, seq=1, group=2)], steps=[(1, 0.0, 10_000.0)], world=2,
+                    compute=[(1000.0, 2250.0), (6000.0, 6500.0)], kernels=kernels(2250.0, 2250.0))
+    return r0, r1
+
+
+def test_each_call_splits_into_wait_and_transfer_with_their_exposed_parts():
+    report = analyze_traces(_two_ranks())
+    by_rank = {row["rank"]: row for row in report.collectives}
+    r0, r1 = by_rank[0], by_rank[1]
+    assert (r0["transfer_us"], r0["wait_us"], r0["late_rank"], r0["late_by_us"]) == (400.0, 250.0, 1, 250.0)
+    assert (r0["exposed_wait_us"], r0["hidden_wait_us"]) == (150.0, 100.0)  # compute covers 2000..2100
+    assert (r0["exposed_transfer_us"], r0["hidden_transfer_us"]) == (400.0, 0.0)
+    assert (r1["wait_us"], r1["exposed_wait_us"], r1["exposed_transfer_us"]) == (0.0, 0.0, 400.0)
+    assert r0["exposed_us"] == r0["exposed_wait_us"] + r0["exposed_transfer_us"]
+
+
+def test_each_step_and_rank_says_where_its_period_went():
+    report = analyze_traces(_two_ranks())
+    s0, s1 = sorted(report.steps, key=lambda s: s.rank)
+    assert s0.to_dict() == {"rank": 0, "step": 1, "duration_us": 10_000.0, "comm_us": 650.0,
+                            "exposed_comm_us": 550.0, "transfer_us": 400.0, "wait_us": 250.0,
+                            "exposed_transfer_us": 400.0, "exposed_wait_us": 150.0, "compute_us": 1600.0,
+                            "gpu_idle_us": 7850.0, "host_wait_us": 900.0 + 2350.0 + 3500.0, "unsplit_calls": 0}
+    assert (s1.comm_us, s1.transfer_us, s1.wait_us, s1.compute_us, s1.gpu_idle_us) == \
+        (400.0, 400.0, 0.0, 1750.0, 7850.0)
+
+
+def test_a_call_across_two_periods_counts_in_each_for_its_part():
+    steps = [(1, 0.0, 5000.0), (2, 5000.0, 5000.0)]
+    r0 = rank_trace(0, [call(0, 4000.0, 2000.0, seq=1, group=2)], steps=steps, world=2)
+    r1 = rank_trace(1, [call(1, 4500.0, 1500.0, seq=1, group=2)], steps=steps, world=2)
+    report = analyze_traces([r0, r1])
+    s = {(x.rank, x.step): x for x in report.steps}
+    assert (s[0, 1].comm_us, s[0, 2].comm_us) == (1000.0, 1000.0)
+    assert (s[0, 1].wait_us, s[0, 1].transfer_us) == (500.0, 500.0)  # the wait is the call's first 500 us
+    assert (s[0, 2].wait_us, s[0, 2].transfer_us) == (0.0, 1000.0)
+    assert all(x.exposed_comm_us <= x.comm_us <= x.duration_us for x in report.steps)
+
+
+def test_what_a_trace_cannot_say_is_none_never_zero():
+    cpu = rank_trace(0, [call(0, 100.0, 500.0, seq=1, group=2)], steps=[(1, 0.0, 1000.0)], device="cpu",
+                     compute=[(0.0, 200.0)], world=2)
+    gpu_without_kernels = rank_trace(0, [call(0, 100.0, 500.0, seq=1, group=2)], steps=[(1, 0.0, 1000.0)],
+                                     compute=[(0.0, 200.0)], world=2)
+    for trace in (cpu, gpu_without_kernels):
+        [step] = analyze_traces([trace]).steps
+        assert (step.gpu_idle_us, step.host_wait_us) == (None, None)
+        assert (step.transfer_us, step.wait_us, step.unsplit_calls) == (None, None, 1)  # one rank: no split
+        assert (step.comm_us, step.exposed_comm_us, step.compute_us) == (500.0, 400.0, 200.0)
+    [row] = analyze_traces([cpu]).collectives
+    assert (row["wait_us"], row["late_rank"], row["late_by_us"]) == (None, None, None)
+
+
+def test_groups_of_one_rank_are_no_communication():
+    solo = [call(0, 100.0 * i, 50.0, seq=i, op="broadcast", group=1) for i in (1, 2)]
+    real = call(0, 500.0, 80.0, seq=3, group=2)
+    report = analyze_traces([rank_trace(0, [*solo, real], steps=[(1, 0.0, 1000.0)], world=2)])
+    assert report.no_communication == {"calls": 2, "ops": {"broadcast": 2}}
+    assert [r["op"] for r in report.collectives] == ["all_reduce"]
+    assert [r.op for r in report.summary] == ["all_reduce"]
+    assert report.steps[0].comm_us == 80.0
+    assert "no communication: 2 calls in groups of 1 rank (broadcast x2)" in render_text(report)
+
+
+def test_kernels_outside_the_window_are_counted_apart():
+    traces = [rank_trace(r, [call(r, 100.0, 50.0, seq=1, group=2)], world=2, outside=(3 - r, 100.0 - 20 * r))
+              for r in (0, 1)]
+    report = analyze_traces(traces)
+    assert report.outside_window == {"kernels": 5, "comm_us": 180.0}
+    assert "outside the profiled window: 5 kernels launched before it opened (180 us of communication)" in \
+        render_text(report)
+
+
+def test_trace_json_carries_the_new_fields(tmp_path):
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
+    res = CliRunner().invoke(main, ["trace", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    ar0 = [c for c in doc["collectives"] if c["op"] == "all_reduce" and c["rank"] == 0]
+    assert [(c["group_size"], c["group_ranks"], c["wait_us"], c["late_rank"], c["late_by_us"]) for c in ar0] == \
+        [(2, [0, 1], 250.0, 1, 250.0)] * 2
+    assert set(doc["steps"][0]) >= {"duration_us", "comm_us", "transfer_us", "wait_us", "exposed_comm_us",
+                                    "compute_us", "gpu_idle_us", "host_wait_us"}
+    assert [(r["rank"], r["last_count"], r["matched_calls"], r["others_waited_us"]) for r in doc["late_ranks"]] \
+        == [(1, 2, 4, 500.0), (0, 0, 4, 0.0)]
+    assert set(doc["what_if"]) >= {"network_us_per_step", "waiting_us_per_step"}
+    assert doc["what_if"]["waiting_us_per_step"] == pytest.approx(150.0)  # 250 waited, 100 of it under compute
+    assert doc["outside_window"] == {"kernels": 0, "comm_us": 0.0}
+    assert doc["verdict"].startswith("communication costs ")
