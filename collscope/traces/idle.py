@@ -7,8 +7,7 @@ that had not started by the gap's end; when every such kernel was launched befor
 work queued (waiting on a dependency, an event, a copy) and none of the gap is host wait. Kernels whose launch is
 not in the file count as queued (never as host wait). After the last kernel nothing is queued: host wait.
 
-CPU traces (gloo) have no kernels: :func:`cpu_gap_before` gives the time the main thread ran no profiled
-(``aten::``) op before a call instead, and the per-step GPU figures are None (not applicable), never 0.
+CPU traces (gloo) have no kernels: their per-step GPU figures are None (not applicable), never 0.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from collscope.traces.record import KernelSpan
 from collscope.traces.steps import merge
 
-__all__ = ["GpuTimeline", "cpu_gap_before"]
+__all__ = ["GpuTimeline"]
 
 
 class GpuTimeline:
@@ -53,26 +52,3 @@ class GpuTimeline:
             host += max(0.0, min(h1, end_us) - max(g0, start_us))
             i += 1
         return idle, host
-
-    def host_wait_before(self, t_us: float) -> float:
-        """The host-wait part of the idle gap that ends at ``t_us`` (a kernel's start); 0 when a kernel ran then."""
-        i = bisect.bisect_right(self._gap_starts, t_us) - 1
-        if i < 0:
-            return 0.0
-        g0, g1, h1 = self.gaps[i]
-        if g1 < t_us or math.isinf(g0):
-            return 0.0  # t_us lies inside a busy span, or before the first kernel (no gap start in the file)
-        return max(0.0, min(h1, t_us) - g0)
-
-
-def cpu_gap_before(t_us: float, compute: Sequence[tuple[float, float]], compute_ends: Sequence[float],
-                   since_us: float) -> float:
-    """How long before ``t_us`` the main thread ran no profiled op: from the end of the last compute span that
-    ended by then (not before ``since_us``, the end of the rank's previous call or its step's start) to ``t_us``.
-    ``compute``: merged spans; ``compute_ends``: their ends."""
-    i = bisect.bisect_right(compute_ends, t_us) - 1
-    last = compute[i][1] if i >= 0 else -math.inf
-    j = i + 1  # a span still running at t_us: no gap
-    if j < len(compute) and compute[j][0] <= t_us:
-        return 0.0
-    return max(0.0, t_us - max(last, since_us))

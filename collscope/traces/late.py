@@ -7,9 +7,10 @@ summed wait of the other ranks at those calls), sorted by ``others_waited_us`` t
 Evidence for the first row (when others waited for it at all), compared with the other ranks at the same calls
 and with its lateness (the mean wait of the others at those calls, summed):
 
-- ``host``: just before those calls its GPU sat idle with no kernel queued (:class:`~collscope.traces.idle.
-  GpuTimeline`), or on a CPU trace its main thread ran no profiled op (:func:`~collscope.traces.idle.
-  cpu_gap_before`), for at least half its lateness more than the others' median: CPU-bound (the host was late);
+- ``host``: between its previous call (or its step's start, whichever is later) and each of those calls its GPU
+  sat idle with no kernel queued (:class:`~collscope.traces.idle.GpuTimeline`), or on a CPU trace its main thread
+  ran no profiled op, for at least half its lateness more than the others' median at the same calls: CPU-bound
+  (the host was late: a stall before the call, then the small ops that build its input, is still seen);
 - ``compute``: its compute per step (kernels of the other streams; on CPU traces ``aten::`` ops) exceeds the
   others' median by at least half its lateness per step: a slow GPU, or more work on that rank;
 - ``unknown``: neither does; the sentence says what was compared. The larger of the two excesses wins.
@@ -17,6 +18,7 @@ and with its lateness (the mean wait of the others at those calls, summed):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,9 +26,9 @@ from statistics import median
 from typing import Any, Literal
 
 from collscope.traces.exposure import StepStat
-from collscope.traces.idle import GpuTimeline, cpu_gap_before
+from collscope.traces.idle import GpuTimeline
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.steps import merge
+from collscope.traces.steps import covered_us, merge
 from collscope.traces.verdict import human_us
 from collscope.traces.wait import MatchedLate
 
@@ -58,11 +60,18 @@ class RankTiming:
             last = max(last, c.start_us + (c.duration_us or 0.0))
 
     def idle_before(self, call: CollectiveCall) -> float | None:
-        """GPU: the host-wait part of the idle gap before the call's kernel; CPU: the main thread's gap."""
+        """Since the rank's previous call ended or its step began (the later): GPU, the time its GPU idled with no
+        kernel queued; CPU, the time its main thread ran no profiled op. None: a GPU trace without kernels."""
+        starts = [s.start_us for s in self.trace.steps if s.start_us <= call.start_us]
+        since = max(self.previous_end.get(id(call), -math.inf), max(starts) if starts else -math.inf)
+        if math.isinf(since):
+            return 0.0  # the rank's first call outside any step: no start to measure from
+        if since >= call.start_us:
+            return 0.0
         if self.trace.device == "gpu":
-            return None if self.timeline is None else self.timeline.host_wait_before(call.start_us)
-        return cpu_gap_before(call.start_us, self.compute, self.compute_ends, self.previous_end.get(id(call),
-                                                                                                   float("-inf")))
+            return None if self.timeline is None else self.timeline.idle_in(since, call.start_us)[1]
+        busy = covered_us(since, call.start_us, self.compute, [a for a, _ in self.compute])
+        return call.start_us - since - busy
 
     def compute_per_step(self) -> float | None:
         values = [s.compute_us for s in self.steps if s.compute_us is not None]
@@ -114,7 +123,7 @@ def _evidence(rank: int, lates: Sequence[MatchedLate], timing: Mapping[int, Rank
     what = f"rank {rank} came last to {len(mine)} calls, {human_us(lateness)} late in all"
     gpu = own.trace.device == "gpu"
     idle_word = "its GPU sat idle waiting on the host" if gpu else "its main thread ran no profiled op"
-    host_text = (f"{idle_word} for {human_us(idle_own)} just before them (the others: "
+    host_text = (f"{idle_word} for {human_us(idle_own)} since its previous call or step start before them (the others: "
                  f"{human_us(median(idle_others.values()) if idle_others else 0.0)} median)"
                  if host_excess is not None else "its GPU idle time is unknown (the trace gives no kernel list)")
     comp_word = "its compute kernels" if gpu else "its aten ops"

@@ -73,7 +73,7 @@ def headline(steps: Sequence[StepStat], late: Sequence[Mapping[str, Any]], what_
         parts.append(f"a network at the {what_if.get('reference')}'s busbw would save {human_us(network)} of "
                      f"{human_us(period)}")
     if waiting:
-        parts.append(f"no late arrivals {human_us(waiting)}")
+        parts.append(f"ranks arriving together would save {human_us(waiting)}")
     return "; ".join(parts)
 
 

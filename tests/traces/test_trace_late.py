@@ -115,8 +115,8 @@ def test_a_cpu_bound_rank_shows_its_gpu_waiting_on_the_host():
     first = report.late_ranks[0]
     assert (first["rank"], first["last_count"], first["others_waited_us"]) == (1, 3, 2 * 3 * DELAY_US)
     assert first["cause"] == "host" and "CPU-bound" in first["evidence"]
-    assert "its GPU sat idle waiting on the host for 15 ms just before them (the others: 0 us median)" in \
-        first["evidence"]
+    assert ("its GPU sat idle waiting on the host for 15 ms since its previous call or step start before them "
+            "(the others: 0 us median)") in first["evidence"]
     steps = {(s.rank, s.step): s for s in report.steps}
     # idle 21000..26000 and 26300..40000; launches at 25990 and (the next step's compute) at 39990
     assert (steps[1, 1].gpu_idle_us, steps[1, 1].host_wait_us) == (5000.0 + 13_700.0, 4990.0 + 13_690.0)
@@ -138,6 +138,6 @@ def test_a_cpu_trace_rank_outside_profiled_ops_is_late_on_its_host():
     report = analyze_traces(traces)
     first = report.late_ranks[0]
     assert (first["rank"], first["cause"]) == (0, "host")
-    assert "its main thread ran no profiled op for 15 ms just before them" in first["evidence"]
+    assert "its main thread ran no profiled op for 15 ms since its previous call or step start" in first["evidence"]
     assert {s.gpu_idle_us for s in report.steps} == {None}
     assert "GPU idle: n/a (a CPU trace)" in render_text(report)
