@@ -103,7 +103,11 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     if refused:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *refused))))
     if not report.collectives:
-        click.echo(f"no collectives in {', '.join(report.sources)}: nothing to report")
+        solo = report.no_communication
+        alone = (f" ({solo['calls']} calls in groups of 1 rank: "
+                 + ", ".join(f"{op} x{n}" for op, n in solo["ops"].items()) + "; nothing leaves the GPU)"
+                 if solo["calls"] else "")
+        click.echo(f"no collectives in {', '.join(report.sources)}{alone}: nothing to report")
         return
     if workload_out is not None:
         workload = report.workload()

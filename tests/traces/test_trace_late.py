@@ -141,3 +141,19 @@ def test_a_cpu_trace_rank_outside_profiled_ops_is_late_on_its_host():
     assert "its main thread ran no profiled op for 15 ms since its previous call or step start" in first["evidence"]
     assert {s.gpu_idle_us for s in report.steps} == {None}
     assert "GPU idle: n/a (a CPU trace)" in render_text(report)
+
+
+def test_the_html_report_has_the_verdict_the_step_table_and_the_late_ranks(tmp_path):
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    for r in range(3):
+        fx.write(tmp_path / f"rank{r}.json", _kineto_rank(r, late=2))
+    res = CliRunner().invoke(main, ["trace", str(tmp_path), "--report", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<p class='verdict'><b>Verdict:</b> communication costs " in page and "waiting for rank 2" in page
+    assert page.count("<tr class='step'>") == 3
+    assert "<tr class='late'><td>2</td><td>4</td><td>4</td><td>40000</td></tr>" in page
+    assert "Why rank 2 (compute)" in page

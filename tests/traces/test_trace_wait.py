@@ -116,3 +116,12 @@ def test_trace_json_carries_the_new_fields(tmp_path):
     assert doc["what_if"]["waiting_us_per_step"] == pytest.approx(150.0)  # 250 waited, 100 of it under compute
     assert doc["outside_window"] == {"kernels": 0, "comm_us": 0.0}
     assert doc["verdict"].startswith("communication costs ")
+
+
+def test_a_job_of_one_rank_is_no_communication_in_the_cli(tmp_path):
+    doc = fx.nccl_kernel_metadata(0, world=1)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel" or "nccl" not in e["name"]]
+    fx.write(tmp_path / "rank0.json", doc)  # NCCL launches no kernel for a group of 1: only the CPU calls remain
+    res = CliRunner().invoke(main, ["trace", str(tmp_path / "rank0.json")])
+    assert res.exit_code == 0, res.output
+    assert "groups of 1 rank" in res.output and "busbw" not in res.output
