@@ -33,7 +33,10 @@ from collscope.vocab.ops import OPS  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
-           "source_url", "note")
+           "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
+FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
+"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.model.RAMP_BYTES_PER_RANK_CHANNEL): the
+share of the other rows is the held-out check."""
 TOLERANCE = 0.15
 """A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
 FAR = 0.30
@@ -58,6 +61,17 @@ class PublishedRow:
     source_url: str
     note: str
     """What the source says that the model does not cover (SHARP, a forced algorithm, in-place, ...)."""
+    nic_gbit: float | None = None
+    """Each compute NIC's line rate as the source (or the provider's page of that instance) states it; None on one
+    node or when not stated (then a multi-node row is refused, as ``collscope predict`` refuses it)."""
+    nics_per_node: int | None = None
+    """Compute NICs per node when not one per GPU."""
+    nccl_algo: str = ""
+    """The NCCL_ALGO the source ran with (``Tree``, ``Ring``, ``NVLS``; empty: NCCL's own choice): the prediction is
+    NCCL's model restricted to it, as the variable restricts NCCL."""
+    off_reason: str = ""
+    """A fact that explains why the model is far off (stated in the source or its thread), with its URL; empty if
+    none is known."""
     line: int
     """The CSV line, for messages."""
 
@@ -90,7 +104,14 @@ class ScoredRow:
             return "refused"
         if self.within:
             return "within 15%"
-        return f"off {self.ratio - 1.0:+.1%}" + (" (>30%)" if abs(self.ratio - 1.0) > FAR else "")
+        far = abs(self.ratio - 1.0) > FAR
+        return f"off {self.ratio - 1.0:+.1%}" + (" (>30%, reason below)" if far and self.row.off_reason
+                                                 else " (>30%, unexplained)" if far else "")
+
+    @property
+    def unexplained(self) -> bool:
+        """Off by more than 30% with no fact in the table that explains it."""
+        return self.ratio is not None and abs(self.ratio - 1.0) > FAR and not self.row.off_reason
 
 
 def read_published(path: Path = DATA) -> list[PublishedRow]:
@@ -115,27 +136,37 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
             ints = {c: int(record[c]) for c in ("nranks", "nnodes", "nvl_domain")}
             size = parse_size(record["size_bytes"])
             busbw = float(record["busbw_gbps"])
+            nic_gbit = float(record["nic_gbit"]) if record["nic_gbit"].strip() else None
+            nics = int(record["nics_per_node"]) if record["nics_per_node"].strip() else None
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
+        if (nic_gbit is not None and not nic_gbit > 0) or (nics is not None and (nics < 1 or nic_gbit is None)):
+            raise ValueError(f"{where}: nic_gbit must be > 0 and nics_per_node >= 1 with a nic_gbit (got "
+                             f"{record['nic_gbit']!r}, {record['nics_per_node']!r})")
         if min(ints.values()) < 1 or ints["nranks"] % ints["nnodes"] or size < 1 or not busbw > 0:
             raise ValueError(f"{where}: nranks {ints['nranks']} must be a positive multiple of nnodes "
                              f"{ints['nnodes']}, nvl_domain >= 1, size and busbw > 0 (size {size}, busbw {busbw})")
         rows.append(PublishedRow(system=record["system"], gpu=record["gpu"], op=record["op"], size_bytes=size,
                                  busbw_gbps=busbw, nccl_version=record["nccl_version"],
-                                 source_url=record["source_url"], note=record["note"], line=line, **ints))
+                                 source_url=record["source_url"], note=record["note"], nic_gbit=nic_gbit,
+                                 nics_per_node=nics, nccl_algo=record["nccl_algo"].strip(),
+                                 off_reason=record["off_reason"].strip(), line=line, **ints))
     return rows
 
 
 def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[ScoredRow]:
     """Each row with the library's prediction; one ``predict`` call per geometry (all its sizes at once)."""
-    groups: dict[tuple[str, str, int, int, int], list[PublishedRow]] = {}
+    groups: dict[tuple[str, str, int, int, int, float | None, int | None, str], list[PublishedRow]] = {}
     for row in rows:
-        groups.setdefault((row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain), []).append(row)
+        groups.setdefault((row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node,
+                           row.nccl_algo), []).append(row)
     scored: dict[int, ScoredRow] = {}
-    for (op, gpu, nranks, nnodes, nvl_domain), members in groups.items():
+    for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, algo), members in groups.items():
         try:
             result = predict(op, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                             sizes=[r.size_bytes for r in members], version=version)
+                             sizes=[r.size_bytes for r in members], version=version,
+                             nic_gbit=nic_gbit if nnodes > 1 else None, nics_per_node=nics if nnodes > 1 else None,
+                             algos=[algo] if algo else None)
         except CollscopeError as exc:
             for r in members:
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))
@@ -144,7 +175,7 @@ def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[Scored
         for r in members:
             if r.size_bytes in choice:
                 c = choice[r.size_bytes]
-                scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.busbw_gbps, model=f"NCCL {c.algo}/{c.proto}")
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.expected_busbw_gbps, model=f"NCCL {c.algo}/{c.proto}")
                 continue
             best = max((p for p in result.predictions if p.model == "alpha-beta" and p.size_bytes == r.size_bytes),
                        key=lambda p: p.busbw_gbps, default=None)
@@ -178,7 +209,23 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
         by_system.setdefault(s.row.system, []).append(s)
         everything.append(s)
     out = [_share(name, members) for name, members in by_system.items()]
-    return out + [_share("all rows", everything)]
+    held_out = [s for s in everything if not any(src in s.row.source_url for src in FIT_SOURCES)]
+    return out + [_share("all rows", everything),
+                  _share("held-out rows (all but the rows the size ramp was fitted on)", held_out)]
+
+
+def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
+    """The rows off by more than 30%: how many, and per system the stated reason, or "unexplained"."""
+    far = [s for s in scored if s.ratio is not None and abs(s.ratio - 1.0) > FAR]
+    unexplained = sum(s.unexplained for s in far)
+    out = [f"rows off by more than {FAR:.0%}: {len(far)} ({len(far) - unexplained} with a stated reason, "
+           f"{unexplained} unexplained)"]
+    seen: dict[tuple[str, str], int] = {}
+    for s in far:
+        key = (s.row.system, s.row.off_reason or "unexplained: no fact found in the source or its thread")
+        seen[key] = seen.get(key, 0) + 1
+    out += [f"{system} ({n} row{'s' if n > 1 else ''}): {why}" for (system, why), n in seen.items()]
+    return out
 
 
 def _share(name: str, members: Sequence[ScoredRow]) -> Share:
@@ -206,6 +253,8 @@ def render_text(scored: Sequence[ScoredRow]) -> str:
     reasons = sorted({(s.row.system, s.refused) for s in scored if s.refused})
     if reasons:
         lines += ["", "refused (the library's reason):"] + [f"  {system}: {why}" for system, why in reasons]
+    far = far_lines(scored)
+    lines += ["", far[0] + ":"] + [f"  {line}" for line in far[1:]]
     lines += ["", f"share within {TOLERANCE:.0%} of the published busbw:"]
     lines += [f"  {sh.name}: {sh.text}" for sh in shares(scored)]
     return "\n".join(lines)
@@ -221,6 +270,8 @@ def render_markdown(scored: Sequence[ScoredRow]) -> str:
     if reasons:
         lines += ["", "Refused rows, with the library's reason:", ""]
         lines += [f"- {system}: {why}" for system, why in reasons]
+    far = far_lines(scored)
+    lines += ["", far[0].capitalize() + ":", ""] + [f"- {line}" for line in far[1:]]
     lines += ["", f"Share within {TOLERANCE:.0%} of the published busbw:", ""]
     lines += [f"- {sh.name}: {sh.text}" for sh in shares(scored)]
     return "\n".join(lines)
@@ -234,7 +285,8 @@ def render_csv(scored: Sequence[ScoredRow]) -> str:
     for s in scored:
         r = s.row
         writer.writerow([r.system, r.gpu, r.nranks, r.nnodes, r.nvl_domain, r.op, r.size_bytes, r.busbw_gbps,
-                         r.nccl_version, r.source_url, r.note,
+                         r.nccl_version, r.source_url, r.note, "" if r.nic_gbit is None else f"{r.nic_gbit:g}",
+                         "" if r.nics_per_node is None else r.nics_per_node, r.nccl_algo, r.off_reason,
                          "" if s.predicted_gbps is None else f"{s.predicted_gbps:.4g}", s.model,
                          "" if s.ratio is None else f"{s.ratio:.4f}", int(s.within), s.refused or ""])
     return out.getvalue()

@@ -9,8 +9,9 @@ Which algorithm ran, per configuration and size (the first that applies; ``algo_
 3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology.
 
 For NCCL that needs a GPU generation (``LinkParams.gpu``); the model is then NCCL's cost model of that
-(algorithm, protocol). Without a GPU generation, and for Open MPI, the alpha-beta model of the configuration
-(:func:`.compare.model_name`) is used and ``algo_source`` says so.
+(algorithm, protocol) plus what nccl-tests measures beyond it (:func:`~.nccl_model.model.measured_extra_us`: the
+size ramp of Simple, the LL step latency). Without a GPU generation, and for Open MPI, the alpha-beta model of the
+configuration (:func:`.compare.model_name`) is used and ``algo_source`` says so.
 
 Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
 the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than
@@ -29,7 +30,7 @@ import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
-from collscope.analysis.nccl_model.model import NcclGraphInputs, nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.model import NcclGraphInputs, measured_extra_us, nccl_choice, nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.collectives.record import busbw_factor
@@ -97,6 +98,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
     if logged is not None:
         algo, proto = logged
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
+        if time is not None:
+            time += measured_extra_us(inputs, op, algo, proto, size)
         if time is not None and time > 0:
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
             return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
@@ -110,7 +113,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
             if choice is not None:
                 return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
                                 algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
-                                busbw_gbps=choice.busbw_gbps, bound=algorithm_bound(op, algo, params))
+                                busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, algo, params))
     forced = ", ".join(t for t in (algo_text, proto_text) if t)
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
@@ -119,7 +122,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         return None
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
     return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
-                    busbw_gbps=choice.busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
+                    busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
 
 
 def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, source: str) -> Expected:

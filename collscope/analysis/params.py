@@ -129,14 +129,24 @@ def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
 
 def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
                 nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
-                gamma_gbps: float | None = None, alpha_inter_us: float | None = None) -> LinkParams:
+                gamma_gbps: float | None = None, alpha_inter_us: float | None = None, nic_gbit: float | None = None,
+                nics_per_node: int | None = None) -> LinkParams:
     """The :class:`LinkParams` of ``nranks`` ranks on ``nnodes`` nodes like ``topology`` (one node of a Cluster).
 
     ``nnodes`` has no default: the caller states the job's nodes (its :class:`~collscope.geometry.Geometry`).
     ``nvl_domain``: GPUs one NVLink fabric joins when it is larger than a node (72 on an NVL72 rack): the ranks of
     one domain reach each other over NVLink, only the domains need the NICs (one domain: no NIC at all).
+    ``nic_gbit`` / ``nics_per_node``: the compute NICs of each node when no capture gives them (``--nic-gbit``:
+    the line rate of one NIC in Gb/s as ibstat prints it; ``--nics-per-node``, default one per GPU of the node,
+    the HGX and NVL72-tray reference design); they override the topology's NICs.
     Raises ConfigError when the bandwidth cannot be known, saying what to pass.
     """
+    if nic_gbit is not None and not nic_gbit > 0:
+        raise ConfigError(f"the NIC rate must be > 0 Gb/s, got {nic_gbit}")
+    if nics_per_node is not None and nics_per_node < 1:
+        raise ConfigError(f"nics per node must be >= 1, got {nics_per_node}")
+    if nics_per_node is not None and nic_gbit is None:
+        raise ConfigError("--nics-per-node needs --nic-gbit (the line rate of each NIC, Gb/s)")
     if nnodes < 1 or nranks < 1 or nranks % nnodes:
         raise ConfigError(f"nranks ({nranks}) must be a positive multiple of nnodes ({nnodes})")
     if nvl_domain is not None and nvl_domain < 1:
@@ -184,6 +194,11 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     sources.append(f"intra-node bandwidth {intra:g} GB/s: {intra_src}")
 
     nics, nic_gbps, nic_src = _nics(node) if node is not None else (0, None, "")
+    if nic_gbit is not None:
+        nics, nic_gbps = (nics_per_node or ppn), nic_gbit / 8.0
+        nic_src = (f"{nics} NIC(s) per node at {nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each (given: --nic-gbit"
+                   + (", --nics-per-node)" if nics_per_node else "; one NIC per GPU of the node assumed, "
+                      "--nics-per-node N to change)"))
     rack = next((s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl and s.nic_gbit), None)
     if nic_gbps is None and ndomains > 1 and domain > ppn and rack is not None and rack.nic_gbit is not None:
         nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
@@ -198,8 +213,9 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
             ring = float(bw_gbps)
             sources.append("ring bandwidth: given (--bw-gbps), the same on every link")
         elif inter is None:
-            raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --topo with ibstat/ibv_devinfo captures "
-                              "(collscope topo collect) or --bw-gbps B")
+            raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --nic-gbit R (each compute NIC's line "
+                              "rate; --nics-per-node N if not one per GPU), --topo with ibstat/ibv_devinfo "
+                              "captures (collscope topo collect), or --bw-gbps B")
         else:
             ring = min(intra, inter * (domain // ppn))
             sources.append(f"inter-node {inter:g} GB/s per node: {nic_src}; ring bound min(intra, NICs x NIC) = "

@@ -3,10 +3,14 @@
 The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope predict --json`` prints::
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
-     "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps"}, ...],
+     "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us",
+                      "expected_busbw_gbps"}, ...],
      "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
 
-``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. NCCL's model needs a GPU generation; without one
+``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
+model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
+(``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency), what analyze, trace and the
+scorecard compare against. NCCL's model needs a GPU generation; without one
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
 """
 
@@ -72,11 +76,14 @@ class PredictResult:
 def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,
             nnodes: int | None, nvl_domain: int | None = None, sizes: Iterable[int] | None = None,
             alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
-            version: str = "2.30") -> PredictResult:
+            version: str = "2.30", nic_gbit: float | None = None, nics_per_node: int | None = None,
+            algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> PredictResult:
     """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc).
 
     ``nnodes`` is the caller's to state (None: a ConfigError; nothing is assumed);
-    ``nvl_domain``: GPUs one NVLink fabric joins when it spans nodes (:func:`~.params.link_params`).
+    ``nvl_domain``: GPUs one NVLink fabric joins when it spans nodes; ``nic_gbit`` / ``nics_per_node``: the
+    compute NICs when no capture gives them (:func:`~.params.link_params`); ``algos`` / ``protos``: what NCCL's
+    choice may pick, as NCCL_ALGO / NCCL_PROTO restrict it.
     """
     if nnodes is None:
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
@@ -90,7 +97,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     if not size_list or size_list[0] < 0:
         raise ConfigError(f"sizes must be >= 0 bytes, got {size_list or 'none'}")
     params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
-                         bw_gbps=bw_gbps, gamma_gbps=gamma_gbps)
+                         bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     preds = alpha_beta_predictions(op, params, size_list)
     notes: list[str] = []
     choices: list[NcclChoice] = []
@@ -111,7 +118,9 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          "the alpha-beta models")
         nccl = nccl_predictions(inputs, op, size_list, version=version)
         preds = sorted(preds + nccl, key=lambda pred: pred.size_bytes)  # stable: alpha-beta first
-        choices = [nccl_choice(inputs, op, s, version=version) for s in size_list]
+        allowed = (list(algos) if algos is not None else None, list(protos) if protos is not None else None)
+        choices = [nccl_choice(inputs, op, s, version=version, algos=allowed[0], protos=allowed[1])
+                   for s in size_list]
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
                          nccl_graphs=graphs, notes=tuple(notes))
@@ -152,5 +161,8 @@ def render_predict_text(prediction: PredictResult) -> str:
             lines.append(f"  {r['model']:<11} {name:<22} {r['time_us']:>12.2f} {r['busbw_gbps']:>13.2f}")
         if size in choice:
             c = choice[size]
-            lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s")
+            lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
+                         "in NCCL's model")
+            lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
+                         "GB/s (NCCL's model plus the measured size ramp / LL step latency)")
     return "\n".join(lines)

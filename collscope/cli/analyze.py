@@ -16,7 +16,7 @@ from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
 from collscope.analysis.params import link_params
-from collscope.cli.options import geometry_options, gpu_option, link_options, topo_option
+from collscope.cli.options import geometry_options, gpu_option, link_options, nic_options, topo_option
 from collscope.collectives.record import OPS
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
@@ -28,7 +28,8 @@ _FAILING = ("wrong_values", "not_applied", "failure")
 
 
 def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None, bw_gbps: float | None,
-                   frame: pd.DataFrame) -> Callable[[int, int], LinkParams | None] | None:
+                   frame: pd.DataFrame, nic_gbit: float | None = None,
+                   nics_per_node: int | None = None) -> Callable[[int, int], LinkParams | None] | None:
     """Link parameters per (nranks, nnodes) group; the NVLink domain from that group's geometry (--nvl-domain
     wins there)."""
     if not (topo or gpu or bw_gbps):
@@ -40,7 +41,7 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
     def source(nranks: int, nnodes: int) -> LinkParams | None:
         nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
         return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                           alpha_us=alpha_us, bw_gbps=bw_gbps)
+                           alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
 
     return source
 
@@ -51,11 +52,13 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
 @gpu_option
 @geometry_options("nranks", "nnodes", "nvl_domain", "op", op_choices=OPS)
 @link_options
+@nic_options
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON document.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print per configuration x size rows with efficiency as CSV.")
 def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | None, nranks: int | None,
                     nnodes: int | None, nvl_domain: int | None, op: str | None, alpha_us: float | None,
-                    bw_gbps: float | None, as_json: bool, as_csv: bool) -> None:
+                    bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None, as_json: bool,
+                    as_csv: bool) -> None:
     """Fit alpha and beta per configuration, compare with the models, find crossovers and anomalies.
 
     PATHS are sweep results directories, Measurement JSONL files or nccl-tests outputs. Per configuration:
@@ -82,7 +85,7 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     frame = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
-    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame)
+    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node)
     result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
     if as_json:
         click.echo(result.to_json(), nl=False)

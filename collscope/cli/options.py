@@ -178,6 +178,17 @@ def geometry_options(*fields: str, op_choices: tuple[str, ...] | None = None) ->
     return apply
 
 
+def nic_options(func: F) -> F:
+    """``--nic-gbit R`` and ``--nics-per-node N``: the compute NICs of each node when no capture gives them."""
+    return _apply(func,
+                  click.option("--nic-gbit", default=None, type=click.FloatRange(min=0, min_open=True),
+                               metavar="R",
+                               help="Line rate of each compute NIC, Gb/s as ibstat prints it (400 for NDR); for "
+                                    "jobs across nodes without a --topo capture of the NICs."),
+                  click.option("--nics-per-node", default=None, type=click.IntRange(min=1), metavar="N",
+                               help="Compute NICs per node, each at the NIC rate given (default: one per GPU of the node)."))
+
+
 def link_options(func: F) -> F:
     """``--alpha-us A`` and ``--bw-gbps B``: link parameters given by hand (they override the topology's and the GPU
     table's), one name and help in every command that models a job."""

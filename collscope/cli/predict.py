@@ -11,6 +11,7 @@ from collscope.cli.options import (
     geometry_options,
     gpu_option,
     link_options,
+    nic_options,
     size_range_options,
     sizes_option,
     topo_option,
@@ -47,14 +48,15 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @click.option("--factor", default=None, type=click.FloatRange(min=1, min_open=True), metavar="F",
               help="Ladder factor, > 1.  [default: 4]")
 @link_options
+@nic_options
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
 def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
                 nvl_domain: int | None, op: str | None,
                 sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
-                alpha_us: float | None, bw_gbps: float | None, gamma_gbps: float | None, nccl_version: str,
-                as_json: bool) -> None:
+                alpha_us: float | None, bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None,
+                gamma_gbps: float | None, nccl_version: str, as_json: bool) -> None:
     """Expected time and busbw per algorithm (alpha-beta) and per algorithm/protocol (NCCL's model).
 
     Answers "is my number normal?": compare a measured busbw with the models for the same topology. Link
@@ -68,6 +70,7 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
       collscope predict --topo node01/ --op all_gather --nranks 16 --nnodes 2 --json
       collscope predict --op all_reduce --nranks 4 --nnodes 1 --alpha-us 2 --bw-gbps 10
       collscope predict --gpu GB200 --op all_reduce --nranks 72 --nnodes 18 --nvl-domain 72
+      collscope predict --gpu H200 --op all_reduce --nranks 16 --nnodes 2 --nic-gbit 400
     """
     missing = [opt for opt, value in (("--op OP", op), ("--nranks N", nranks), ("--nnodes N", nnodes))
                if value is None]
@@ -79,7 +82,8 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
     topology = load_topology(topo, gpu=gpu) if topo else None
     result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                      sizes=size_list,
-                     alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version)
+                     alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version,
+                     nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

@@ -67,8 +67,10 @@ def test_h200_two_nodes_is_normal_against_nvlstree(kind: str, tmp_path: Path) ->
     assert sizes["efficiency"].between(1.0, 1.08).all(), sizes["efficiency"].tolist()
     assert set(sizes["verdict"]) == {"normal"}
     one_gib = sizes[(sizes["size_bytes"] == 1 << 30) & ~sizes["in_place"]].iloc[0]
-    assert math.isclose(one_gib["model_busbw_gbps"], 454.6, abs_tol=0.1)
-    assert math.isclose(one_gib["efficiency"], 458.65 / 454.64, rel_tol=1e-3)
+    # NCCL's NVLSTree/Simple 454.6 GB/s at 1 GiB less the size ramp (nccl_model.model.ramp_us: 16 ranks x 32
+    # NVLS channels x 128 KiB at NVLSTree's bandwidth): 441.1 GB/s
+    assert math.isclose(one_gib["model_busbw_gbps"], 441.06, abs_tol=0.1)
+    assert math.isclose(one_gib["efficiency"], 458.65 / 441.06, rel_tol=1e-3)
     # NVLSTree on 2 nodes moves S, not 2(n-1)/n S, across each node's NICs: its bound is far above the ring's 400
     assert (sizes["bound_busbw_gbps"] > 700).all() and set(sizes["bound_algo"]) == {"NVLSTree"}
     assert result.configs["peak_efficiency"].between(1.0, 1.08).all()
@@ -79,7 +81,7 @@ def test_a100_one_node_is_97_percent_of_nccl_ring(kind: str, tmp_path: Path) -> 
     result = _analysis(_source(kind, A100_FIXTURE, A100_CORPUS, tmp_path), _a100_params)
     row = result.sizes.iloc[0]
     assert row["model"] == "Ring/Simple" and row["model_kind"] == "nccl"
-    assert math.isclose(row["efficiency"], 0.973, abs_tol=0.002)
+    assert math.isclose(row["efficiency"], 0.975, abs_tol=0.002)  # 233.29 / 239.27 (Ring/Simple less its ramp)
     assert row["verdict"] == "normal"
     assert math.isclose(row["bound_busbw_gbps"], 300.0)  # 12 NVLinks x 25 GB/s, the ring's bound
 

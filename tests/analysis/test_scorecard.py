@@ -100,7 +100,7 @@ def test_predictions_are_the_librarys(scorecard: ModuleType, scored: list) -> No
             assert s.refused == str(exc) and s.predicted_gbps is None
             continue
         if result.nccl_choice:
-            assert s.predicted_gbps == pytest.approx(result.nccl_choice[0].busbw_gbps)
+            assert s.predicted_gbps == pytest.approx(result.nccl_choice[0].expected_busbw_gbps)
             assert s.model == f"NCCL {result.nccl_choice[0].algo}/{result.nccl_choice[0].proto}"
         else:
             assert s.predicted_gbps == pytest.approx(max(p.busbw_gbps for p in result.predictions))
@@ -116,7 +116,8 @@ def test_a_changed_model_changes_the_scorecard(scorecard: ModuleType, monkeypatc
 
     def doubled(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = real(*args, **kwargs)
-        return replace(result, nccl_choice=tuple(replace(c, busbw_gbps=2 * c.busbw_gbps) for c in result.nccl_choice))
+        return replace(result, nccl_choice=tuple(replace(c, expected_busbw_gbps=2 * c.expected_busbw_gbps)
+                                                    for c in result.nccl_choice))
 
     monkeypatch.setattr(scorecard, "predict", doubled)
     after = {s.row.size_bytes: s.predicted_gbps for s in scorecard.score(rows)}

@@ -6,6 +6,10 @@ Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``) and ``src/enqueue.cc`` (
 per-algorithm graphs NCCL's topology search produces (:class:`NcclGraphInputs`); :mod:`.nccl_search` approximates
 that search from a topology.
 
+:func:`nccl_choice` also gives what nccl-tests measures for that choice (``expected_*``): NCCL's time plus two
+fitted terms NCCL's model leaves out (it compares algorithms; it does not predict a measurement): the size ramp of
+Simple (:func:`ramp_us`) and the LL step latency (:func:`hop_us`), :func:`measured_extra_us`.
+
 Not modelled: tuner plugins, ``NCCL_THREAD_THRESHOLDS`` / channel reduction after the choice, FP8 penalties,
 CollNet plugins that implement iallgather/ireducescatter (multi-node NVLS/CollNet AllGather/ReduceScatter are off),
 the CUDA 11.8 sm90 2-rank LL128 exception, aggregated operations (one operation per launch: latCount = 1).
@@ -40,6 +44,11 @@ __all__ = [
     "nccl_time_us",
     "nccl_predictions",
     "nccl_choice",
+    "RAMP_BYTES_PER_RANK_CHANNEL",
+    "runtime_channels",
+    "ramp_us",
+    "hop_us",
+    "measured_extra_us",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -108,7 +117,11 @@ class NcclChoice:
     algo: str
     proto: str
     time_us: float
+    """NCCL's own model's time (what it compares to choose)."""
     busbw_gbps: float
+    expected_time_us: float = 0.0
+    """What nccl-tests measures for that choice: NCCL's time plus :func:`measured_extra_us`."""
+    expected_busbw_gbps: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -326,6 +339,64 @@ def nccl_time_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_b
     return lat + size_bytes / (1000 * bw)
 
 
+RAMP_BYTES_PER_RANK_CHANNEL = 128 * 1024
+"""The size ramp of published Simple-protocol curves: a collective reaches b / (b + 128 KiB) of its peak busbw
+when each rank moves b bytes per channel (b = size / (nranks x channels)). Fitted, not NCCL's: on the Azure ND
+A100 v4 / H100 v5 rows of bench/scorecard/published.csv (16 MiB to 1 GiB, Ring and NVLS) and checked on the other
+systems' rows (GB200 tray ring, NVL72 NVLS, multi-rack NVLSTree); docs/reading-results.md shows the scorecard with
+and without it. 128 KiB is also NCCL's NVLS chunk (src/transport/nvls.cc ``NCCL_NVLS_CHUNKSIZE`` default
+128 * 1024), but NCCL's own chunk-shrinking rule for small sizes (src/enqueue.cc) fits the published ramps worse."""
+
+
+def runtime_channels(inputs: NcclGraphInputs, algo: str) -> int:
+    """The channels NCCL runs an algorithm on: NVLS/NVLSTree ``comm->nvlsChannels`` (src/transport/nvls.cc
+    ncclNvlsTuning: NVLS_NCHANNELS_SM90 16; sm100 NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain,
+    NVLS_NCHANNELS_SM100 32 across domains); the others the search's channels doubled
+    (src/graph/connect.cc ncclTopoPostset: ``nChannels = std::min(MAXCHANNELS, nChannels * 2)``, MAXCHANNELS 64
+    in src/include/device.h)."""
+    if algo in ("NVLS", "NVLSTree"):
+        if inputs.sm < 100:
+            return 16
+        return 24 if inputs.nnodes == 1 else 32
+    g = _graph(inputs, algo) or inputs.ring
+    return min(64, 2 * g.n_channels)
+
+
+def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
+            version: str = "2.30") -> float:
+    """The time a Simple-protocol collective loses to the size ramp (:data:`RAMP_BYTES_PER_RANK_CHANNEL`):
+    nranks x channels x 128 KiB at the algorithm's bandwidth, so that busbw = peak x b / (b + 128 KiB).
+    0 for LL/LL128 (their published small-size figures are too few to fit a term) and for sizes <= 0."""
+    if proto != "Simple" or size_bytes <= 0:
+        return 0.0
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
+    if bw <= 0:
+        return 0.0
+    fill_bytes = inputs.nranks * runtime_channels(inputs, algo) * RAMP_BYTES_PER_RANK_CHANNEL
+    return min(fill_bytes, size_bytes) / (1000 * bw)  # at most the bandwidth time again: busbw >= half the peak
+
+
+def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
+    """What a Ring LL step costs beyond NCCL's per-step latency: one more ``hwLat`` per step inside the node
+    (NVLink or PCI; src/graph/tuning.cc ``hwLat[intraHw][NCCL_ALGO_RING][NCCL_PROTO_LL]``, 0.6 us on NVLink).
+    Fitted, not NCCL's: the published single-node Ring/LL figures at 1 MiB of Azure ND A100/H100/H200/GB200 v6 take
+    about twice NCCL's per-step latency (2 (n-1) steps x 1.2 us on NVLink; checked on OCI's GB300 tray curves at
+    1-4 MiB); 0 elsewhere (LL128 and the other algorithms: too few published points to fit)."""
+    if algo != "Ring" or proto != "LL":
+        return 0.0
+    c = nccl_constants(version)
+    hw = "NVLINK" if inputs.ring.type_intra == "NVL" else "PCI"
+    return _nsteps(_func(op), inputs.nranks) * c.hw_latency_us[hw]["Ring"][PROTOS.index(proto)]
+
+
+def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
+                      version: str = "2.30") -> float:
+    """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
+    Simple (:func:`ramp_us`) and the LL step latency (:func:`hop_us`)."""
+    return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
+            + hop_us(inputs, op, algo, proto, version=version))
+
+
 def _pairs(version: str, algos: Iterable[str] | None, protos: Iterable[str] | None) -> list[tuple[str, str]]:
     c = nccl_constants(version)
     want_a = list(c.algos) if algos is None else list(algos)
@@ -362,5 +433,8 @@ def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: s
             best = pred
     if best is None:
         raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
-    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
-                      busbw_gbps=best.busbw_gbps)
+    proto = best.proto or ""
+    expected = best.time_us + measured_extra_us(inputs, op, best.algo, proto, int(size_bytes), version=version)
+    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=proto, time_us=best.time_us,
+                      busbw_gbps=best.busbw_gbps, expected_time_us=expected,
+                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0)
