@@ -63,10 +63,12 @@ def headline(steps: Sequence[StepStat], late: Sequence[Mapping[str, Any]], what_
         wait = sum(s.exposed_wait_us or 0.0 for s in steps) / total
         parts.append(f"{transfer:.0%} is transfer, {wait:.0%} waiting{_for_whom(late)}")
     else:
-        parts.append("transfer vs waiting unknown (calls not matched across ranks: no transfer time)")
+        parts.append("transfer vs waiting unknown (no call has a transfer time: one rank traced, or ranks unmatched)")
     period = median(s.duration_us for s in steps)
     network, waiting = what_if.get("network_us_per_step"), what_if.get("waiting_us_per_step")
-    if network is None:
+    if network is None and waiting is None:
+        parts.append("what a faster network would save is unknown (no transfer time)")
+    elif network is None:
         parts.append("what a faster network would save is unknown (no sweep or model figure: --against, --gpu or "
                      "--topo)")
     else:

@@ -79,3 +79,4 @@ def test_one_rank_only_leaves_the_split_unknown():
     report = analyze_traces(_job()[:1], bench=_sweep(40.0))
     assert report.what_if["network_us_per_step"] is None and report.what_if["waiting_us_per_step"] is None
     assert "transfer vs waiting unknown" in report.headline and "waiting for" not in report.headline
+    assert "what a faster network would save is unknown (no transfer time)" in report.headline
