@@ -88,7 +88,7 @@ class Row:
     cells: tuple[str, ...]
 
 
-COLUMNS = ("trace", "rank", "steps: cs / HTA", "NCCL calls: cs all / cs HTA's steps / HTA kernels",
+COLUMNS = ("trace", "rank", "steps: cs / HTA", "calls: cs all / cs HTA's steps / HTA NCCL kernels",
            "comm ms: cs all / cs HTA's steps / HTA", "overlap %: cs all / cs HTA's steps / HTA",
            "median step ms: cs / HTA", "wall s: cs / HTA", "read+analysis s: cs / HTA", "peak MB: cs / HTA")
 """The table's columns; ``cs`` is collscope, "HTA's steps" the profiler steps HTA keeps (the last one left out)."""
@@ -339,22 +339,27 @@ def install_hta(venv: Path) -> bool:
     return True
 
 
-def trace_sets(paths: Sequence[str]) -> list[tuple[str, list[str]]] | str:
-    """(name, files) per set: each path given is one set; none given: each corpus trace on its own. A string
-    says why nothing can run."""
-    from collscope.traces.load import trace_files
+def _is_trace_name(path: Path) -> bool:
+    return path.is_file() and (path.name.endswith(".json") or path.name.endswith(".json.gz"))
 
+
+def trace_sets(paths: Sequence[str]) -> list[tuple[str, list[str]]] | str:
+    """(name, files) per set: each path given is one set (a file, or the ``.json`` / ``.json.gz`` files of a
+    directory: HTA reads nothing else); none given: each corpus trace on its own. A string says why nothing can
+    run."""
     if not paths:
         corpus = Path(os.environ.get("COLLSCOPE_CORPUS", ROOT.parent / "shared" / "corpus")) / "traces"
-        files = sorted(p for p in corpus.glob("*.json*")) if corpus.is_dir() else []
+        files = sorted(p for p in corpus.iterdir() if _is_trace_name(p)) if corpus.is_dir() else []
         if not files:
             return f"no traces in {corpus} (the shared corpus is absent; set COLLSCOPE_CORPUS or name trace paths)"
         return [(p.name.removesuffix(".gz").removesuffix(".json"), [str(p)]) for p in files]
     sets = []
-    for path in paths:
-        if not Path(path).exists():
-            return f"{path} does not exist"
-        sets.append((Path(path).name, [str(p) for p in trace_files([path])]))
+    for raw in paths:
+        path = Path(raw)
+        files = sorted(p for p in path.iterdir() if _is_trace_name(p)) if path.is_dir() else [path]
+        if not path.exists() or not files:
+            return f"{raw} does not exist" if not path.exists() else f"no .json or .json.gz files in {raw}"
+        sets.append((path.name, [str(p) for p in files]))
     return sets
 
 

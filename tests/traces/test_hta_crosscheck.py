@@ -138,3 +138,17 @@ def test_not_run_without_the_corpus_or_htas_environment(tmp_path, monkeypatch, c
     monkeypatch.setattr(sys, "argv", ["hta_crosscheck.py", str(tmp_path / "missing.json")])
     assert xc.main() == 0
     assert capsys.readouterr().out == f"not run: {tmp_path / 'missing.json'} does not exist\n"
+
+
+def test_trace_sets_of_a_directory_and_of_files(tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for name in ("rank1.json.gz", "rank0.json", "notes.txt"):
+        (job / name).write_text("{}")
+    (job / "sub.json").mkdir()
+    single = write(tmp_path / "one.json", nccl_kernel_metadata(0))
+    assert xc.trace_sets([str(job), str(single)]) == [("job", [str(job / "rank0.json"), str(job / "rank1.json.gz")]),
+                                                      ("one.json", [str(single)])]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert xc.trace_sets([str(empty)]) == f"no .json or .json.gz files in {empty}"
