@@ -73,7 +73,7 @@ def test_published_rows_are_well_formed_and_cover_what_issue_24_asks(scorecard: 
 def test_a_malformed_row_is_refused_with_its_line(scorecard: ModuleType, tmp_path: Path, column: str, value: str,
                                                    message: str) -> None:
     good = dict(zip(scorecard.COLUMNS, ["box", "NVIDIA H100 80GB HBM3", "8", "1", "8", "all_reduce", "1G", "400",
-                                        "2.21.5", "https://example.org/run", ""], strict=True))
+                                        "2.21.5", "https://example.org/run", "", "", "", "", ""], strict=True))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=scorecard.COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -94,8 +94,12 @@ def test_predictions_are_the_librarys(scorecard: ModuleType, scored: list) -> No
     for s in scored:
         r = s.row
         try:
+            multi = r.nnodes > 1
             result = predict_module.predict(r.op, gpu=r.gpu, nranks=r.nranks, nnodes=r.nnodes,
-                                            nvl_domain=r.nvl_domain, sizes=[r.size_bytes])
+                                            nvl_domain=r.nvl_domain, sizes=[r.size_bytes],
+                                            nic_gbit=r.nic_gbit if multi else None,
+                                            nics_per_node=r.nics_per_node if multi else None,
+                                            algos=[r.nccl_algo] if r.nccl_algo else None)
         except ConfigError as exc:
             assert s.refused == str(exc) and s.predicted_gbps is None
             continue
@@ -147,7 +151,10 @@ def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) ->
     assert total.rows == len(scored)
     assert total.within == sum(s.within for s in scored)
     assert total.predicted == sum(s.predicted_gbps is not None for s in scored)
-    assert sum(sh.rows for name, sh in shares.items() if name != "all rows") == total.rows
+    per_system = [sh for name, sh in shares.items() if name != "all rows" and not name.startswith("held-out")]
+    assert sum(sh.rows for sh in per_system) == total.rows
+    held_out = next(sh for name, sh in shares.items() if name.startswith("held-out"))
+    assert held_out.rows == sum(not any(src in s.row.source_url for src in scorecard.FIT_SOURCES) for s in scored)
 
 
 def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored: list) -> None:

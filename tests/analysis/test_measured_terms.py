@@ -1,0 +1,142 @@
+"""What nccl-tests measures beyond NCCL's model (the size ramp of Simple, the Ring/LL step latency), the NIC rates
+given by hand, and the scorecard's use of them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.analysis.nccl_model import model as nccl
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.params import link_params
+from collscope.analysis.predict import predict
+from collscope.cli import main
+from collscope.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def _inputs(gpu: str, nranks: int, nnodes: int, **kw: object) -> nccl.NcclGraphInputs:
+    return graph_inputs_from_topology(link_params(None, gpu=gpu, nranks=nranks, nnodes=nnodes, **kw))  # type: ignore[arg-type]
+
+
+def test_the_size_ramp_is_one_128k_chunk_per_rank_and_channel_at_the_algorithms_bandwidth() -> None:
+    inputs = _inputs("H100", 8, 1)
+    choice = nccl.nccl_choice(inputs, "all_reduce", 64 * MIB)
+    assert (choice.algo, choice.proto) == ("NVLS", "Simple")
+    bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLS", "Simple")
+    # NVLS on sm90 runs 16 channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90): 8 x 16 x 128 KiB = 16 MiB of ramp
+    assert nccl.runtime_channels(inputs, "NVLS") == 16
+    assert choice.expected_time_us == pytest.approx(choice.time_us + 8 * 16 * 128 * KIB / (1000 * bw))
+    assert choice.expected_busbw_gbps == pytest.approx(choice.busbw_gbps * choice.time_us / choice.expected_time_us)
+    assert choice.expected_busbw_gbps < choice.busbw_gbps
+
+
+def test_ring_channels_are_the_searchs_doubled_and_sm100_nvls_depends_on_the_domains() -> None:
+    h100 = _inputs("H100", 8, 1)
+    assert nccl.runtime_channels(h100, "Ring") == min(64, 2 * h100.ring.n_channels)
+    assert nccl.runtime_channels(_inputs("B200", 8, 1), "NVLS") == 24  # NVLS_NCHANNELS_SM100_NVL
+    assert nccl.runtime_channels(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 32  # NVLS_NCHANNELS_SM100
+
+
+def test_the_ramp_never_costs_more_than_the_bandwidth_time_again() -> None:
+    inputs = _inputs("GB300", 64, 16, nvl_domain=72)
+    bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLS", "Simple")
+    size = 1 * MIB  # 64 ranks x 24 channels x 128 KiB = 192 MiB of fill, far above the message
+    assert nccl.ramp_us(inputs, "all_reduce", "NVLS", "Simple", size) == pytest.approx(size / (1000 * bw))
+    assert nccl.ramp_us(inputs, "all_reduce", "NVLS", "Simple", 0) == 0.0
+
+
+def test_ring_ll_pays_one_more_nvlink_latency_per_step_and_other_protocols_none() -> None:
+    inputs = _inputs("H100", 8, 1)
+    # 2 (n - 1) = 14 steps x hwLat[NVLINK][Ring][LL] 0.6 us (src/graph/tuning.cc)
+    assert nccl.hop_us(inputs, "all_reduce", "Ring", "LL") == pytest.approx(14 * 0.6)
+    assert nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL", 1 * MIB) == pytest.approx(14 * 0.6)
+    assert nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB) == 0.0
+    assert nccl.hop_us(inputs, "all_reduce", "Tree", "LL") == 0.0
+
+
+def test_predicts_multi_node_jobs_from_nic_rates_given_by_hand() -> None:
+    with pytest.raises(ConfigError, match="--nic-gbit R"):
+        predict("all_reduce", gpu="H200", nranks=16, nnodes=2, sizes=[1 << 30])
+    result = predict("all_reduce", gpu="H200", nranks=16, nnodes=2, sizes=[1 << 30], nic_gbit=400)
+    assert result.params.nics_per_node == 8 and result.params.nic_gbps == 50.0
+    assert "one NIC per GPU of the node assumed" in result.params.source
+    half = predict("all_reduce", gpu="H200", nranks=16, nnodes=2, sizes=[1 << 30], nic_gbit=400, nics_per_node=4)
+    assert half.params.inter_bw_gbps == 200.0
+    assert half.nccl_choice[0].expected_busbw_gbps < result.nccl_choice[0].expected_busbw_gbps
+    with pytest.raises(ConfigError, match="needs --nic-gbit"):
+        predict("all_reduce", gpu="H200", nranks=16, nnodes=2, nics_per_node=4)
+
+
+def test_predict_restricts_nccls_choice_like_nccl_algo() -> None:
+    free = predict("all_reduce", gpu="H200", nranks=16, nnodes=2, sizes=[1 << 30], nic_gbit=400)
+    ring = predict("all_reduce", gpu="H200", nranks=16, nnodes=2, sizes=[1 << 30], nic_gbit=400, algos=["Ring"])
+    assert free.nccl_choice[0].algo == "NVLSTree" and ring.nccl_choice[0].algo == "Ring"
+
+
+def test_cli_takes_the_nic_rate_and_refuses_a_nic_count_without_it() -> None:
+    runner = CliRunner()
+    base = ["predict", "--gpu", "H200", "--op", "all_reduce", "--nranks", "16", "--nnodes", "2", "--sizes", "1G"]
+    out = runner.invoke(main, base + ["--nic-gbit", "400"])
+    assert out.exit_code == 0, out.output
+    assert "8 NIC(s) per node at 400 Gb/s" in out.output and "expected measurement" in out.output
+    bad = runner.invoke(main, base + ["--nics-per-node", "4"])
+    assert bad.exit_code == 2 and "--nics-per-node needs --nic-gbit" in bad.output
+    assert "Traceback" not in bad.output
+
+
+@pytest.fixture(scope="module")
+def scorecard() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scorecard_terms", ROOT / "bench" / "scorecard.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fitted_terms_help_on_rows_they_were_not_fitted_on(scorecard: ModuleType,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ramp and the LL step latency were fitted on Azure's rows; every other source is held out."""
+    rows = [r for r in scorecard.read_published() if not any(s in r.source_url for s in scorecard.FIT_SOURCES)]
+    assert len(rows) >= 200
+    with_terms = sum(s.within for s in scorecard.score(rows))
+    monkeypatch.setattr(nccl, "measured_extra_us", lambda *a, **k: 0.0)
+    without = sum(s.within for s in scorecard.score(rows))
+    assert with_terms >= without + 20, (with_terms, without)
+
+
+def test_rows_with_nic_rates_and_forced_algorithms_are_predicted_as_published(scorecard: ModuleType) -> None:
+    scored = scorecard.score(scorecard.read_published())
+    h200 = [s for s in scored if s.row.system == "HGX H200 bare metal, 2 nodes"]
+    assert h200 and all(s.predicted_gbps is not None and s.row.nic_gbit == 400 for s in h200)
+    tree = [s for s in scored if s.row.nccl_algo == "Tree" and s.predicted_gbps is not None]
+    assert len(tree) >= 5 and all(s.model.startswith("NCCL Tree/") for s in tree)
+
+
+def test_every_row_far_off_is_counted_with_its_reason_or_as_unexplained(scorecard: ModuleType) -> None:
+    scored = scorecard.score(scorecard.read_published())
+    far = [s for s in scored if s.ratio is not None and abs(s.ratio - 1) > scorecard.FAR]
+    lines = scorecard.far_lines(scored)
+    unexplained = sum(1 for s in far if not s.row.off_reason)
+    assert lines[0].startswith(f"rows off by more than 30%: {len(far)} ({len(far) - unexplained} with a stated "
+                               f"reason, {unexplained} unexplained)")
+    assert all(("unexplained" in s.verdict) != bool(s.row.off_reason) for s in far)
+
+
+def test_a_malformed_nic_column_names_its_line(scorecard: ModuleType, tmp_path: Path) -> None:
+    text = (ROOT / "bench" / "scorecard" / "published.csv").read_text().splitlines()
+    header, first = text[0], text[1]
+    bad = first.rsplit(",", 4)[0] + ",-5,,,"
+    path = tmp_path / "bad.csv"
+    path.write_text(header + "\n" + bad + "\n")
+    with pytest.raises(ValueError, match=r"bad\.csv:2: nic_gbit must be > 0"):
+        scorecard.read_published(path)
