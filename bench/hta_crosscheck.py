@@ -339,6 +339,10 @@ def install_hta(venv: Path) -> bool:
     return True
 
 
+def _set_name(path: Path) -> str:
+    return path.name.removesuffix(".gz").removesuffix(".json")
+
+
 def _is_trace_name(path: Path) -> bool:
     return path.is_file() and (path.name.endswith(".json") or path.name.endswith(".json.gz"))
 
@@ -352,14 +356,14 @@ def trace_sets(paths: Sequence[str]) -> list[tuple[str, list[str]]] | str:
         files = sorted(p for p in corpus.iterdir() if _is_trace_name(p)) if corpus.is_dir() else []
         if not files:
             return f"no traces in {corpus} (the shared corpus is absent; set COLLSCOPE_CORPUS or name trace paths)"
-        return [(p.name.removesuffix(".gz").removesuffix(".json"), [str(p)]) for p in files]
+        return [(_set_name(p), [str(p)]) for p in files]
     sets = []
     for raw in paths:
         path = Path(raw)
         files = sorted(p for p in path.iterdir() if _is_trace_name(p)) if path.is_dir() else [path]
         if not path.exists() or not files:
             return f"{raw} does not exist" if not path.exists() else f"no .json or .json.gz files in {raw}"
-        sets.append((path.name, [str(p) for p in files]))
+        sets.append((_set_name(path), [str(p) for p in files]))
     return sets
 
 

@@ -148,7 +148,7 @@ def test_trace_sets_of_a_directory_and_of_files(tmp_path):
     (job / "sub.json").mkdir()
     single = write(tmp_path / "one.json", nccl_kernel_metadata(0))
     assert xc.trace_sets([str(job), str(single)]) == [("job", [str(job / "rank0.json"), str(job / "rank1.json.gz")]),
-                                                      ("one.json", [str(single)])]
+                                                      ("one", [str(single)])]
     empty = tmp_path / "empty"
     empty.mkdir()
     assert xc.trace_sets([str(empty)]) == f"no .json or .json.gz files in {empty}"
