@@ -25,6 +25,7 @@ NODES_UNKNOWN = FIXTURES / "analysis" / "all_reduce_perf-device-list-removed-16r
 """Our own 16-rank all_reduce_perf output whose author removed the device list, as tables are pasted into
 issues (nccl-tests#160 shows only numbers of a 4-node run): ranks by busbw/algbw, nodes unknown."""
 MNNVL = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-gb200-2x4-mnnvl-info-one-nvlink-domain.txt"
+TWO_RACKS = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-gb300-2racks-128r-32trays.txt"
 """2 GB200 trays x 4 GPUs whose NCCL INFO lines say MNNVL 1 with localRanks 8: one NVLink domain."""
 
 
@@ -191,3 +192,21 @@ def test_nccl_log_model_never_takes_one_node_for_unknown() -> None:
     assert (log.nranks, log.nnodes) == (8, None)
     with pytest.raises(ConfigError, match="does not say how many nodes the communicator spans"):
         choices_against_model(log, gpu="H100")
+
+
+def test_a_two_rack_nvl72_run_is_judged_against_a_two_rack_model() -> None:
+    """128 GB300 ranks on 32 trays of two NVL72 racks (issue 24: judged 'low' at 77-81% of a one-node NVLS model
+    before): two NVLink domains of 64 ranks joined by the trays' NICs, NVLSTree as NCCL runs it across domains."""
+    code, out = _analyze(str(TWO_RACKS), "--gpu", "GB300", "--nvl-domain", "72", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    params = doc["params"]["128x32"]
+    assert (params["nranks"], params["nnodes"], params["ppn"]) == (128, 32, 4)
+    assert (params["domain_ranks"], params["ndomains"]) == (64, 2)
+    assert params["nics_per_node"] and params["nic_gbps"]  # the GB300 tray's compute NICs from the system table
+    rows = [r for r in doc["sizes"] if not r["in_place"]]
+    assert {r["model"] for r in rows} == {"NVLSTree/Simple"}
+    one_node = predict("all_reduce", gpu="GB300", nranks=128, nnodes=1, sizes=[1 << 34]).nccl_choice[0]
+    sixteen = next(r for r in rows if r["size_bytes"] == 1 << 34)
+    assert one_node.algo == "NVLS" and sixteen["model_busbw_gbps"] < one_node.expected_busbw_gbps
+    assert 0.75 < sixteen["efficiency"] < 0.9  # 731 GB/s published-like figure against the 2-rack model
