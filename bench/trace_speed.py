@@ -65,6 +65,8 @@ def _events(rank: int, world: int, steps: int) -> list[dict[str, Any]]:
                         "dur": 30, "args": {"External id": ext}},
                        {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": t + 1,
                         "dur": 25, "args": {"External id": ext + 1, **meta}},
+                       {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelExC", "pid": 1, "tid": 1,
+                        "ts": t + 5, "dur": 4, "args": {"External id": ext + 1, "cbid": 430, "correlation": corr}},
                        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)",
                         "pid": 0, "tid": 20, "ts": t + 30, "dur": 300.0 + rank,
                         "args": {"External id": ext + 1, "stream": 20, "correlation": corr, **meta}}]
@@ -101,7 +103,7 @@ def read(directory: str) -> None:
     from collscope.traces.load import read_traces, trace_files
     from collscope.traces.report import analyze_traces
 
-    size = sum(p.stat().st_size for p in trace_files([directory]))
+    size = sum(entry.path.stat().st_size for entry in trace_files([directory])[0])
     t0 = time.perf_counter()
     traces = read_traces([directory])
     t1 = time.perf_counter()

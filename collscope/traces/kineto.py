@@ -9,18 +9,20 @@ gloo backend: see :mod:`collscope.traces.gloo`. Facts: ``reference/traces.md``.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from typing import Any, Literal
 
 from collscope.errors import ParseError
 from collscope.traces.geometry import kineto_clues
 from collscope.traces.gloo import gloo_calls
 from collscope.traces.kineto_schema import Args, Event, RawEvent, TraceDoc, with_args
-from collscope.traces.names import element_bytes, is_nccl_kernel, op_of
+from collscope.traces.names import element_bytes, is_nccl_kernel, kernel_runs, op_of
 from collscope.traces.nests import Nest, build_nests, is_comm_cpu_event
 from collscope.traces.pgroups import GroupFacts, PgInfo, call_group, pg_infos
 from collscope.traces.record import CollectiveCall, RankTrace, SizeSource, StepSpan
 from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems
 from collscope.traces.steps import StepIndex, parse_step
+from collscope.traces.windows import Launches, launches_of, split_window, step_periods
 
 __all__ = ["parse_kineto"]
 
@@ -36,7 +38,7 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
     steps: list[StepSpan] = []
     comm_cpu: list[Event] = []
     nccl_kernels: list[Event] = []
-    other_kernels: list[Event] = []
+    other_kernels: list[RawEvent] = []
     runtime: list[RawEvent] = []
     step_tids: set[Any] = set()
     for raw in doc.traceEvents:
@@ -53,45 +55,40 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
             elif is_comm_cpu_event(raw):
                 comm_cpu.append(with_args(raw, raw.ts + base_us))
         elif cat == "kernel" and raw.ph == "X":
-            ev = with_args(raw, raw.ts + base_us)
-            (nccl_kernels if is_nccl_kernel(raw.name) else other_kernels).append(ev)
+            if is_nccl_kernel(raw.name):
+                nccl_kernels.append(with_args(raw, raw.ts + base_us))
+            else:
+                other_kernels.append(raw)
         elif (cat == "cuda_runtime" or cat == "cuda_driver") and raw.ph == "X":
             runtime.append(raw)
-    steps.sort(key=lambda s: s.start_us)
+    launches = launches_of(runtime, base_us)
+    window = split_window(nccl_kernels, other_kernels, base_us, launches, bool(runtime))
+    cpu_spans = [(e.ts, e.ts + e.dur) for e in comm_cpu]
+    steps = step_periods(steps, window.kernels, cpu_spans)
     index = StepIndex(steps)
     pgs = pg_infos(info, source)
     backend = _backend(info, nccl_kernels, comm_cpu)
     nests = build_nests(comm_cpu)
-    warnings: list[str] = []
+    warnings: list[str] = list(window.warnings)
     device: Literal["gpu", "cpu"]
     if nccl_kernels:
-        launches = _launches(runtime, base_us, nccl_kernels, nests)
-        calls = _nccl_calls(rank, nccl_kernels, nests, launches, index, pgs, world, warnings)
+        calls = _nccl_calls(rank, window.nccl, nests, launches, index, pgs, world, warnings)
         nccl_streams = {k.args.stream for k in nccl_kernels if k.args is not None}
-        compute = [(k.ts, k.ts + k.dur) for k in other_kernels
-                   if k.args is None or k.args.stream not in nccl_streams]
+        compute = [(start, end) for start, end, stream in window.other if stream is None or stream not in nccl_streams]
         device = "gpu"
     else:
         calls = gloo_calls(rank, nests, index, pgs, world, warnings, backend=backend)
-        compute = _main_thread_aten(doc, base_us, step_tids)
-        device = "cpu"
+        if other_kernels:  # a GPU job whose collectives launched no NCCL kernel (groups of 1)
+            compute = [(start, end) for start, end, _ in window.other]
+            device = "gpu"
+        else:
+            compute = _main_thread_aten(doc, base_us, step_tids)
+            device = "cpu"
     host, clues = kineto_clues(info, doc.host_name, source)
     return RankTrace(source=source, kind="kineto", rank=rank, world_size=world, backend=backend, device=device,
                      calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
-                     warnings=tuple(warnings), host=host, clues=clues)
-
-
-def _launches(runtime: list[RawEvent], base_us: float, kernels: list[Event], nests: list[Nest]) -> dict[Any, Event]:
-    """correlation -> launch event, decoded only when some NCCL kernel cannot be linked by its External id."""
-    linked = {ext for n in nests for ext in n.external_ids}
-    if all(k.args is not None and (k.args.collective or k.args.external_id in linked) for k in kernels):
-        return {}
-    out: dict[Any, Event] = {}
-    for raw in runtime:
-        ev = with_args(raw, raw.ts + base_us)
-        if ev.args is not None and ev.args.correlation is not None:
-            out[ev.args.correlation] = ev
-    return out
+                     warnings=tuple(warnings), host=host, clues=clues, kernels=window.kernels,
+                     outside_window_kernels=window.outside, outside_window_comm_us=window.outside_comm_us)
 
 
 def _main_thread_aten(doc: TraceDoc, base_us: float, step_tids: set[Any]) -> list[tuple[float, float]]:
@@ -118,7 +115,7 @@ def _backend(info: dict[str, Any], kernels: list[Event], comm: list[Event]) -> A
     return "unknown"
 
 
-def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: dict[Any, Event], index: StepIndex,
+def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: Launches, index: StepIndex,
                 pgs: PgInfo, world: int | None, warnings: list[str]) -> list[CollectiveCall]:
     by_ext: dict[Any, Nest] = {}
     for each in nests:
@@ -128,22 +125,35 @@ def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: di
     for each in nests:
         by_tid.setdefault(each.tid, []).append(each)
     starts = {tid: [n.start_us for n in ns] for tid, ns in by_tid.items()}
-    groups: dict[int, tuple[Nest | None, list[Event]]] = {}
+    groups: dict[int, tuple[Nest | None, bool, list[Event]]] = {}
+    disagree: Counter[tuple[str, str]] = Counter()
     for k in sorted(kernels, key=lambda e: e.ts):
         args = k.args or Args()
         nest: Nest | None = by_ext.get(args.external_id) if args.external_id is not None else None
-        if nest is None and args.correlation in launches:
-            launch = launches[args.correlation]
-            nest = _containing(by_tid.get(launch.tid, []), starts.get(launch.tid, []), launch.ts)
+        launched = launches.ts(args.correlation) if nest is None and args.correlation is not None else None
+        if launched is not None:
+            tid = launches.tid(args.correlation)
+            nest = _containing(by_tid.get(tid, []), starts.get(tid, []), launched)
+        own = True
+        said = op_of(args.collective) if args.collective else (nest.op() if nest is not None else None)
+        ran = op_of(k.name)
+        if said is not None and ran is not None and not kernel_runs(said, ran):
+            disagree[(ran, said)] += 1  # the CPU call's op, size and sequence number are not this kernel's
+            nest, own = None, False
         key = id(nest) if nest is not None and not args.collective else id(k)
-        groups.setdefault(key, (nest, []))[1].append(k)  # the kernels one CPU call launched are one call
+        groups.setdefault(key, (nest, own, []))[2].append(k)  # the kernels one CPU call launched are one call
+    if disagree:
+        pairs = ", ".join(f"{n} {ran} kernels under {said}" for (ran, said), n in sorted(disagree.items()))
+        warnings.append(f"{sum(disagree.values())} NCCL kernels run another op than the CPU call they link to "
+                        f"({pairs}): each is taken as the op its kernel runs, with no size and no busbw (the CPU "
+                        "call's size, group and sequence number are not its own)")
     calls: list[CollectiveCall] = []
     unsized = 0
-    for linked, ks in groups.values():
-        call = _kernel_call(rank, ks, linked, index, pgs, world)
+    for linked, own, ks in groups.values():
+        call = _kernel_call(rank, ks, linked, index, pgs, world, launches, own_meta=own)
         if call is None:
             continue
-        if call.size_bytes is None:
+        if call.size_bytes is None and own:
             unsized += 1
         calls.append(call)
     calls.sort(key=lambda c: c.start_us)
@@ -165,9 +175,11 @@ def _containing(nests: list[Nest], starts: list[float], ts: float) -> Nest | Non
 
 
 def _kernel_call(rank: int, ks: list[Event], nest: Nest | None, index: StepIndex, pgs: PgInfo,
-                 world: int | None) -> CollectiveCall | None:
+                 world: int | None, launches: Launches, *, own_meta: bool = True) -> CollectiveCall | None:
+    """One call from the kernels ``ks`` one CPU call launched; ``own_meta`` False: the metadata on the kernel
+    names another op than the kernel runs, so none of it is used."""
     k = ks[0]
-    args = k.args or Args()
+    args = k.args if k.args is not None and own_meta else Args(stream=k.args.stream if k.args else None)
     end = max(e.ts + e.dur for e in ks)
     meta = args if args.collective else (nest.meta() if nest is not None else None)
     op = (op_of(meta.collective) if meta is not None and meta.collective else None)
@@ -184,7 +196,8 @@ def _kernel_call(rank: int, ks: list[Event], nest: Nest | None, index: StepIndex
     pg = pgs.name_of(pg_key)
     facts = _group(pgs, pg, meta, meta is args, nest)
     size, dtype, source = _size(op, args, meta, nest, facts.size)
-    issued = nest.start_us if nest is not None else k.ts
+    launched = launches.ts(k.args.correlation) if k.args is not None and k.args.correlation is not None else None
+    issued = nest.start_us if nest is not None else launched if launched is not None else k.ts
     return CollectiveCall(rank=rank, op=op, size_bytes=size, dtype=dtype, group_size=facts.size, process_group=pg,
                           seq=meta.seq if meta is not None else None, step=index.step_at(issued), start_us=k.ts,
                           duration_us=end - k.ts, stream=None if args.stream is None else str(args.stream),

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from collscope.vocab.ops import DTYPE_SPELLINGS, ELEM_BYTES, OP_BY_KERNEL, OP_BY_TRACE_NAME
+from collscope.vocab.ops import DTYPE_SPELLINGS, ELEM_BYTES, OP_BY_KERNEL, OP_BY_TRACE_NAME, OP_FACTS
 
-__all__ = ["op_of", "dtype_of", "element_bytes", "is_nccl_kernel", "SKIPPED"]
+__all__ = ["op_of", "dtype_of", "element_bytes", "is_nccl_kernel", "kernel_runs", "SKIPPED"]
 
 SKIPPED = frozenset({"wait", "barrier", "monitored_barrier", "init", "wait_tensor", "coalesced", "sync"})
 """Names that are not a data-moving collective (a wait, a barrier): never CollectiveCalls."""
@@ -33,6 +33,22 @@ def op_of(name: str) -> str | None:
     if m:
         return OP_BY_KERNEL.get(m.group(1))
     return None
+
+
+def kernel_runs(op: str, kernel_op: str) -> bool:
+    """Whether a call of ``op`` may run as kernels of ``kernel_op`` (read from the op table): its own function;
+    point-to-point sends and receives (``SendRecv``) for the ops NCCL has no function for (alltoall, gather,
+    scatter, send/recv); and the rooted function of the same reduction for a gathering or scattering op
+    (PyTorch runs an all_gather of uneven tensors as grouped ``ncclBroadcast`` and a reduce_scatter of uneven
+    ones as grouped ``ncclReduce``: ``ProcessGroupNCCL.cpp`` ``allgather_v`` / ``reduce_scatter_v`` paths).
+    Unknown ops: True (nothing to say)."""
+    said, ran = OP_FACTS.get(op), OP_FACTS.get(kernel_op)
+    if said is None or ran is None or said is ran:
+        return True
+    if said.nccl_func is None and ran.nccl_func is None:
+        return True
+    spread = said.send_blocks_nranks != said.recv_blocks_nranks
+    return spread and ran.rooted and not said.rooted and ran.reduces == said.reduces
 
 
 def is_nccl_kernel(name: str) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 __all__ = ["CollectiveCall", "StepSpan", "KernelSpan", "RankTrace", "TraceClue", "Backend", "SizeSource"]
 
 Backend = Literal["nccl", "gloo", "unknown"]
@@ -63,9 +65,10 @@ class StepSpan:
     duration_us: float
 
 
-@dataclass(frozen=True, slots=True)
-class KernelSpan:
-    """One GPU kernel of the rank (GPU traces): when it ran, and when the host launched it."""
+class KernelSpan(msgspec.Struct, frozen=True, gc=False):
+    """One GPU kernel of the rank (GPU traces): when it ran, and when the host launched it. A msgspec struct, not a
+    dataclass: a trace holds tens of thousands of kernels and a frozen dataclass takes 10x longer to build (the
+    reader's 100 MB/s)."""
 
     start_us: float
     end_us: float
