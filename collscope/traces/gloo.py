@@ -57,7 +57,7 @@ def gloo_calls(rank: int, nests: list[Nest], index: StepIndex, pgs: PgInfo, worl
                         "bytes cross the wire, so its busbw (counted on the useful bytes) is not the wire's")
     if unpaired:
         warnings.append(f"{unpaired} c10d calls have no gloo worker event: their duration is unknown")
-    if backend != "gloo" and calls:
+    if backend != "gloo" and any(c.group_size != 1 for c in calls):  # NCCL launches nothing for a group of 1
         warnings.append("no GPU kernels in this trace: durations are the CPU-side spans of the NCCL calls "
                         "(enqueue time), not transfer times")
     return calls

@@ -20,7 +20,9 @@ from typing import Any, TypeGuard
 from collscope.errors import ParseError
 from collscope.geometry import GeometryEvidence
 from collscope.traces.kineto_schema import Args, decode_dims
+from collscope.traces.names import op_of
 from collscope.traces.nests import Nest
+from collscope.vocab.ops import OP_FACTS
 
 __all__ = ["PgInfo", "GroupFacts", "pg_infos", "parse_ranks_text", "call_group", "RANKS_CUT_AFTER",
            "MAX_REBUILT_RANKS"]
@@ -96,23 +98,26 @@ class PgInfo:
 
     def group(self, name: str | None, *, group_size: int | None = None, ranks_text: Any = None,
               rank_start: Any = None, rank_stride: Any = None, where: str = "record_param_comms",
-              list_len: tuple[int, str] | None = None) -> GroupFacts:
+              list_len: tuple[int, str] | None = None, ratio: tuple[int, str] | None = None) -> GroupFacts:
         """The group of a call that names ``name`` (None: none) with these metadata values (absent: None).
 
         ``list_len``: (n, what) when the call's tensors say the group size (``c10d::allgather_`` lists one
-        output tensor per rank of its group)."""
+        output tensor per rank of its group); ``ratio``: (n, what) when a gathering or scattering op's element
+        counts differ n-fold (``Out msg nelems`` = n x ``In msg nelems`` of an all_gather), used only when no other
+        clue says the size exactly."""
         rank_start = rank_start if _is_int(rank_start) else None
         rank_stride = rank_stride if _is_int(rank_stride) else None
         key = (name, group_size, ranks_text if isinstance(ranks_text, (str, type(None))) else str(ranks_text),
-               rank_start, rank_stride, where, list_len)
+               rank_start, rank_stride, where, list_len, ratio)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = self._group(name, group_size, ranks_text, rank_start, rank_stride, where,
-                                                   list_len)
+                                                   list_len, ratio)
         return found
 
     def _group(self, name: str | None, group_size: int | None, ranks_text: Any, rank_start: Any,
-               rank_stride: Any, where: str, list_len: tuple[int, str] | None) -> GroupFacts:
+               rank_stride: Any, where: str, list_len: tuple[int, str] | None,
+               ratio: tuple[int, str] | None = None) -> GroupFacts:
         ev = GeometryEvidence(self.source)
         label = f"process group '{name}'" if name is not None else "the call's process group"
         if _is_int(group_size) and group_size > 0:
@@ -138,6 +143,10 @@ class PgInfo:
             ev.exact("group_size", every, f"every process group in distributedInfo.pg_config has {every} ranks")
         if list_len is not None:
             ev.exact("group_size", list_len[0], list_len[1])
+        known_so_far = ev.clues.get("group_size", [])
+        if ratio is not None and not any(c.low == c.high for c in known_so_far) and all(
+                c.low is None or ratio[0] >= c.low for c in known_so_far):
+            ev.exact("group_size", ratio[0], ratio[1])
         assumed = False
         if not ev.clues and not self.sizes and self.world is not None:
             ev.exact("group_size", self.world, f"world_size {self.world} in distributedInfo: the trace declares "
@@ -177,7 +186,24 @@ def call_group(pgs: PgInfo, name: str | None, meta: Args | None, *, where: str, 
     if meta is None:
         return pgs.group(name, list_len=list_len)
     return pgs.group(name, group_size=meta.group_size, ranks_text=meta.pg_ranks, rank_start=meta.rank_start,
-                     rank_stride=meta.rank_stride, where=where, list_len=list_len)
+                     rank_stride=meta.rank_stride, where=where, list_len=list_len, ratio=_ratio(meta, where))
+
+
+def _ratio(meta: Args, where: str) -> tuple[int, str] | None:
+    """n when a gathering (scattering) op's ``Out msg nelems`` is n x its ``In msg nelems`` (the reverse), read
+    from the op table; None otherwise."""
+    op = op_of(meta.collective) if meta.collective else None
+    facts = OP_FACTS.get(op) if op is not None else None
+    small, large = meta.in_nelems, meta.out_nelems
+    if facts is None or not (_is_int(small) and _is_int(large)) or facts.send_blocks_nranks == facts.recv_blocks_nranks:
+        return None
+    if facts.send_blocks_nranks:
+        small, large = large, small
+    if small <= 0 or large % small or large // small < 2:
+        return None
+    n = large // small
+    outer, inner = ("In", "Out") if facts.send_blocks_nranks else ("Out", "In")
+    return n, f"{outer} msg nelems {large} = {n} x {inner} msg nelems {small} of {meta.collective} in {where}"
 
 
 def _is_int(value: Any) -> TypeGuard[int]:

@@ -46,10 +46,12 @@ def test_old_trace_without_kernel_metadata_links_through_the_cpu_side():
 
 def test_process_group_id_variant_uses_record_param_comms():
     t = _one("hta-ns-resolution-rank0-process-group-id-key.json.gz")
-    assert t.device == "cpu" and {c.process_group for c in t.calls} == {"0"}
+    assert t.device == "gpu" and {c.process_group for c in t.calls} == {"0"}  # compute kernels, no NCCL one
     assert {c.size_source for c in t.calls} == {"record_param_comms"}
     assert 2049000 * 4 in {c.size_bytes for c in t.calls}
-    assert any("CPU-side" in w for w in t.warnings)
+    # world_size 1: every call is in a group of 1, for which NCCL launches no kernel (issue 25 defect 6)
+    assert {c.group_size for c in t.calls} == {1}
+    assert not any("CPU-side" in w or "no GPU kernels" in w for w in t.warnings)
 
 
 def test_gloo_cpu_trace_worker_events_alone():
