@@ -67,8 +67,9 @@ class PublishedRow:
     nics_per_node: int | None = None
     """Compute NICs per node when not one per GPU."""
     nccl_algo: str = ""
-    """The NCCL_ALGO the source ran with (``Tree``, ``Ring``, ``NVLS``; empty: NCCL's own choice): the prediction is
-    NCCL's model restricted to it, as the variable restricts NCCL."""
+    """The NCCL_ALGO the source ran with (``Tree``, ``Ring``, ``NVLS``, ``CollNetChain``; empty: NCCL's own choice):
+    the prediction is NCCL's model restricted to it, as the variable restricts NCCL (a CollNet algorithm with
+    the CollNet plugin enabled, as the run had it)."""
     off_reason: str = ""
     """A fact that explains why the model is far off (stated in the source or its thread), with its URL; empty if
     none is known."""
@@ -166,7 +167,7 @@ def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[Scored
             result = predict(op, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=[r.size_bytes for r in members], version=version,
                              nic_gbit=nic_gbit if nnodes > 1 else None, nics_per_node=nics if nnodes > 1 else None,
-                             algos=[algo] if algo else None)
+                             algos=[algo] if algo else None, collnet=algo.startswith("CollNet"))
         except CollscopeError as exc:
             for r in members:
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))

@@ -77,13 +77,15 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             nnodes: int | None, nvl_domain: int | None = None, sizes: Iterable[int] | None = None,
             alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
             version: str = "2.30", nic_gbit: float | None = None, nics_per_node: int | None = None,
-            algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> PredictResult:
+            algos: Iterable[str] | None = None, protos: Iterable[str] | None = None,
+            collnet: bool = False) -> PredictResult:
     """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc).
 
     ``nnodes`` is the caller's to state (None: a ConfigError; nothing is assumed);
     ``nvl_domain``: GPUs one NVLink fabric joins when it spans nodes; ``nic_gbit`` / ``nics_per_node``: the
     compute NICs when no capture gives them (:func:`~.params.link_params`); ``algos`` / ``protos``: what NCCL's
-    choice may pick, as NCCL_ALGO / NCCL_PROTO restrict it.
+    choice may pick, as NCCL_ALGO / NCCL_PROTO restrict it; ``collnet``: NCCL_COLLNET_ENABLE=1 with a CollNet
+    (SHARP) plugin, which adds CollNetDirect/CollNetChain and multi-node NVLS to the choice.
     """
     if nnodes is None:
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
@@ -109,7 +111,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:
-        inputs = graph_inputs_from_topology(params)
+        inputs = graph_inputs_from_topology(params, collnet=collnet, version=version)
         graphs = {"source": inputs.source, "ring": _graph_dict(inputs.ring), "tree": _graph_dict(inputs.tree),
                   "nvls": _graph_dict(inputs.nvls) if inputs.nvls else None}
         notes.extend(inputs.notes)

@@ -51,12 +51,15 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @nic_options
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
+@click.option("--collnet", is_flag=True,
+              help="The job runs with a CollNet (SHARP) plugin and NCCL_COLLNET_ENABLE=1: model CollNetDirect, "
+                   "CollNetChain and NVLS across nodes too.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
 def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
                 nvl_domain: int | None, op: str | None,
                 sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
                 alpha_us: float | None, bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None,
-                gamma_gbps: float | None, nccl_version: str, as_json: bool) -> None:
+                gamma_gbps: float | None, nccl_version: str, collnet: bool, as_json: bool) -> None:
     """Expected time and busbw per algorithm (alpha-beta) and per algorithm/protocol (NCCL's model).
 
     Answers "is my number normal?": compare a measured busbw with the models for the same topology. Link
@@ -83,7 +86,7 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
     result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                      sizes=size_list,
                      alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version,
-                     nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+                     nic_gbit=nic_gbit, nics_per_node=nics_per_node, collnet=collnet)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

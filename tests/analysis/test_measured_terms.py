@@ -4,6 +4,7 @@ given by hand, and the scorecard's use of them."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -140,3 +141,15 @@ def test_a_malformed_nic_column_names_its_line(scorecard: ModuleType, tmp_path: 
     path.write_text(header + "\n" + bad + "\n")
     with pytest.raises(ValueError, match=r"bad\.csv:2: nic_gbit must be > 0"):
         scorecard.read_published(path)
+
+
+def test_collnet_is_modelled_only_where_a_sharp_plugin_is_named() -> None:
+    kwargs = {"gpu": "H100", "nranks": 64, "nnodes": 8, "sizes": [2 << 30], "nic_gbit": 400.0}
+    with pytest.raises(ConfigError, match="no NCCL algorithm/protocol is enabled"):
+        predict("all_reduce", algos=["CollNetChain"], **kwargs)  # type: ignore[arg-type]
+    chain = predict("all_reduce", algos=["CollNetChain"], collnet=True, **kwargs)  # type: ignore[arg-type]
+    assert chain.nccl_choice[0].algo == "CollNetChain"
+    out = CliRunner().invoke(main, ["predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "64", "--nnodes",
+                                    "8", "--nic-gbit", "400", "--collnet", "--sizes", "2G", "--json"])
+    assert out.exit_code == 0, out.output
+    assert any(p["algo"] == "CollNetChain" for p in json.loads(out.output)["predictions"])
