@@ -17,15 +17,16 @@ each in ``transfer_us`` + ``wait_us``.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from collscope.traces.idle import GpuTimeline
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.steps import covered_us, merge
+from collscope.traces.steps import merge
 from collscope.traces.wait import CallSplit
 
-__all__ = ["StepStat", "rank_exposure", "step_stats"]
+__all__ = ["RankSpans", "StepStat", "rank_exposure", "step_stats"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,35 +53,73 @@ class StepStat:
         return asdict(self)
 
 
-def rank_exposure(trace: RankTrace) -> list[CollectiveCall]:
+@dataclass(frozen=True, slots=True)
+class RankSpans:
+    """A rank's merged compute spans with their starts, and its GPU timeline: built once per rank."""
+
+    compute: list[tuple[float, float]]
+    starts: list[float]
+    timeline: GpuTimeline | None
+    """None for CPU traces and GPU traces without a kernel list."""
+    ends: list[float]
+    covered_sum: list[float]
+    """Prefix sums of the merged compute spans' lengths."""
+
+    @classmethod
+    def of(cls, trace: RankTrace) -> RankSpans:
+        compute = merge(trace.compute_spans)
+        timeline = GpuTimeline(trace.kernels) if trace.device == "gpu" and trace.kernels else None
+        sums = [0.0]
+        for a, b in compute:
+            sums.append(sums[-1] + (b - a))
+        return cls(compute=compute, starts=[a for a, _ in compute], timeline=timeline,
+                   ends=[b for _, b in compute], covered_sum=sums)
+
+    def covered(self, lo: float, hi: float) -> float:
+        """How much of [lo, hi) compute covers (:func:`collscope.traces.steps.covered_us`, in O(log n))."""
+        if hi <= lo or not self.compute:
+            return 0.0
+        i = bisect.bisect_right(self.ends, lo)  # the first span ending after lo
+        j = bisect.bisect_left(self.starts, hi)  # spans [i, j) overlap [lo, hi)
+        if j <= i:
+            return 0.0
+        total = self.covered_sum[j] - self.covered_sum[i]
+        total -= max(0.0, lo - self.compute[i][0])
+        total -= max(0.0, self.compute[j - 1][1] - hi)
+        return total
+
+    def exposed(self, lo: float, hi: float) -> float:
+        """The part of [lo, hi) no compute covers."""
+        return hi - lo - self.covered(lo, hi) if hi > lo else 0.0
+
+
+def rank_exposure(trace: RankTrace, spans: RankSpans | None = None) -> list[CollectiveCall]:
     """The rank's calls with ``exposed_us`` set: the part of each no compute of the rank covers."""
-    compute = merge(trace.compute_spans)
-    starts = [s for s, _ in compute]
+    spans = spans or RankSpans.of(trace)
     calls = []
     for call in trace.calls:
         if call.duration_us is None:
             calls.append(call)
             continue
-        end = call.start_us + call.duration_us
-        calls.append(replace(call, exposed_us=call.duration_us - covered_us(call.start_us, end, compute, starts)))
+        calls.append(replace(call, exposed_us=spans.exposed(call.start_us, call.start_us + call.duration_us)))
     return calls
 
 
-def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mapping[int, CallSplit]) -> list[StepStat]:
+def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mapping[int, CallSplit],
+               spans: RankSpans | None = None) -> list[StepStat]:
     """One StepStat per step of the rank. ``calls``: the rank's communication calls (groups of 1 left out),
     ``splits``: :func:`collscope.traces.wait.split_matched`'s, keyed by ``id(call)``."""
-    compute = merge(trace.compute_spans)
-    starts = [s for s, _ in compute]
+    spans = spans or RankSpans.of(trace)
+    exposed, timeline = spans.exposed, spans.timeline
 
-    def exposed(lo: float, hi: float) -> float:
-        return (hi - lo) - covered_us(lo, hi, compute, starts) if hi > lo else 0.0
-
-    timeline = GpuTimeline(trace.kernels) if trace.device == "gpu" and trace.kernels else None
-    timed = [c for c in calls if c.duration_us is not None]
+    timed = sorted((c for c in calls if c.duration_us is not None), key=lambda c: c.start_us)
+    call_starts = [c.start_us for c in timed]
+    longest = max((c.duration_us or 0.0 for c in timed), default=0.0)
     stats = []
     for step in trace.steps:
         a, b = step.start_us, step.start_us + step.duration_us
-        inside = [c for c in timed if c.start_us < b and c.start_us + (c.duration_us or 0.0) > a]
+        lo, hi = bisect.bisect_left(call_starts, a - longest), bisect.bisect_left(call_starts, b)
+        inside = [c for c in timed[lo:hi] if c.start_us + (c.duration_us or 0.0) > a]
         comm = merge((max(c.start_us, a), min(c.start_us + (c.duration_us or 0.0), b)) for c in inside)
         split = [0.0, 0.0, 0.0, 0.0]  # transfer, wait, exposed transfer, exposed wait
         known = 0
@@ -105,6 +144,6 @@ def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mappin
             exposed_comm_us=sum(exposed(s, e) for s, e in comm),
             transfer_us=split[0] if has_split else None, wait_us=split[1] if has_split else None,
             exposed_transfer_us=split[2] if has_split else None, exposed_wait_us=split[3] if has_split else None,
-            compute_us=covered_us(a, b, compute, starts), gpu_idle_us=idle, host_wait_us=host,
+            compute_us=spans.covered(a, b), gpu_idle_us=idle, host_wait_us=host,
             unsplit_calls=len(inside) - known))
     return stats

@@ -15,9 +15,10 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
+from itertools import accumulate
+from operator import attrgetter
 
 from collscope.traces.record import KernelSpan
-from collscope.traces.steps import merge
 
 __all__ = ["GpuTimeline"]
 
@@ -26,29 +27,47 @@ class GpuTimeline:
     """The idle gaps of one rank's GPU, each with the end of its host-wait part."""
 
     def __init__(self, kernels: Sequence[KernelSpan]) -> None:
-        ordered = sorted(kernels, key=lambda k: k.start_us)
-        self._starts = [k.start_us for k in ordered]
-        self._min_launch = [math.inf] * (len(ordered) + 1)  # suffix minimum of launches, by start order
-        for i in range(len(ordered) - 1, -1, -1):
-            launch = ordered[i].launch_us
-            self._min_launch[i] = min(self._min_launch[i + 1], -math.inf if launch is None else launch)
-        busy = merge((k.start_us, k.end_us) for k in ordered)
-        self._busy = busy
-        edges = [-math.inf] + [x for span in busy for x in span] + [math.inf]
+        ordered = sorted(kernels, key=attrgetter("start_us"))  # the readers give them in start order: O(n)
+        launches = [-math.inf if k.launch_us is None else k.launch_us for k in ordered]
+        queued = list(accumulate(reversed(launches), min))  # suffix minimum of the launches, by start order
+        queued.reverse()
+        queued.append(math.inf)
         self.gaps: list[tuple[float, float, float]] = []
         """(start, end, end of its host-wait part) of every idle gap, in time order, the outer two unbounded."""
-        for g0, g1 in zip(edges[0::2], edges[1::2], strict=True):
-            queued = self._min_launch[bisect.bisect_left(self._starts, g1)]
-            self.gaps.append((g0, g1, min(max(queued, g0), g1)))
+        self._idle_sum = [0.0]  # prefix sums over the bounded gaps (all but the outer two)
+        self._host_sum = [0.0]
+        busy_until = -math.inf
+        for i, k in enumerate(ordered):
+            if k.end_us <= k.start_us:
+                continue
+            if k.start_us > busy_until:  # nothing ran since busy_until: a gap, until this kernel
+                host_end = min(max(queued[i], busy_until), k.start_us)
+                self.gaps.append((busy_until, k.start_us, host_end))
+                bounded = not math.isinf(busy_until)
+                self._idle_sum.append(self._idle_sum[-1] + (k.start_us - busy_until if bounded else 0.0))
+                self._host_sum.append(self._host_sum[-1] + (host_end - busy_until if bounded else 0.0))
+            busy_until = max(busy_until, k.end_us)
+        self.gaps.append((busy_until, math.inf, math.inf))
+        self._idle_sum.append(self._idle_sum[-1])
+        self._host_sum.append(self._host_sum[-1])
         self._gap_starts = [g[0] for g in self.gaps]
 
+    def _part(self, i: int, start_us: float, end_us: float) -> tuple[float, float]:
+        g0, g1, h1 = self.gaps[i]
+        return (max(0.0, min(g1, end_us) - max(g0, start_us)), max(0.0, min(h1, end_us) - max(g0, start_us)))
+
     def idle_in(self, start_us: float, end_us: float) -> tuple[float, float]:
-        """(idle, host wait) in us inside [start_us, end_us)."""
-        idle = host = 0.0
-        i = max(bisect.bisect_right(self._gap_starts, start_us) - 1, 0)
-        while i < len(self.gaps) and self.gaps[i][0] < end_us:
-            g0, g1, h1 = self.gaps[i]
-            idle += max(0.0, min(g1, end_us) - max(g0, start_us))
-            host += max(0.0, min(h1, end_us) - max(g0, start_us))
-            i += 1
+        """(idle, host wait) in us inside [start_us, end_us): the gaps cut by either end, the whole ones between
+        from prefix sums."""
+        if end_us <= start_us:
+            return 0.0, 0.0
+        first = max(bisect.bisect_right(self._gap_starts, start_us) - 1, 0)
+        last = bisect.bisect_left(self._gap_starts, end_us) - 1  # the last gap starting before end_us
+        if last < first:
+            return 0.0, 0.0
+        idle, host = self._part(first, start_us, end_us)
+        if last > first:
+            tail = self._part(last, start_us, end_us)
+            idle += tail[0] + self._idle_sum[last] - self._idle_sum[first + 1]
+            host += tail[1] + self._host_sum[last] - self._host_sum[first + 1]
         return idle, host

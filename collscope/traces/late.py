@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Literal
 
-from collscope.traces.exposure import StepStat
-from collscope.traces.idle import GpuTimeline
+from collscope.traces.exposure import RankSpans, StepStat
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.steps import covered_us, merge
 from collscope.traces.verdict import human_us
 from collscope.traces.wait import MatchedLate
 
@@ -44,16 +42,10 @@ class RankTiming:
     trace: RankTrace
     calls: Sequence[CollectiveCall]
     steps: Sequence[StepStat]
-    timeline: GpuTimeline | None = None
-    compute: list[tuple[float, float]] = field(default_factory=list)
-    compute_ends: list[float] = field(default_factory=list)
+    spans: RankSpans
     previous_end: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.trace.device == "gpu" and self.trace.kernels:
-            self.timeline = GpuTimeline(self.trace.kernels)
-        self.compute = merge(self.trace.compute_spans)
-        self.compute_ends = [e for _, e in self.compute]
         last = float("-inf")
         for c in sorted(self.calls, key=lambda c: c.start_us):
             self.previous_end[id(c)] = last
@@ -69,9 +61,9 @@ class RankTiming:
         if since >= call.start_us:
             return 0.0
         if self.trace.device == "gpu":
-            return None if self.timeline is None else self.timeline.idle_in(since, call.start_us)[1]
-        busy = covered_us(since, call.start_us, self.compute, [a for a, _ in self.compute])
-        return call.start_us - since - busy
+            timeline = self.spans.timeline
+            return None if timeline is None else timeline.idle_in(since, call.start_us)[1]
+        return self.spans.exposed(since, call.start_us)
 
     def compute_per_step(self) -> float | None:
         values = [s.compute_us for s in self.steps if s.compute_us is not None]

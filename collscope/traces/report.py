@@ -16,12 +16,11 @@ from typing import Any
 
 from collscope.geometry import Geometry, Known
 from collscope.traces.compare import BenchCurves, ModelFn
-from collscope.traces.exposure import StepStat, rank_exposure, step_stats
+from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_stats
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
 from collscope.traces.match import match_calls
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.steps import merge
 from collscope.traces.verdict import headline, verdict
 from collscope.traces.wait import CallSplit, split_matched
 from collscope.traces.whatif import Saving, call_saving, per_step
@@ -132,22 +131,19 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     hosts = rank_hosts(traces)
     warnings = [w for t in traces for w in t.warnings]
     solo = [c for t in traces for c in t.calls if c.group_size == 1]
+    spans = [RankSpans.of(t) for t in traces]
     exposed = [replace(t, calls=tuple(rank_exposure(replace(t, calls=tuple(c for c in t.calls
-                                                                           if c.group_size != 1)))))
-               for t in traces]
+                                                                           if c.group_size != 1)), sp)))
+               for t, sp in zip(traces, spans, strict=True)]
     matched, match_warnings = match_calls(exposed)
     warnings.extend(match_warnings)
-    compute = {}
-    for t in exposed:
-        spans = merge(t.compute_spans)
-        compute[t.rank] = (spans, [a for a, _ in spans])
-    splits, lates = split_matched(matched, compute)
+    splits, lates = split_matched(matched, {t.rank: sp.exposed for t, sp in zip(exposed, spans, strict=True)})
     steps: list[StepStat] = []
     timing: dict[int, RankTiming] = {}
-    for t in exposed:
-        stats = step_stats(t, t.calls, splits)
+    for t, sp in zip(exposed, spans, strict=True):
+        stats = step_stats(t, t.calls, splits, sp)
         steps.extend(stats)
-        timing[t.rank] = RankTiming(trace=t, calls=t.calls, steps=stats)
+        timing[t.rank] = RankTiming(trace=t, calls=t.calls, steps=stats, spans=sp)
     rows: list[dict[str, Any]] = []
     per_size: dict[tuple[str, int, int | None], dict[str, Any]] = defaultdict(
         lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None,
@@ -239,7 +235,8 @@ def _what_if(summary: list[SummaryRow], per_size: Mapping[tuple[str, int, int | 
              n_steps: int) -> tuple[list[SummaryRow], dict[str, Any]]:
     """Each row's and the job's savings per step (:mod:`collscope.traces.whatif`), at the row's sweep busbw,
     else its model's."""
-    refs = {(r.op, r.size_bytes, r.nranks): (r.bench_busbw_gbps or r.model_busbw_gbps) for r in summary}
+    refs: dict[tuple[str, int | None, int | None], float | None] = {
+        (r.op, r.size_bytes, r.nranks): (r.bench_busbw_gbps or r.model_busbw_gbps) for r in summary}
     kinds = {("sweep" if r.bench_busbw_gbps else "model") for r in summary
              if r.bench_busbw_gbps or r.model_busbw_gbps}
     savings: list[Saving] = []

@@ -20,11 +20,10 @@ A call without a transfer time (one rank traced, ranks unmatched, no durations) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from collscope.traces.match import Matched
-from collscope.traces.steps import covered_us
 
 __all__ = ["CallSplit", "MatchedLate", "split_matched"]
 
@@ -60,22 +59,15 @@ class MatchedLate:
     """The summed wait of the call's other ranks."""
 
 
-Spans = tuple[Sequence[tuple[float, float]], Sequence[float]]
-"""Merged compute spans of a rank and their start times (for :func:`covered_us`)."""
+Exposed = Callable[[float, float], float]
+"""The part of [lo, hi) no compute of a rank covers (:meth:`collscope.traces.exposure.RankSpans.exposed`)."""
 
 
-def _exposed(start: float, end: float, spans: Spans | None) -> float:
-    if end <= start:
-        return 0.0
-    if spans is None:
-        return end - start
-    return (end - start) - covered_us(start, end, spans[0], spans[1])
-
-
-def split_matched(matched: Sequence[Matched], compute: Mapping[int, Spans]
+def split_matched(matched: Sequence[Matched], exposed: Mapping[int, Exposed]
                   ) -> tuple[dict[int, CallSplit], list[MatchedLate]]:
     """The split of every call of a matched collective that has a transfer time (keyed by ``id(call)``), and per
-    such collective its late rank. ``compute``: each rank's merged compute spans."""
+    such collective its late rank. ``exposed``: per rank, what compute leaves uncovered of an interval (a rank
+    missing there has no compute: all exposed)."""
     splits: dict[int, CallSplit] = {}
     lates: list[MatchedLate] = []
     for m in matched:
@@ -91,14 +83,18 @@ def split_matched(matched: Sequence[Matched], compute: Mapping[int, Spans]
             duration = call.duration_us or 0.0
             wait = max(duration - transfer, 0.0)
             end = call.start_us + duration
-            spans = compute.get(call.rank)
+            uncovered = exposed.get(call.rank, _all_exposed)
             splits[id(call)] = CallSplit(
                 transfer_us=transfer, wait_us=wait,
-                exposed_wait_us=_exposed(call.start_us, call.start_us + wait, spans),
-                exposed_transfer_us=_exposed(end - min(transfer, duration), end, spans),
+                exposed_wait_us=uncovered(call.start_us, call.start_us + wait),
+                exposed_transfer_us=uncovered(end - min(transfer, duration), end),
                 late_rank=late_rank, late_by_us=late_by)
             if call.rank != late_rank:
                 waited += wait
         lates.append(MatchedLate(matched=m, late_rank=late_rank, late_by_us=late_by,
                                  others_waited_us=waited if late_rank is not None else 0.0))
     return splits, lates
+
+
+def _all_exposed(lo: float, hi: float) -> float:
+    return max(hi - lo, 0.0)

@@ -8,11 +8,16 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collscope.cli import main
+from collscope.traces.exposure import RankSpans
+from collscope.traces.idle import GpuTimeline
 from collscope.traces.record import KernelSpan
 from collscope.traces.render import render_text
 from collscope.traces.report import analyze_traces
+from collscope.traces.steps import covered_us, merge
 from tests.traces import trace_fixtures as fx
 from tests.traces.rank_traces import call, rank_trace
 
@@ -125,3 +130,38 @@ def test_a_job_of_one_rank_is_no_communication_in_the_cli(tmp_path):
     res = CliRunner().invoke(main, ["trace", str(tmp_path / "rank0.json")])
     assert res.exit_code == 0, res.output
     assert "groups of 1 rank" in res.output and "busbw" not in res.output
+
+
+_kernel = st.tuples(st.integers(0, 900), st.integers(1, 80), st.integers(0, 120)).map(
+    lambda t: KernelSpan(float(t[0]), float(t[0] + t[1]), float(t[0] - t[2]), False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(kernels=st.lists(_kernel, min_size=1, max_size=25), lo=st.integers(-50, 1000), width=st.integers(0, 1100))
+def test_idle_and_host_wait_match_a_microsecond_by_microsecond_count(kernels, lo, width):
+    """idle: no kernel runs at t; host wait: idle, and no kernel that starts later was launched by t (after the
+    last kernel nothing is queued)."""
+    timeline = GpuTimeline(kernels)
+    idle = host = 0
+    for t in range(lo, lo + width):
+        mid = t + 0.5
+        if any(k.start_us <= mid < k.end_us for k in kernels):
+            continue
+        idle += 1
+        later = [k for k in kernels if k.start_us > mid]
+        if not any((k.launch_us or 0.0) <= mid for k in later):
+            host += 1
+    got = timeline.idle_in(float(lo), float(lo + width))
+    assert got[0] == pytest.approx(idle) and got[1] == pytest.approx(host)
+
+
+@settings(max_examples=200, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 100)), max_size=30),
+       lo=st.integers(-50, 1100), width=st.integers(-5, 1200))
+def test_the_prefix_sum_coverage_equals_the_interval_walk(spans, lo, width):
+    compute = tuple((float(a), float(a + d)) for a, d in spans)
+    rank = RankSpans.of(rank_trace(0, [], compute=compute))
+    merged = merge(compute)
+    expected = covered_us(lo, lo + width, merged, [a for a, _ in merged]) if width > 0 else 0.0
+    assert rank.covered(float(lo), float(lo + width)) == pytest.approx(expected)
+    assert rank.exposed(float(lo), float(lo + width)) == pytest.approx(max(width, 0) - expected)
