@@ -4,7 +4,7 @@
 #   sbatch slurm/sweep.sh SPEC.yaml [collscope sweep run options]
 #   sbatch slurm/sweep.sh --preset mpi-algos --max-bytes 64M
 #   sbatch -N 2 --ntasks-per-node=8 --gpus-per-node=8 slurm/sweep.sh --preset nccl-algo-proto --out results/h100
-#   sbatch --array=0-3 slurm/sweep.sh --preset nccl-algo-proto  # 4 shards of one sweep, one results directory
+#   sbatch --array=0-2 slurm/sweep.sh --preset nccl-algo-proto  # 3 shards (one per repeat), one results directory
 #
 # It runs, with every argument passed through unchanged:
 #   collscope sweep run --launcher srun --nranks $SLURM_NTASKS --nnodes $SLURM_JOB_NUM_NODES --out DIR [--shard I/N] ARGS...
@@ -18,7 +18,8 @@
 #
 # Job arrays: with SLURM_ARRAY_TASK_ID set, the sweep's points are split into SLURM_ARRAY_TASK_COUNT shards
 # and this task runs shard (TASK_ID - TASK_MIN) / TASK_STEP, passed as `--shard I/N` (the sweep CLI's
-# option; `I/N` runs the points whose index modulo N is I). Use a contiguous range: --array=0-(N-1).
+# option; `I/N` runs repeats I, I+N, ... of every configuration, so N is at most the sweep's repeats). Use a
+# contiguous range: --array=0-(N-1).
 #
 # The collscope executable is $COLLSCOPE if set, else `collscope` on PATH (activate the environment before
 # sbatch: Slurm exports the submitting shell's environment by default). Ranks are started with srun, so MPI

@@ -74,7 +74,9 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 @click.option("--rails", "rails", default=None, metavar="NAME,NAME",
               help="Rail presets (mpi-rails, gloo-rails, nccl-pxn-rails): the rails, e.g. cl0,cl1 (interfaces) or "
                    "mlx5_0,mlx5_3 (HCAs); default: from --topo, else the preset's.")
-@click.option("--shard", default=None, metavar="I/N", help="Run only every N-th point starting at I (job arrays).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run only repeats I, I+N, ... of every configuration (job arrays: each shard measures every "
+                   "configuration; N at most --repeats).")
 @click.option("--retry-failed", is_flag=True, help="Run points whose last attempt failed again.")
 @click.option("--dry-run", is_flag=True, help="Print every command and environment; run nothing.")
 @click.option("--strategy", type=click.Choice(["grid", "adaptive"]), default="grid", show_default=True,

@@ -44,7 +44,8 @@ class RunOptions:
     retry_failed: bool = False
     """Run points whose last attempt failed again (by default they are left as failed)."""
     shard: tuple[int, int] | None = None
-    """``(i, n)``: run only points i, i+n, i+2n, ... (Slurm job arrays)."""
+    """``(i, n)``: run only repeats i, i+n, i+2n, ... of every configuration (Slurm job arrays; each shard
+    measures every configuration: :func:`~collscope.sweeps.runner.select_shard`)."""
     progress: bool = True
     workers: Workers = "per-point"
     """``per-point``: one launch per point; ``persistent``: ranks launched once per group of points that can

@@ -67,12 +67,25 @@ class SweepOutcome:
 
 
 def select_shard(points: tuple[Point, ...], shard: tuple[int, int] | None) -> tuple[Point, ...]:
+    """The points of shard ``(i, n)``: every configuration's repeats i, i+n, i+2n, ... (plan order kept).
+
+    Shards split a plan by repeat, never by configuration: each shard measures every configuration, so shards
+    placed on different nodes (the tasks of a job array) still compare every configuration with the others on
+    the same nodes, and a slow node slows every configuration alike instead of one (an index modulo n put each
+    configuration of a plan with as many configurations as shards on one shard). A plan with fewer repeats
+    than shards is refused: some shards would have nothing to run, or a configuration would go missing from
+    them."""
     if shard is None:
         return points
     index, count = shard
     if count < 1 or not 0 <= index < count:
         raise ConfigError(f"--shard {index}/{count}: expected I/N with 0 <= I < N")
-    return points[index::count]
+    repeats = len({p.repeat for p in points})
+    if points and count > repeats:
+        raise ConfigError(f"--shard {index}/{count}: shards split a sweep by repeat (each shard measures every "
+                          f"configuration), and this plan has {repeats} repeat(s); valid: at most {repeats} "
+                          f"shard(s) (--array=0-{repeats - 1}), or --repeats {count} or more")
+    return tuple(p for p in points if p.repeat % count == index)
 
 
 def run_sweep(plan: Plan, out_dir: Path, options: RunOptions, *, meta: dict[str, Any] | None = None,
