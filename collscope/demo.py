@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collscope.errors import CollscopeError, ConfigError
+from collscope.units import format_size
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -82,7 +83,7 @@ def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
         plan = plan_sweep(spec)
         target = out / f"sweep-{label}"
         echo(f"[2/4] sweep {label}: {len(plan.points)} points ({spec.engine}, {spec.nranks} ranks, "
-             f"{spec.min_bytes} B..{spec.max_bytes >> 20} MiB, {spec.repeats} repeats) -> {target}")
+             f"{format_size(spec.min_bytes)}..{format_size(spec.max_bytes)}, {spec.repeats} repeats) -> {target}")
         outcome = run_sweep(plan, target, RunOptions(launcher="local", launch=launch, progress=False),
                             meta=sweep_meta(engine=spec.engine).to_dict(), echo=echo)
         failed = outcome.failed

@@ -33,9 +33,46 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def format_size(size_bytes: int) -> str:
-    """Bytes -> the shortest exact binary form: 1048576 -> ``"1M"``, 1000 -> ``"1000"``."""
-    for suffix, factor in (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024)):
-        if size_bytes >= factor and size_bytes % factor == 0:
-            return f"{size_bytes // factor}{suffix}"
-    return str(size_bytes)
+_UNITS = (("G", 1024**3), ("M", 1024**2), ("K", 1024))
+"""The suffixes nccl-tests' ``-b``/``-e`` take (nccl-tests src/common.cu ``parsesize``: a number, then K, M or G,
+binary): the units every size collscope prints is written in."""
+
+
+def _exact(size_bytes: int, factor: int) -> str | None:
+    """``size_bytes / factor`` written exactly in at most 4 significant digits and 3 decimals, else None."""
+    for decimals in range(4):
+        scaled, rest = divmod(size_bytes * 10**decimals, factor)
+        if not rest:
+            digits = str(scaled)
+            if len(digits.lstrip("0")) > 4:
+                return None
+            if not decimals:
+                return digits
+            whole, frac = digits[:-decimals] or "0", digits[-decimals:]
+            return f"{whole}.{frac}"
+    return None
+
+
+def format_size(size_bytes: float) -> str:
+    """Bytes as collscope prints every size: in text, JSON notes, HTML and plots.
+
+    Binary units as nccl-tests' ``-b``/``-e`` take them (K = 1024, M, G; no T: nccl-tests has none): the largest
+    unit that fits, exact when the value has at most 4 significant digits in it (``1M``, ``512K``, ``9.5M``,
+    ``1.25G``, ``1000K``), else 3 significant figures (976563 -> ``954K``, 10030 -> ``9.79K``; from 100 up a
+    whole number, never an exponent: 16 TiB -> ``16384G``); below 1K the whole number of bytes (``8``, ``1000``).
+    Every output reads back with :func:`parse_size` (and nccl-tests ``-b``) to within 0.5%, exactly when exact.
+    """
+    n = int(round(float(size_bytes)))
+    if n < 0:
+        raise ValueError(f"not a size: {size_bytes!r} (bytes are >= 0)")
+    if n < 1024:
+        return str(n)
+    index, (suffix, factor) = next((i, u) for i, u in enumerate(_UNITS) if n >= u[1])
+    exact = _exact(n, factor)
+    if exact is not None:
+        return exact + suffix
+    scaled = n / factor
+    text = f"{scaled:.0f}" if scaled >= 100 else f"{scaled:.3g}"
+    if float(text) >= 1024 and index > 0:  # 1023.7K rounds to 1024K: that is 1M
+        return "1" + _UNITS[index - 1][0]
+    return text + suffix

@@ -1,9 +1,8 @@
 """How the analysis outputs print numbers: one size formatter, one bandwidth formatter, one Markdown table.
 
-Sizes: the largest binary unit that fits, with three significant figures (``1M``, ``9G``, ``9.5M``,
-976563 B -> ``954K``; integers from 100 up: ``512K``), bytes below 1K as integers; never an exponent. Exact
-multiples print as :func:`collscope.units.format_size` does, up to its choice of unit (it writes 9.5 MiB as
-``9728K``, this ``9.5M``). Bandwidths and times: three significant figures, integers from 100 up
+Sizes: :func:`collscope.units.format_size`, the project's one size formatter (binary K/M/G as nccl-tests'
+``-b``/``-e`` take them: ``1M``, ``9.5M``, 976563 B -> ``954K``; never an exponent); a table cell that has no
+size shows ``-``. Bandwidths and times: three significant figures, integers from 100 up
 (``489``, ``1234``, ``3.4``, ``0.0123``).
 """
 
@@ -15,10 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.errors import printable
+from collscope.units import format_size
 
 __all__ = ["size_text", "num_text", "pct_text", "markdown_table", "markdown_text", "markdown_fence"]
-
-_UNITS = (("T", 1024**4), ("G", 1024**3), ("M", 1024**2), ("K", 1024))
 
 
 def _missing(value: Any) -> bool:
@@ -31,21 +29,8 @@ def _missing(value: Any) -> bool:
 
 
 def size_text(value: Any) -> str:
-    """A size in bytes as ``976K`` / ``1M`` / ``9.5M`` (module doc); ``-`` when missing."""
-    if _missing(value):
-        return "-"
-    size = float(value)
-    rounded = int(round(size))
-    if rounded < 1024:
-        return str(rounded)
-    for i, (suffix, factor) in enumerate(_UNITS):
-        if rounded >= factor:
-            scaled = rounded / factor
-            text = f"{scaled:.0f}" if scaled >= 100 else f"{scaled:.3g}"
-            if float(text) >= 1024 and i > 0:  # 1023.6K rounds to 1024K: that is 1M
-                return f"1{_UNITS[i - 1][0]}"
-            return f"{text}{suffix}"
-    return str(rounded)
+    """A table cell of bytes: :func:`collscope.units.format_size`, or ``-`` when missing (None, NaN)."""
+    return "-" if _missing(value) else format_size(float(value))
 
 
 def num_text(value: Any) -> str:

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 from collscope.analysis.load import load_results
 from collscope.analysis.recommend.core import RecommendOptions, recommend, render_json
-from collscope.analysis.recommend.env import human_size, percent, render_env
+from collscope.analysis.recommend.env import percent, render_env
 from collscope.analysis.recommend.tuner import TUNER_COLUMNS, render_tuner, tuner_rules
 from collscope.cli import main
 from collscope.collectives.record import Measurement, write_jsonl
 from collscope.errors import ConfigError
+from collscope.units import format_size
 from tests.analysis.recommend_frames import cell_rows, frame, write_results
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -75,9 +76,9 @@ def test_clear_winner_ranges():
 
 def test_clear_winner_env_evidence_and_cost():
     text = render_env(recommend(one_winner()))
-    evidence = "all_reduce (8 ranks, 1 node) +35% busbw at 256 KiB..128 MiB (4 sizes, 3 repeats, noise <= 4%)"
+    evidence = "all_reduce (8 ranks, 1 node) +35% busbw at 256K..128M (4 sizes, 3 repeats, noise <= 4%)"
     assert exports(text) == [f"export NCCL_ALGO=Ring  # {evidence}", f"export NCCL_PROTO=Simple  # {evidence}"]
-    assert "# cost: all_reduce (8 ranks, 1 node) loses 12% at 8 B..4 KiB (4 sizes) with " \
+    assert "# cost: all_reduce (8 ranks, 1 node) loses 12% at 8..4K (4 sizes) with " \
            "NCCL_ALGO=Ring;NCCL_PROTO=Simple; 0.0638 us per step on the workload" in text.splitlines()
     assert "disables a loaded NCCL tuner plugin" in text and "--format tuner" in text
     assert 'NCCL_ALGO="allreduce:ring"' in text  # the per-collective alternative
@@ -180,7 +181,7 @@ def test_bad_rows_never_win(bad, reason):
     assert len(rec.excluded) == len(SIZES)
     assert {(x.config, x.rows, x.reason) for x in rec.excluded} == {("NCCL_ALGO=Tree;NCCL_PROTO=LL", 3, reason)}
     text = render_env(rec)
-    assert exports(text) == [] and f"8 B: 3 rows, {reason}" in text
+    assert exports(text) == [] and f"8: 3 rows, {reason}" in text
     assert "excluded" in render_tuner(rec) and json.loads(render_json(rec))["excluded"][0]["reason"] == reason
 
 
@@ -214,7 +215,7 @@ def test_open_mpi_configs_give_ompi_exports():
         "export OMPI_MCA_coll_tuned_use_dynamic_rules=1  # Open MPI reads the coll_tuned_*_algorithm variables only "
         "with dynamic rules on",
         "export OMPI_MCA_coll_tuned_allreduce_algorithm=4  # allreduce algorithm 4 (ring); all_reduce (4 ranks, "
-        "1 node) +30% busbw at 8 B..128 MiB (9 sizes, 3 repeats, noise <= 4%)"]
+        "1 node) +30% busbw at 8..128M (9 sizes, 3 repeats, noise <= 4%)"]
     assert "mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4" in text
     assert "NCCL_ALGO/NCCL_PROTO disables" not in text
     rules, skipped = tuner_rules(rec)
@@ -230,7 +231,7 @@ def test_tuner_channels_several_winners_and_not_expressible():
                cell_rows(knobs=buff, sizes=SIZES, busbw=lambda s: 12.0 if s >= 2097152 else 5.0, nranks=16, nnodes=2))
     text = render_tuner(recommend(df))
     assert [line for line in text.splitlines() if not line.startswith("#")] == ["allreduce,8,512,tree,ll,4,2,16,-1,-1"]
-    assert "# not expressible: all_reduce (16 ranks, 2 nodes) 2 MiB..128 MiB NCCL_ALGO=Ring;NCCL_BUFFSIZE=8388608;" \
+    assert "# not expressible: all_reduce (16 ranks, 2 nodes) 2M..128M NCCL_ALGO=Ring;NCCL_BUFFSIZE=8388608;" \
            "NCCL_PROTO=Simple: NCCL_BUFFSIZE has no tuner column" in text.splitlines()
 
 
@@ -263,7 +264,7 @@ def test_hostile_values_stay_inside_comments():
 
 
 def test_text_helpers():
-    assert [human_size(n) for n in (8, 1024, 1536, 4 << 20, 3 << 30)] == ["8 B", "1 KiB", "1536 B", "4 MiB", "3 GiB"]
+    assert [format_size(n) for n in (8, 1024, 1536, 4 << 20, 3 << 30)] == ["8", "1K", "1.5K", "4M", "3G"]
     assert [percent(x) for x in (0.03, 0.125, 0.35, 1.0)] == ["3%", "12.5%", "35%", "100%"]
 
 

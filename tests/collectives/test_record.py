@@ -74,6 +74,16 @@ def test_read_reports_half_written_and_bad_lines(tmp_path):
 
 @given(st.integers(0, 1 << 44))
 def test_size_format_parse_round_trip(n):
+    """Every form reads back to within 0.5% (3 significant figures: 10030 -> 9.79K)..."""
+    text = format_size(n)
+    value = float(text[:-1]) * parse_size("1" + text[-1]) if text[-1].isalpha() else float(text)
+    assert abs(value - n) <= 0.005 * n
+
+
+@given(st.integers(1, 1023), st.sampled_from([0, 10, 20, 30]), st.integers(0, 1))
+def test_size_format_parse_round_trip_exact(k, shift, halvings):
+    """... and whole or half units (8, 1000K, 1.5K, 9.5M, 511.5G) exactly."""
+    n = max(k << shift >> halvings, 1) if shift else k
     assert parse_size(format_size(n)) == n
 
 

@@ -13,11 +13,11 @@ import math
 from typing import Literal
 
 from collscope.analysis.noise import beyond_noise
-from collscope.analysis.recommend.env import human_size
 from collscope.analysis.recommend.ranges import merge_ranges
 from collscope.analysis.recommend.records import EnvCandidate, EnvChoice, GroupKey, GroupResult, SizeRange, SizeResult
 from collscope.analysis.recommend.timing import TimeEval, evaluate, format_us, range_saving
 from collscope.analysis.recommend.workload import Workload
+from collscope.units import format_size
 
 __all__ = ["SHARE_LIMIT", "env_choices"]
 
@@ -98,7 +98,7 @@ def _blocking(evals: list[tuple[GroupResult, TimeEval]], config: str,
 
 
 def _sizes_text(lo: int, hi: int) -> str:
-    return human_size(lo) if lo == hi else f"{human_size(lo)}..{human_size(hi)}"
+    return format_size(lo) if lo == hi else f"{format_size(lo)}..{format_size(hi)}"
 
 
 def _span_text(span: SizeRange) -> str:

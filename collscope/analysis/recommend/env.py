@@ -19,11 +19,12 @@ from collscope.analysis.noise import MIN_REPEATS, describe_rule
 from collscope.analysis.recommend.records import EnvChoice, Recommendation, SizeRange
 from collscope.analysis.recommend.timing import format_us, range_saving
 from collscope.errors import CollscopeError
+from collscope.units import format_size
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS, describe
 from collscope.vocab.nccl import ALGORITHMS, ALGOS_FOR_FUNC, FUNCTIONS, OP_FUNC, PROTOCOLS, parse_selection
 from collscope.vocab.secrets import REDACTED, is_secret_name
 
-__all__ = ["render_env", "human_size", "percent", "comment", "provenance_lines", "excluded_lines",
+__all__ = ["render_env", "percent", "comment", "provenance_lines", "excluded_lines",
            "selection_for", "workload_line", "saved_text", "few_repeats_lines"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -34,14 +35,6 @@ _MAX_EXCLUDED_LINES = 10
 
 
 # ---- small text helpers (shared with the tuner renderer) ---------------------------------------------------
-def human_size(size_bytes: int) -> str:
-    """``8`` -> ``8 B``, ``4096`` -> ``4 KiB``, ``1536`` -> ``1536 B`` (exact binary multiples only)."""
-    for unit, factor in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size_bytes >= factor and size_bytes % factor == 0:
-            return f"{size_bytes // factor} {unit}"
-    return f"{size_bytes} B"
-
-
 def percent(fraction: float) -> str:
     """``0.03`` -> ``3%``, ``0.125`` -> ``12.5%``."""
     return f"{fraction * 100:.1f}".rstrip("0").rstrip(".") + "%"
@@ -53,8 +46,8 @@ def comment(text: str) -> str:
 
 
 def _span(r: SizeRange) -> str:
-    return human_size(r.min_bytes) if r.min_bytes == r.max_bytes else \
-        f"{human_size(r.min_bytes)}..{human_size(r.max_bytes)}"
+    return format_size(r.min_bytes) if r.min_bytes == r.max_bytes else \
+        f"{format_size(r.min_bytes)}..{format_size(r.max_bytes)}"
 
 
 def _count(n: int, word: str) -> str:
@@ -89,7 +82,7 @@ def provenance_lines(rec: Recommendation) -> list[str]:
 
 
 def excluded_lines(rec: Recommendation) -> list[str]:
-    lines = [comment(f"excluded, may not win: {x.key.label} {x.config} at {human_size(x.size_bytes)}: "
+    lines = [comment(f"excluded, may not win: {x.key.label} {x.config} at {format_size(x.size_bytes)}: "
                      f"{_count(x.rows, 'row')}, {x.reason}") for x in rec.excluded[:_MAX_EXCLUDED_LINES]]
     if len(rec.excluded) > _MAX_EXCLUDED_LINES:
         lines.append(comment(f"... and {len(rec.excluded) - _MAX_EXCLUDED_LINES} more excluded cells "

@@ -19,7 +19,6 @@ from collscope.analysis.recommend.env import (
     comment,
     excluded_lines,
     few_repeats_lines,
-    human_size,
     percent,
     provenance_lines,
     saved_text,
@@ -27,6 +26,7 @@ from collscope.analysis.recommend.env import (
 )
 from collscope.analysis.recommend.records import DEFAULT_CONFIG, GroupKey, GroupResult, Recommendation, SizeRange
 from collscope.analysis.recommend.timing import evaluate, range_saving
+from collscope.units import format_size
 from collscope.vocab.ops import OP_TABLE
 
 __all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "tuner_rules", "tuner_rule",
@@ -135,7 +135,7 @@ def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
         for span in group.ranges:
             if span.config == DEFAULT_CONFIG:
                 continue
-            where = (f"{group.key.label} {human_size(span.min_bytes)}..{human_size(span.max_bytes)} "
+            where = (f"{group.key.label} {format_size(span.min_bytes)}..{format_size(span.max_bytes)} "
                      f"{span.config}")
             try:
                 rule = tuner_rule(group.key, span, rec.settings.get(span.config, {}),
@@ -150,7 +150,7 @@ def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
 def _evidence(rec: Recommendation, group: GroupResult, span: SizeRange) -> str:
     gains = percent(span.gain_min) if percent(span.gain_min) == percent(span.gain_max) else \
         f"{percent(span.gain_min)}..{percent(span.gain_max)}"
-    where = f"{group.key.label} {human_size(span.min_bytes)}..{human_size(span.max_bytes)}: {span.config} +{gains} " \
+    where = f"{group.key.label} {format_size(span.min_bytes)}..{format_size(span.max_bytes)}: {span.config} +{gains} " \
             f"busbw ({len(span.sizes)} sizes, {span.repeats_min} repeats, noise <= {percent(span.noise_max)})"
     if rec.workload is None:
         return where
