@@ -19,7 +19,7 @@ from collscope.traces.compare import BenchCurves, ModelFn
 from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_stats
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
-from collscope.traces.match import match_calls
+from collscope.traces.match import Matched, match_calls
 from collscope.traces.record import CollectiveCall, RankTrace
 from collscope.traces.verdict import headline, verdict
 from collscope.traces.wait import CallSplit, split_matched
@@ -154,15 +154,17 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     from_duration = 0
     for m in matched:
         time_us = m.transfer_us
-        first = m.calls[0]
+        first = _sized(m.calls[0], m)
         _, m_bus = _busbw(first, time_us if time_us is not None else first.duration_us)
-        for call in m.calls:
+        for own in m.calls:
+            call = _sized(own, m)
             t_us = time_us if time_us is not None else call.duration_us
             if time_us is None and call.duration_us is not None and call.size_bytes is not None:
                 from_duration += 1
             alg, bus = _busbw(call, t_us)
-            split = splits.get(id(call))
-            rows.append({"rank": call.rank, "op": call.op, "size_bytes": call.size_bytes, "dtype": call.dtype,
+            split = splits.get(id(own))
+            rows.append({"rank": call.rank, "op": call.op, "size_bytes": own.size_bytes,
+                         "matched_size_bytes": m.size_bytes, "dtype": call.dtype,
                          "group_size": call.group_size,
                          "group_ranks": shared.setdefault(call.group_ranks, _listed(call.group_ranks)),
                          "process_group": call.process_group, "seq": call.seq,
@@ -218,6 +220,15 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                        process_groups=tuple(g for g in groups.values()), late_ranks=tuple(table), what_if=what_if,
                        outside_window=outside, no_communication={"calls": len(solo), "ops": dict(sorted(ops.items()))},
                        headline=headline(steps, table, what_if))
+
+
+def _sized(call: CollectiveCall, m: Matched) -> CollectiveCall:
+    """The call with the size its busbw and its summary row take: the matched collective's (an alltoallv whose
+    ranks send different amounts: the total over its ranks / their number, :attr:`Matched.size_bytes`), else its
+    own."""
+    if m.size_bytes is None or m.size_bytes == call.size_bytes or not m.consistent:
+        return call
+    return replace(call, size_bytes=m.size_bytes)
 
 
 def _split_fields(split: CallSplit | None) -> dict[str, Any]:

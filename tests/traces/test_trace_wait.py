@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from collscope.cli import main
 from collscope.traces.exposure import RankSpans
 from collscope.traces.idle import GpuTimeline
+from collscope.traces.load import read_traces
 from collscope.traces.record import KernelSpan
 from collscope.traces.render import render_text
 from collscope.traces.report import analyze_traces
@@ -165,3 +166,17 @@ def test_the_prefix_sum_coverage_equals_the_interval_walk(spans, lo, width):
     expected = covered_us(lo, lo + width, merged, [a for a, _ in merged]) if width > 0 else 0.0
     assert rank.covered(float(lo), float(lo + width)) == pytest.approx(expected)
     assert rank.exposed(float(lo), float(lo + width)) == pytest.approx(max(width, 0) - expected)
+
+
+def test_an_uneven_alltoall_is_one_row_with_busbw_from_the_total_bytes(tmp_path):
+    """alltoallv: rank 0 sends 400 x 4 KiB, rank 1 1200 x 4 KiB; each keeps its own size, the busbw and the
+    summary row take the matched size (their mean, nccl-tests' size when even); rank 0 came last (900 us)."""
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_alltoallv(r))
+    report = analyze_traces(read_traces([tmp_path]))
+    a2a = [c for c in report.collectives if c["op"] == "alltoall"]
+    assert [(c["size_bytes"], c["matched_size_bytes"], c["wait_us"], c["late_rank"]) for c in a2a] == \
+        [(400 * 4096, 800 * 4096, 0.0, 0), (1200 * 4096, 800 * 4096, 200.0, 0)]
+    [row] = [r for r in report.summary if r.op == "alltoall"]
+    assert (row.size_bytes, row.calls, row.wait_us) == (800 * 4096, 2, 200.0)
+    assert row.busbw_gbps == pytest.approx(800 * 4096 / 900e-6 / 1e9 * 0.5)  # (n-1)/n on 2 ranks
