@@ -140,8 +140,8 @@ def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mappin
         if timeline is not None:
             idle, host = timeline.idle_in(a, b)
         stats.append(StepStat(
-            rank=trace.rank, step=step.step, duration_us=step.duration_us, comm_us=sum(e - s for s, e in comm),
-            exposed_comm_us=sum(exposed(s, e) for s, e in comm),
+            rank=trace.rank, step=step.step, duration_us=step.duration_us, comm_us=sum((e - s for s, e in comm), 0.0),
+            exposed_comm_us=sum((exposed(s, e) for s, e in comm), 0.0),
             transfer_us=split[0] if has_split else None, wait_us=split[1] if has_split else None,
             exposed_transfer_us=split[2] if has_split else None, exposed_wait_us=split[3] if has_split else None,
             compute_us=spans.covered(a, b), gpu_idle_us=idle, host_wait_us=host,

@@ -180,3 +180,16 @@ def test_an_uneven_alltoall_is_one_row_with_busbw_from_the_total_bytes(tmp_path)
     [row] = [r for r in report.summary if r.op == "alltoall"]
     assert (row.size_bytes, row.calls, row.wait_us) == (800 * 4096, 2, 200.0)
     assert row.busbw_gbps == pytest.approx(800 * 4096 / 900e-6 / 1e9 * 0.5)  # (n-1)/n on 2 ranks
+
+
+def test_gpu_work_counts_in_the_period_it_ran_in_when_the_cpu_runs_ahead(tmp_path):
+    """The CPU issues three steps' calls 2.5 ms before the GPU runs them: all GPU work lands in the last period
+    (which lasts until the last kernel ends); the earlier periods hold no communication (0.0, a float)."""
+    for r in (0, 1):
+        fx.write(tmp_path / f"rank{r}.json", fx.nccl_cpu_ahead(r))
+    report = analyze_traces(read_traces([tmp_path]))
+    rank0 = sorted((s for s in report.steps if s.rank == 0), key=lambda s: s.step)
+    assert [(s.duration_us, s.comm_us, s.transfer_us) for s in rank0] == \
+        [(1000.0, 0.0, 0.0), (1000.0, 0.0, 0.0), (3100.0, 1200.0, 1200.0)]
+    assert all(isinstance(s.to_dict()["comm_us"], float) for s in rank0)
+    assert sum(s.duration_us for s in rank0) == 5100.0  # the periods add up to the window
