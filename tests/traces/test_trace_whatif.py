@@ -48,7 +48,8 @@ def test_a_faster_network_saves_the_exposed_transfer_only():
     assert (row.exposed_transfer_us_per_step, row.exposed_wait_us_per_step) == (300.0, 500.0)  # per step and rank
     assert row.wait_us == 2000.0
     assert report.headline == ("communication costs 8% of the step; 3% is transfer, 5% waiting for rank 1; "
-                               "a network at the sweep's busbw would save 200 us of 10 ms; ranks arriving together would save 1 ms")
+                               "a network at the sweep's busbw would save 200 us of 10 ms; "
+                               "ranks arriving together would save 1 ms")
     assert render_text(report).startswith(f"verdict: {report.headline}\n")
 
 
