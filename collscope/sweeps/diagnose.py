@@ -71,16 +71,31 @@ def launcher_failure(text: str) -> str | None:
     return "; ".join(found) if found else None
 
 
+def _cancelled(kind: str, what: str, reporter: str, why: str, *, failed: list[str]) -> str:
+    """Slurm's cancellation line in words. slurmstepd prints ``*** STEP 21.1 ON node1 CANCELLED AT ... DUE TO NODE
+    FAILURE ***`` on the nodes that are still up (``ON`` names the node that printed it, Slurm's
+    src/slurmd/slurmstepd), so for a node failure the node it names is a survivor, never the one that failed: the
+    words name the failed node (srun's ``Node failure on X``) and the reporter apart."""
+    if why != "NODE FAILURE":
+        cause = f" due to {why.lower()}" if why else " (a node of the allocation failed or stopped answering, "\
+            "or the job was cancelled)"
+        return f"Slurm cancelled {kind} {what} on {reporter}{cause}"
+    others = [n for n in failed if n != reporter]
+    if others:
+        return (f"Slurm cancelled {kind} {what} because {', '.join(others)} failed (slurmstepd on {reporter}, which "
+                "stayed up, reported the cancellation)")
+    return (f"Slurm cancelled {kind} {what} because another node of the {kind} failed (slurmstepd on {reporter}, "
+            "which stayed up, reported the cancellation; `sinfo -R` names the node Slurm set down)")
+
+
 def launch_diagnosis(text: str) -> str | None:
     """One line naming what went wrong according to the launcher's messages in ``text``; None when it said
-    nothing recognisable."""
+    nothing recognisable. A lost node comes first (``node failure on node2``), then what Slurm did because of it."""
     found: list[str] = []
     for node in dict.fromkeys(_NODE_FAIL.findall(text)):
         found.append(f"node failure on {node}")
     for kind, what, node, why in _CANCELLED.findall(text):
-        cause = f" due to {why.lower()}" if why else " (a node of the allocation failed or stopped answering, "\
-            "or the job was cancelled)"
-        found.append(f"Slurm cancelled {kind.lower()} {what} on {node}{cause}")
+        found.append(_cancelled(kind.lower(), what, node, why, failed=list(dict.fromkeys(_NODE_FAIL.findall(text)))))
         break
     tasks = [f"{node}: task {task}: {state.lower()}" for node, task, state in _TASK.findall(text)]
     if tasks:

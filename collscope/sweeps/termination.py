@@ -12,8 +12,10 @@ from typing import Any
 
 from collscope import proc
 from collscope.errors import CollscopeError
+from collscope.topo.naming import natural_key
 
-__all__ = ["SweepTerminated", "raise_terminated", "on_sigterm", "cancel_job_steps", "slurm_nodes_down"]
+__all__ = ["SweepTerminated", "raise_terminated", "on_sigterm", "cancel_job_steps", "slurm_nodes_down",
+           "parse_nodes_down"]
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +61,34 @@ def cancel_job_steps(timeout_s: float = 10.0) -> None:
 
 
 def slurm_nodes_down(timeout_s: float = 3.0) -> str | None:
-    """Nodes of this Slurm allocation that Slurm does not consider up (``node2 down*``), from ``sinfo``."""
+    """Nodes of this Slurm allocation that Slurm does not consider up, with the reason Slurm gives when it has one
+    (``node2 down* (Not responding)``), from ``sinfo``: after a node failure, the node that failed (the messages of
+    the step name the nodes that reported it)."""
     nodes = os.environ.get("SLURM_JOB_NODELIST")
     if not nodes:
         return None
     try:
-        result = proc.run(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N %T"], timeout_s=timeout_s)
+        result = proc.run(["sinfo", "-h", "-N", "-n", nodes, "-o", "%N|%T|%E"], timeout_s=timeout_s)
     except CollscopeError:
         return None
-    bad = sorted({line.strip() for line in result.stdout.splitlines()
-                  if line.strip() and line.split()[-1].rstrip("*~#$@+") not in ("idle", "mixed", "allocated",
-                                                                              "completing")})
-    return ", ".join(bad) or None
+    return ", ".join(parse_nodes_down(result.stdout)) or None
+
+
+_UP_STATES = ("idle", "mixed", "allocated", "completing")
+
+
+def parse_nodes_down(text: str) -> list[str]:
+    """The lines of ``sinfo -h -N -o '%N|%T|%E'`` whose state is not up, as ``node2 down* (Not responding)``, in
+    natural order, each node once (sinfo -N prints a node once per partition). Slurm's ``none`` reason is left
+    out; a line in another shape (an older ``%N %T``) keeps its node and state."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split("|", 2)] if "|" in line else line.split(None, 1)
+        if len(fields) < 2 or not fields[0]:
+            continue
+        node, state = fields[0], fields[1]
+        if state.rstrip("*~#$@+").lower() in _UP_STATES:
+            continue
+        reason = fields[2] if len(fields) > 2 and fields[2] and fields[2].lower() != "none" else ""
+        found.setdefault(node, f"{node} {state}" + (f" ({reason})" if reason else ""))
+    return [found[n] for n in sorted(found, key=natural_key)]

@@ -93,8 +93,8 @@ srun: error: node1: task 0: Exited with exit code 14
 
 def test_launch_diagnosis_names_the_lost_node() -> None:
     assert launch_diagnosis(SRUN_NODE_LOST) == (
-        "node failure on node2; Slurm cancelled step 21.1 on node1 due to node failure; "
-        "node1: task 0: exited with exit code 14")
+        "node failure on node2; Slurm cancelled step 21.1 because node2 failed (slurmstepd on node1, which stayed "
+        "up, reported the cancellation); node1: task 0: exited with exit code 14")
     assert launch_diagnosis("# collscope bench ...\n") is None
     assert "srun could not start the step" in launch_diagnosis(
         "srun: error: Unable to create step for job 18: Duplicate job id\n")
