@@ -18,7 +18,7 @@ import msgspec
 from collscope.errors import ParseError
 from collscope.traces import flight, flight_pickle, inspector, inspector_prom
 from collscope.traces.kineto import parse_kineto
-from collscope.traces.kineto_schema import TraceDoc
+from collscope.traces.kineto_schema import TraceDoc, gc_paused
 from collscope.traces.record import RankTrace
 
 __all__ = ["TraceFormat", "FORMATS", "FORMAT_NAMES", "SNIFF_BYTES", "detect_trace_format", "describe_head"]
@@ -64,15 +64,17 @@ def _line_of(data: bytes, message: str) -> int | None:
 
 
 def parse_kineto_bytes(data: bytes, source: str, rank_hint: int | None) -> list[RankTrace]:
-    try:
-        doc = _DECODER.decode(data)
-    except msgspec.ValidationError as exc:
-        raise ParseError(source, None, "a PyTorch profiler trace with well-typed events", found=str(exc)) from None
-    except msgspec.DecodeError as exc:
-        what = ("a complete JSON document (the file looks truncated)" if "truncated" in str(exc)
-                else "a PyTorch profiler trace (JSON with traceEvents)")
-        raise ParseError(source, _line_of(data, str(exc)), what, found=str(exc)) from None
-    return [parse_kineto(doc, source, rank_hint=rank_hint)]
+    with gc_paused():
+        try:
+            doc = _DECODER.decode(data)
+        except msgspec.ValidationError as exc:
+            raise ParseError(source, None, "a PyTorch profiler trace with well-typed events",
+                             found=str(exc)) from None
+        except msgspec.DecodeError as exc:
+            what = ("a complete JSON document (the file looks truncated)" if "truncated" in str(exc)
+                    else "a PyTorch profiler trace (JSON with traceEvents)")
+            raise ParseError(source, _line_of(data, str(exc)), what, found=str(exc)) from None
+        return [parse_kineto(doc, source, rank_hint=rank_hint)]
 
 
 # Order matters: the more specific tests first (an Inspector record before a generic JSON object).

@@ -162,8 +162,8 @@ def step_periods(spans: Sequence[StepSpan], kernels: Sequence[KernelSpan],
     """The steps as periods (each to the next one's start, the last to its latest end), in start order.
 
     ``spans``: the ``ProfilerStep#N`` CPU spans; ``kernels``: the window's kernels in start order;
-    ``cpu_ends``: (start, end) of the other CPU events read (collectives' events, gloo worker spans). Two steps starting at the same time (a
-    damaged trace) keep the first."""
+    ``cpu_ends``: (start, end) of the other CPU events read (collectives' events, gloo worker spans). Two steps
+    starting at the same time (a damaged trace) keep the first."""
     steps: list[StepSpan] = []
     for step in sorted(spans, key=lambda s: s.start_us):
         if not steps or step.start_us > steps[-1].start_us:
