@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Any
 
 _SAID: dict[int, bytes] = {signal.SIGINT: b"interrupted (SIGINT)\n",
@@ -80,8 +81,45 @@ def main(verbose: int) -> None:
     Example:
       collscope topo show --from captures/node01/
     """
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    _log_to_stderr(logging.WARNING - 10 * min(verbose, 2))
+
+
+class _UserLines(logging.Formatter):
+    """A warning or error is a plain line for the person at the terminal (its message, nothing else); the
+    debugging records -v/-vv add keep their level and logger name."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage() if record.levelno >= logging.WARNING else \
+            f"{record.levelname.lower()} {record.name}: {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record comes (click's test runner swaps it per command)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def _log_to_stderr(level: int) -> None:
+    """One handler on the ``collscope`` logger, installed once, printing :class:`_UserLines`; ``level`` is set
+    on the logger only when -v asks for more than warnings (the default level is the root logger's WARNING)."""
+    logger = logging.getLogger("collscope")
+    handler = next((h for h in logger.handlers if isinstance(h, _Stderr)), None)
+    if handler is None:
+        handler = _Stderr()
+        handler.setFormatter(_UserLines())
+        logger.addHandler(handler)
+    handler.setLevel(level)
+    if level < logging.WARNING:
+        logger.setLevel(level)
 
 
 __all__ = ["COMMANDS", "main"]
