@@ -4,6 +4,11 @@ NCCL backend: one call per NCCL kernel (``ncclKernel_*`` / ``ncclDevKernel_*``),
 the metadata on the kernel (PyTorch >= 2.2), else from the CPU call it links to (``External id``, else the
 ``correlation`` of its launch inside the call's span): ``record_param_comms`` keys, else ``Input Dims``.
 gloo backend: see :mod:`collscope.traces.gloo`. Facts: ``reference/traces.md``.
+
+Only kernels whose launch is in the file are read (:mod:`collscope.traces.windows`: the others were queued before
+the profiler window opened), and steps are periods. A kernel that runs another op than the CPU call it links to
+(:func:`collscope.traces.names.kernel_runs`) is its kernel's op, with no size, group or sequence number of that
+call: its busbw is unknown rather than the CPU op's.
 """
 
 from __future__ import annotations
