@@ -10,7 +10,14 @@ from pathlib import Path
 import click
 
 from collscope.atomic import write_text_atomic
-from collscope.cli.options import check_output_file, geometry_options, gpu_option, link_options, topo_option
+from collscope.cli.options import (
+    check_output_file,
+    geometry_options,
+    gpu_option,
+    link_options,
+    nic_options,
+    topo_option,
+)
 from collscope.errors import ConfigError, ParseError
 from collscope.files import check_output_dir
 from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
@@ -28,7 +35,8 @@ def _bench(against: str | None) -> BenchCurves | None:
 
 
 def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refused: list[str],
-           alpha_us: float | None = None, bw_gbps: float | None = None) -> ModelFn | None:
+           alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
+           nics_per_node: int | None = None) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
     the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
     figure goes to ``refused``."""
@@ -43,12 +51,13 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refus
     def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                             sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps)
+                             sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit,
+                             nics_per_node=nics_per_node)
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             refused.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
         if result.nccl_choice:
-            return {c.size_bytes: c.busbw_gbps for c in result.nccl_choice}
+            return {c.size_bytes: c.expected_busbw_gbps for c in result.nccl_choice}
         best: dict[int, float] = {}
         for p in result.predictions:
             best[p.size_bytes] = max(best.get(p.size_bytes, 0.0), p.busbw_gbps)
@@ -65,6 +74,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refus
 @gpu_option
 @geometry_options("nranks", "nnodes", "nvl_domain")
 @link_options
+@nic_options
 @click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
 @click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
               help="Write the job's size mix per step (the workload file recommend --workload reads).")
@@ -73,7 +83,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refus
                                   "busbw per call against the sweep, index.html.")
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
                   nranks: int | None, nnodes: int | None, nvl_domain: int | None, alpha_us: float | None,
-                  bw_gbps: float | None, as_json: bool,
+                  bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None, as_json: bool,
                   workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
 
@@ -101,7 +111,7 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     bench = _bench(against)
     refused: list[str] = []
     overrides = {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain}
-    model = _model(topo, gpu, nvl_domain, refused, alpha_us, bw_gbps)
+    model = _model(topo, gpu, nvl_domain, refused, alpha_us, bw_gbps, nic_gbit, nics_per_node)
     report = analyze_traces(read_traces(paths), bench=bench, model=model, overrides=overrides)
     if refused:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *refused))))
