@@ -12,7 +12,9 @@ memory, TCP) are the same either way; collscope itself never sets it.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -137,3 +139,22 @@ def sigterm_self_once(ready: Callable[[], bool], settle_s: float) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=terminate, daemon=True).start()
+
+
+def chromium() -> str:
+    """Headless Chromium's path: required in CI (.ci/run installs Debian's chromium), else the test skips."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("headless Chromium is required in CI (.ci/run installs Debian's chromium)")
+    pytest.skip("no chromium on PATH (apt-get install chromium) to render the report")
+
+
+def headless(browser: str, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """One headless Chromium run offline (``--dump-dom URL``, ``--screenshot=F URL``), its output captured."""
+    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                           "--no-first-run", "--allow-file-access-from-files", "--enable-logging=stderr",
+                           "--v=0", "--virtual-time-budget=10000", *args],
+                          capture_output=True, text=True, timeout=timeout_s, check=False)

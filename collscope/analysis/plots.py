@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from collscope.analysis.noise import Sample, beyond_noise  # noqa: E402
 from collscope.figure_text import plain_text  # noqa: E402
@@ -64,6 +65,10 @@ def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFra
         size_ticks(ax, part["size_bytes"].to_numpy(dtype=float))
     if (part["busbw_gbps"] > 0).any():  # busbw 0 everywhere (one rank: factor 0) has no place on a log axis
         ax.set_yscale("log")
+        # plain numbers (0.01, 1, 10): the log axis's default labels are math text, which plain_text turns off
+        # (they showed as "$\\mathdefault{10^{1}}$")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("message size (bytes, nccl-tests 'size')")
     ax.set_ylabel("bus bandwidth (GB/s, decimal)")
     ax.set_title(title or f"{op}: busbw by size")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from collscope.analysis.anomaly_groups import group_anomalies, shown_groups
 from collscope.analysis.compare import analyze
 from collscope.analysis.fit import aggregate, fit_alpha_beta
 from collscope.analysis.formats import markdown_fence, markdown_table, markdown_text, num_text, size_text
@@ -25,9 +26,11 @@ from collscope.analysis.params import link_params
 from collscope.analysis.plots import busbw_vs_size, gain_heatmap
 from collscope.analysis.recommend.core import recommend
 from collscope.analysis.recommend.env import render_env
+from collscope.analysis.report_topo import NIC_HEADER, nic_rows, no_gpu_note
 from collscope.analysis.size_zero import size_zero_note
 from collscope.errors import ConfigError
 from collscope.figure_text import plain_text
+from collscope.vocab.configs import DEFAULT_CONFIG
 
 __all__ = ["write_report", "CAVEATS"]
 
@@ -85,7 +88,17 @@ def _model_curves(agg: pd.DataFrame, fits: pd.DataFrame, op: str) -> tuple[dict[
 
 
 _FIT_HEADER = ["config", "ranks", "alpha us", "alpha 95%", "bw GB/s", "busbw GB/s", "n1/2 (fit)", "r2"]
-_ANOMALY_HEADER = ["kind", "op", "config", "size", "detail"]
+_ANOMALY_HEADER = ["kind", "op", "config", "sizes", "detail"]
+_STYLE = """
+body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+img { max-width: 100%; display: block; margin: 1em 0; }
+pre { background: #f4f4f4; padding: 1em; white-space: pre-wrap; overflow-wrap: anywhere; }
+table.t { border-collapse: collapse; font-size: 12px; } table.t td, table.t th { padding: 2px 8px; }
+table.t td { overflow-wrap: break-word; }
+table.t tr:nth-child(even) { background: #f7f7f7; } .note { color: #555; font-size: 13px; }
+"""
+"""The page's CSS: text wraps (the recommendation's long comment lines, long configuration names) rather than
+overflow behind a scroll bar; figures shrink to the page's width."""
 
 
 def _fit_rows(op_fits: pd.DataFrame) -> list[list[str]]:
@@ -99,14 +112,64 @@ def _fit_rows(op_fits: pd.DataFrame) -> list[list[str]]:
     return rows
 
 
-def _anomaly_rows(analysis: Any) -> list[list[str]]:
-    return [[a.kind, a.op, a.config, size_text(a.size_bytes), a.detail] for a in analysis.anomalies]
+def _anomalies(analysis: Any) -> tuple[list[list[str]], list[str]]:
+    """Grouped anomalies (:mod:`.anomaly_groups`): the rows shown and the lines counting the rest."""
+    shown, more = shown_groups(group_anomalies(analysis))
+    return [[g.kind, g.op, g.config, g.size_range, g.detail] for g in shown], more
 
 
 def _table_html(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table class='t'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _no_baseline(op: str) -> str:
+    return (f"no baseline: the default of {op} (nothing forced) was not measured, so no configuration is compared "
+            "with it (no heatmap, no model curves); the curves above show each configuration alone.")
+
+
+def _op_section(agg: pd.DataFrame, fits: pd.DataFrame, op: str, out: Path, min_gain: float
+                ) -> tuple[str, list[str]]:
+    """The HTML and Markdown of one collective: curves, the heatmap or one 'no baseline' line, the fits."""
+    curves, note = _model_curves(agg, fits, op)
+    curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
+    has_default = bool(((agg["op"] == op) & (agg["config"] == DEFAULT_CONFIG) & (agg["n"] > 0)).any())
+    op_fits = fits[fits["op"] == op][["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us", "bw_gbps",
+                                      "busbw_gbps", "n_half_bytes", "r2"]]
+    page = (f"<section class='op'><h2>{html.escape(op)}</h2>"
+            f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
+            + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else ""))
+    md = [f"## {op}", "", f"![busbw]({curve_png})", ""]
+    if has_default:
+        heat_png = _png(gain_heatmap(agg, op, min_gain=min_gain), out / f"heatmap-{op}.png")
+        page += f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
+        md += [f"![heatmap]({heat_png})", ""]
+    else:
+        page += f"<p class='note no-baseline'>{html.escape(_no_baseline(op))}</p>"
+        md += [markdown_text(_no_baseline(op)), ""]
+    page += (f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(_FIT_HEADER, _fit_rows(op_fits))}"
+             "</section>")
+    md += ["### Fitted time = alpha + size / bandwidth", "", *markdown_table(_FIT_HEADER, _fit_rows(op_fits)), ""]
+    return page, md
+
+
+def _topology_section(topo_paths: list[str], out: Path) -> tuple[str, list[str]]:
+    """The node's drawing, or a table of its NICs when the captures have no GPU (:mod:`.report_topo`)."""
+    from collscope.topo.load import load_one_node
+
+    node = load_one_node(topo_paths)
+    if not node.gpus:
+        note, rows = no_gpu_note(node), nic_rows(node)
+        return (f"<section class='topology'><h2>Topology</h2><p class='note'>{html.escape(note)}</p>"
+                f"{_table_html(NIC_HEADER, rows)}</section>",
+                ["## Topology", "", markdown_text(note), "", *markdown_table(NIC_HEADER, rows), ""])
+    from collscope.topo.draw import draw_png
+
+    draw_png(node, out / "topology.png")
+    return (f"<section class='topology'><h2>Topology</h2>"
+            f"<img src='{_data_uri(out / 'topology.png')}' alt='topology'></section>",
+            ["## Topology", "", "![topology](topology.png)", ""])
 
 
 def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: list[str] | None = None,
@@ -126,63 +189,45 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     from collscope.analysis.recommend.core import RecommendOptions
 
     env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
+    sources = ", ".join(str(p) for p in paths)
+    counts = (f"{analysis.n_records} records, {len(analysis.configs)} configuration(s), "
+              f"{df['op'].nunique()} collective(s)")
     sections: list[str] = []
-    md: list[str] = ["# collscope report", "", f"Sources: {markdown_text(', '.join(str(p) for p in paths))}", ""]
+    md: list[str] = ["# collscope report", "", f"Sources: {markdown_text(sources)}; {counts}.", ""]
     left_out = size_zero_note(df)
     if left_out:
         md += [markdown_text(left_out), ""]
-    for op in sorted(str(o) for o in agg["op"].unique()):
-        curves, note = _model_curves(agg, fits, op)
-        curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
-        heat_png = _png(gain_heatmap(agg, op, min_gain=min_gain), out / f"heatmap-{op}.png")
-        op_fits = fits[fits["op"] == op][["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us", "bw_gbps",
-                                          "busbw_gbps", "n_half_bytes", "r2"]]
-        sections.append(
-            f"<h2>{html.escape(op)}</h2>"
-            f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
-            + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else "")
-            + f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
-            f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(_FIT_HEADER, _fit_rows(op_fits))}")
-        md += [f"## {op}", "", f"![busbw]({curve_png})", "", f"![heatmap]({heat_png})", "",
-               "### Fitted time = alpha + size / bandwidth", "", *markdown_table(_FIT_HEADER, _fit_rows(op_fits)), ""]
+    for name in sorted(str(o) for o in agg["op"].unique()):
+        page, op_md = _op_section(agg, fits, name, out, min_gain)
+        sections.append(page)
+        md += op_md
     topo_html = ""
     if topo_paths:
-        from collscope.topo.draw import draw_png
-        from collscope.topo.load import load_one_node
-
-        node = load_one_node(topo_paths)
-        draw_png(node, out / "topology.png")
-        topo_html = f"<h2>Topology</h2><img src='{_data_uri(out / 'topology.png')}' alt='topology'>"
-        md += ["## Topology", "", "![topology](topology.png)", ""]
-    anomaly_rows = _anomaly_rows(analysis)
-    anomalies_html = _table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>"
+        topo_html, topo_md = _topology_section(topo_paths, out)
+        md += topo_md
+    anomaly_rows, more = _anomalies(analysis)
+    anomalies_html = (_table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>") + "".join(
+        f"<p class='note'>{html.escape(line)}</p>" for line in more)
     caveats = "".join(f"<li>{html.escape(c)}</li>" for c in CAVEATS)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>collscope report</title>
-<style>
-body {{ font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }}
-img {{ max-width: 100%; display: block; margin: 1em 0; }}
-pre {{ background: #f4f4f4; padding: 1em; overflow-x: auto; }}
-table.t {{ border-collapse: collapse; font-size: 12px; }} table.t td, table.t th {{ padding: 2px 8px; }}
-table.t tr:nth-child(even) {{ background: #f7f7f7; }} .note {{ color: #555; font-size: 13px; }}
-</style></head><body>
+<style>{_STYLE}</style></head><body>
 <h1>collscope report</h1>
-<p class="note">Sources: {html.escape(', '.join(str(p) for p in paths))}; {len(df)} records,
-{df['config'].nunique()} configurations, {df['op'].nunique()} collective(s).</p>
+<p class="note">Sources: {html.escape(sources)}; {counts}.</p>
 {f'<p class="note">{html.escape(left_out)}</p>' if left_out else ''}
-<h2>Recommendation</h2><pre>{html.escape(env_text)}</pre>
+<section class="recommendation"><h2>Recommendation</h2><pre>{html.escape(env_text)}</pre></section>
 {''.join(sections)}
 {topo_html}
-<h2>Anomalies</h2>{anomalies_html}
-<h2>How to read this</h2><ul>{caveats}</ul>
+<section class="anomalies"><h2>Anomalies</h2>{anomalies_html}</section>
+<section class="caveats"><h2>How to read this</h2><ul>{caveats}</ul></section>
 </body></html>
 """
     index = out / "index.html"
     index.write_text(page)
     md += ["## Anomalies", "", *(markdown_table(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else ["none"]), ""]
+    md += [*(markdown_text(line) for line in more), *([""] if more else [])]
     fence = markdown_fence(env_text)
     md += ["## Recommendation", "", fence, env_text.rstrip(), fence, "", "## How to read this", ""]
     md += [f"- {c}" for c in CAVEATS]
     (out / "report.md").write_text("\n".join(md) + "\n")
     return index
-

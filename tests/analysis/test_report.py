@@ -57,7 +57,7 @@ def test_report_markdown_tables_are_markdown_with_formatted_numbers(tmp_path: Pa
         assert rows and all(r.count("|") == lines[i].count("|") for r in rows)
         n_half = [r.split("|")[7].strip() for r in rows]
         assert all(re.fullmatch(r"\d+(\.\d+)?[KMG]?|-", v) for v in n_half), n_half
-    assert "| kind | op | config | size | detail |" in md  # the anomalies are a table too
+    assert "| kind | op | config | sizes | detail |" in md  # the anomalies are a table too (grouped by size range)
     page = (out / "index.html").read_text()
     assert "<th>n1/2 (fit)</th>" in page
     assert not re.search(r"\d\.\d+e[+-]\d", page)  # base64 has no '.', so this only sees the text

@@ -7,14 +7,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.topo.samples import sample_path
+from tests.conftest import chromium, headless
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "results" / "mpi-algos-2rank"
@@ -27,25 +26,8 @@ window.addEventListener('load', () => {
 </script>"""
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.environ.get("CI"):
-        pytest.fail("headless Chromium is required in CI (.ci/run installs Debian's chromium)")
-    pytest.skip("no chromium on PATH (apt-get install chromium) to render the report")
-
-
-def _headless(browser: str, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                           "--no-first-run", "--allow-file-access-from-files", "--enable-logging=stderr",
-                           "--v=0", "--virtual-time-budget=10000", *args],
-                          capture_output=True, text=True, timeout=timeout_s, check=False)
-
-
 def test_report_renders_in_chromium_with_every_image_and_no_console_error(tmp_path: Path) -> None:
-    browser = _chromium()
+    browser = chromium()
     out = tmp_path / "report"
     result = CliRunner().invoke(main, ["report", str(EXAMPLE), "--out", str(out), "--topo", str(sample_path())])
     assert result.exit_code == 0, result.output
@@ -55,7 +37,7 @@ def test_report_renders_in_chromium_with_every_image_and_no_console_error(tmp_pa
 
     probed = out / "probe.html"  # the same page plus a script that reports on its images in the title
     probed.write_text(html.replace("</body>", _PROBE + "</body>") if "</body>" in html else html + _PROBE)
-    dom = _headless(browser, "--dump-dom", probed.as_uri())
+    dom = headless(browser, "--dump-dom", probed.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     m = re.search(r"<title>PROBE (.*?)</title>", dom.stdout, re.S)
     assert m, f"the probe did not run; DOM head: {dom.stdout[:500]}"
@@ -65,7 +47,7 @@ def test_report_renders_in_chromium_with_every_image_and_no_console_error(tmp_pa
     assert not broken, f"images that did not load: {broken}"
 
     shot = out / "screenshot.png"
-    rendered = _headless(browser, f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri())
+    rendered = headless(browser, f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri())
     assert rendered.returncode == 0 and shot.stat().st_size > 10_000, rendered.stderr[-2000:]
     # The report has no script of its own and the probe logs nothing: any console message (Chromium prints
     # them as INFO:CONSOLE lines without their level) is a problem, as is a resource that failed to load.
