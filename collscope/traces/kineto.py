@@ -150,8 +150,9 @@ def _nccl_calls(rank: int, kernels: list[Event], nests: list[Nest], launches: La
     if disagree:
         pairs = ", ".join(f"{n} {ran} kernels under {said}" for (ran, said), n in sorted(disagree.items()))
         warnings.append(f"{sum(disagree.values())} NCCL kernels run another op than the CPU call they link to "
-                        f"({pairs}): each is taken as the op its kernel runs, with no size and no busbw (the CPU "
-                        "call's size, group and sequence number are not its own)")
+                        f"({pairs}): each is taken as the op its kernel runs, with no size and no busbw; either the "
+                        "link is wrong (the CPU call's size, group and sequence number are not the kernel's) or the "
+                        "kernel's name is (NCCL 2.13 named kernels SendRecv whatever they ran, NVIDIA/nccl#714)")
     calls: list[CollectiveCall] = []
     unsized = 0
     for linked, own, ks in groups.values():

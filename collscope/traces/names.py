@@ -41,7 +41,8 @@ def kernel_runs(op: str, kernel_op: str) -> bool:
     scatter, send/recv); and the rooted function of the same reduction for a gathering or scattering op
     (PyTorch runs an all_gather of uneven tensors as grouped ``ncclBroadcast`` and a reduce_scatter of uneven
     ones as grouped ``ncclReduce``: ``ProcessGroupNCCL.cpp`` ``allgather_v`` / ``reduce_scatter_v`` paths).
-    Unknown ops: True (nothing to say)."""
+    Unknown ops: True (nothing to say). A pair outside these is said, not trusted either way: the link may be
+    wrong, or the name (NCCL 2.13's kernels were all named SendRecv, NVIDIA/nccl#714)."""
     said, ran = OP_FACTS.get(op), OP_FACTS.get(kernel_op)
     if said is None or ran is None or said is ran:
         return True
