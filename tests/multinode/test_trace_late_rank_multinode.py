@@ -1,10 +1,10 @@
 """A DDP training across 2 nodes of the simulated cluster with one rank made late on purpose, traced.
 
-One sbatch job on 2 nodes: ``srun`` runs ``tests/traces/ddp_job.py --late-rank 1 --late-ms 200`` (the tiny DDP
-training of tests/traces, one rank per node; in every step rank 1, on the second node, sleeps 200 ms before its
+One sbatch job on 2 nodes: ``srun`` runs ``tests/traces/ddp_job.py --late-rank 1 --late-ms 500`` (the tiny DDP
+training of tests/traces, one rank per node; in every step rank 1, on the second node, sleeps 500 ms before its
 all_gather). ``collscope trace --json`` on the two ranks' traces must name rank 1 first in ``late_ranks``, with
-the others' summed wait within 20% of 200 ms x the active steps, and split each all_gather into a short transfer
-over the network between the nodes and rank 0's wait of about 200 ms (``ddp_job.check_late_rank_report``, the
+the others' summed wait within 20% of 500 ms x the active steps, and split each all_gather into a short transfer
+over the network between the nodes and rank 0's wait of about 500 ms (``ddp_job.check_late_rank_report``, the
 same checks as the 2-rank local test ``tests/traces/test_ddp_late_rank.py``).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.multinode.conftest import ROOT, Cluster, job_output
 from tests.traces.ddp_job import check_late_rank_report
 
-LATE_RANK, LATE_MS = 1, 200
+LATE_RANK, LATE_MS = 1, 500
 
 JOB = """#!/bin/bash
 set -eu

@@ -95,7 +95,9 @@ def check_late_rank_report(doc: dict[str, Any], expected: dict[str, Any]) -> Non
     """Assert what ``collscope trace --json`` must say of a job run with ``--late-rank R --late-ms M``: R first in
     ``late_ranks``, last at every step's all_gather, the others' summed wait ``M x steps`` and, per all_gather,
     the other rank's ``wait_us`` and the call's ``late_by_us`` about M with R as ``late_rank``, while the transfer
-    and R's own wait stay small; per step the other rank waited about M (more than its transfer) and R did not.
+    and R's own wait stay small; per step the other rank waited at least about M, more than its transfer (its step
+    also holds its waits at the gradient buckets, which run concurrently and add up past the step's communication,
+    so only M's lower bound holds there), and R did not.
     """
     from pytest import approx  # here: the ranks (spawned, or srun tasks) import this file without pytest
 
@@ -120,7 +122,7 @@ def check_late_rank_report(doc: dict[str, Any], expected: dict[str, Any]) -> Non
         if s["rank"] == late:
             assert s["wait_us"] < LATE_TOLERANCE * planted_us, s
         else:
-            assert s["wait_us"] == approx(planted_us, **near) and s["transfer_us"] < s["wait_us"], s
+            assert s["wait_us"] >= (1 - LATE_TOLERANCE) * planted_us and s["transfer_us"] < s["wait_us"], s
 
 
 def main(out_dir: str, late_rank: int | None = None, late_ms: float = 0.0) -> None:

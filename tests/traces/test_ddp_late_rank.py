@@ -1,9 +1,9 @@
 """A real 2-rank DDP training (gloo, CPU) with one rank made late on purpose, and what ``collscope trace`` says.
 
-``ddp_job.py --late-rank 1 --late-ms 200``: in every step rank 1 sleeps 200 ms just before its all_gather, so
+``ddp_job.py --late-rank 1 --late-ms 500``: in every step rank 1 sleeps 500 ms just before its all_gather, so
 rank 0 waits about that long inside the call. The report must name rank 1 first in ``late_ranks``, put the
-others' summed wait within 20% of 200 ms x the active steps, and split every all_gather into a short transfer
-and rank 0's wait of about 200 ms (``ddp_job.check_late_rank_report``). Without the delay no rank is waited for
+others' summed wait within 20% of 500 ms x the active steps, and split every all_gather into a short transfer
+and rank 0's wait of about 500 ms (``ddp_job.check_late_rank_report``). Without the delay no rank is waited for
 anywhere near that long (the same job as ``test_ddp_gloo.py``, which runs it without the option).
 """
 
@@ -23,7 +23,7 @@ from tests.traces.ddp_job import check_late_rank_report
 
 pytest.importorskip("torch")
 HERE = Path(__file__).resolve().parent
-LATE_RANK, LATE_MS = 1, 200.0
+LATE_RANK, LATE_MS = 1, 500.0
 
 
 @pytest.fixture(scope="module")
