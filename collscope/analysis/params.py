@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from collscope.analysis.models import LinkParams
 from collscope.errors import ConfigError
-from collscope.topo.cluster import Cluster
+from collscope.topo.cluster import Cluster, hosts_text
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.rates import SYSTEMS, GpuGeneration, gpu_generation, pcie_gbps, unknown_gpu_message
@@ -127,6 +127,22 @@ def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
                                        f"({', '.join(names)}; slower NICs ignored)")
 
 
+def _captures_lack(topology: NodeTopology | Cluster | None, what: str, tool: str) -> str:
+    """``the captures in topo/ (4 nodes) have no GPUs (nvidia-smi not found or failing on all 4 nodes)``: what a
+    ``--topo`` lacks and, where its capture notes say, why."""
+    if isinstance(topology, Cluster):
+        hosts = topology.hosts_noting(tool)
+        where = f"in {topology.root}" if topology.root is not None else "of the cluster"
+        why = (f"{tool} not found or failing on {hosts_text(hosts, list(topology.nodes))}" if hosts
+               else f"no {tool} capture noted missing: check the node directories")
+        return f"the captures {where} ({len(topology.nodes)} nodes) have no {what} ({why})"
+    if topology is None:
+        return f"no topology gives the {what}"
+    sources = ", ".join(topology.sources[:4]) + (", ..." if len(topology.sources) > 4 else "")
+    return (f"the topology of {topology.host}{f' ({sources})' if sources else ''} has no {what} (no {tool} capture "
+            "among its sources)")
+
+
 def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
                 nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
                 gamma_gbps: float | None = None, alpha_inter_us: float | None = None, nic_gbit: float | None = None,
@@ -187,6 +203,9 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if bw_gbps is not None:
         intra, intra_src = float(bw_gbps), "given (--bw-gbps)"
     if intra is None:
+        if node is not None and not node.gpus:
+            raise ConfigError(f"{_captures_lack(topology, 'GPUs', 'nvidia-smi')}: pass --gpu NAME (e.g. H100) for "
+                              "the GPU table's rates, or --alpha-us A --bw-gbps B (the links of a CPU cluster)")
         if node_for_gpus is not None:
             raise ConfigError(f"the topology of {node_for_gpus.host} does not give its GPU link bandwidths (no GPU "
                               "model in the capture): pass --gpu NAME (e.g. A100) or --bw-gbps B")
@@ -212,6 +231,10 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         if bw_gbps is not None:
             ring = float(bw_gbps)
             sources.append("ring bandwidth: given (--bw-gbps), the same on every link")
+        elif inter is None and node is not None:
+            lacking = _captures_lack(topology, "NIC rates", "ibstat")
+            raise ConfigError(f"{nnodes} nodes need the NIC rates, but {lacking}: pass --nic-gbit R (each compute "
+                              "NIC's line rate; --nics-per-node N if not one per GPU), or --bw-gbps B")
         elif inter is None:
             raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --nic-gbit R (each compute NIC's line "
                               "rate; --nics-per-node N if not one per GPU), --topo with ibstat/ibv_devinfo "

@@ -57,7 +57,7 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
             check_output_file(path, option)
     loaded = load_node(sources, sample=sample, gpu=gpu)
     node = loaded.node
-    for note in loaded.notes:
+    for note in dict.fromkeys(loaded.notes):  # a missing nvidia-smi is noted once per capture it would have made
         click.echo(f"note: {note}", err=True)
     if graphml:
         write_graphml(node, graphml)
@@ -90,7 +90,7 @@ def collect(out_dir: Path, timeout_s: float) -> None:
     check_output_dir(out_dir, "--out")
     meta = collect_to_dir(out_dir, timeout_s).to_dict()
     click.echo(f"{meta['host']}: wrote {len(meta['files'])} capture(s) to {out_dir}: {', '.join(meta['files'])}")
-    for err in meta["errors"]:
+    for err in dict.fromkeys(meta["errors"]):  # meta.json keeps one per capture; said once here
         click.echo(f"note: {err}", err=True)
 
 
@@ -102,7 +102,8 @@ def cluster(directory: Path, gpu: str | None, as_json: bool) -> None:
     """Merge per-node capture directories: rails, NIC/GPU ratio, nodes that differ from the majority.
 
     DIRECTORY holds one `topo collect` directory per node, and optionally an ibnetdiscover capture
-    at its top level (then rails follow leaf switches instead of NIC index).
+    at its top level (then rails follow leaf switches instead of NIC index). What the captures noted (a
+    tool missing or failing) is said once, with the nodes it concerns ("all 4 nodes: ibstat not found").
 
     \b
     Example:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from collscope.topo.gdr import gpu_nics
+from collscope.topo.infiniband.host import port_transport
 from collscope.topo.naming import natural_key
 from collscope.topo.nic_choice import NicChoice, exclude_hca_value
 from collscope.topo.paths import is_nvlink
@@ -129,7 +130,8 @@ def _port_warnings(node: TopologyView, choices: dict[str, NicChoice]) -> list[st
             if p.get("state") and p["state"] != "Active" and not choices[nic].left_out:
                 rate = f", rate {p['rate_gbps']:g} Gb/s" if p.get("rate_gbps") is not None else ""
                 down.append(f"{tag} ({p['state']}{rate})")
-            elif p.get("link_layer") == "Ethernet" and not choices[nic].left_out:
+            elif port_transport(p.get("link_layer"), rdma=g.nodes[nic].get("rdma", True)) == "RoCE" \
+                    and not choices[nic].left_out:
                 roce.append(tag)
     if down:
         out.append(f"NIC ports not Active: {', '.join(down)}; NCCL skips them, check cabling/SM or NCCL_IB_HCA")

@@ -10,6 +10,7 @@ Layout of a cluster directory (what ``slurm/collect-topo.sh`` writes)::
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.node import build_node
 
-__all__ = ["Rail", "Cluster", "load_cluster", "build_cluster"]
+__all__ = ["Rail", "Cluster", "CaptureNote", "load_cluster", "build_cluster", "hosts_text"]
+
+SHOWN_HOSTS = 8
+"""A note names at most this many hosts, then says how many more."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,44 @@ class Rail:
     """Leaf switch (name or GUID) when rails come from the fabric."""
 
 
+@dataclass(frozen=True)
+class CaptureNote:
+    """One thing the node captures noted (a tool missing or failing, a capture that did not parse), said once for
+    every host that noted it; a file at the cluster directory's top level has no host."""
+
+    text: str
+    hosts: tuple[str, ...] = ()
+
+    def line(self, all_hosts: Sequence[str]) -> str:
+        """``all 4 nodes: ibstat not found on PATH; ...``, ``node2, node3: ...``, or the text alone."""
+        return f"{hosts_text(self.hosts, all_hosts)}: {self.text}" if self.hosts else self.text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"note": self.text, "hosts": list(self.hosts)}
+
+
+def hosts_text(hosts: Sequence[str], all_hosts: Sequence[str]) -> str:
+    """Some hosts of a cluster in words: ``all 4 nodes``, ``node2, node3``, or the first :data:`SHOWN_HOSTS` and
+    how many more (``n01, ..., n08 and 3 more (11 of 12 nodes)``)."""
+    if len(hosts) == len(all_hosts) > 1:
+        return f"all {len(all_hosts)} nodes"
+    if len(hosts) > SHOWN_HOSTS:
+        return (f"{', '.join(hosts[:SHOWN_HOSTS])} and {len(hosts) - SHOWN_HOSTS} more "
+                f"({len(hosts)} of {len(all_hosts)} nodes)")
+    return ", ".join(hosts)
+
+
+def collapse_notes(per_host: Sequence[tuple[str | None, str]]) -> list[CaptureNote]:
+    """``(host, note)`` pairs -> one :class:`CaptureNote` per distinct note, with its hosts in the order first seen
+    (topo collect writes a missing tool once per capture it would have made: nvidia-smi three times)."""
+    hosts: dict[str, list[str]] = {}
+    for host, text in per_host:
+        seen = hosts.setdefault(text, [])
+        if host is not None and host not in seen:
+            seen.append(host)
+    return [CaptureNote(text, tuple(h)) for text, h in hosts.items()]
+
+
 @dataclass
 class Cluster:
     nodes: dict[str, NodeTopology]
@@ -40,6 +82,17 @@ class Cluster:
     rail_source: str
     fabric: IbFabric | None = None
     warnings: list[str] = field(default_factory=list)
+    """The capture notes (each once, with its hosts), then what differs between nodes and the rails' gaps."""
+    notes: list[CaptureNote] = field(default_factory=list)
+    """What the captures noted, each note once with the hosts that noted it."""
+    root: Path | None = None
+    """The cluster directory it was read from."""
+
+    def hosts_noting(self, tool: str) -> tuple[str, ...]:
+        """The hosts whose captures noted ``tool`` missing or failing (a note begins with the tool's name:
+        ``nvidia-smi not found on PATH; ...``, ``ibstat exited 1: ...``), in node order."""
+        found = {h for note in self.notes if note.text.startswith(f"{tool} ") for h in note.hosts}
+        return tuple(h for h in self.nodes if h in found)
 
     def to_json(self) -> dict[str, Any]:
         from collscope.topo.render import node_to_json
@@ -56,6 +109,7 @@ class Cluster:
                       for r in self.rails],
             "nic_gpu_ratio": {h: _ratio(n) for h, n in self.nodes.items()},
             "warnings": self.warnings,
+            "notes": [note.to_json() for note in self.notes],
             "per_node": per_node,
         }
 
@@ -177,12 +231,13 @@ def _rails_from_fabric(nodes: dict[str, NodeTopology], fabric: IbFabric) -> tupl
 
 def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
     """The cluster of ``directory`` (see the module doc). What the node captures noted (tools that failed, files
-    skipped) comes first in the cluster's warnings, prefixed by the host."""
+    skipped) comes first in the cluster's warnings, each note once with the hosts that noted it (``all 4 nodes:
+    ibstat not found on PATH; ...``), and in ``notes``."""
     root = Path(directory)
     if not root.is_dir():
         raise ParseError(str(root), None, "a directory with one capture directory per node")
     nodes: dict[str, NodeTopology] = {}
-    notes: list[str] = []
+    notes: list[tuple[str | None, str]] = []
     fabric: IbFabric | None = None
     for path in sorted(root.iterdir(), key=lambda p: natural_key(p.name)):
         if path.is_dir():
@@ -192,11 +247,11 @@ def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
             if host in nodes:
                 raise ParseError(str(path), None, f"one directory per host, but {host!r} appears twice")
             nodes[host] = build_node(captures, gpu=gpu)
-            notes.extend(f"{host}: {note}" for note in captures.errors)
+            notes.extend((host, note) for note in captures.errors)
         elif path.name.startswith("."):
             continue
         elif (why := skip_reason(path)) is not None:
-            notes.append(f"{path}: {why}, skipped")
+            notes.append((None, f"{path}: {why}, skipped"))
         else:
             text = read_capture_text(path)
             if detect_format(text) == "ibnetdiscover":
@@ -204,5 +259,7 @@ def load_cluster(directory: Path | str, *, gpu: str | None = None) -> Cluster:
     if not nodes:
         raise ParseError(str(root), None, "at least one node directory (from collscope topo collect)")
     cluster = build_cluster(nodes, fabric)
-    cluster.warnings[:0] = notes
+    cluster.notes = collapse_notes(notes)
+    cluster.warnings[:0] = [note.line(list(nodes)) for note in cluster.notes]
+    cluster.root = root
     return cluster

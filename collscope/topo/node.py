@@ -175,7 +175,7 @@ def _add_interface_nics(graph: nx.Graph, interfaces: list[NetInterface]) -> None
         gbps = nif.speed_mbps / 1000 if nif.speed_mbps else None
         layer = "InfiniBand" if nif.link_type == "infiniband" else "Ethernet"
         add_device(graph, nif.name, "nic", ifname=nif.name, addresses=list(nif.addresses), mtu=nif.mtu,
-                   netdev=nif.name, speed_gbps=gbps if nif.is_up else None,
+                   netdev=nif.name, speed_gbps=gbps if nif.is_up else None, rdma=False,  # a plain netdev: no RoCE
                    ports=[{"port": 1, "state": "Active" if nif.is_up else "Down", "physical_state": nif.operstate,
                            "rate_gbps": gbps, "link_layer": layer, "lid": None, "netdev": nif.name}])
 

@@ -25,10 +25,22 @@ __all__ = [
     "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices", "parse_ibdev2netdev",
     "merge_netdevs", "normalize_guid", "normalize_port_state", "normalize_physical_state",
     "looks_like_ibstat", "looks_like_ibstatus", "looks_like_ibv_devinfo", "looks_like_ibv_devices",
-    "looks_like_ibdev2netdev",
+    "looks_like_ibdev2netdev", "port_transport",
 ]  # fmt: skip
 
 _A = re.ASCII
+
+
+def port_transport(link_layer: str | None, *, rdma: bool) -> str | None:
+    """What a NIC port carries: ``"InfiniBand"``; ``"RoCE"``, an RDMA device's port on an Ethernet link (what
+    ibstat, ibv_devinfo and ``rdma link`` list: RoCE needs the RDMA device, and only then has GIDs and a use for
+    ``NCCL_IB_GID_INDEX``); ``"Ethernet"``, a plain network interface with no RDMA device (``ip`` only: TCP,
+    NCCL's socket transport); None when the link layer is unknown."""
+    if link_layer == "InfiniBand":
+        return "InfiniBand"
+    if link_layer == "Ethernet":
+        return "RoCE" if rdma else "Ethernet"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +62,8 @@ class IbPort:
 
     @property
     def is_roce(self) -> bool:
-        return self.link_layer == "Ethernet"
+        """An RDMA device's port on an Ethernet link (every CA these tools list is an RDMA device)."""
+        return port_transport(self.link_layer, rdma=True) == "RoCE"
 
     @property
     def is_up(self) -> bool:
