@@ -3,7 +3,9 @@
 1. topology: this node through nvidia-smi and the InfiniBand tools, or, without them, the bundled sample
    (labelled as a sample everywhere it appears);
 2. a real sweep on the local CPU: Open MPI's allreduce algorithms through mpirun (the CPU twin of an NCCL
-   algorithm sweep), and torch.distributed with gloo when torch is installed;
+   algorithm sweep), and torch.distributed with gloo when torch is installed; by default on persistent workers
+   (one mpirun for every point whose launch settings match, the algorithms switched in-process, as
+   ``sweep run --workers persistent``), ``workers="per-point"`` for one launch per point;
 3. analysis, recommendation and a report with figures.
 """
 
@@ -17,9 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collscope.errors import CollscopeError, ConfigError
 from collscope.units import format_size
+
+if TYPE_CHECKING:
+    from collscope.sweeps.run_options import Workers
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -33,6 +39,9 @@ class DemoResult:
     report: Path | None = None
     recommendation: str = ""
     seconds: float = 0.0
+
+
+_WORKERS_TEXT = {"persistent": "persistent workers", "per-point": "one launch per point"}
 
 
 def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
@@ -61,9 +70,10 @@ def _topology(out: Path, echo: Callable[[str], None]) -> tuple[str, Path]:
     return ("live" if sample is None else f"sample {sample}"), capture_dir
 
 
-def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
+def _sweeps(out: Path, echo: Callable[[str], None], workers: Workers) -> list[Path]:
     from collscope.sweeps.environment import launch_options
     from collscope.sweeps.meta import sweep_meta
+    from collscope.sweeps.persistent import plan_groups
     from collscope.sweeps.plan import plan_sweep, preset
     from collscope.sweeps.runner import RunOptions, run_sweep
     from collscope.sweeps.spec import SweepSpec
@@ -83,8 +93,11 @@ def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
         plan = plan_sweep(spec)
         target = out / f"sweep-{label}"
         echo(f"[2/4] sweep {label}: {len(plan.points)} points ({spec.engine}, {spec.nranks} ranks, "
-             f"{format_size(spec.min_bytes)}..{format_size(spec.max_bytes)}, {spec.repeats} repeats) -> {target}")
-        outcome = run_sweep(plan, target, RunOptions(launcher="local", launch=launch, progress=False),
+             f"{format_size(spec.min_bytes)}..{format_size(spec.max_bytes)}, {spec.repeats} repeats, "
+             f"{_WORKERS_TEXT[workers] if plan_groups(spec, plan.points)[0].persistent else _WORKERS_TEXT['per-point']}"
+             f") -> {target}")
+        outcome = run_sweep(plan, target, RunOptions(launcher="local", launch=launch, progress=False,
+                                                     workers=workers),
                             meta=sweep_meta(engine=spec.engine).to_dict(), echo=echo)
         failed = outcome.failed
         if failed:
@@ -93,8 +106,11 @@ def _sweeps(out: Path, echo: Callable[[str], None]) -> list[Path]:
     return dirs
 
 
-def run_demo(out_dir: Path | str, *, echo: Callable[[str], None] = print) -> DemoResult:
-    """Run the whole demo into ``out_dir``; returns where everything is."""
+def run_demo(out_dir: Path | str, *, echo: Callable[[str], None] = print,
+             workers: Workers = "persistent") -> DemoResult:
+    """Run the whole demo into ``out_dir``; returns where everything is. ``workers``: ``"persistent"`` (one launch
+    for the points an engine's worker can switch between; the torch engine has no such worker and runs one launch
+    per point either way) or ``"per-point"`` (one launch per point)."""
     from collscope.analysis.compare import analyze
     from collscope.analysis.compare_render import render_text
     from collscope.analysis.load import load_results
@@ -107,7 +123,7 @@ def run_demo(out_dir: Path | str, *, echo: Callable[[str], None] = print) -> Dem
     out.mkdir(parents=True, exist_ok=True)
     topo_source, capture_dir = _topology(out, echo)
     result = DemoResult(out_dir=out, topology_source=topo_source)
-    result.sweeps = _sweeps(out, echo)
+    result.sweeps = _sweeps(out, echo, workers)
     try:
         df = load_results(result.sweeps)
     except CollscopeError as exc:
