@@ -147,13 +147,14 @@ def _layer(module: str) -> str:
 
 
 LIBRARY = {"geometry", "vocab", "results", "topo", "collectives", "sweeps", "locate", "analysis", "errors", "files",
-           "units", "proc", "atomic", "_reaper", "_lazy"}
+           "units", "proc", "atomic", "_reaper", "_lazy", "observe"}
 """Packages and modules below the CLI: they never import click or ``collscope.cli``."""
 
 FORBIDDEN: dict[str, set[str]] = {
     "analysis": {"sweeps", "locate", "demo", "cli"},
     "sweeps": {"locate", "demo", "cli"},
     "locate": {"demo", "cli"},
+    "observe": {"sweeps", "demo", "cli"},
     "topo": {"analysis", "sweeps", "locate", "demo", "cli"},
     "collectives": {"analysis", "sweeps", "locate", "demo", "cli"},
     "traces": {"analysis", "sweeps", "locate", "demo", "cli", "topo", "results"},

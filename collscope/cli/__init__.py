@@ -60,6 +60,7 @@ COMMANDS = {
     "ingest": "collscope.cli.ingest:ingest",
     "locate": "collscope.cli.locate:locate_command",
     "nccl-log": "collscope.cli.nccl_log:nccl_log",
+    "observe": "collscope.cli.observe:observe",
     "predict": "collscope.cli.predict:predict_cmd",
     "recommend": "collscope.cli.recommend:recommend_command",
     "report": "collscope.cli.report:report",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from operator import attrgetter
 from typing import Any
 
@@ -55,11 +55,13 @@ def parse_time(text: str | None) -> datetime | None:
     if text in _TIMES:
         return _TIMES[text]
     try:
-        value: datetime | None = datetime.fromisoformat(text.strip())
+        stripped = text.strip()  # Python 3.10's fromisoformat reads no 'Z'
+        value: datetime | None = datetime.fromisoformat(stripped[:-1] + "+00:00" if stripped.endswith(("Z", "z"))
+                                                        else stripped)
     except ValueError:
         value = None
     if value is not None:
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
     if len(_TIMES) > 65536:
         _TIMES.clear()
     _TIMES[text] = value

@@ -1,0 +1,137 @@
+"""``collscope observe ingest|query``: the fleet's history in a Parquet store, queried with DuckDB."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import click
+
+from collscope.observe.ingestion import IngestReport, ingest, parse_time_option
+from collscope.observe.views import query, rows_of
+
+_MTIME_NOTE = "no timestamp in the records: the run time is the file's modification time"
+
+
+@click.group("observe")
+def observe() -> None:
+    """The fleet's history: measurements of many runs in one Parquet store, queried with DuckDB SQL.
+
+    \b
+    Example:
+      collscope observe ingest results/ nightly/*.txt --store /shared/collscope-store --cluster alpha
+      collscope observe query "SELECT op, max(busbw_gbps) FROM records GROUP BY op" --store /shared/collscope-store
+    """
+
+
+def _render_ingest(report: IngestReport) -> str:
+    lines = [f"added {report.records} records of {report.runs} runs from {report.sources} inputs "
+             f"({report.skipped} already in the store) in {report.elapsed_s:.2f} s "
+             f"({report.records_per_s:,.0f} records/s)"]
+    mtime = [n for n in report.notes if _MTIME_NOTE in n]
+    if mtime:
+        lines.append(f"note: {len(mtime)} inputs carry no timestamp: their run time is the file's modification time "
+                     "(--time sets it)")
+    lines += [f"note: {n}" for n in report.notes if _MTIME_NOTE not in n]
+    lines += [f"damaged: {p}" for p in report.problems]
+    return "\n".join(lines)
+
+
+@observe.command("ingest")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--store", "store", required=True, metavar="DIR", help="The store directory (created when absent).")
+@click.option("--cluster", default=None, metavar="NAME",
+              help="The cluster these runs ran on [default: the records' cluster (Slurm's ClusterName), else "
+                   "'unknown'].")
+@click.option("--time", "time_text", default=None, metavar="ISO",
+              help="The run time of inputs whose records carry none (ISO 8601; no zone: UTC) [default: the "
+                   "file's modification time, said in a note].")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+def ingest_command(paths: tuple[str, ...], store: str, cluster: str | None, time_text: str | None,
+                   as_json: bool) -> None:
+    """Add results directories, nccl-tests outputs (text or -J), 'locate --json' and 'trace --json' outputs and
+    NCCL Inspector JSON lines to the store.
+
+    Idempotent: an input already in the store (same content hash) is skipped. A damaged input is reported with
+    its file and line and left out, the others are ingested (a damaged line of a JSON-lines file: that line
+    only); exit 1 then, 0 when everything was read. A killed ingest leaves the store readable; run it again to
+    finish.
+
+    \b
+    Examples:
+      collscope observe ingest results/ --store store/
+      collscope observe ingest nightly/ --store store/ --cluster alpha --time 2026-12-01T02:00:00Z
+    """
+    report = ingest(paths, store, cluster=cluster, time_=parse_time_option(time_text))
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else _render_ingest(report))
+    if report.problems:
+        raise click.exceptions.Exit(1)
+
+
+def _plain(value: Any) -> Any:
+    """A query value as JSON has it: times in ISO 8601, maps as objects, NaN as null."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def _cell(value: Any) -> str:
+    value = _plain(value)
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+@observe.command("query")
+@click.argument("sql", metavar="SQL")
+@click.option("--store", "store", required=True, metavar="DIR", help="The store directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON array of objects.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV with a header line.")
+def query_command(sql: str, store: str, as_json: bool, as_csv: bool) -> None:
+    """DuckDB SQL over the store's views: records (one row per measurement), runs (one per run), sources (one
+    per ingested input). Columns: docs/observe.md.
+
+    \b
+    Examples:
+      collscope observe query "SELECT cluster, nccl_version, count(*) FROM runs GROUP BY ALL" --store store/
+      collscope observe query "SELECT run_time, busbw_gbps FROM records WHERE op = 'all_reduce'
+          AND size_bytes = 1073741824 ORDER BY run_time" --store store/ --csv > trend.csv
+    """
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv exclude each other; choose one")
+    table = query(store, sql)
+    names = table.column_names
+    rows = rows_of(table)
+    if as_json:
+        click.echo(json.dumps([{k: _plain(v) for k, v in row.items()} for row in rows], indent=1))
+        return
+    if as_csv:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows([_cell(row[n]) for n in names] for row in rows)
+        click.echo(out.getvalue(), nl=False)
+        return
+    cells = [[_cell(row[n]) for n in names] for row in rows]
+    widths = [max([len(n), *(len(c[i]) for c in cells)]) for i, n in enumerate(names)]
+    click.echo("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip())
+    for c in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
+    click.echo(f"({len(rows)} rows)")
