@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import msgspec
@@ -80,7 +80,7 @@ def finish_run(info: RunInfo, ctx: ReadContext, mtime: float, source: Source) ->
         if ctx.time is not None:
             info["run_time"], info["run_time_source"] = ctx.time, "option"
         else:
-            info["run_time"] = datetime.fromtimestamp(mtime, UTC)
+            info["run_time"] = datetime.fromtimestamp(mtime, timezone.utc)
             info["run_time_source"] = "mtime"
             note = "no timestamp in the records: the run time is the file's modification time " \
                    f"({info['run_time'].isoformat(timespec='seconds')}); --time sets it"
@@ -323,7 +323,7 @@ def _read_inspector(data: bytes, source: Source, ctx: ReadContext, mtime: float,
         info = RunInfo(engine="nccl-inspector", backend="nccl", hosts=hosts, nccl_git=git, settings_text="default",
                        settings=[], run_id=run_id_of(source.sha256, comm))
         if starts:
-            info["run_time"] = datetime.fromtimestamp(min(starts) / 1e6, UTC)
+            info["run_time"] = datetime.fromtimestamp(min(starts) / 1e6, timezone.utc)
             info["run_time_source"] = "record"
         algbw = [algbw_gbps(c.size_bytes, c.duration_us) for c in calls]
         busbw = [a * busbw_factor(c.op, c.group_size or 1) for a, c in zip(algbw, calls, strict=True)]

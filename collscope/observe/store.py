@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -138,7 +138,7 @@ class Store:
     def write_batch(self, rows: Rows, sources: Sequence[Source]) -> str:
         """Write ``rows`` (of ``sources``) as one committed batch; its id."""
         batch_id = uuid.uuid4().hex[:16]
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
         table = rows.table(batch_id, now)
         if table.num_rows:
             self._write_records(table, batch_id)
@@ -164,7 +164,7 @@ class Store:
         for a, b in zip(bounds, bounds[1:], strict=False):
             take = order[a:b]
             first = int(take[0])
-            day = datetime.fromtimestamp(int(dates[first]) * 86400, UTC).date().isoformat()
+            day = datetime.fromtimestamp(int(dates[first]) * 86400, timezone.utc).date().isoformat()
             directory = self.records_dir / f"date={day}" / f"cluster={names[cluster_codes[first]]}"
             directory.mkdir(parents=True, exist_ok=True)
             part = body.take(pa.array(take))

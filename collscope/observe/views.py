@@ -20,7 +20,7 @@ from collscope.errors import ConfigError
 from collscope.observe.schema import PARTITION_COLUMNS, RECORDS_SCHEMA, RUN_COLUMNS, SOURCES_SCHEMA
 from collscope.observe.store import Store
 
-__all__ = ["connect", "query", "RUNS_SQL"]
+__all__ = ["connect", "query", "rows_of", "RUNS_SQL"]
 
 
 def _q(name: str) -> str:
@@ -81,3 +81,14 @@ def query(store: str | Path, sql: str) -> pa.Table:
         raise ConfigError(f"the SQL failed: {first}") from None
     finally:
         con.close()
+
+
+def rows_of(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of a query result as dicts, a map column's values as dicts (Arrow gives lists of pairs)."""
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+    rows = table.to_pylist()
+    for row in rows:
+        for name in maps:
+            if row[name] is not None:
+                row[name] = dict(row[name])
+    return rows
