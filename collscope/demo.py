@@ -131,7 +131,7 @@ def run_demo(out_dir: Path | str, *, echo: Callable[[str], None] = print,
     analysis = analyze(df)
     (out / "analysis.json").write_text(analysis.to_json())
     (out / "analysis.txt").write_text(render_text(analysis))
-    echo(f"[3/4] analysis: {len(df)} records, {df['config'].nunique()} configurations; "
+    echo(f"[3/4] analysis: {analysis.n_records} records, {len(analysis.configs)} configurations; "  # as analyze
          f"{len(analysis.anomalies)} anomalies noted -> {out / 'analysis.txt'}")
     result.recommendation = render_env(recommend(df))
     (out / "recommendation.env").write_text(result.recommendation)
