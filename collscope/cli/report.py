@@ -23,9 +23,11 @@ def report(sources: tuple[Path, ...], out_dir: Path, topo_paths: tuple[str, ...]
     """Plots (PNG) and a self-contained HTML report (opens offline) of results directories or record files.
 
     Per collective: busbw vs size per configuration with the spread of repeats and the alpha-beta model
-    curves, a heatmap of each configuration against the default by size, fitted alpha/beta, anomalies, the
-    recommendation, the topology drawing (with --topo), and how to read busbw. --nranks, --nnodes and --op
-    tell what the inputs do not (a table without its header or rank list), as for analyze.
+    curves, a heatmap of each configuration against the default by size (one 'no baseline' line when the
+    default was not measured), fitted alpha/beta, anomalies grouped by configuration and size range (the
+    worst shown), the recommendation, the topology drawing (with --topo; a table of NICs for a node without
+    GPUs), and how to read busbw. --nranks, --nnodes and --op tell what the inputs do not (a table without its
+    header or rank list), as for analyze.
 
     \b
     Example:
