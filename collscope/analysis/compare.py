@@ -28,10 +28,15 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
   ``failure`` (failed points, with or without records), ``above_link_limit`` (busbw above the bound of the
   algorithm that ran by more than ``link_tolerance``; the ring's NIC bound is no limit for Tree/NVLS/NVLSTree/
   CollNet, which move less across the NICs).
+* **host_differences**: configurations measured on other hosts than the ones they are compared with
+  (:mod:`.placement`): their differences are node differences, and each crossover between two of them says so.
+* **sources**: a configuration read from two inputs (``input``, part of :data:`~.fit.CONFIG_KEYS`: a sweep and a
+  check run are never pooled) held side by side with the noise rule (:mod:`.sources`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -48,14 +53,16 @@ from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.job_geometry import GroupGeometry
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
+from collscope.analysis.placement import COMPARED_KEYS, HostMismatch, config_hosts, host_mismatches, mismatch_for
 from collscope.analysis.size_zero import size_zero_note
+from collscope.analysis.sources import SourceComparison, compare_sources
 from collscope.errors import ConfigError
 
 __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource",
            "model_name"]
 
 AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
-_NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure"})
+_NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure", "input"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +110,8 @@ class Anomaly:
     nranks: int | None = None
     nnodes: int | None = None
     in_place: bool | None = None
+    input: str | None = None
+    """The input (results directory or file) the configuration's records were read from."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +137,13 @@ class Analysis:
     options: AnalyzeOptions = field(default_factory=AnalyzeOptions)
     geometry: tuple[GroupGeometry, ...] = ()
     """The geometry of each (nranks, nnodes) group, with its evidence (:mod:`.job_geometry`)."""
+    host_differences: tuple[HostMismatch, ...] = ()
+    """Configurations measured on other hosts than the one they are compared with (:mod:`.placement`): their
+    differences are node differences, not setting differences."""
+    sources: tuple[SourceComparison, ...] = ()
+    """The same configuration read from two inputs, side by side (:mod:`.sources`)."""
+    inputs: tuple[str, ...] = ()
+    """The inputs the records came from, in the order they were named."""
 
     def to_frame(self) -> pd.DataFrame:
         """The per configuration x size rows (with efficiency): what ``analyze --csv`` writes."""
@@ -139,7 +155,9 @@ class Analysis:
                 "anomalies": [a.to_dict() for a in self.anomalies], "notes": list(self.notes),
                 "params": self.params, "options": asdict(self.options),
                 "geometry": self.geometry[0].geometry.to_json() if len(self.geometry) == 1 else None,
-                "geometries": [g.to_json() for g in self.geometry]}
+                "geometries": [g.to_json() for g in self.geometry],
+                "host_differences": [h.to_dict() for h in self.host_differences],
+                "inputs": list(self.inputs), "sources": [c.to_dict() for c in self.sources]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
@@ -239,7 +257,8 @@ def _anomaly(kind: AnomalyKind, key: Mapping[str, Any], size: int | None, detail
                    backend=None if key.get("backend") is None else str(key["backend"]),
                    nranks=None if key.get("nranks") is None else int(key["nranks"]),
                    nnodes=None if nnodes is None or pd.isna(nnodes) else int(nnodes),
-                   in_place=None if key.get("in_place") is None else bool(key["in_place"]))
+                   in_place=None if key.get("in_place") is None else bool(key["in_place"]),
+                   input=None if key.get("input") is None or pd.isna(key["input"]) else str(key["input"]))
 
 
 def _cell_anomalies(sizes: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
@@ -344,8 +363,33 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         notes.append("n_half_measured_bytes is NaN where the smallest size measured already reaches half the peak")
     order = {k: i for i, k in enumerate(AnomalyKind.__args__)}  # type: ignore[attr-defined]
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
-    crossovers = tuple(find_crossovers(sizes, opts.min_gain))
+    hosts = config_hosts(df)
+    crossovers = tuple(_hosts_said(c, hosts) for c in find_crossovers(sizes, opts.min_gain))
     geometry = tuple(g for g in df.attrs.get("geometry", ()) or () if isinstance(g, GroupGeometry))
+    inputs = _inputs(df)
     return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts,
-                    geometry=geometry)
+                    geometry=geometry, host_differences=tuple(host_mismatches(df)),
+                    sources=tuple(compare_sources(sizes, inputs, opts.min_gain)), inputs=inputs)
+
+
+def _inputs(df: pd.DataFrame) -> tuple[str, ...]:
+    """The inputs of ``df`` in the order they were named (the categories of load_results' ``input`` column)."""
+    if "input" not in df:
+        return ()
+    column = df["input"]
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.dropna().unique()
+    return tuple(str(v) for v in values)
+
+
+def _hosts_said(crossover: Crossover, hosts: Mapping[tuple[Any, ...], dict[str, frozenset[str]]]) -> Crossover:
+    """The crossover, with the sentence that says so when its two configurations ran on different hosts."""
+    group = (crossover.backend, crossover.op, crossover.nranks, crossover.nnodes, crossover.in_place,
+             crossover.input)
+    here = hosts.get(group, {})
+    to, frm = here.get(crossover.to_config), here.get(crossover.from_config)
+    if to is None or frm is None or to == frm:
+        return crossover
+    where = dict(zip(COMPARED_KEYS, group, strict=True))
+    return dataclasses.replace(crossover, hosts_differ=mismatch_for(where, crossover.to_config, to,
+                                                                    crossover.from_config, frm).sentence())

@@ -112,7 +112,10 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
     sizes with one verdict, the first ``max_rows``),
     crossovers, anomalies (the first ``max_per_kind`` of each kind), notes."""
     configs = analysis.configs
-    out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"]
+    several = len(analysis.inputs) > 1
+    out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"
+           + (f" from {len(analysis.inputs)} inputs, kept apart" if several else "")]
+    out += _host_lines(analysis)
     out += ["", "Fits: time = alpha + size x beta (95% intervals); bw = 1/beta (algbw), busbw = bw x factor"]
     rows = []
     for row in configs.to_dict(orient="records"):
@@ -120,18 +123,22 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
                      row["alpha_hi_us"]), _interval(row["bw_gbps"], row["bw_lo_gbps"], row["bw_hi_gbps"]),
                      _num(row["busbw_gbps"]), _num(row["r2"], ".2f"), _num(row["peak_busbw_gbps"]),
                      _size(row["peak_size_bytes"]), _size(row["n_half_measured_bytes"]), _size(row["n_half_bytes"]),
-                     pct_text(row["peak_efficiency"])])
+                     pct_text(row["peak_efficiency"]), *([str(row.get("input"))] if several else [])])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
-                   "n1/2", "n1/2 fit", "eff@peak"], rows)
+                   "n1/2", "n1/2 fit", "eff@peak", *(["input"] if several else [])], rows)
+    out += _source_lines(analysis)
     out += _geometry_lines(analysis)
     out += _efficiency_lines(analysis, max_rows)
     out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
             "Crossovers: none beyond noise"]
     for c in analysis.crossovers:
         nodes = "" if c.nnodes is None else f"/{c.nnodes}n"
-        out.append(f"  {c.op} {c.nranks}r{nodes}{' in-place' if c.in_place else ''}: from {_size(c.size_bytes)} "
-                   f"{c.to_config} ({_num(c.to_busbw_gbps)} GB/s) beats {c.from_config} "
+        source = f" ({c.input})" if several and c.input else ""
+        out.append(f"  {c.op} {c.nranks}r{nodes}{' in-place' if c.in_place else ''}{source}: from "
+                   f"{_size(c.size_bytes)} {c.to_config} ({_num(c.to_busbw_gbps)} GB/s) beats {c.from_config} "
                    f"({_num(c.from_busbw_gbps)} GB/s)")
+        if c.hosts_differ:
+            out.append(f"    not a setting comparison: {c.hosts_differ}")
     counts = Counter(a.kind for a in analysis.anomalies)
     out.append("")
     if not analysis.anomalies:
@@ -146,10 +153,33 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
                     out.append(f"  {a.kind}: {counts[a.kind] - max_per_kind} more (--json lists all)")
                 continue
             where = "" if a.size_bytes is None else f" at {_size(a.size_bytes)}"
-            out.append(f"  {a.kind}: {a.op} {a.config}{where}: {a.detail}")
+            source = f" ({a.input})" if several and a.input else ""
+            out.append(f"  {a.kind}: {a.op} {a.config}{source}{where}: {a.detail}")
     if analysis.notes:
         out += ["", "Notes", *(f"  {n}" for n in analysis.notes)]
     return "\n".join(out) + "\n"
+
+
+def _host_lines(analysis: Analysis) -> list[str]:
+    """The comparisons that are node differences (:mod:`.placement`), first: everything below compares them."""
+    if not analysis.host_differences:
+        return []
+    out = ["", "Warning: configurations compared here were measured on different hosts; their differences are "
+           "node differences, not setting differences (collscope recommend refuses them):"]
+    several = len(analysis.inputs) > 1
+    out += [f"  {h.where(with_input=several)}: {h.sentence()}" for h in analysis.host_differences]
+    return out
+
+
+def _source_lines(analysis: Analysis) -> list[str]:
+    """One configuration read from two inputs, side by side (:mod:`.sources`)."""
+    if not analysis.sources:
+        return []
+    out = ["", "Inputs side by side (the same configuration from different inputs, never pooled; the noise rule "
+           "decides)"]
+    for c in analysis.sources:
+        out.append(f"  {c.label()}: {c.second} against {c.first}: {c.detail}")
+    return out
 
 
 def render_csv(analysis: Analysis) -> str:

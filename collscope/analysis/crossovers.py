@@ -1,7 +1,7 @@
 """Crossovers: the sizes where the leading configuration of a group changes **beyond noise**.
 
-Per (backend, op, nranks, nnodes, in_place) of :func:`~.fit.aggregate`'s table. At the first size measured by two
-or more configurations the leader is the default (else the highest median), unless some configuration beats it
+Per (backend, op, nranks, nnodes, in_place, input) of :func:`~.fit.aggregate`'s table. At the first size measured
+by two or more configurations the leader is the default (else the highest median), unless some configuration beats it
 there beyond noise; another configuration takes over at a size only where it beats the leader beyond noise
 (:func:`~.noise.beyond_noise`: >= 3 repeats on both sides, gain > ``min_gain`` and > the combined spread, over
 >= 2 adjacent measured sizes). A best median that changes within noise is no crossover.
@@ -20,7 +20,9 @@ from collscope.analysis.noise import Sample, beyond_noise
 
 __all__ = ["Crossover", "find_crossovers", "sample", "GROUP_KEYS"]
 
-GROUP_KEYS = ("backend", "op", "nranks", "nnodes", "in_place")
+GROUP_KEYS = ("backend", "op", "nranks", "nnodes", "in_place", "input")
+"""Configurations compete within one group; ``input`` (where the records were read from) keeps a sweep's
+configurations from competing with a check run's (:data:`~.fit.CONFIG_KEYS`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +38,11 @@ class Crossover:
     to_config: str
     from_busbw_gbps: float
     to_busbw_gbps: float
+    input: str | None = None
+    """The input (results directory or file) both configurations were read from."""
+    hosts_differ: str | None = None
+    """Set when the two configurations were measured on different hosts (:mod:`.placement`): the sentence that
+    says so; the crossover is then a node difference, not a setting difference."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,6 +56,8 @@ def sample(row: Mapping[str, Any]) -> Sample:
 def find_crossovers(sizes: pd.DataFrame, min_gain: float) -> list[Crossover]:
     out: list[Crossover] = []
     usable = sizes[(sizes["n"] > 0) & np.isfinite(sizes["busbw_gbps"])]
+    if "input" not in usable:
+        usable = usable.assign(input=None)
     for key, group in usable.groupby(list(GROUP_KEYS), observed=True, dropna=False, sort=True):
         cells: dict[str, dict[int, Sample]] = {}
         for row in group.to_dict(orient="records"):
@@ -76,6 +85,7 @@ def find_crossovers(sizes: pd.DataFrame, min_gain: float) -> list[Crossover]:
             out.append(Crossover(backend=str(k["backend"]), op=str(k["op"]), nranks=int(k["nranks"]),
                                  nnodes=None if pd.isna(nnodes) else int(nnodes), in_place=bool(k["in_place"]),
                                  size_bytes=int(size), from_config=leader, to_config=best,
-                                 from_busbw_gbps=here[leader].median_gbps, to_busbw_gbps=here[best].median_gbps))
+                                 from_busbw_gbps=here[leader].median_gbps, to_busbw_gbps=here[best].median_gbps,
+                                 input=None if pd.isna(k["input"]) else str(k["input"])))
             leader = best
     return out

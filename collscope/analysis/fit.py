@@ -1,6 +1,6 @@
 """Per-size statistics over repeats, and a robust alpha-beta fit per configuration.
 
-A configuration is one (backend, op, config, nranks, nnodes, in_place); see :data:`CONFIG_KEYS`.
+A configuration is one (backend, op, config, nranks, nnodes, in_place, input); see :data:`CONFIG_KEYS`.
 
 :func:`aggregate` first reduces the repeats of each size to robust statistics: the median time and busbw,
 the spread ``(q75 - q25) / median`` (``spread_iqr``) and ``max / min - 1`` (``spread_range``) of the time,
@@ -40,8 +40,10 @@ from collscope.collectives.record import busbw_factor
 
 __all__ = ["CONFIG_KEYS", "aggregate", "fit_alpha_beta", "fit_line", "LineFit"]
 
-CONFIG_KEYS = ("backend", "op", "config", "nranks", "nnodes", "in_place")
-"""The columns that identify one configuration."""
+CONFIG_KEYS = ("backend", "op", "config", "nranks", "nnodes", "in_place", "input")
+"""The columns that identify one configuration. ``input`` is the path the records were loaded from
+(:func:`~.load.load_results`): records of one configuration from two inputs (a sweep and a check run) are two
+configurations, never repeats of one; frames without the column are one input (None)."""
 _HUBER_C = 1.345
 _MAD_SCALE = 1.4826
 _SCALE_FLOOR = 1e-3
@@ -65,6 +67,8 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     ``algbw_gbps``, ``busbw_min_gbps``, ``busbw_max_gbps``, ``n_not_ok``, ``n_not_applied`` and ``failure``
     (the first failure reason seen in the cell, else NA). Sorted by configuration and size. Size-0 records
     have no row (:mod:`.size_zero`: their busbw is 0, no spread or log2 size exists for them)."""
+    if "input" not in df:
+        df = df.assign(input=None)
     missing = [c for c in (*CONFIG_KEYS, "size_bytes", "time_us", "busbw_gbps", "algbw_gbps", "ok") if c not in df]
     if missing:
         raise ValueError(f"the records lack column(s) {', '.join(missing)}; expected load_results' DataFrame")

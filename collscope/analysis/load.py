@@ -10,6 +10,12 @@ One row per Measurement record. Columns, in this order:
 * ``applied``: ``points/<id>.check.json``'s verdict on the forced settings (True / False / NA), NA outside
   results directories;
 * ``failure``: the latest unresolved failure reason of the record's point (``failures.jsonl``), else NA;
+* ``input``: the path the record was read from, as the caller named it (a results directory, a JSONL file, an
+  nccl-tests output). It is part of a configuration's identity (:data:`~.fit.CONFIG_KEYS`): records of one
+  configuration from two inputs (a sweep and a check run, two sweeps) are analysed side by side, never pooled
+  as repeats of one configuration (the record's own ``source`` says which program wrote it, not where it was
+  read from); ``frame.attrs["node_tests"]`` lists the inputs that are ``collscope locate`` directories, whose
+  tests compare nodes by design (:mod:`.placement` does not warn about them);
 * one column per tuning variable present in any record (``NCCL_ALGO``, ``OMPI_MCA_coll_tuned_allreduce_algorithm``,
   ...), NA where the record did not set it.
 
@@ -273,6 +279,8 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         np.repeat(np.array([v is None for v in verdicts], dtype=bool), counts))
     fcodes, funiq = _encode(np.repeat(np.array([p.failure for p in parts], dtype=object), counts))
     columns["failure"] = _categorical(fcodes, funiq)
+    icodes, iuniq = _encode(np.repeat(np.array([p.label for p in parts], dtype=object), counts))
+    columns["input"] = _categorical(icodes, iuniq)
 
     knobs = sorted({k for s in distinct for k, _ in s if is_tuning_variable(k)})
     for knob in knobs:
@@ -323,6 +331,7 @@ def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None])
     nranks = overrides["nranks"]
     parts: list[_Part] = []
     lost: list[dict[str, Any]] = []
+    node_tests: list[str] = []
     if not sources:
         raise ParseError("<no paths>", None, "at least one results directory or file")
     for path in sources:
@@ -332,6 +341,8 @@ def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None])
             dir_parts, dir_lost = _load_results_dir(path)
             parts.extend(dir_parts)
             lost.extend(dir_lost)
+            if ResultsDir(path).read_sweep().kind == "locate":  # tests of nodes, by design (analysis.placement)
+                node_tests.append(str(path))
         elif path.exists():
             parts.extend(_load_file(path, op, nranks))
         else:
@@ -342,6 +353,7 @@ def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None])
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
     frame.attrs["failures"] = lost
+    frame.attrs["node_tests"] = node_tests
     clues = frame_clues(frame, [(len(p.rows), p.label, p.clues) for p in parts])
     apply_overrides(frame, overrides["nranks"], overrides["nnodes"])
     frame.attrs["geometry"] = group_geometries(clues, overrides)

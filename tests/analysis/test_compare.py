@@ -121,8 +121,8 @@ def test_json_and_frame(planted_analysis) -> None:  # type: ignore[no-untyped-de
     assert {"efficiency", "model_busbw_gbps", "busbw_gbps", "spread_range", "n", "residual"} <= set(doc["sizes"][0])
     assert isinstance(doc["configs"][0]["residuals"], dict)
     frame = planted_analysis.to_frame()
-    assert frame is not planted_analysis.sizes and list(frame.columns[:7]) == [
-        "backend", "op", "config", "nranks", "nnodes", "in_place", "size_bytes"]
+    assert frame is not planted_analysis.sizes and list(frame.columns[:8]) == [
+        "backend", "op", "config", "nranks", "nnodes", "in_place", "input", "size_bytes"]
 
 
 def test_thresholds() -> None:

@@ -15,6 +15,9 @@ The rules, in the order they are applied:
 * **Exclusions.** A cell with any row ``ok == False`` (wrong values, out of bounds), ``applied == False``
   (NCCL did not run the forced setting) or without busbw is excluded whole, reported with the reason and
   never wins. The same holds for a default cell: that size then has no baseline.
+* **Comparable.** Configurations measured on other hosts than the ones they are compared with, or one
+  configuration from two inputs, are refused (:mod:`.refusals`): a node or an input difference is no setting
+  difference.
 * **Baseline.** The default (``config == "default"``, nothing forced) of the same group and size. A group
   without any default cell gets no recommendation (a note says so); a size without one breaks ranges.
 * **Winning a size** (:mod:`collscope.analysis.noise`, the one noise rule): ``gain = median / default_median - 1``;
@@ -64,6 +67,7 @@ from collscope.analysis.recommend.records import (
     SizeResult,
     Verdict,
 )
+from collscope.analysis.recommend.refusals import refuse_incomparable
 from collscope.analysis.recommend.timing import evaluate
 from collscope.analysis.recommend.tuner import tuner_rules
 from collscope.analysis.recommend.workload import Workload, per_measured_size
@@ -83,7 +87,7 @@ _RECORD_COLUMNS = frozenset({
     "engine", "backend", "op", "size_bytes", "count", "dtype", "redop", "root", "in_place", "nranks", "nnodes",
     "time_us", "algbw_gbps", "busbw_gbps", "wrong", "error", "ok", "iters", "warmup", "repeat", "point_id",
     "sweep_id", "nccl_version", "engine_version", "source", "timestamp", "hosts", "config", "applied", "failure",
-    "settings",
+    "settings", "input",
 })
 _KNOB_NAME = re.compile(r"^(NCCL|OMPI_MCA)_[A-Za-z0-9_]+$")
 
@@ -104,6 +108,7 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, w
         raise ConfigError("no records to recommend from")
     notes: list[str] = []
     work = _select(frame, opts, notes)
+    refuse_incomparable(work)  # a comparison of nodes or of inputs, not of settings
     settings = _settings_by_config(work)
     cells, excluded = _cells(work)
     groups = tuple(_group_result(key, by_size, opts.min_gain, notes)
