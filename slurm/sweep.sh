@@ -21,6 +21,12 @@
 # option; `I/N` runs repeats I, I+N, ... of every configuration, so N is at most the sweep's repeats). Use a
 # contiguous range: --array=0-(N-1).
 #
+# Logs: collscope-sweep-<job id>.out, and for an array task collscope-sweep-<array job id>_<task id>.out (what
+# Slurm's %A_%a would give; one #SBATCH --output cannot say both: %A_%a names a plain job <id>_4294967294). Slurm
+# opens the log by the task's own job id (%j), and the script renames it at start, so shard k's log says its array
+# and task; a requeued task (same job id) puts its new lines after the earlier ones in that file. A log named by
+# your own sbatch --output is left as it is.
+#
 # The collscope executable is $COLLSCOPE if set, else `collscope` on PATH (activate the environment before
 # sbatch: Slurm exports the submitting shell's environment by default). Ranks are started with srun, so MPI
 # programs need a PMI that the MPI library speaks: Open MPI 5 only speaks PMIx (`srun --mpi=pmix`).
@@ -60,6 +66,26 @@ fi
 [ -n "${SLURM_JOB_ID:-}" ] \
   || die "not inside a Slurm allocation: submit with 'sbatch slurm/sweep.sh ...', or run 'collscope sweep run ... --launcher local' directly"
 [ "$#" -gt 0 ] || die "no sweep given: sbatch slurm/sweep.sh SPEC.yaml | --preset NAME [options] (see 'collscope sweep run --help')"
+
+# An array task's log takes the name <array job id>_<task id> (see above). Only the script's default name is
+# renamed; the log stays the same open file. A requeued task's Slurm starts a fresh %j file: the earlier
+# attempts' lines go first, then the file takes the name (only when Slurm opened it for appending).
+name_array_log() {
+  [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && [ -n "${SLURM_ARRAY_TASK_ID:-}" ] || return 0
+  local own target flags
+  own=$(readlink -f "/proc/$$/fd/1" 2>/dev/null) || return 0
+  [ "${own##*/}" = "collscope-sweep-${SLURM_JOB_ID}.out" ] && [ -f "$own" ] || return 0
+  target="${own%/*}/collscope-sweep-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.out"
+  [ "$own" != "$target" ] || return 0
+  if [ -e "$target" ]; then
+    flags=$(sed -n 's/^flags:[[:space:]]*//p' "/proc/$$/fdinfo/1" 2>/dev/null || true)
+    [ -n "$flags" ] && (( 8#$flags & 8#2000 )) || return 0  # not O_APPEND: rewriting it would be overwritten
+    cat -- "$target" "$own" > "$own.earlier" && cat -- "$own.earlier" > "$own" && rm -f -- "$own.earlier" \
+      || return 0
+  fi
+  mv -f -- "$own" "$target" || true
+}
+name_array_log
 
 added=()
 has_option --launcher "$@" || added+=(--launcher srun)
