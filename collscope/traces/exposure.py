@@ -9,10 +9,11 @@ call, so the periods of a rank never overlap and exposed <= communication <= dur
 GPU traces: communication is the NCCL kernels, compute the kernels of the other streams, idle the time no kernel
 of the window ran (None when the reader gave no kernel list). CPU traces (gloo): communication is the ``gloo:*``
 worker events, compute the main thread's ``aten::`` ops; ``gpu_idle_us`` and ``host_wait_us`` are None (not
-applicable). ``transfer_us`` / ``wait_us`` (and their exposed parts) sum the calls inside the period that have a
-split; None when none of them has one (one rank traced, or ranks unmatched); ``unsplit_calls`` counts the calls
-left out. Calls that overlap each other on one rank (two process groups at once) count once in ``comm_us`` and
-each in ``transfer_us`` + ``wait_us``.
+applicable). ``wait_us`` is the time inside the period during which at least one call with a split was waiting
+for a late peer, ``transfer_us`` the time one was transferring and none waiting (so calls that overlap each other
+on one rank, two process groups or DDP's concurrent buckets, count once, and transfer + wait <= communication);
+their exposed parts likewise. None when no call inside has a split (one rank traced, or ranks unmatched);
+``unsplit_calls`` counts the calls left out.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mappin
         lo, hi = bisect.bisect_left(call_starts, a - longest), bisect.bisect_left(call_starts, b)
         inside = [c for c in timed[lo:hi] if c.start_us + (c.duration_us or 0.0) > a]
         comm = merge((max(c.start_us, a), min(c.start_us + (c.duration_us or 0.0), b)) for c in inside)
-        split = [0.0, 0.0, 0.0, 0.0]  # transfer, wait, exposed transfer, exposed wait
+        waits: list[tuple[float, float]] = []
+        transfers: list[tuple[float, float]] = []
         known = 0
         for c in inside:
             s = splits.get(id(c))
@@ -129,12 +131,12 @@ def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mappin
                 continue
             known += 1
             end = c.start_us + (c.duration_us or 0.0)
-            w0, w1 = max(c.start_us, a), min(c.start_us + s.wait_us, b)
-            t0, t1 = max(end - min(s.transfer_us, c.duration_us or 0.0), a), min(end, b)
-            split[0] += max(t1 - t0, 0.0)
-            split[1] += max(w1 - w0, 0.0)
-            split[2] += exposed(t0, t1)
-            split[3] += exposed(w0, w1)
+            waits.append((max(c.start_us, a), min(c.start_us + s.wait_us, b)))
+            transfers.append((max(end - min(s.transfer_us, c.duration_us or 0.0), a), min(end, b)))
+        waiting = merge(waits)
+        moving = _minus(merge(transfers), waiting)
+        split = [sum((e - s for s, e in moving), 0.0), sum((e - s for s, e in waiting), 0.0),
+                 sum((exposed(s, e) for s, e in moving), 0.0), sum((exposed(s, e) for s, e in waiting), 0.0)]
         has_split = known > 0 or not inside
         idle = host = None
         if timeline is not None:
@@ -147,3 +149,21 @@ def step_stats(trace: RankTrace, calls: Sequence[CollectiveCall], splits: Mappin
             compute_us=spans.covered(a, b), gpu_idle_us=idle, host_wait_us=host,
             unsplit_calls=len(inside) - known))
     return stats
+
+
+def _minus(spans: Sequence[tuple[float, float]], cut: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of the merged ``spans`` that no interval of the merged ``cut`` covers."""
+    out: list[tuple[float, float]] = []
+    j = 0
+    for start, end in spans:
+        while j < len(cut) and cut[j][1] <= start:
+            j += 1
+        k, pos = j, start
+        while k < len(cut) and cut[k][0] < end:
+            if cut[k][0] > pos:
+                out.append((pos, cut[k][0]))
+            pos = max(pos, cut[k][1])
+            k += 1
+        if pos < end:
+            out.append((pos, end))
+    return out
