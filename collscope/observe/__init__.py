@@ -13,14 +13,14 @@ from collscope._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from collscope.observe.ingestion import IngestReport, ingest
-    from collscope.observe.schema import RECORD_COLUMNS
+    from collscope.observe.schema import PARTITIONING_SCHEMA, RECORD_COLUMNS
     from collscope.observe.views import connect, query
 
-__all__ = ["ingest", "IngestReport", "connect", "query", "RECORD_COLUMNS"]
+__all__ = ["ingest", "IngestReport", "connect", "query", "RECORD_COLUMNS", "PARTITIONING_SCHEMA"]
 
 if not TYPE_CHECKING:  # mypy reads the imports above
     __getattr__, __dir__ = lazy_exports(__name__, {
         "collscope.observe.ingestion": ["ingest", "IngestReport"],
         "collscope.observe.views": ["connect", "query"],
-        "collscope.observe.schema": ["RECORD_COLUMNS"],
+        "collscope.observe.schema": ["RECORD_COLUMNS", "PARTITIONING_SCHEMA"],
     })
