@@ -62,7 +62,8 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 @click.option("--oversubscribe", is_flag=True,
               help="mpirun: allow more ranks than cores (Open MPI --oversubscribe; it turns binding off).")
 @click.option("--srun-mpi", type=click.Choice(["pmix", "pmi2", "none"]), default=None,
-              help="srun --mpi=... (default pmix for the mpi engine: Open MPI 5 speaks only PMIx).")
+              help="srun --mpi=... [default: pmix for the mpi and nccl-tests engines (Open MPI 5 speaks only PMIx; "
+                   "nccl-tests under srun is its MPI build), none for torch (Slurm's MpiDefault)].")
 @click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
               help="srun: GPUs of each node [default: the allocation's SLURM_GPUS_ON_NODE/_PER_NODE/SLURM_JOB_GPUS; "
                    "0: CPU nodes]. GPU steps get --ntasks-per-node, --cpus-per-task, --cpu-bind=cores and GPU "
