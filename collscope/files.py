@@ -5,7 +5,10 @@ or a directory is refused without ever being opened for a blocking read (the fil
 ``O_NONBLOCK`` and checked with ``fstat`` before reading, so a path swapped for a FIFO between two calls is
 caught too); a dangling symlink is named as such; text that is not UTF-8 is an error naming the line.
 Output directories go through :func:`check_output_dir`: the directory is created when missing and a file
-can be written in it. Every problem is a :class:`~collscope.errors.ParseError` (inputs) or
+can be written in it. Every path collscope writes is made absolute first (:func:`absolute_path`), from the
+directory collscope was started in: ranks and job steps started elsewhere (``srun --chdir``, another node, a step
+whose node lacks the directory) write where collscope reads, and a temporary file and its target are never named
+through two different mounts. Every problem is a :class:`~collscope.errors.ParseError` (inputs) or
 :class:`~collscope.errors.ConfigError` (outputs) naming the path.
 """
 
@@ -21,7 +24,7 @@ from collscope.errors import ConfigError, ParseError, shown
 from collscope.units import parse_size
 
 __all__ = ["read_input_bytes", "read_input_text", "size_limit_from_env",
-           "decode_text", "check_output_dir", "kind_of", "UnreadableFileError"]
+           "decode_text", "check_output_dir", "absolute_path", "kind_of", "UnreadableFileError"]
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -112,13 +115,38 @@ def read_input_text(path: Path | str, what: str = "a UTF-8 text file", *, max_by
     return decode_text(read_input_bytes(path, what, max_bytes=max_bytes, why_capped=why_capped), str(path), what)
 
 
+def absolute_path(path: Path | str, what: str = "output path") -> Path:
+    """``path`` made absolute from the working directory (an absolute one as it is; ``..`` and links left as
+    written, never resolved).
+
+    The working directory's name must reach the directory itself: a process that entered another mount namespace
+    keeping its directory (``nsenter --wd``, as the simulated cluster's ``exec`` does) may sit in a directory
+    that its namespace knows under that name as another directory, or not at all. That is a ConfigError naming
+    it, with the way out (``cd`` there again, or an absolute path), never files written somewhere else.
+    """
+    given = Path(path)
+    if given.is_absolute():
+        return given
+    try:
+        here = os.getcwd()
+        same = os.path.samestat(os.stat("."), os.stat(here))
+    except OSError as exc:
+        raise ConfigError(f"{what} {given}: relative to a working directory that cannot be named "
+                          f"({exc.strerror or exc}); give an absolute path") from None
+    if not same:
+        raise ConfigError(f"{what} {given}: the working directory {here} is not the directory of that name here "
+                          "(entered from another mount namespace?); cd into it again or give an absolute path")
+    return Path(here) / given
+
+
 def check_output_dir(path: Path | str, what: str = "output directory") -> Path:
     """Make sure ``path`` is a directory we can write, before any work starts; ConfigError naming it otherwise.
+    Returns it absolute (:func:`absolute_path`).
 
     The directory (and its parents) is created when missing, and a probe file is created and removed in it:
     asking the file system is the only check that holds on /proc, read-only mounts and full disks.
     """
-    target = Path(path)
+    target = absolute_path(path, what)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except FileExistsError:

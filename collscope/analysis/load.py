@@ -61,8 +61,10 @@ from collscope.vocab.configs import (
     DEFAULT_CONFIG,
     NON_TUNING_PREFIXES,
     NON_TUNING_VARIABLES,
+    RAIL_KEY,
     config_of,
     is_tuning_variable,
+    rail_of,
 )
 from collscope.vocab.secrets import redact_env
 
@@ -93,6 +95,9 @@ class _Part:
     """The input as the user named it (a file, or a results directory for its points): geometry evidence says it."""
     clues: list[Clue] | None = None
     """Geometry evidence of an nccl-tests output (:func:`.job_geometry.run_clues`); None: read from the records."""
+    config: str | None = None
+    """The configuration name of every row, when the input says what they measured otherwise than by settings (a
+    ``collscope locate`` test: :func:`_locate_config`); None: from the records' settings and rail."""
 
 
 _EXPECTED_FILE = "Measurement JSONL or nccl-tests output (UTF-8 text)"
@@ -143,6 +148,7 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
     files = sorted(n for n in names if n.endswith(".jsonl") and not n.endswith(".partial.jsonl")
                    and not n.startswith("."))
     damaged: list[ParseError] = []
+    tests = {p.point_id: p for p in meta.plan.points} if meta.kind == "locate" else {}
     for name in files:
         point_id = name[: -len(".jsonl")]
         path = os.path.join(points_dir, name)
@@ -158,7 +164,8 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
         check = f"{point_id}.check.json"
         applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
         failure = failures.get(point_id)
-        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason, str(root)))
+        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason, str(root),
+                           config=_locate_config(tests.get(point_id), records) if tests else None))
     if damaged:
         raise DamagedPointsError(str(root), damaged)
     seen = {name[: -len(".jsonl")] for name in files}
@@ -169,9 +176,23 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
             continue
         plan = planned.get(point_id)
         lost.append({"point_id": point_id, "op": None if plan is None else plan.op,
-                     "config": config_of(dict(plan.settings) if plan is not None else {}),
+                     "config": (_locate_config(plan, []) if meta.kind == "locate" and plan is not None else
+                                config_of(dict(plan.settings) if plan is not None else {})),
                      "reason": entry.reason, "detail": entry.detail, "source": str(root)})
     return parts, lost
+
+
+def _locate_config(plan: Any, records: Sequence[Measurement]) -> str | None:
+    """What a ``collscope locate`` test measured, as its configuration's name: its kind and nodes, then its rail
+    (``pair node1,node2;rail=cl1``; none for a test on every rail): tests of other nodes or rails are never
+    pooled as repeats of one configuration, rail tests never with all-rail tests. None: not a planned test."""
+    if plan is None or not plan.kind:
+        return None
+    rail = next((r.rail or rail_of(r.settings) for r in records if r.rail or rail_of(r.settings)), None)
+    if rail is None and plan.rail is not None:
+        rail = f"#{plan.rail}"
+    name = f"{plan.kind} {','.join(plan.nodes)}".strip()
+    return f"{name};{RAIL_KEY}={rail}" if rail is not None else name
 
 
 # ---- columns -------------------------------------------------------------------------------------------------
@@ -250,7 +271,7 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         rows.extend(part.rows)
     n = len(rows)
     columns: dict[str, Any] = {}
-    settings = np.empty(0, dtype=object)
+    settings = rails = np.empty(0, dtype=object)
     for name in _FIELDS:
         if name in _TYPED:
             try:
@@ -262,16 +283,16 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         if name == "settings":
             settings = values
             continue
+        if name == "rail":
+            rails = values
         if name == "point_id":
             fill = np.repeat(np.array([p.point_id for p in parts], dtype=object), counts)
             values = np.where(pd.isna(values), fill, values)
         columns[name] = _column(name, values)
 
     codes, distinct = _encode(settings, _settings_items)
-    configs = [config_of(dict(s)) for s in distinct]
-    config_codes, config_names = pd.factorize(np.asarray([*configs, DEFAULT_CONFIG], dtype=object))
-    lookup = config_codes.astype(np.int32)  # code -1 (no settings object) picks the last entry: default
-    columns["config"] = _from_codes(lookup[codes], list(config_names))
+    columns["config"] = _config_column(codes, distinct, rails, np.repeat(
+        np.array([p.config for p in parts], dtype=object), counts))
 
     verdicts = [p.applied for p in parts]
     columns["applied"] = pd.arrays.BooleanArray(
@@ -288,6 +309,27 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         kcodes, kuniq = pd.factorize(np.asarray(per_settings, dtype=object), use_na_sentinel=True)
         columns[knob] = _categorical(kcodes.astype(np.int32)[codes], list(kuniq))
     return pd.DataFrame(columns)
+
+
+def _config_column(codes: np.ndarray, distinct: Sequence[Any], rails: np.ndarray,
+                   given: np.ndarray) -> pd.Categorical:
+    """The ``config`` column: each record's settings and rail named once per distinct pair
+    (:func:`collscope.vocab.configs.config_of`; code -1, no settings object, is the default's settings), or the
+    name its input gave (``given``: a locate test's, :func:`_locate_config`; None elsewhere)."""
+    rail_codes, rail_names = _encode(rails)
+    width = len(rail_names) + 1
+    pairs, distinct_pairs = pd.factorize(codes.astype(np.int64) * width + (rail_codes + 1))
+    names = []
+    for pair in distinct_pairs.tolist():
+        s, r = divmod(int(pair), width)
+        names.append(config_of(dict(distinct[s]) if s >= 0 else {}, str(rail_names[r - 1]) if r else None))
+    if given.size and not pd.isna(given).all():
+        per_row = np.asarray(names, dtype=object)[pairs]
+        per_row = np.where(pd.isna(given), per_row, given)
+        pairs, uniq = pd.factorize(per_row)
+        names = [str(u) for u in uniq]
+    config_codes, config_names = pd.factorize(np.asarray([*names, DEFAULT_CONFIG], dtype=object))
+    return _from_codes(config_codes.astype(np.int32)[pairs], list(config_names))
 
 
 def _as_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:

@@ -14,6 +14,7 @@ import click
 from collscope.cli.options import SIZE, nccl_tests_dir_option
 from collscope.collectives.allocation import GPU_VARIABLES, gpus_per_node
 from collscope.errors import ConfigError
+from collscope.files import absolute_path
 from collscope.locate.engines import check_rails, choose_engine
 from collscope.locate.model import LocateConfig, LocateResult, Runner
 from collscope.locate.nodelist import format_nodelist, parse_nodelist
@@ -196,7 +197,7 @@ def locate_command(nodes: str | None, rails: int, engine: str | None, backend: s
                           **_gpu_srun_facts(row))
     config = LocateConfig(repeats=repeats, k_mad=k_mad, min_gap=min_gap, expect_busbw_gbps=expect_gbps,
                           rails=rails, leaf_of=topo.leaf_of)
-    root = out or _default_out()
+    root = absolute_path(out or _default_out(), "--out")  # steps start elsewhere: every name absolute
     if dry_run:
         steps = first_steps(names, options, rails=rails, environ=os.environ, work_dir=root / "steps")
         click.echo(render_steps(steps, nodes=names, rails=rails, engine_reason=choice.reason), nl=False)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,8 +17,9 @@ from typing import Annotated, Any, Literal, NoReturn, get_args
 
 import msgspec
 
-from collscope.atomic import umask_mode
+from collscope.atomic import write_bytes_atomic
 from collscope.errors import shown
+from collscope.files import absolute_path
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import OPS, busbw_factor
 
@@ -174,6 +174,11 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     ``NCCL_IB_HCA``, ...; :func:`collscope.collectives.spec.captured_environment`), secrets' values redacted; a
     :class:`Settings` when given. It never names a configuration (``settings`` do). None when not recorded
     (older records, ingested outputs)."""
+    rail: str | None = None
+    """The rail the ranks were pinned to: the interface or HCA named by the engine's rail variable
+    (:data:`collscope.vocab.configs.RAIL_VARIABLES`: ``OMPI_MCA_btl_tcp_if_include=cl1`` -> ``cl1``,
+    ``GLOO_SOCKET_IFNAME``, ``NCCL_IB_HCA``); in a sweep or a locate test, the one the point pinned. None: nothing pinned one (the library chose among every rail), or not recorded (older records). It
+    names the configuration (:func:`collscope.vocab.configs.config_of`): rails are never pooled."""
 
     def __post_init__(self) -> None:
         if self.environment is not None and type(self.environment) is not Settings:
@@ -252,29 +257,21 @@ def _dumps(record: Measurement) -> str:
 
 
 def write_jsonl(path: Path | str, records: Iterable[Measurement]) -> int:
-    """Write all records to ``path`` atomically (temp file in the same directory, then rename)."""
-    path = Path(path)
+    """Write all records to ``path`` atomically: :func:`collscope.atomic.write_bytes_atomic` (``path`` made
+    absolute first; the temporary file is created beside it and renamed through one descriptor of its directory,
+    so the two names never resolve through different mounts: a working directory entered from another mount
+    namespace, as ``nsenter --wd`` and the simulated cluster's clients do, made a temporary named by its absolute
+    path and a target named relative to it two mounts of one file system, and the rename failed with EXDEV)."""
+    path = absolute_path(path)
+    payload = "".join(_dumps(record) + "\n" for record in records)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, umask_mode())  # mkstemp's 0600 would hide the file from a group sharing the directory
-    n = 0
-    try:
-        with os.fdopen(fd, "w") as fh:
-            for record in records:
-                fh.write(_dumps(record) + "\n")
-                n += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    write_bytes_atomic(path, payload.encode())
+    return payload.count("\n")
 
 
 def append_jsonl(path: Path | str, records: Iterable[Measurement]) -> int:
     """Append records, each line written whole with one ``write`` on an O_APPEND descriptor and fsynced."""
-    path = Path(path)
+    path = absolute_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = "".join(_dumps(r) + "\n" for r in records)
     if not payload:

@@ -19,13 +19,14 @@ import numpy as np
 from collscope.collectives.measure import ELEM_SIZE, Dtype, MeasureSpec
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
-from collscope.vocab.configs import is_launcher_variable
-from collscope.vocab.engines import ENGINE_ROWS
+from collscope.vocab.configs import is_launcher_variable, rail_of
+from collscope.vocab.engines import ENGINE_ROWS, engine_row
 from collscope.vocab.env_roles import env_role
 from collscope.vocab.ops import HarnessOp, op_facts
 from collscope.vocab.secrets import redact_env, redacted
 
 __all__ = ["BenchSpec", "BenchOp", "BenchDtype", "BENCH_OPS", "BENCH_DTYPES", "ELEM_SIZE", "captured_settings",
+           "rail_pinned",
            "captured_environment", "pattern", "reduce_rows", "wrapped", "expected_result", "count_wrong", "make_record"]
 
 BenchOp = HarnessOp
@@ -127,6 +128,14 @@ def captured_environment(env: Mapping[str, str] | None = None, *, forced: Iterab
             if k not in skip and env_role(k) is not None and not is_launcher_variable(k)}
 
 
+def rail_pinned(engine: str, backend: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The rail this process's environment pins the engine to (a record's ``rail``): the value of the engine's
+    rail variable (:data:`collscope.vocab.engines.ENGINE_ROWS`: ``OMPI_MCA_btl_tcp_if_include`` for mpi,
+    ``GLOO_SOCKET_IFNAME`` for torch over gloo, ``NCCL_IB_HCA`` over NCCL); None when none is set. A sweep or
+    locate replaces it with the rail its point pinned."""
+    return rail_of(os.environ if env is None else env, engine_row(engine, backend).rail_variables)
+
+
 def pattern(rank: int, n: int, dtype: str, offset: int = 0) -> np.ndarray:
     """Rank-dependent check values for elements ``offset .. offset+n`` as float64 holding small integers.
 
@@ -199,18 +208,19 @@ def make_record(spec: BenchSpec, *, engine: str, backend: str, size_bytes: int, 
                 time_us: float, wrong: int | None, in_place: bool, hosts: tuple[str, ...],
                 engine_version: str | None, nccl_version: str | None, settings: dict[str, str],
                 source: str, extra: Mapping[str, Any] | None = None,
-                environment: Mapping[str, str] | None = None) -> Measurement:
+                environment: Mapping[str, str] | None = None, rail: str | None = None) -> Measurement:
     """The Measurement of one size (algbw/busbw from size and time, nccl-tests factors). ``time_us`` is the slowest
     rank's (``time_over_ranks="max"``); every rank is a process of its own (``process_shape`` ``Nx1x1``).
     ``settings`` (:func:`captured_settings`) and ``environment`` (:func:`captured_environment`) are written with
-    secrets' values redacted, whoever built them."""
+    secrets' values redacted, whoever built them. ``rail``: the interface or HCA the ranks were pinned to
+    (:func:`rail_pinned`)."""
     facts = op_facts(spec.op)
     return Measurement.from_timing(
         op=spec.op, size_bytes=size_bytes, nranks=nranks, time_us=time_us, engine=engine, backend=backend,
         count=count, dtype=spec.dtype, redop=spec.redop if facts.reduces else None,
         root=spec.root if facts.rooted else None, in_place=in_place, nnodes=len(hosts) or None,
         wrong=wrong, ok=not wrong, iters=spec.iters, warmup=spec.warmup, settings=redact_env(settings), hosts=hosts,
-        environment=None if environment is None else redact_env(environment),
+        environment=None if environment is None else redact_env(environment), rail=rail,
         engine_version=engine_version, nccl_version=nccl_version, source=source,
         cluster=os.environ.get("SLURM_CLUSTER_NAME") or None, time_over_ranks="max", process_shape=f"{nranks}x1x1",
         timestamp=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **dict(extra or {}))

@@ -30,7 +30,7 @@ import msgspec
 
 from collscope.atomic import UnsafeFileError, write_text_atomic
 from collscope.errors import ParseError
-from collscope.files import read_input_bytes
+from collscope.files import absolute_path, read_input_bytes
 from collscope.locate.model import TestResult
 from collscope.results.store import ResultsDir
 
@@ -56,6 +56,7 @@ class LocateWriter:
     """Writes one locate run under ``root``; ``sweep_id`` names it in every record."""
 
     def __init__(self, root: Path, *, sweep_id: str, spec: dict[str, Any]) -> None:
+        root = absolute_path(root, "locate --out")
         self.results = ResultsDir(root)
         self.sweep_id = sweep_id
         self.spec = spec

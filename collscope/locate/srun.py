@@ -13,8 +13,10 @@ whole timeout and is evidence enough). A failure whose output says the launch it
 forbids the step, the program is missing, PMIx: :func:`collscope.locate.launch.classify_launch`) carries that in
 the outcome's ``launch``; when every test of a round says the same, locate stops and names no node.
 
-Step files go to ``work_dir``: ``<id>.jsonl`` (rank 0's record) and ``<id>.log`` (the step's output); the
-directory must be visible from every node (a shared file system, not a node's /tmp).
+Step files go to ``work_dir`` (made absolute: a step's ranks may start in another directory): ``<id>.jsonl``
+(rank 0's record) and ``<id>.log`` (the step's output); the directory must be visible from every node (a shared
+file system, not a node's /tmp). Each record carries the test's rail (``rail``: the interface or HCA its step
+was pinned to, None for a test on every rail), whatever the ranks inherited.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ import msgspec
 from collscope import proc
 from collscope.collectives.record import Measurement, Settings
 from collscope.errors import CollscopeError
+from collscope.files import absolute_path
 from collscope.locate.launch import classify_launch
 from collscope.locate.model import LaunchFailure, TestOutcome, TestSpec
 from collscope.locate.steps import StepOptions, launch_env, rail_env, ranks_per_node, step_argv
 from collscope.results.decode import read_jsonl
 from collscope.results.logs import create_log
+from collscope.vocab.configs import rail_of
 
 __all__ = ["SrunRunner"]
 
@@ -71,6 +75,7 @@ class SrunRunner:
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise CollscopeError(f"timeout {self.timeout_s!r} s is invalid; valid: seconds > 0")
+        self.work_dir = absolute_path(self.work_dir, "locate's step directory")  # steps start on other nodes
         self.work_dir.mkdir(parents=True, exist_ok=True)
 
     def _next_id(self, spec: TestSpec) -> str:
@@ -147,6 +152,7 @@ class SrunRunner:
             samples.append(record.busbw_gbps)
             times.append(record.time_us)
             settings = Settings({**record.settings, **rail})
-            records.append(msgspec.structs.replace(record, repeat=repeat, settings=settings, source=log))
+            records.append(msgspec.structs.replace(record, repeat=repeat, settings=settings, source=log,
+                                                   rail=rail_of(rail)))  # the test's rail; None: every rail
         return TestOutcome(busbw_gbps=tuple(samples), time_us=tuple(times), duration_s=spent,
                            records=tuple(records), logs=tuple(logs), detail="; ".join(retried))

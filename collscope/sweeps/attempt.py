@@ -44,6 +44,7 @@ from collscope.sweeps.run_options import (
 from collscope.sweeps.spec import Plan, Point, SweepSpec
 from collscope.sweeps.termination import SweepTerminated, cancel_job_steps, slurm_nodes_down
 from collscope.sweeps.verification import SettingsCheck, configuration_check, verify_settings
+from collscope.vocab.configs import rail_of
 from collscope.vocab.engines import engine_row
 from collscope.vocab.secrets import redact_env
 
@@ -277,7 +278,8 @@ def _stamp(record: Measurement, plan: Plan, point: Point, ran_with: dict[str, st
             else launch_environment(unset))
     return msgspec.structs.replace(record, point_id=point.point_id, sweep_id=plan.sweep_id, repeat=point.repeat,
                                    settings=Settings(redact_env(ran_with)),
-                                   environment=Settings(captured_environment(seen, forced=ran_with)))
+                                   environment=Settings(captured_environment(seen, forced=ran_with)),
+                                   rail=rail_of(ran_with))  # the rail the point pinned, never an inherited one
 
 
 def _any_wrong(records: list[Measurement]) -> bool:

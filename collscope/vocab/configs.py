@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from collscope.vocab.engines import ENGINE_ROWS
 from collscope.vocab.ompi import DYNAMIC_RULES
 from collscope.vocab.secrets import redacted
 
 __all__ = ["DEFAULT", "OMPI_ASYNC_MODEX", "DEFAULT_CONFIG", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
-           "LAUNCHER_VARIABLES", "LAUNCHER_PREFIXES", "is_tuning_variable", "is_launcher_variable", "config_of"]
+           "LAUNCHER_VARIABLES", "LAUNCHER_PREFIXES", "RAIL_VARIABLES", "RAIL_KEY", "is_tuning_variable",
+           "is_launcher_variable", "rail_of", "config_of"]
 
 DEFAULT = ""
 """A knob value that means "not set": the variable is left out of the point's environment."""
@@ -71,13 +73,43 @@ def is_launcher_variable(name: str) -> bool:
     return name in LAUNCHER_VARIABLES or name.startswith(LAUNCHER_PREFIXES)
 
 
-def config_of(settings: Mapping[str, object]) -> str:
-    """The canonical configuration name: tuning settings as sorted ``K=V`` joined by ``;``, or
-    :data:`DEFAULT_CONFIG` when none is set.
+RAIL_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(v for row in ENGINE_ROWS for v in row.rail_variables))
+"""The variables that pin a measurement to one rail (an HCA or a network interface), in the order a record's rail
+is read from them: each engine's own (:data:`collscope.vocab.engines.ENGINE_ROWS`: ``NCCL_IB_HCA``, Open MPI's
+``OMPI_MCA_btl_tcp_if_include`` / ``OMPI_MCA_oob_tcp_if_include``, ``GLOO_SOCKET_IFNAME``: what the rail presets
+and ``collscope locate --rails`` set). ``NCCL_SOCKET_IFNAME`` is not one: over InfiniBand it only picks NCCL's
+bootstrap interface, plumbing that never names a configuration."""
+
+RAIL_KEY = "rail"
+"""The name of the rail in a configuration's name (``rail=cl1``): lower case, so it is never an environment
+variable's name and sorts after every variable."""
+
+
+def rail_of(settings: Mapping[str, object], variables: tuple[str, ...] = RAIL_VARIABLES) -> str | None:
+    """The rail ``settings`` pin (the value of the first of ``variables`` set, not blank), None when none is."""
+    for name in variables:
+        value = settings.get(name)
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
+def config_of(settings: Mapping[str, object], rail: str | None = None) -> str:
+    """The canonical configuration name: tuning settings as sorted ``K=V`` joined by ``;``, then the rail
+    (``rail=<interface or HCA>``), or :data:`DEFAULT_CONFIG` when none is set.
 
     ``settings`` are a point's forced settings (a record's ``settings``); what the ranks inherited (a record's
     ``environment``) never names a configuration, so one site-wide variable does not rename every configuration,
     "default" included. A secret's value (:func:`collscope.vocab.secrets.is_secret_name`) is written
-    :data:`~collscope.vocab.secrets.REDACTED`: the name is printed by every report."""
+    :data:`~collscope.vocab.secrets.REDACTED`: the name is printed by every report.
+
+    The rail is part of the name: ``rail`` (a record's ``rail``), else the one ``settings`` pin
+    (:func:`rail_of`). A rail variable that is a tuning variable (``NCCL_IB_HCA``, ``GLOO_SOCKET_IFNAME``) names
+    it already; one that never names a configuration (``OMPI_MCA_btl_tcp_if_include``: plumbing) is named
+    ``rail=<value>``, so points pinned to rail 0, rail 1 or none are three configurations,
+    never repeats of one."""
     items = sorted((str(k), redacted(str(k), str(v))) for k, v in settings.items() if is_tuning_variable(str(k)))
+    pinned = rail if rail is not None else rail_of(settings)
+    if pinned is not None and not any(k in RAIL_VARIABLES for k, _ in items):
+        items.append((RAIL_KEY, pinned))
     return ";".join(f"{k}={v}" for k, v in items) or DEFAULT_CONFIG

@@ -42,6 +42,7 @@ from collscope.collectives.spec import (
     captured_settings,
     make_record,
     pattern,
+    rail_pinned,
     time_batch_ns,
 )
 from collscope.errors import ConfigError, ToolMissingError
@@ -290,6 +291,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     version = mpi_engine_version(mpi)
     settings = captured_settings(env)
     environment = captured_environment(env, forced=settings)
+    rail = rail_pinned("mpi", None, env)
     in_place = spec.in_place or spec.op == "broadcast"
     records: list[Measurement] = []
     if rank == 0:
@@ -316,7 +318,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         record = make_record(spec, engine="mpi", backend="mpi", size_bytes=size, count=count, nranks=nranks,
                              time_us=worst_ns / spec.iters / 1e3, wrong=wrong, in_place=in_place, hosts=hosts,
                              engine_version=version, nccl_version=None, settings=settings,
-                             environment=environment, source="collscope bench --engine mpi")
+                             environment=environment, source="collscope bench --engine mpi", rail=rail)
         records.append(record)
         if on_record is not None:
             on_record(record)

@@ -51,6 +51,7 @@ from collscope.collectives.spec import (
     captured_settings,
     make_record,
     pattern,
+    rail_pinned,
     time_batch_ns,
 )
 from collscope.errors import ConfigError
@@ -295,7 +296,7 @@ def _measure(spec: BenchSpec, backend: str, torch: Any, dist: Any, side: Any, de
         record = make_record(spec, engine="torch", backend=backend, size_bytes=size, count=count, nranks=n,
                              time_us=worst_ns / spec.iters / 1e3, wrong=total_wrong if spec.check else None,
                              in_place=in_place, hosts=hosts, engine_version=version, nccl_version=nccl,
-                             settings=settings, environment=environment,
+                             settings=settings, environment=environment, rail=rail_pinned("torch", backend, env),
                              source=f"collscope bench --engine torch --backend {backend}",
                              extra={"gpu": torch.cuda.get_device_name(device)} if device.type == "cuda" else None)
         records.append(record)
