@@ -78,7 +78,9 @@ def check_cluster(name: str | None) -> str | None:
     return name
 
 
-def _inputs(paths: Iterable[str | Path]) -> Iterator[Path]:
+def _inputs(paths: Iterable[str | Path], store: Path) -> Iterator[Path]:
+    """Files and results directories under ``paths``; the store itself (an input directory may hold it) never."""
+    skip = store.resolve()
     for raw in paths:
         path = Path(raw)
         if (path / "sweep.json").exists() or not path.is_dir():
@@ -90,7 +92,7 @@ def _inputs(paths: Iterable[str | Path]) -> Iterator[Path]:
                 dirnames[:] = []
                 yield here
                 continue
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and (here / d).resolve() != skip)
             yield from (here / n for n in sorted(names) if not n.startswith("."))
 
 
@@ -137,7 +139,7 @@ def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | Non
     with the_store.writing():
         known, _ = the_store.known()
         batch = _Batch(the_store, report)
-        for path in _inputs(paths):
+        for path in _inputs(paths, the_store.root):
             try:
                 if path.is_dir():
                     sources, skipped = read_results_dir(path, known, ctx)

@@ -246,3 +246,19 @@ def test_schema_is_one_documented_table(tmp_path: Path) -> None:
     doc = (ROOT / "docs" / "observe.md").read_text()
     for name, arrow_type, _ in describe():
         assert f"| `{name}` | `{arrow_type}` |" in doc, f"docs/observe.md does not list column {name}"
+
+
+def test_a_damaged_results_directory_is_named_and_the_other_inputs_ingested(tmp_path: Path,
+                                                                             inputs: dict[str, Path]) -> None:
+    (inputs["results"] / "points" / "p-default.jsonl").write_text("")  # a point file left empty
+    report = ingest([inputs["results"], TRACE], tmp_path / "store")
+    assert len(report.problems) == 1 and "p-default.jsonl" in report.problems[0]
+    assert _rows(tmp_path / "store", "SELECT kind, count(*) AS n FROM records GROUP BY kind") == [
+        {"kind": "trace", "n": 2}]
+
+
+def test_a_store_inside_an_input_directory_is_not_read_as_input(tmp_path: Path) -> None:
+    shutil.copy(TRACE, tmp_path / "trace.json")
+    first = ingest([tmp_path], tmp_path / "store")
+    again = ingest([tmp_path], tmp_path / "store")
+    assert (first.records, first.problems, again.records, again.problems, again.skipped) == (2, [], 0, [], 1)
