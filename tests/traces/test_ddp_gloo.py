@@ -75,7 +75,10 @@ def test_flight_recorder_dumps_of_the_same_run(job):
         assert [c.seq for c in t.calls] == list(range(1, len(t.calls) + 1))
         buckets = {c.size_bytes for c in kineto[t.rank].calls if c.op == "all_reduce"}
         assert buckets <= {c.size_bytes for c in t.calls if c.op == "all_reduce"}
+    # torch's gloo dumps declare the default group unnamed in pg_config while the calls name it '0'/default_pg
+    assert all(c.group_size == 2 and c.group_ranks == (0, 1) for t in fr for c in t.calls)
     report = analyze_traces(fr)  # matched by process group + sequence number; gloo records no durations
+    assert report.geometry.nranks.value == 2
     assert all(row["skew_us"] is not None for row in report.collectives)
     assert any("no duration" in w for w in report.warnings)
 
