@@ -114,7 +114,7 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
             continue
         pg = e.process_group[0] if e.process_group else (None if e.pg_id is None else str(e.pg_id))
         known = pg if pg in groups else (None if e.process_group else only)  # a named group pg_config lacks
-        if known is None and only == "" and e.process_group[1:2] == ["default_pg"]:
+        if known is None and only == "" and (e.process_group or [])[1:2] == ["default_pg"]:
             known = only  # torch 2.13's gloo dumps: the one pg_config entry is unnamed, the calls name '0'/default_pg
         group = max(sizes[known], 1) if known is not None else None  # not named in pg_config: unknown
         said = (f"pg_config lists {group} ranks for process group '{known}'"
@@ -147,7 +147,7 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
     world = max(sizes.values()) if sizes else None  # the largest group declared: the default one
     defaults = [str(cfg.get("name") or key) for key, cfg in (dump.pg_config or {}).items()
                 if isinstance(cfg, dict) and cfg.get("desc") == "default_pg"]
-    unnamed_default = only == "" and any(e.process_group[1:2] == ["default_pg"] for e in dump.entries)
+    unnamed_default = only == "" and any((e.process_group or [])[1:2] == ["default_pg"] for e in dump.entries)
     if unnamed_default and "" not in defaults:
         defaults.append("")  # torch 2.13's gloo dumps: the default group is pg_config's only, unnamed, entry
     clues = tuple(TraceClue("nranks", len(groups[name]), len(groups[name]),
