@@ -14,7 +14,7 @@ import click
               help="persistent: one mpirun for the Open MPI points, the algorithms switched in-process (as `sweep "
                    "run --workers persistent`); per-point: one launch per point (torch/gloo runs so either way).")
 def demo(out_dir: Path, workers: str) -> None:
-    """The main job end to end on this machine, with nothing configured (about a minute on 2 cores).
+    """The main job end to end on this machine, with nothing configured (a minute or two on 2 cores).
 
     Topology (live with nvidia-smi, else the bundled sample, labelled as such), a real sweep of Open MPI's
     allreduce algorithms on 2 local ranks through mpirun on persistent workers (plus torch.distributed/gloo
