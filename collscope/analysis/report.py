@@ -188,7 +188,11 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     analysis = analyze(df)
     from collscope.analysis.recommend.core import RecommendOptions
 
-    env_text = render_env(recommend(df, RecommendOptions(min_gain=min_gain)))
+    options = RecommendOptions(min_gain=min_gain)
+    try:
+        env_text = render_env(recommend(df, options))
+    except ConfigError as exc:  # recommend refuses (configurations measured on other hosts): the page says why
+        env_text = "\n".join(f"# {line}" for line in f"no recommendation: {exc}".splitlines()) + "\n"
     sources = ", ".join(str(p) for p in paths)
     counts = (f"{analysis.n_records} records, {len(analysis.configs)} configuration(s), "
               f"{df['op'].nunique()} collective(s)")
