@@ -70,6 +70,10 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     Anomalies: dips, non-monotone curves, run-to-run spread above 10%, wrong values, forced settings that
     did not apply, failed points, busbw above the link limit.
 
+    Each path is kept apart: a configuration that two paths measured (a sweep and a check run) is shown
+    side by side, with whether they differ beyond noise, never pooled. Configurations measured on
+    different hosts are flagged: their difference is a node difference, not a setting difference.
+
     Exit status: 0 analysed; 1 the results hold wrong values, settings not applied or failed points;
     2 bad input (one line naming the file).
 
