@@ -9,6 +9,7 @@ Bandwidths are decimal GB/s (nccl-tests' busbw); sizes are bytes on a log2 axis.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -20,11 +21,13 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from collscope.analysis.fit import CONFIG_KEYS  # noqa: E402
 from collscope.analysis.noise import Sample, beyond_noise  # noqa: E402
 from collscope.figure_text import plain_text  # noqa: E402
 from collscope.units import format_size  # noqa: E402
+from collscope.vocab.configs import DEFAULT_CONFIG  # noqa: E402
 
-__all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks"]
+__all__ = ["busbw_vs_size", "gain_heatmap", "size_ticks", "line_labels"]
 
 
 def size_ticks(ax: Any, sizes: np.ndarray) -> None:
@@ -48,14 +51,16 @@ def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFra
 
     ``models``: label -> DataFrame(size_bytes, busbw_gbps) drawn dashed; ``link_limit_gbps``: a horizontal line.
     """
-    part = agg[(agg["op"] == op) & (agg["n"] > 0)]
+    part = line_labels(agg[(agg["op"] == op) & (agg["n"] > 0)])
+    one_group = part["group"].nunique() <= 1
     fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
-    for config, cell in part.groupby("config", observed=True, sort=True):
+    for series, cell in part.groupby("series", observed=True, sort=True):
         cell = cell.sort_values("size_bytes")
         x = cell["size_bytes"].to_numpy(dtype=float)
-        label = "default (nothing forced)" if config == "default" else str(config)
-        (line,) = ax.plot(x, cell["busbw_gbps"], marker="o", ms=3, lw=2.2 if config == "default" else 1.4,
-                          label=_short(label), color="black" if config == "default" else None)
+        is_default = cell["config"].iloc[0] == DEFAULT_CONFIG
+        label = str(series).replace(DEFAULT_CONFIG, "default (nothing forced)", 1) if is_default else str(series)
+        (line,) = ax.plot(x, cell["busbw_gbps"], marker="o", ms=3, lw=2.2 if is_default else 1.4,
+                          label=_short(label), color="black" if is_default and one_group else None)
         ax.fill_between(x, cell["busbw_min_gbps"], cell["busbw_max_gbps"], color=line.get_color(), alpha=0.15)
     for label, curve in (models or {}).items():
         ax.plot(curve["size_bytes"], curve["busbw_gbps"], ls="--", lw=1, label=f"model: {label}")
@@ -78,23 +83,52 @@ def busbw_vs_size(agg: pd.DataFrame, op: str, *, models: Mapping[str, pd.DataFra
     return fig
 
 
-def _boxed_rows(part: pd.DataFrame, ratio: pd.DataFrame, min_gain: float) -> list[int]:
-    """Per size (column of ``ratio``): the row of the best config beating the default beyond noise, else the default."""
-    cells: dict[str, dict[int, Sample]] = {}
-    for row in part.to_dict(orient="records"):
-        cells.setdefault(str(row["config"]), {})[int(row["size_bytes"])] = Sample(
-            median_gbps=float(row["busbw_gbps"]), min_gbps=float(row["busbw_min_gbps"]),
-            max_gbps=float(row["busbw_max_gbps"]), repeats=int(row["n"]))
-    sizes = [int(s) for s in ratio.columns]
-    base = cells.get("default", {})
-    beats = {c: beyond_noise([(by_size.get(s), base.get(s)) for s in sizes], min_gain)
-             for c, by_size in cells.items() if c != "default"}
+_GROUP_KEYS = tuple(k for k in CONFIG_KEYS if k not in ("op", "config"))
+"""What else names a configuration (:data:`~.fit.CONFIG_KEYS`): rows that differ in one of these are separate
+lines, each compared with the default of its own group (a sweep and a check run, 8 and 16 ranks)."""
+
+
+def _group_text(row: Mapping[str, Any], keys: list[str]) -> str:
+    words = {"nranks": lambda v: f"{int(v)}r", "nnodes": lambda v: "?n" if pd.isna(v) else f"{int(v)}n",
+             "in_place": lambda v: "in-place" if v else "out-of-place",
+             "input": lambda v: "?" if v is None or pd.isna(v) else Path(str(v)).name}
+    return " ".join(words.get(k, str)(row[k]) for k in keys)
+
+
+def line_labels(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` with ``group`` (the keys of :data:`_GROUP_KEYS` that vary in ``part``, as text; "" when none
+    does) and ``series`` (the configuration, with its group in brackets when there are several groups)."""
+    varying = [k for k in _GROUP_KEYS if k in part and part[k].astype(str).nunique() > 1]
+    if not varying or part.empty:
+        return part.assign(group="", series=part["config"].astype(str))
+    group = pd.Series([_group_text(r, varying) for r in part[varying].to_dict(orient="records")], index=part.index)
+    return part.assign(group=group, series=part["config"].astype(str) + " [" + group + "]")
+
+
+def _boxed_cells(part: pd.DataFrame, ratio: pd.DataFrame, min_gain: float) -> list[tuple[int, int]]:
+    """(column, row) of ``ratio`` per size and group: the best series beating its group's default beyond noise,
+    else that default."""
+    out: list[tuple[int, int]] = []
     rows = list(ratio.index)
-    out = []
-    for col, size in enumerate(sizes):
-        winners = [c for c, flags in beats.items() if flags[col]]
-        best = max(winners, key=lambda c: (cells[c][size].median_gbps, c), default="default")
-        out.append(rows.index(best))
+    sizes = [int(s) for s in ratio.columns]
+    for _group, members in part.groupby("group", sort=True):
+        cells: dict[str, dict[int, Sample]] = {}
+        defaults = [str(s) for s in members.loc[members["config"] == DEFAULT_CONFIG, "series"].unique()]
+        if not defaults:
+            continue
+        for row in members.to_dict(orient="records"):
+            cells.setdefault(str(row["series"]), {})[int(row["size_bytes"])] = Sample(
+                median_gbps=float(row["busbw_gbps"]), min_gbps=float(row["busbw_min_gbps"]),
+                max_gbps=float(row["busbw_max_gbps"]), repeats=int(row["n"]))
+        base_name = defaults[0]
+        base = cells[base_name]
+        beats = {c: beyond_noise([(by_size.get(s), base.get(s)) for s in sizes], min_gain)
+                 for c, by_size in cells.items() if c != base_name}
+        for col, size in enumerate(sizes):
+            winners = [c for c, flags in beats.items() if flags[col]]
+            best = max(winners, key=lambda c: (cells[c][size].median_gbps, c), default=base_name)
+            if size in cells[best]:
+                out.append((col, rows.index(best)))
     return out
 
 
@@ -103,21 +137,25 @@ def gain_heatmap(agg: pd.DataFrame, op: str, *, min_gain: float = 0.03) -> Figur
     """Configurations x sizes: median busbw relative to the default (1.0 = same); boxed per size: the best config
     that beats the default beyond noise (gain > ``min_gain`` and > the combined spread, >= 3 repeats, >= 2
     adjacent sizes), else the default."""
-    part = agg[(agg["op"] == op) & (agg["n"] > 0)]
-    table = part.pivot_table(index="config", columns="size_bytes", values="busbw_gbps", aggfunc="median",
+    part = line_labels(agg[(agg["op"] == op) & (agg["n"] > 0)])
+    table = part.pivot_table(index="series", columns="size_bytes", values="busbw_gbps", aggfunc="median",
                              observed=True)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * table.shape[1] + 3), 0.5 * max(len(table), 2) + 1.8), dpi=110)
-    if "default" not in table.index or table.empty:
+    baseline = {str(r["series"]): r["group"] for r in part[["series", "group"]].drop_duplicates().to_dict("records")}
+    default_of = {g: str(s) for s, g in baseline.items() if s in set(part.loc[part["config"] == DEFAULT_CONFIG,
+                                                                               "series"].astype(str))}
+    if table.empty or not default_of:
         ax.text(0.5, 0.5, "the default was not measured: no baseline", ha="center", va="center")
         ax.axis("off")
         return fig
-    ratio = table / table.loc["default"]
+    ratio = pd.DataFrame([table.loc[s] / table.loc[default_of[g]] if g in default_of else table.loc[s] * np.nan
+                          for s, g in ((str(s), baseline[str(s)]) for s in table.index)], index=table.index)
     image = ax.imshow(ratio.to_numpy(dtype=float), cmap="RdYlGn", vmin=0.5, vmax=1.5, aspect="auto")
     ax.set_yticks(range(len(ratio.index)))
     ax.set_yticklabels([_short(str(c)) for c in ratio.index], fontsize=7)
     ax.set_xticks(range(len(ratio.columns)))
     ax.set_xticklabels([format_size(int(s)) for s in ratio.columns], rotation=90, fontsize=6)
-    for col, row in enumerate(_boxed_rows(part, ratio, min_gain)):
+    for col, row in _boxed_cells(part, ratio, min_gain):
         ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, lw=1.5, ec="black"))
     fig.colorbar(image, ax=ax, label="busbw / default busbw (median)")
     ax.set_title(f"{op}: each configuration against the default (box: best beyond noise per size)", fontsize=9)

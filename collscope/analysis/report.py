@@ -23,7 +23,7 @@ from collscope.analysis.formats import markdown_fence, markdown_table, markdown_
 from collscope.analysis.load import load_results
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
 from collscope.analysis.params import link_params
-from collscope.analysis.plots import busbw_vs_size, gain_heatmap
+from collscope.analysis.plots import busbw_vs_size, gain_heatmap, line_labels
 from collscope.analysis.recommend.core import recommend
 from collscope.analysis.recommend.env import render_env
 from collscope.analysis.report_topo import NIC_HEADER, nic_rows, no_gpu_note
@@ -135,8 +135,9 @@ def _op_section(agg: pd.DataFrame, fits: pd.DataFrame, op: str, out: Path, min_g
     curves, note = _model_curves(agg, fits, op)
     curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
     has_default = bool(((agg["op"] == op) & (agg["config"] == DEFAULT_CONFIG) & (agg["n"] > 0)).any())
-    op_fits = fits[fits["op"] == op][["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us", "bw_gbps",
-                                      "busbw_gbps", "n_half_bytes", "r2"]]
+    op_fits = line_labels(fits[fits["op"] == op])  # a configuration of two inputs or rank counts: two rows, named
+    op_fits = op_fits.assign(config=op_fits["series"])[["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us",
+                                                        "bw_gbps", "busbw_gbps", "n_half_bytes", "r2"]]
     page = (f"<section class='op'><h2>{html.escape(op)}</h2>"
             f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
             + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else ""))

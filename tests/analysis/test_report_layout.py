@@ -206,3 +206,34 @@ def test_report_counts_configurations_as_analyze_does(demo_report: Path) -> None
     md = re.search(r"(\d+) records, (\d+) configuration\(s\)", demo_report.with_name("report.md").read_text())
     assert said and reported and md
     assert reported.groups() == said.groups() == md.groups() == ("540", "9")
+
+
+def test_a_configuration_at_two_rank_counts_is_two_lines_each_against_its_own_default() -> None:
+    """Rows that differ in what else names a configuration (ranks here; an input, a backend) never pool into one
+    line, and each heatmap row is divided by the default of its own group."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from collscope.analysis.fit import aggregate
+    from collscope.analysis.plots import busbw_vs_size, gain_heatmap
+    from tests.analysis.recommend_frames import cell_rows, frame
+
+    sizes = [1 << 20, 4 << 20, 16 << 20]
+    ring = {"NCCL_ALGO": "Ring"}
+    agg = aggregate(frame(cell_rows(sizes=sizes, busbw=10.0, nranks=8), cell_rows(knobs=ring, sizes=sizes, busbw=13.5,
+                                                                                   nranks=8),
+                          cell_rows(sizes=sizes, busbw=5.0, nranks=16), cell_rows(knobs=ring, sizes=sizes, busbw=4.5,
+                                                                                   nranks=16)))
+    curves = busbw_vs_size(agg, "all_reduce")
+    heat = gain_heatmap(agg, "all_reduce")
+    try:
+        labels = sorted(t.get_text() for t in curves.axes[0].get_legend().get_texts())
+        assert labels == ["ALGO=Ring [16r]", "ALGO=Ring [8r]", "default (nothing forced) [16r]",
+                          "default (nothing forced) [8r]"]
+        rows = [t.get_text() for t in heat.axes[0].get_yticklabels()]
+        ratios = dict(zip(rows, np.asarray(heat.axes[0].images[0].get_array()).mean(axis=1), strict=True))
+        assert ratios == pytest.approx({"ALGO=Ring [16r]": 0.9, "ALGO=Ring [8r]": 1.35, "default [16r]": 1.0,
+                                        "default [8r]": 1.0})
+    finally:
+        plt.close(curves)
+        plt.close(heat)
