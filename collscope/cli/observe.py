@@ -135,3 +135,32 @@ def query_command(sql: str, store: str, as_json: bool, as_csv: bool) -> None:
     for c in cells:
         click.echo("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
     click.echo(f"({len(rows)} rows)")
+
+
+# -- observe export (issue 27 item 6)
+
+@observe.command("export")
+@click.option("--prometheus", "prom_path", required=True, metavar="FILE",
+              help="The textfile to write (NAME.prom in node_exporter's --collector.textfile.directory); replaced "
+                   "atomically.")
+@click.option("--store", "store", required=True, metavar="DIR", help="The store directory.")
+@click.option("--cluster", default=None, metavar="NAME", help="Only this cluster's series [default: every cluster].")
+def export_command(prom_path: str, store: str, cluster: str | None) -> None:
+    """Write the latest value of every series (cluster, op, ranks, nodes, settings, dtype, size, engine) in the
+    Prometheus text format for node_exporter's textfile collector.
+
+    The metric and label names are NCCL Inspector's where they mean the same (nccl_bus_bandwidth_gbs,
+    nccl_collective_exec_time_microseconds; cluster, slurm_job_id, n_nodes, nranks, collective, message_size),
+    so Inspector's Grafana dashboard shows these values; collscope adds size_bytes, dtype, settings, engine,
+    nccl_version, gpu_model and collscope_observe_run_timestamp_seconds (when the run ran). Run it after each
+    ingest (cron).
+
+    \b
+    Example:
+      collscope observe export --prometheus /var/lib/node_exporter/textfile/collscope.prom --store store/
+    """
+    from collscope.observe.export import export_prometheus
+
+    report = export_prometheus(store, prom_path, cluster=cluster)
+    newest = report.newest_run.isoformat() if report.newest_run else "none"
+    click.echo(f"wrote {report.label_sets} series ({report.samples} samples) to {report.path}; newest run {newest}")
