@@ -271,7 +271,7 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         rows.extend(part.rows)
     n = len(rows)
     columns: dict[str, Any] = {}
-    settings = rails = np.empty(0, dtype=object)
+    settings = np.empty(0, dtype=object)
     for name in _FIELDS:
         if name in _TYPED:
             try:
@@ -283,16 +283,13 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
         if name == "settings":
             settings = values
             continue
-        if name == "rail":
-            rails = values
         if name == "point_id":
             fill = np.repeat(np.array([p.point_id for p in parts], dtype=object), counts)
             values = np.where(pd.isna(values), fill, values)
         columns[name] = _column(name, values)
 
     codes, distinct = _encode(settings, _settings_items)
-    columns["config"] = _config_column(codes, distinct, rails, np.repeat(
-        np.array([p.config for p in parts], dtype=object), counts))
+    columns["config"] = _config_column(codes, distinct, columns["rail"], [p.config for p in parts], counts)
 
     verdicts = [p.applied for p in parts]
     columns["applied"] = pd.arrays.BooleanArray(
@@ -311,21 +308,25 @@ def _frame(parts: list[_Part]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def _config_column(codes: np.ndarray, distinct: Sequence[Any], rails: np.ndarray,
-                   given: np.ndarray) -> pd.Categorical:
-    """The ``config`` column: each record's settings and rail named once per distinct pair
+def _config_column(codes: np.ndarray, distinct: Sequence[Any], rails: pd.Categorical,
+                   given: list[str | None], counts: np.ndarray) -> pd.Categorical:
+    """The ``config`` column: each record's settings and rail (the ``rail`` column) named once per distinct pair
     (:func:`collscope.vocab.configs.config_of`; code -1, no settings object, is the default's settings), or the
-    name its input gave (``given``: a locate test's, :func:`_locate_config`; None elsewhere)."""
-    rail_codes, rail_names = _encode(rails)
-    width = len(rail_names) + 1
-    pairs, distinct_pairs = pd.factorize(codes.astype(np.int64) * width + (rail_codes + 1))
-    names = []
-    for pair in distinct_pairs.tolist():
-        s, r = divmod(int(pair), width)
-        names.append(config_of(dict(distinct[s]) if s >= 0 else {}, str(rail_names[r - 1]) if r else None))
-    if given.size and not pd.isna(given).all():
-        per_row = np.asarray(names, dtype=object)[pairs]
-        per_row = np.where(pd.isna(given), per_row, given)
+    name its input gave (``given``, one per part of ``counts`` rows: a locate test's, :func:`_locate_config`;
+    None elsewhere). Records without a rail cost nothing more than their settings (1,000,000 records)."""
+    if (rails.codes < 0).all():  # code -1 (no settings object) picks the last name below: the default
+        pairs, names = codes, [config_of(dict(s)) for s in distinct]
+    else:
+        width = len(rails.categories) + 1
+        pairs, distinct_pairs = pd.factorize(codes.astype(np.int64) * width + (rails.codes.astype(np.int64) + 1))
+        names = []
+        for pair in distinct_pairs.tolist():
+            s, r = divmod(int(pair), width)
+            names.append(config_of(dict(distinct[s]) if s >= 0 else {}, str(rails.categories[r - 1]) if r else None))
+    if any(g is not None for g in given):
+        per_row = np.asarray([*names, DEFAULT_CONFIG], dtype=object)[pairs]  # -1: the default
+        per_part = np.repeat(np.array(given, dtype=object), counts)
+        per_row = np.where(pd.isna(per_part), per_row, per_part)
         pairs, uniq = pd.factorize(per_row)
         names = [str(u) for u in uniq]
     config_codes, config_names = pd.factorize(np.asarray([*names, DEFAULT_CONFIG], dtype=object))
