@@ -63,8 +63,8 @@ def _time_went(report: TraceReport) -> list[str]:
     lines.append(f"  communication: transfer {_median(steps, 'transfer_us')}, waiting for a late peer "
                  f"{_median(steps, 'wait_us')}; exposed: transfer {_median(steps, 'exposed_transfer_us')}, waiting "
                  f"{_median(steps, 'exposed_wait_us')}")
-    if all(s.gpu_idle_us is None for s in steps) and report.backend == "gloo":
-        idle = "GPU idle: n/a (a CPU trace)"
+    if all(s.gpu_idle_us is None for s in steps):
+        idle = "GPU idle: n/a (no GPU kernel list: a CPU trace, or a format without kernels)"
     else:
         idle = (f"GPU idle {_median(steps, 'gpu_idle_us')} (waiting on the host: {_median(steps, 'host_wait_us')})")
     lines.append(f"  compute {_median(steps, 'compute_us')}; {idle}")

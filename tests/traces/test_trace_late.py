@@ -140,7 +140,7 @@ def test_a_cpu_trace_rank_outside_profiled_ops_is_late_on_its_host():
     assert (first["rank"], first["cause"]) == (0, "host")
     assert "its main thread ran no profiled op for 15 ms since its previous call or step start" in first["evidence"]
     assert {s.gpu_idle_us for s in report.steps} == {None}
-    assert "GPU idle: n/a (a CPU trace)" in render_text(report)
+    assert "GPU idle: n/a (no GPU kernel list: a CPU trace, or a format without kernels)" in render_text(report)
 
 
 def test_the_html_report_has_the_verdict_the_step_table_and_the_late_ranks(tmp_path):
