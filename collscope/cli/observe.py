@@ -1,4 +1,4 @@
-"""``collscope observe ingest|query``: the fleet's history in a Parquet store, queried with DuckDB."""
+"""``collscope observe ingest|query|changes``: the fleet's history in a Parquet store, queried with DuckDB."""
 
 from __future__ import annotations
 
@@ -6,14 +6,17 @@ import csv
 import io
 import json
 import math
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
 import click
 
-from collscope.observe.ingestion import IngestReport, ingest, parse_time_option
+from collscope.observe.changes import Change, Outlier
+from collscope.observe.ingestion import IngestReport, check_cluster, ingest, parse_time_option
+from collscope.observe.series import ChangesReport, changes_report, parse_since
 from collscope.observe.views import query, rows_of
+from collscope.units import format_size
 
 _MTIME_NOTE = "no timestamp in the records: the run time is the file's modification time"
 
@@ -164,3 +167,84 @@ def export_command(prom_path: str, store: str, cluster: str | None) -> None:
     report = export_prometheus(store, prom_path, cluster=cluster)
     newest = report.newest_run.isoformat() if report.newest_run else "none"
     click.echo(f"wrote {report.label_sets} series ({report.samples} samples) to {report.path}; newest run {newest}")
+
+
+def _series_text(c: Change | Outlier) -> str:
+    ranks = f"{c.nranks} ranks" if c.nranks is not None else "ranks unknown"
+    nodes = f"{c.nnodes} nodes" if c.nnodes is not None else "nodes unknown"
+    return f"{c.cluster} {c.op} {ranks} {nodes} {c.dtype or 'dtype unknown'} settings {c.settings}"
+
+
+def _render_changes(report: ChangesReport) -> str:
+    window = f"since {report.since.isoformat(timespec='minutes')}" if report.since else "over the whole store"
+    lines = [f"{len(report.changes)} changes ({len(report.regressions)} regressions) and {len(report.outliers)} "
+             f"outlying runs in {report.series} series ({report.runs} runs) {window}"]
+    for c in report.changes:
+        with_ = ", ".join(f"{k} {_cell(b) or '-'} -> {_cell(a) or '-'}" for k, (b, a) in c.coincides_with.items())
+        lines.append(
+            f"{c.kind.upper()} {_series_text(c)}: {format_size(c.size_min_bytes)}..{format_size(c.size_max_bytes)} "
+            f"at {c.at.isoformat(timespec='minutes')}: busbw {c.before_busbw_gbps:.1f} -> {c.after_busbw_gbps:.1f} "
+            f"GB/s at {format_size(c.representative_size_bytes)}, {c.change_pct:+.1f}% (95% CI "
+            f"{c.ci_low_pct:+.1f}..{c.ci_high_pct:+.1f}%; {c.runs_before} runs before, {c.runs_after} after)")
+        lines.append(f"  coincides with: {with_ or 'nothing logged changed'}")
+    if report.outliers:
+        lines.append("outlying runs (one run off, not a change):")
+    for o in report.outliers:
+        lines.append(f"  {o.at.isoformat(timespec='minutes')} {_series_text(o)}: {format_size(o.size_min_bytes)}.."
+                     f"{format_size(o.size_max_bytes)} {o.deviation_pct:+.1f}% (at {format_size(o.worst_size_bytes)}: "
+                     f"{o.busbw_gbps:.1f} vs {o.expected_busbw_gbps:.1f} GB/s) {o.source or ''}".rstrip())
+    return "\n".join(lines)
+
+
+@observe.command("changes")
+@click.option("--store", "store", required=True, metavar="DIR", help="The store directory.")
+@click.option("--since", "since_text", default="30d", show_default=True, metavar="SPAN|ISO",
+              help="Report changes and outliers from this time on: a span back from now (30d, 12h, 2w), an ISO date "
+                   "or time, or 'all'. The runs before it (as far back again, at least 30 days) are the baseline.")
+@click.option("--cluster", default=None, metavar="NAME", help="Only this cluster [default: every cluster].")
+@click.option("--json", "as_json", is_flag=True, help="Print the changes and outliers as JSON.")
+def changes_command(store: str, since_text: str, cluster: str | None, as_json: bool) -> None:
+    """Change points of busbw per series (cluster, op, ranks, nodes, settings, dtype) over ranges of adjacent
+    sizes: a shift sustained for at least 3 runs, beyond 3% and beyond the series' own noise, with its 95%
+    bootstrap confidence interval and what changed with it (NCCL version, plugins, node set, fabric, GPU). One
+    run far off is an outlier, listed apart. Exit 1 when a regression is found (for cron and CI), 0 otherwise.
+    Method: docs/observe.md.
+
+    \b
+    Examples:
+      collscope observe changes --store /shared/collscope-store
+      collscope observe changes --store store/ --since 2026-11-01 --cluster alpha --json
+    """
+    report = changes_report(store, since=parse_since(since_text, datetime.now(timezone.utc)),
+                            cluster=check_cluster(cluster))
+    click.echo(json.dumps(report.to_dict(), indent=1) if as_json else _render_changes(report))
+    if report.regressions:
+        raise click.exceptions.Exit(1)
+
+
+# -- observe report (issue 27 item 5)
+
+@observe.command("report")
+@click.option("--store", "store", required=True, metavar="DIR", help="The store directory.")
+@click.option("--out", "out", required=True, metavar="DIR", help="Where index.html and the figures go (created).")
+@click.option("--since", default="90d", show_default=True, metavar="SPAN|ISO|all",
+              help="Changes at or after this (30d, 12h, 2w back from now, an ISO date or time, or all); the figures "
+                   "start earlier, at the baseline observe changes reads.")
+@click.option("--cluster", default=None, metavar="NAME", help="Only this cluster's series [default: every cluster].")
+def report_command(store: str, out: str, since: str, cluster: str | None) -> None:
+    """Write an HTML page (self-contained: figures inlined) with the table of changes and outliers that 'observe
+    changes' finds and one trend figure per series: busbw per run at a few sizes, changes marked and annotated
+    with what coincided (NCCL version, plugins, nodes, fabric, GPU), outliers ringed.
+
+    \b
+    Example:
+      collscope observe report --store /shared/collscope-store --out fleet-report/ --since 60d
+    """
+    from datetime import datetime, timezone
+
+    from collscope.observe.report import write_observe_report
+    from collscope.observe.series import parse_since
+
+    now = datetime.now(timezone.utc)
+    index = write_observe_report(store, out, since=parse_since(since, now), cluster=cluster, now=now)
+    click.echo(f"wrote {index}")
