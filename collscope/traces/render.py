@@ -9,7 +9,8 @@ from statistics import median
 from collscope.traces.exposure import StepStat
 from collscope.traces.geometry import ranks_text
 from collscope.traces.report import TraceReport
-from collscope.traces.verdict import human_bytes, human_us
+from collscope.traces.verdict import human_us
+from collscope.units import format_size
 
 __all__ = ["render_text"]
 
@@ -115,7 +116,7 @@ def render_text(report: TraceReport) -> str:
            f"{'goodput':>9}{'wait':>6}{'exposed/step':>14}{'net saves':>11}"
     lines += [head, "-" * len(head)]
     for r in report.summary:
-        lines.append(f"{r.op:<15}{human_bytes(r.size_bytes):>10}{_int(r.nranks):>6}{_int(r.nnodes):>6}{r.calls:>7}{_num(r.busbw_gbps):>9}"
+        lines.append(f"{r.op:<15}{format_size(r.size_bytes):>10}{_int(r.nranks):>6}{_int(r.nnodes):>6}{r.calls:>7}{_num(r.busbw_gbps):>9}"
                      f"{_num(r.bench_busbw_gbps):>9}{_num(r.model_busbw_gbps):>9}"
                      f"{'-' if r.goodput_ratio is None else format(r.goodput_ratio, '.0%'):>9}"
                      f"{'-' if r.wait_us is None or not r.total_us else format(r.wait_us / r.total_us, '.0%'):>6}"

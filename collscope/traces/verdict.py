@@ -8,19 +8,12 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from collscope.units import format_size
+
 if TYPE_CHECKING:
     from collscope.traces.exposure import StepStat
 
-__all__ = ["verdict", "headline", "human_bytes", "human_us"]
-
-
-def human_bytes(size_bytes: int) -> str:
-    """Decimal units, as nccl-tests' GB/s: 26255360 -> ``26.3 MB``."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if size_bytes >= scale:
-            value = size_bytes / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{size_bytes} B"
+__all__ = ["verdict", "headline", "human_us"]
 
 
 def human_us(us: float) -> str:
@@ -33,7 +26,7 @@ def human_us(us: float) -> str:
 
 def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float | None, bench: float | None,
             model: float | None, exposed_per_step_us: float | None, *, has_steps: bool = True) -> str:
-    what = f"{op} {human_bytes(size_bytes)}"
+    what = f"{op} {format_size(size_bytes)}"
     if calls_per_step and calls_per_step >= 1.5:
         what += f" (x{calls_per_step:.3g} {'per step' if has_steps else 'per rank in the trace'})"
     if busbw is None:

@@ -22,7 +22,7 @@ def test_text_and_json(tmp_path):
         fx.write(tmp_path / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
     res = _run(str(tmp_path), "--gpu", "A100", "--nnodes", "1")
     assert res.exit_code == 0, res.output
-    assert "all_reduce 4.19 MB" in res.output and "of the model's" in res.output
+    assert "all_reduce 4M" in res.output and "of the model's" in res.output
     assert "nnodes: 1 (--nnodes 1 (as passed))" in res.output
     doc = json.loads(_run(str(tmp_path), "--json").output)
     assert set(doc) == {"world_size", "backend", "ranks", "sources", "verdict", "geometry", "process_groups",

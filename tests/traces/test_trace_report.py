@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.traces.load import read_traces
 from collscope.traces.report import analyze_traces
+from tests.conftest import chromium, headless
 from tests.traces import trace_fixtures as fx
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "results" / "mpi-algos-2rank"
@@ -36,10 +35,8 @@ def test_report_has_timeline_busbw_and_the_summary(tmp_path: Path) -> None:
 
 
 def test_report_renders_in_chromium(tmp_path: Path) -> None:
-    browser = shutil.which("chromium")
-    if browser is None:
-        pytest.skip("no chromium on PATH to render the trace report")
-    from tests.analysis.test_report_browser import _PROBE, _headless
+    browser = chromium()
+    from tests.analysis.test_report_browser import _PROBE
 
     (tmp_path / "traces").mkdir()
     for r in (0, 1):
@@ -48,7 +45,7 @@ def test_report_renders_in_chromium(tmp_path: Path) -> None:
     assert CliRunner().invoke(main, ["trace", str(tmp_path / "traces"), "--report", str(out)]).exit_code == 0
     probed = out / "probe.html"
     probed.write_text((out / "index.html").read_text().replace("</body>", _PROBE + "</body>"))
-    dom = _headless(browser, "--dump-dom", probed.as_uri())
+    dom = headless(browser, "--dump-dom", probed.as_uri())
     found = re.search(r"<title>PROBE (.*?)</title>", dom.stdout, re.S)
     assert found, dom.stderr[-1000:]
     images = json.loads(found.group(1).replace("&quot;", '"'))
