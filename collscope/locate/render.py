@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from collscope.locate.model import LocateResult
 from collscope.locate.nodelist import format_nodelist
 from collscope.locate.steps import PlannedStep
+from collscope.units import format_size
 
 __all__ = ["render_text", "render_steps", "drain_argv", "drain_reason", "shell_line"]
 
@@ -58,7 +59,7 @@ def _rails(rails: int) -> str:
 def render_text(result: LocateResult, *, engine: str, size_bytes: int, engine_reason: str | None = None) -> str:
     """The result as text; ``engine_reason`` (why this engine) is shown under the title when given."""
     lines = [f"# collscope locate: {len(result.nodes)} nodes ({format_nodelist(result.nodes)}), "
-             f"{_rails(result.rails)}, engine {engine}, all_reduce {size_bytes} bytes"]
+             f"{_rails(result.rails)}, engine {engine}, all_reduce {format_size(size_bytes)}"]
     if engine_reason:
         lines.append(f"# engine {engine_reason}")
     lines.append(f"{'round':>5}  {'kind':<6} {'rail':>4}  {'busbw_GB/s':>10}  {'status':<8} nodes")

@@ -339,7 +339,7 @@ def test_a_run_on_gpu_nodes_uses_the_gpu_engine_by_default(gpu_allocation, monke
     assert (options.engine, options.gpus_per_node) == ("nccl-tests", 8)
     assert options.nccl_tests_binary == str(gpu_allocation / "all_reduce_perf_mpi")
     lines = result.output.splitlines()
-    assert ", engine nccl-tests, all_reduce 16777216 bytes" in lines[0]
+    assert ", engine nccl-tests, all_reduce 16M" in lines[0]
     assert lines[1].startswith("# engine nccl-tests, the default: 8 GPUs per node (SLURM_GPUS_ON_NODE=8, ")
     doc = json.loads((tmp_path / "r" / "locate.json").read_text())
     assert doc["gpus_per_node"] == {"value": 8, "evidence": "SLURM_GPUS_ON_NODE=8, SLURM_JOB_GPUS=0,1,2,3,4,5,6,7"}
