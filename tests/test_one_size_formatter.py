@@ -78,8 +78,9 @@ def test_recommend_text_json_and_tuner_reasons_use_it() -> None:
 
 def test_no_module_keeps_its_own_size_units() -> None:
     """A byte-unit table ("KiB", "MB", 1e6 ...) in a module other than units.py is a second formatter. Skipped:
-    traces/inspector_prom.py, which reads those bucket labels, and observe/export.py, whose "1-2MB" labels are NCCL Inspector's Prometheus
-    message_size buckets (another tool's format, reproduced to match its series)."""
+    traces/inspector_prom.py, which reads NCCL Inspector's bucket labels, and observe/export.py, whose "1-2MB"
+    labels are Inspector's Prometheus message_size buckets (another tool's format, reproduced to match its
+    series)."""
     unit_literal = re.compile(r"""["'](?:[KMGT]i?B)["']""")
     outside = ("collscope/units.py", "collscope/observe/export.py", "collscope/traces/inspector_prom.py")
     found = []

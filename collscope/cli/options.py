@@ -186,7 +186,8 @@ def nic_options(func: F) -> F:
                                help="Line rate of each compute NIC, Gb/s as ibstat prints it (400 for NDR); for "
                                     "jobs across nodes without a --topo capture of the NICs."),
                   click.option("--nics-per-node", default=None, type=click.IntRange(min=1), metavar="N",
-                               help="Compute NICs per node, each at the NIC rate given (default: one per GPU of the node)."))
+                               help="Compute NICs per node, each at the NIC rate given (default: one per GPU of "
+                                    "the node)."))
 
 
 def link_options(func: F) -> F:

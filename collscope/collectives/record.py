@@ -177,7 +177,8 @@ class Measurement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     rail: str | None = None
     """The rail the ranks were pinned to: the interface or HCA named by the engine's rail variable
     (:data:`collscope.vocab.configs.RAIL_VARIABLES`: ``OMPI_MCA_btl_tcp_if_include=cl1`` -> ``cl1``,
-    ``GLOO_SOCKET_IFNAME``, ``NCCL_IB_HCA``); in a sweep or a locate test, the one the point pinned. None: nothing pinned one (the library chose among every rail), or not recorded (older records). It
+    ``GLOO_SOCKET_IFNAME``, ``NCCL_IB_HCA``); in a sweep or a locate test, the one the point pinned. None: nothing
+    pinned one (the library chose among every rail), or not recorded (older records). It
     names the configuration (:func:`collscope.vocab.configs.config_of`): rails are never pooled."""
 
     def __post_init__(self) -> None:

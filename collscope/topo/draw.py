@@ -14,6 +14,7 @@ from typing import Any
 import networkx as nx
 
 from collscope.figure_text import plain_text
+from collscope.topo.infiniband.host import port_transport
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.rates import gpu_generation
@@ -112,8 +113,10 @@ def _label(g: nx.Graph, n: str) -> str:
         ports = d.get("ports") or []
         layer = next((p.get("link_layer") for p in ports if p.get("link_layer")), None)
         rate = d.get("speed_gbps")
-        extra = " ".join(x for x in (f"{rate:g}G" if rate else "", "RoCE" if layer == "Ethernet" else
-                                     ("IB" if layer == "InfiniBand" else "")) if x)
+        transport = port_transport(layer, rdma=d.get("rdma", True))
+        extra = " ".join(x for x in (f"{rate:g}G" if rate else "",
+                                     {"InfiniBand": "IB", "RoCE": "RoCE", "Ethernet": "Eth"}.get(transport or "", ""))
+                         if x)
         down = ports and not any(p.get("state") == "Active" for p in ports)
         return f"{n}\n{extra}{' DOWN' if down else ''}".strip()
     if kind == "pcie_switch":

@@ -57,3 +57,17 @@ def test_a_cluster_of_plain_interfaces_has_no_roce_advice(tmp_path: Path) -> Non
                                                     [["node1", "cl1"], ["node2", "cl1"]]]
     every = json.dumps(doc["warnings"]) + json.dumps([n["warnings"] for n in doc["per_node"].values()])
     assert "RoCE" not in every and "GID" not in every, every
+
+
+def test_the_drawing_labels_a_plain_interface_eth_and_an_rdma_port_roce() -> None:
+    import networkx as nx
+
+    from collscope.topo.draw import _label
+
+    g = nx.Graph()
+    g.add_node("eth0", kind="nic", speed_gbps=100.0, rdma=False, ports=[{"link_layer": "Ethernet", "state": "Active"}])
+    g.add_node("mlx5_0", kind="nic", speed_gbps=400.0, ports=[{"link_layer": "Ethernet", "state": "Active"}])
+    g.add_node("mlx5_1", kind="nic", speed_gbps=400.0, ports=[{"link_layer": "InfiniBand", "state": "Active"}])
+    assert _label(g, "eth0") == "eth0\n100G Eth"
+    assert _label(g, "mlx5_0") == "mlx5_0\n400G RoCE"
+    assert _label(g, "mlx5_1") == "mlx5_1\n400G IB"
