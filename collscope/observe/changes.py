@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["Change", "Outlier", "SeriesKey", "SERIES_COLUMNS", "COINCIDE_COLUMNS", "MIN_GAIN", "MIN_RUNS",
            "OUTLIER_SIGMAS", "FIXED_T", "BOOTSTRAP", "split_threshold", "noise_of", "outlier_mask",
-           "binary_segmentation", "detect", "Detection", "Shift", "Spike"]
+           "binary_segmentation", "seeded_intervals", "detect", "Detection", "Shift", "Spike"]
 
 SERIES_COLUMNS: tuple[str, ...] = ("cluster", "op", "nranks", "nnodes", "settings_text", "dtype")
 """The store's columns that name one series: runs of the same series are comparable night after night."""
@@ -139,7 +139,8 @@ MIN_RUNS = 3
 """A change is sustained: at least 3 runs on each side. A shorter excursion is outliers, one per run."""
 OUTLIER_SIGMAS = 5.0
 """A run is an outlier at a size when it is this many noise sigmas (and at least MIN_GAIN) away from the median of
-the (up to) 3 runs before it and from that of the 3 runs after, on the same side."""
+the (up to) 3 runs before it and from that of the 3 runs after, on the same side, and as far from the run just
+before or the run just after (so 1 or 2 runs off are outliers, 3 a change and its return)."""
 FIXED_T = 4.0
 """At a change's run, another size joins its range when its before/after t statistic reaches this."""
 BOOTSTRAP = 400
@@ -149,12 +150,14 @@ _WINDOW = 3
 
 
 def split_threshold(runs: int) -> float:
-    """The CUSUM statistic a split of ``runs`` values must exceed (binary segmentation), in noise sigmas.
+    """The CUSUM statistic (in noise sigmas) a split must exceed in a series of ``runs`` runs.
 
     Calibrated on stationary Gaussian series with the noise estimated as :func:`noise_of` does (so its own error
-    counts): about 0.2 % of stationary series of 40-5000 runs get a split at one size (the 99.8 % quantile of the
-    maximum was 6.1, 5.0, 4.8, 4.55, 4.25, 4.1 at 20, 40, 60, 90, 200, 1000 runs); tests/observe pin it."""
-    return 4.3 + 32.0 / max(runs, 1)
+    counts) and every seeded interval searched (:func:`binary_segmentation`): about 0.2 % of stationary series
+    get a split at one size. The 99.8 % quantile of the largest statistic was 6.1-6.3, 5.7, 5.55, 5.0, 4.8 and
+    5.2 at 20-40, 60, 90, 200, 1000 and 4000 runs; tests/observe/test_observe_changes.py pins the rate."""
+    n = max(runs, 2)
+    return 4.6 + 0.08 * math.log(n) + 40.0 / n
 
 
 def noise_of(values: np.ndarray) -> float:
@@ -183,32 +186,70 @@ def outlier_mask(values: np.ndarray, sigma: float) -> np.ndarray:
     threshold = max(OUTLIER_SIGMAS * sigma, -math.log1p(-MIN_GAIN))
     db, da = v - before, v - after
     far = (np.abs(db) > threshold) & (np.abs(da) > threshold) & (np.sign(db) == np.sign(da))
+    step = np.abs(np.diff(v)) > threshold  # the middle of 3 runs off together is no outlier: a short change
+    far &= np.concatenate([[True], step]) | np.concatenate([step, [True]])
     mask[where[far]] = True
     return mask
+
+
+def seeded_intervals(runs: int, min_runs: int = MIN_RUNS) -> dict[int, np.ndarray]:
+    """Interval length -> start indices: the whole series, then lengths shrinking by sqrt(2) down to
+    2 ``min_runs``, each length's intervals overlapping by half (Kovacs, Li, Buhlmann, Munk 2020, "Seeded
+    binary segmentation")."""
+    out: dict[int, set[int]] = {}
+    length = float(runs)
+    while length >= 2 * min_runs:
+        size = int(math.ceil(length))
+        count = max(int(math.ceil(2 * runs / length)) - 1, 1)
+        starts = np.floor(np.linspace(0, runs - size, count)).astype(int) if count > 1 else np.zeros(1, int)
+        out.setdefault(size, set()).update(int(x) for x in starts)
+        length /= math.sqrt(2.0)
+    return {size: np.array(sorted(starts)) for size, starts in out.items()}
 
 
 def binary_segmentation(values: np.ndarray, sigma: float, min_runs: int = MIN_RUNS) -> list[int]:
     """Change points of the mean of ``values`` (no NaN): indices of the first value after each, ascending.
 
-    Binary segmentation with the CUSUM statistic |mean(left) - mean(right)| sqrt(k (n - k) / n) / sigma over
-    splits leaving ``min_runs`` values each side; a segment splits while its best statistic exceeds
-    :func:`split_threshold` of its length."""
-    found: list[int] = []
-    stack = [(0, len(values))]
-    while stack:
-        a, b = stack.pop()
-        n = b - a
-        if n < 2 * min_runs:
-            continue
-        s = np.concatenate([[0.0], np.cumsum(values[a:b])])
-        k = np.arange(min_runs, n - min_runs + 1)
-        stat = np.abs(s[k] / k - (s[n] - s[k]) / (n - k)) * np.sqrt(k * (n - k) / n) / sigma
-        best = int(np.argmax(stat))
-        if stat[best] > split_threshold(n):
-            cut = a + int(k[best])
-            found.append(cut)
-            stack += [(a, cut), (cut, b)]
-    return sorted(found)
+    Seeded binary segmentation: in every interval of :func:`seeded_intervals`, the best split by the CUSUM
+    statistic |mean(left) - mean(right)| sqrt(k (n - k) / n) / sigma (``min_runs`` values each side at least);
+    splits over :func:`split_threshold` are taken greedily, the largest first, each only when its interval
+    holds no split already taken; then each stretch between splits is searched the same way (so both edges of a
+    short excursion between two long stretches are found, which plain binary segmentation misses)."""
+    cuts = _segment(values, sigma, min_runs, split_threshold(len(values)))
+    for i in range(len(cuts)):  # each split placed best between its neighbours (an interval's edge biases it)
+        a, b = cuts[i - 1] if i else 0, cuts[i + 1] if i + 1 < len(cuts) else len(values)
+        k = np.arange(min_runs, b - a - min_runs + 1)
+        if len(k):
+            cums = np.concatenate([[0.0], np.cumsum(values[a:b])])
+            n = b - a
+            stat = np.abs(cums[k] / k - (cums[n] - cums[k]) / (n - k)) * np.sqrt(k * (n - k) / n)
+            cuts[i] = a + int(k[int(np.argmax(stat))])
+    return cuts
+
+
+def _segment(values: np.ndarray, sigma: float, min_runs: int, threshold: float) -> list[int]:
+    n = len(values)
+    cums = np.concatenate([[0.0], np.cumsum(values)])
+    found: list[tuple[float, int, int, int]] = []
+    for size, starts in seeded_intervals(n, min_runs).items():
+        k = np.arange(min_runs, size - min_runs + 1)
+        s = starts[:, None]
+        stat = (np.abs((cums[s + k] - cums[s]) / k - (cums[s + size] - cums[s + k]) / (size - k))
+                * np.sqrt(k * (size - k) / size) / sigma)
+        best = stat.argmax(axis=1)
+        top = stat[np.arange(len(starts)), best]
+        for i in np.flatnonzero(top > threshold):
+            found.append((float(top[i]), int(starts[i] + k[best[i]]), int(starts[i]), int(starts[i] + size)))
+    taken: list[int] = []
+    for _, cut, a, b in sorted(found, reverse=True):
+        if not any(a < t < b or abs(cut - t) < min_runs for t in taken):
+            taken.append(cut)
+    if not taken:
+        return []
+    bounds = [0, *sorted(taken), n]  # each stretch between splits searched again (the other edge of an excursion)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        taken += [a + c for c in _segment(values[a:b], sigma, min_runs, threshold)]
+    return sorted(taken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,10 +308,11 @@ def _passes(t: float, change: float, sigma: float, sign: float) -> bool:
 def detect(busbw_gbps: np.ndarray, *, seed: int = 0) -> Detection:
     """Changes and outliers of one series: ``busbw_gbps`` is runs (time order) x sizes (ascending), NaN where a
     run lacks a size. Outliers are taken out first (each size on its own), then each size is segmented
-    (:func:`binary_segmentation` on log busbw); the change points of all sizes with the same direction within one
-    run of each other are one event, placed at the run that best splits the sizes that found it; every size whose
-    before/after difference at that run is significant (:data:`FIXED_T`), at least its own noise and at least
-    :data:`MIN_GAIN` joins it, and each block of adjacent such sizes holding a size that found it is a Shift."""
+    (:func:`binary_segmentation`, seeded, on log busbw); the change points of all sizes with the same direction
+    within one run of each other are one event, placed at the run that best splits the sizes that found it;
+    every size whose before/after difference at that run is significant (:data:`FIXED_T`), at least its own
+    noise and at least :data:`MIN_GAIN` joins it, and each block of adjacent such sizes holding a size that
+    found it is a Shift when the confidence interval of its change excludes 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(np.where(busbw_gbps > 0, busbw_gbps, np.nan))
     rows, cols = logs.shape
@@ -337,7 +379,9 @@ def _shifts(event: list[tuple[int, int, float, int, int]], clean: np.ndarray, no
         while c + 1 < len(ok) and ok[c + 1]:
             c += 1
         if any(first <= s <= c for s in seed_cols):
-            shifts.append(_shift(clean, start, best_row, end, first, c, seed))
+            shift = _shift(clean, start, best_row, end, first, c, seed)
+            if shift.ci_low * shift.ci_high > 0 and np.sign(shift.log_change) == sign:  # the interval excludes 0
+                shifts.append(shift)
         c += 1
     return shifts
 
