@@ -1,6 +1,7 @@
 """The trend figure of one series: busbw per run at a few representative sizes, one panel per size (each on its own
 linear scale, so a 10% shift shows at every size), the changes marked where they happened and annotated with what
-coincided, the outliers ringed.
+coincided, the outliers ringed. A series run several times a day (a fleet's nodes each running the same test)
+shows each run as a dot and a line through each day's median.
 
 Pure: a :class:`Trend` in, a matplotlib Figure out; :mod:`collscope.observe.report` saves it.
 """
@@ -15,14 +16,16 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
+import numpy as np  # noqa: E402
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from collscope.figure_text import plain_text  # noqa: E402
 from collscope.observe.changes import Change, Outlier  # noqa: E402
+from collscope.observe.trends import Points, datetime64  # noqa: E402
 from collscope.units import format_size  # noqa: E402
 
-__all__ = ["Trend", "trend_figure", "representative_sizes", "coincide_text", "MAX_PANELS"]
+__all__ = ["Trend", "trend_figure", "representative_sizes", "coincide_text", "daily_medians", "MAX_PANELS"]
 
 MAX_PANELS = 4
 """At most this many sizes per figure: the smallest, the middle and the largest common size, and the sizes at
@@ -33,10 +36,10 @@ _ANNOTATION_CHARS = 48
 
 @dataclass(frozen=True, slots=True)
 class Trend:
-    """One series' points: per size, (run time, median busbw of the run at that size) in time order."""
+    """One series' points at the sizes drawn (:data:`collscope.observe.trends.Points`)."""
 
     title: str
-    points: dict[int, list[tuple[datetime, float]]]
+    points: Points
     changes: Sequence[Change] = ()
     outliers: Sequence[Outlier] = ()
     versions: Sequence[tuple[datetime, str]] = ()
@@ -78,6 +81,18 @@ def coincide_text(change: Change, *, short: bool = False) -> str:
                      for name, (before, after) in sorted(change.coincides_with.items()))
 
 
+def daily_medians(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per UTC day of ``times`` (datetime64, ascending): the mean time and the median value of its runs."""
+    if not len(times):
+        return times, values
+    days = times.astype("datetime64[D]")
+    starts = np.flatnonzero(np.concatenate([[True], days[1:] != days[:-1]]))
+    ends = [*starts[1:], len(times)]
+    at = np.array([times[a:b].astype("int64").mean() for a, b in zip(starts, ends, strict=True)])
+    return (at.astype("int64").astype(times.dtype),
+            np.array([np.median(values[a:b]) for a, b in zip(starts, ends, strict=True)]))
+
+
 def _in_range(size: int, low: int, high: int) -> bool:
     return low <= size <= high
 
@@ -95,17 +110,20 @@ def trend_figure(trend: Trend) -> Figure:
     # fixed margins in inches (title above, dates below): tight_layout drew every figure twice
     fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.45 / height_in, bottom=0.6 / height_in, hspace=0.12)
     for ax, size in zip(axes, sizes, strict=False):
-        times = [t for t, _ in trend.points[size]]
-        values = [v for _, v in trend.points[size]]
-        ax.plot(times, values, marker="o", ms=3, lw=1.2, color="#1f4e79")
+        times, values = trend.points[size]
+        day_times, day_medians = daily_medians(times, values)
+        if len(day_times) == len(times):  # one run a day: the runs joined
+            ax.plot(times, values, marker="o", ms=3, lw=1.2, color="#1f4e79")
+        else:  # several a day: each run a dot, the line through each day's median
+            ax.plot(times, values, ls="none", marker="o", ms=2, alpha=0.35, color="#1f4e79")
+            ax.plot(day_times, day_medians, lw=1.4, color="#1f4e79", label="median of the day's runs")
         ax.set_ylabel(f"{format_size(size)}\nGB/s", fontsize=8)
         ax.grid(True, alpha=0.25)
         ax.tick_params(labelsize=7)
-        by_time = dict(trend.points[size])
         for o in trend.outliers:
-            if _in_range(size, o.size_min_bytes, o.size_max_bytes) and o.at in by_time:
-                ax.plot([o.at], [by_time[o.at]], marker="o", ms=11, mfc="none", mec=_OUTLIER, mew=2,
-                        label="outlier (one run)")
+            hit = np.flatnonzero(times == datetime64(o.at))
+            if _in_range(size, o.size_min_bytes, o.size_max_bytes) and len(hit):
+                ax.plot(times[hit[:1]], values[hit[:1]], marker="o", ms=11, mfc="none", mec=_OUTLIER, mew=2)
         for c in trend.changes:
             colour = _REGRESSION if c.kind == "regression" else _IMPROVEMENT
             changed = _in_range(size, c.size_min_bytes, c.size_max_bytes)
@@ -126,7 +144,8 @@ def trend_figure(trend: Trend) -> Figure:
     locator = AutoDateLocator()
     axes[-1].xaxis.set_major_locator(locator)
     axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, show_offset=False))
-    years = sorted({t.year for series in trend.points.values() for t, _ in series})
+    ends = [t for times, _ in trend.points.values() if len(times) for t in (times[0], times[-1])]
+    years = sorted({int(str(t)[:4]) for t in ends})
     span = "" if not years else f", {years[0]}" if len(years) == 1 else f", {years[0]}-{years[-1]}"
     axes[-1].set_xlabel(f"run time (UTC{span})", fontsize=8)
     if not sizes:

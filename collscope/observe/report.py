@@ -14,16 +14,14 @@ import html
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
 
 from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.report import _STYLE, _data_uri, _png, _table_html
 from collscope.errors import ConfigError
-from collscope.observe.changes import SERIES_COLUMNS, Change, Outlier, SeriesKey
+from collscope.observe.changes import Change, Outlier, SeriesKey
 from collscope.observe.plots import Trend, coincide_text, representative_sizes, trend_figure
 from collscope.observe.series import changes_report
+from collscope.observe.trends import Points, SeriesSizes, series_points, series_sizes, version_changes
 from collscope.observe.views import connect
 
 __all__ = ["write_observe_report", "series_title", "CHANGE_HEADER", "OUTLIER_HEADER", "MAX_PLOTS"]
@@ -62,56 +60,15 @@ def _outlier_row(o: Outlier) -> list[str]:
             num_text(o.expected_busbw_gbps), f"{o.deviation_pct:+.1f}%", o.source or "-"]
 
 
-def _points(con: Any, read_from: datetime | None, cluster: str | None) -> pa.Table:
-    """Per series, run and size: the run's time and its median busbw (the rows ``observe changes`` reads)."""
-    where: list[str] = ["busbw_gbps > 0", "ok IS NOT false"]
-    params: list[Any] = []
-    if read_from is not None:
-        where.append("run_time >= ?")
-        params.append(read_from)
-    if cluster is not None:
-        where.append("cluster = ?")
-        params.append(cluster)
-    keys = ", ".join(SERIES_COLUMNS)
-    result: Any = con.sql(f"SELECT {keys}, run_id, min(run_time) AS run_time, size_bytes, "
-                          "median(busbw_gbps) AS busbw_gbps, any_value(nccl_version) AS nccl_version "
-                          f"FROM records WHERE {' AND '.join(where)} GROUP BY {keys}, run_id, size_bytes "
-                          "ORDER BY run_time, run_id", params=params)
-    to_table = getattr(result, "to_arrow_table", None)  # duckdb >= 1.4; fetch_arrow_table before
-    return to_table() if to_table is not None else result.fetch_arrow_table()
-
-
-Points = dict[int, list[tuple[datetime, float]]]
-"""size -> [(run time, busbw)] in time order."""
-
-
-def _trends(table: pa.Table) -> tuple[dict[SeriesKey, Points], dict[SeriesKey, list[tuple[datetime, str]]]]:
-    """Per series: its points, and (run time, NCCL version) where the version differs from the run before."""
-    out: dict[SeriesKey, Points] = defaultdict(lambda: defaultdict(list))
-    versions: dict[SeriesKey, list[tuple[datetime, str]]] = defaultdict(list)
-    last: dict[SeriesKey, Any] = {}
-    for row in table.to_pylist():
-        key: SeriesKey = (row["cluster"], row["op"], row["nranks"], row["nnodes"], row["settings_text"], row["dtype"])
-        out[key][int(row["size_bytes"])].append((row["run_time"], float(row["busbw_gbps"])))
-        version = row["nccl_version"]
-        if key in last and version is not None and version != last[key]:  # the first row of the run after
-            versions[key].append((row["run_time"], str(version)))
-        if version is not None:
-            last[key] = version
-    return out, versions
-
-
-def _series_section(key: SeriesKey, points: Points, versions: list[tuple[datetime, str]], changes: list[Change],
-                    outliers: list[Outlier], out: Path, index: int) -> str:
-    runs = len({t for series in points.values() for t, _ in series})
-    sizes = representative_sizes({s: len(p) for s, p in points.items()}, runs, changes)
-    trend = Trend(series_title(key), {s: points[s] for s in sizes}, changes, outliers, versions)
+def _series_section(info: SeriesSizes, sizes: list[int], points: Points, versions: list[tuple[datetime, str]],
+                    changes: list[Change], outliers: list[Outlier], out: Path, index: int) -> str:
+    trend = Trend(series_title(info.key), {s: points[s] for s in sizes if s in points}, changes, outliers, versions)
     png = _png(trend_figure(trend), out / f"trend-{index:03d}.png")
     marks = (f"{len(changes)} change(s), {len(outliers)} outlier(s)" if changes or outliers
              else "no change beyond noise")
     return (f"<section class='series'><h3>{html.escape(trend.title)}</h3>"
-            f"<p class='note'>{runs} runs at {len(points)} sizes; shown: "
-            f"{html.escape(', '.join(size_text(s) for s in sizes))}; {marks}</p>"
+            f"<p class='note'>{info.runs} runs at {len(info.runs_per_size)} sizes; shown: "
+            f"{html.escape(', '.join(size_text(s) for s in trend.points))}; {marks}</p>"
             f"<img src='{_data_uri(out / png)}' alt='trend {html.escape(trend.title)}'></section>")
 
 
@@ -126,26 +83,30 @@ def write_observe_report(store: str | Path, out_dir: str | Path, *, since: datet
     con = connect(store)
     try:
         found = changes_report(con, since=since, cluster=cluster, now=now)
-        points, versions = _trends(_points(con, found.read_from, cluster))
+        series = series_sizes(con, found.read_from, cluster)
+        by_series_c: dict[SeriesKey, list[Change]] = defaultdict(list)
+        by_series_o: dict[SeriesKey, list[Outlier]] = defaultdict(list)
+        for c in found.changes:
+            by_series_c[c.series].append(c)
+        for o in found.outliers:
+            by_series_o[o.series].append(o)
+        series.sort(key=lambda s: (not (by_series_c[s.key] or by_series_o[s.key]), series_title(s.key)))
+        drawn = series[:max_plots]
+        sizes = {s.hash: representative_sizes(s.runs_per_size, s.runs, by_series_c[s.key]) for s in drawn}
+        points = series_points(con, found.read_from, cluster, sizes)
+        versions = version_changes(con, found.read_from, cluster, [s.hash for s in drawn])
     finally:
         con.close()
-    if not points:
+    if not series:
         where = f" of cluster {cluster!r}" if cluster else ""
         window = f" since {found.read_from.isoformat()}" if found.read_from else ""
         raise ConfigError(f"{store}: no record{where} with a busbw{window}; valid: a store filled by "
                           "'collscope observe ingest' (a wider --since, another --cluster)")
     out.mkdir(parents=True, exist_ok=True)
-    by_series_c: dict[SeriesKey, list[Change]] = defaultdict(list)
-    by_series_o: dict[SeriesKey, list[Outlier]] = defaultdict(list)
-    for c in found.changes:
-        by_series_c[c.series].append(c)
-    for o in found.outliers:
-        by_series_o[o.series].append(o)
-    order = sorted(points, key=lambda k: (not (by_series_c[k] or by_series_o[k]), series_title(k)))
-    sections = [_series_section(k, points[k], versions[k], by_series_c[k], by_series_o[k], out, i)
-                for i, k in enumerate(order[:max_plots])]
-    left = (f"<p class='note'>{len(order) - max_plots} more series without a figure (at most {max_plots} per "
-            "page; --cluster or a shorter --since narrows it)</p>" if len(order) > max_plots else "")
+    sections = [_series_section(s, sizes[s.hash], points.get(s.hash, {}), versions.get(s.hash, []),
+                                by_series_c[s.key], by_series_o[s.key], out, i) for i, s in enumerate(drawn)]
+    left = (f"<p class='note'>{len(series) - max_plots} more series without a figure (at most {max_plots} per "
+            "page; --cluster or a shorter --since narrows it)</p>" if len(series) > max_plots else "")
     window = (f"changes since {found.since.isoformat()}, figures from {found.read_from.isoformat()}"
               if found.since and found.read_from else "the whole history")
     regressions = len(found.regressions)

@@ -8,13 +8,14 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.observe import ingest
 from collscope.observe.changes import Change
-from collscope.observe.plots import representative_sizes
+from collscope.observe.plots import Trend, daily_medians, representative_sizes, trend_figure
 from collscope.observe.report import write_observe_report
 from collscope.observe.series import changes_report
 from tests.conftest import chromium, headless
@@ -121,3 +122,16 @@ def test_representative_sizes_keep_the_changed_size_and_the_ends() -> None:
                     kind="regression", representative_size_bytes=256 << 20)
     assert representative_sizes(counts, 10, [change]) == [1 << 16, 1 << 24, 256 << 20, 1 << 32]
     assert representative_sizes(counts, 10, [change], limit=2) == [1 << 16, 256 << 20]
+
+
+def test_runs_of_one_day_draw_as_dots_and_the_days_median() -> None:
+    base = np.datetime64("2026-11-01T02:00:00", "us")
+    times = base + np.array([0, 3600, 7200, 86_400, 90_000], dtype="timedelta64[s]").astype("timedelta64[us]")
+    days, medians = daily_medians(times, np.array([10.0, 30.0, 20.0, 5.0, 7.0]))
+    assert list(medians) == [20.0, 6.0]
+    assert list(days) == [base + np.timedelta64(3600, "s"), base + np.timedelta64(86_400 + 1800, "s")]
+    one_a_day = base + np.array([0, 1, 2], dtype="timedelta64[D]")
+    assert len(daily_medians(one_a_day, np.ones(3))[0]) == 3
+    fig = trend_figure(Trend("t", {1 << 20: (times, np.array([10.0, 30.0, 20.0, 5.0, 7.0]))}))
+    lines = fig.axes[0].get_lines()
+    assert [len(line.get_xdata()) for line in lines] == [5, 2]  # the runs as dots, the line through 2 days
