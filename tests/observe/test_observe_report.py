@@ -134,4 +134,4 @@ def test_runs_of_one_day_draw_as_dots_and_the_days_median() -> None:
     assert len(daily_medians(one_a_day, np.ones(3))[0]) == 3
     fig = trend_figure(Trend("t", {1 << 20: (times, np.array([10.0, 30.0, 20.0, 5.0, 7.0]))}))
     lines = fig.axes[0].get_lines()
-    assert [len(line.get_xdata()) for line in lines] == [5, 2]  # the runs as dots, the line through 2 days
+    assert [np.size(line.get_xdata()) for line in lines] == [5, 2]  # the runs as dots, the line through 2 days
