@@ -53,7 +53,14 @@ from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.job_geometry import GroupGeometry
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
-from collscope.analysis.placement import COMPARED_KEYS, HostMismatch, config_hosts, host_mismatches, mismatch_for
+from collscope.analysis.placement import (
+    COMPARED_KEYS,
+    ConfigHosts,
+    HostMismatch,
+    config_hosts,
+    host_mismatches,
+    mismatch_for,
+)
 from collscope.analysis.size_zero import size_zero_note
 from collscope.analysis.sources import SourceComparison, compare_sources
 from collscope.errors import ConfigError
@@ -369,7 +376,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     inputs = _inputs(df)
     return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts,
-                    geometry=geometry, host_differences=tuple(host_mismatches(df)),
+                    geometry=geometry, host_differences=tuple(host_mismatches(df, found=hosts)),
                     sources=tuple(compare_sources(sizes, inputs, opts.min_gain)), inputs=inputs)
 
 
@@ -382,11 +389,11 @@ def _inputs(df: pd.DataFrame) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
 
 
-def _hosts_said(crossover: Crossover, hosts: Mapping[tuple[Any, ...], dict[str, frozenset[str]]]) -> Crossover:
+def _hosts_said(crossover: Crossover, hosts: ConfigHosts) -> Crossover:
     """The crossover, with the sentence that says so when its two configurations ran on different hosts."""
     group = (crossover.backend, crossover.op, crossover.nranks, crossover.nnodes, crossover.in_place,
              crossover.input)
-    here = hosts.get(group, {})
+    here = hosts.hosts.get(group, {})
     to, frm = here.get(crossover.to_config), here.get(crossover.from_config)
     if to is None or frm is None or to == frm:
         return crossover

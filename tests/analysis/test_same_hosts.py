@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -118,3 +119,31 @@ def test_interleaved_shards_compare_settings(interleaved: Path) -> None:
 def test_records_without_hosts_are_neither_same_nor_different(tmp_path: Path) -> None:
     root = _sweep(tmp_path / "r", _records({}, [()], 10.0), _records(TREE, [SLOW], 10.0))
     assert analyze(load_results(root)).host_differences == ()
+
+
+@pytest.mark.parametrize(("bincount_limit", "key_limit"), [(1 << 22, 2**62), (1, 2**62), (1, 2)],
+                         ids=["bincount", "sorted", "groupby"])
+def test_hosts_per_configuration_follow_the_records_one_by_one(bincount_limit: int, key_limit: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from collscope.analysis import placement
+
+    monkeypatch.setattr(placement, "_BINCOUNT_LIMIT", bincount_limit)
+    monkeypatch.setattr(placement, "_KEY_LIMIT", key_limit)
+    cat = pd.Categorical
+    frame = pd.DataFrame({
+        "backend": cat(["mpi"] * 7), "op": cat(["all_reduce"] * 6 + ["all_gather"]),
+        "nranks": [4, 4, 4, 4, 4, 4, 4], "nnodes": pd.array([2, 2, 2, 2, None, 2, 2], dtype="Int64"),
+        "in_place": [False] * 7, "input": cat(["a"] * 7),
+        "config": cat(["default", "default", "T", "T", "T", "R", "default"]),
+        "hosts": cat(["n1,n2", "n3,n4", "n1,n2", "n1,n2", "n9", None, "n5"]),
+    })
+    found = placement.config_hosts(frame)
+    assert found.hosts == {
+        ("mpi", "all_reduce", 4, 2, False, "a"): {"default": frozenset({"n1", "n2", "n3", "n4"}),
+                                                  "T": frozenset({"n1", "n2"})},
+        ("mpi", "all_reduce", 4, None, False, "a"): {"T": frozenset({"n9"})},
+        ("mpi", "all_gather", 4, 2, False, "a"): {"default": frozenset({"n5"})}}
+    assert found.records[(("mpi", "all_reduce", 4, 2, False, "a"), "T")] == 2
+    (mismatch,) = placement.host_mismatches(frame, found=found)
+    assert mismatch.sentence() == ("T measured on n1,n2, default on n1,n2,n3,n4: a node difference, not a "
+                                   "setting difference")
