@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Change", "Outlier", "SeriesKey", "SERIES_COLUMNS", "COINCIDE_COLUMNS", "MIN_GAIN", "MIN_RUNS",
-           "OUTLIER_SIGMAS", "FIXED_T", "BOOTSTRAP", "split_threshold", "noise_of", "outlier_mask",
-           "binary_segmentation", "seeded_intervals", "detect", "Detection", "Shift", "Spike"]
+from collscope.observe.segmentation import MIN_GAIN, MIN_RUNS, binary_segmentation, noise_of, outlier_mask
+
+__all__ = ["Change", "Outlier", "SeriesKey", "SERIES_COLUMNS", "COINCIDE_COLUMNS", "FIXED_T", "BOOTSTRAP", "detect",
+           "Detection", "Shift", "Spike"]
 
 SERIES_COLUMNS: tuple[str, ...] = ("cluster", "op", "nranks", "nnodes", "settings_text", "dtype")
 """The store's columns that name one series: runs of the same series are comparable night after night."""
@@ -133,123 +134,11 @@ def _plain(value: Any) -> Any:
 
 # -- the detector: pure functions on arrays (runs x sizes of busbw), no store, no DuckDB --------------------------
 
-MIN_GAIN = 0.03
-"""A change smaller than 3 % (either way) is never reported, however certain."""
-MIN_RUNS = 3
-"""A change is sustained: at least 3 runs on each side. A shorter excursion is outliers, one per run."""
-OUTLIER_SIGMAS = 5.0
-"""A run is an outlier at a size when it is this many noise sigmas (and at least MIN_GAIN) away from the median of
-the (up to) 3 runs before it and from that of the 3 runs after, on the same side, and as far from the run just
-before or the run just after (so 1 or 2 runs off are outliers, 3 a change and its return)."""
 FIXED_T = 4.0
 """At a change's run, another size joins its range when its before/after t statistic reaches this."""
 BOOTSTRAP = 400
 """Bootstrap resamples of the confidence interval."""
-_NOISE_FLOOR = 1e-4
 _WINDOW = 3
-
-
-def split_threshold(runs: int) -> float:
-    """The CUSUM statistic (in noise sigmas) a split must exceed in a series of ``runs`` runs.
-
-    Calibrated on stationary Gaussian series with the noise estimated as :func:`noise_of` does (so its own error
-    counts) and every seeded interval searched (:func:`binary_segmentation`): about 0.2 % of stationary series
-    get a split at one size. The 99.8 % quantile of the largest statistic was 6.1-6.3, 5.7, 5.55, 5.0, 4.8 and
-    5.2 at 20-40, 60, 90, 200, 1000 and 4000 runs; tests/observe/test_observe_changes.py pins the rate."""
-    n = max(runs, 2)
-    return 4.6 + 0.08 * math.log(n) + 40.0 / n
-
-
-def noise_of(values: np.ndarray) -> float:
-    """Run-to-run noise (sigma) of log busbw at one size: the MAD of successive differences / (0.6745 sqrt 2),
-    which a level shift or a lone outlier barely moves. NaN (missing) values are left out."""
-    v = values[~np.isnan(values)]
-    if len(v) < 3:
-        return math.nan
-    d = np.diff(v)
-    return max(float(np.median(np.abs(d - np.median(d)))) / (0.6745 * math.sqrt(2.0)), _NOISE_FLOOR)
-
-
-def outlier_mask(values: np.ndarray, sigma: float) -> np.ndarray:
-    """True where a value (log busbw of consecutive runs at one size) is far from both its neighbourhoods."""
-    mask = np.zeros(len(values), dtype=bool)
-    where = np.flatnonzero(~np.isnan(values))
-    if len(where) < 3 or not sigma > 0:
-        return mask
-    v = values[where]
-    pad = np.concatenate([np.full(_WINDOW, np.nan), v, np.full(_WINDOW, np.nan)])
-    win = np.lib.stride_tricks.sliding_window_view(pad, _WINDOW)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window at the ends
-        before = np.nanmedian(win[: len(v)], axis=1)
-        after = np.nanmedian(win[_WINDOW + 1: _WINDOW + 1 + len(v)], axis=1)
-    threshold = max(OUTLIER_SIGMAS * sigma, -math.log1p(-MIN_GAIN))
-    db, da = v - before, v - after
-    far = (np.abs(db) > threshold) & (np.abs(da) > threshold) & (np.sign(db) == np.sign(da))
-    step = np.abs(np.diff(v)) > threshold  # the middle of 3 runs off together is no outlier: a short change
-    far &= np.concatenate([[True], step]) | np.concatenate([step, [True]])
-    mask[where[far]] = True
-    return mask
-
-
-def seeded_intervals(runs: int, min_runs: int = MIN_RUNS) -> dict[int, np.ndarray]:
-    """Interval length -> start indices: the whole series, then lengths shrinking by sqrt(2) down to
-    2 ``min_runs``, each length's intervals overlapping by half (Kovacs, Li, Buhlmann, Munk 2020, "Seeded
-    binary segmentation")."""
-    out: dict[int, set[int]] = {}
-    length = float(runs)
-    while length >= 2 * min_runs:
-        size = int(math.ceil(length))
-        count = max(int(math.ceil(2 * runs / length)) - 1, 1)
-        starts = np.floor(np.linspace(0, runs - size, count)).astype(int) if count > 1 else np.zeros(1, int)
-        out.setdefault(size, set()).update(int(x) for x in starts)
-        length /= math.sqrt(2.0)
-    return {size: np.array(sorted(starts)) for size, starts in out.items()}
-
-
-def binary_segmentation(values: np.ndarray, sigma: float, min_runs: int = MIN_RUNS) -> list[int]:
-    """Change points of the mean of ``values`` (no NaN): indices of the first value after each, ascending.
-
-    Seeded binary segmentation: in every interval of :func:`seeded_intervals`, the best split by the CUSUM
-    statistic |mean(left) - mean(right)| sqrt(k (n - k) / n) / sigma (``min_runs`` values each side at least);
-    splits over :func:`split_threshold` are taken greedily, the largest first, each only when its interval
-    holds no split already taken; then each stretch between splits is searched the same way (so both edges of a
-    short excursion between two long stretches are found, which plain binary segmentation misses)."""
-    cuts = _segment(values, sigma, min_runs, split_threshold(len(values)))
-    for i in range(len(cuts)):  # each split placed best between its neighbours (an interval's edge biases it)
-        a, b = cuts[i - 1] if i else 0, cuts[i + 1] if i + 1 < len(cuts) else len(values)
-        k = np.arange(min_runs, b - a - min_runs + 1)
-        if len(k):
-            cums = np.concatenate([[0.0], np.cumsum(values[a:b])])
-            n = b - a
-            stat = np.abs(cums[k] / k - (cums[n] - cums[k]) / (n - k)) * np.sqrt(k * (n - k) / n)
-            cuts[i] = a + int(k[int(np.argmax(stat))])
-    return cuts
-
-
-def _segment(values: np.ndarray, sigma: float, min_runs: int, threshold: float) -> list[int]:
-    n = len(values)
-    cums = np.concatenate([[0.0], np.cumsum(values)])
-    found: list[tuple[float, int, int, int]] = []
-    for size, starts in seeded_intervals(n, min_runs).items():
-        k = np.arange(min_runs, size - min_runs + 1)
-        s = starts[:, None]
-        stat = (np.abs((cums[s + k] - cums[s]) / k - (cums[s + size] - cums[s + k]) / (size - k))
-                * np.sqrt(k * (size - k) / size) / sigma)
-        best = stat.argmax(axis=1)
-        top = stat[np.arange(len(starts)), best]
-        for i in np.flatnonzero(top > threshold):
-            found.append((float(top[i]), int(starts[i] + k[best[i]]), int(starts[i]), int(starts[i] + size)))
-    taken: list[int] = []
-    for _, cut, a, b in sorted(found, reverse=True):
-        if not any(a < t < b or abs(cut - t) < min_runs for t in taken):
-            taken.append(cut)
-    if not taken:
-        return []
-    bounds = [0, *sorted(taken), n]  # each stretch between splits searched again (the other edge of an excursion)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        taken += [a + c for c in _segment(values[a:b], sigma, min_runs, threshold)]
-    return sorted(taken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,8 +224,20 @@ def detect(busbw_gbps: np.ndarray, *, seed: int = 0) -> Detection:
             start = int(where[bounds[i]])
             end = int(where[bounds[i + 2] - 1]) + 1
             seeds.append((int(where[cut]), c, sign, start, end))
-    shifts = [s for event in _events(seeds) for s in _shifts(event, clean, noise, seed)]
+    shifts = _distinct([s for event in _events(seeds) for s in _shifts(event, clean, noise, seed)])
     return Detection(shifts=shifts, spikes=spikes, noise=noise)
+
+
+def _distinct(shifts: list[Shift]) -> list[Shift]:
+    """One change per step: of two same-way shifts over common sizes each inside the other's segments (the same
+    step found by seeds a few runs apart), the better determined (change / interval width) is kept."""
+    kept: list[Shift] = []
+    for s in sorted(shifts, key=lambda x: -abs(x.log_change) / max(x.ci_high - x.ci_low, 1e-12)):
+        if not any((k.log_change < 0) == (s.log_change < 0) and k.first_col <= s.last_col
+                   and s.first_col <= k.last_col and s.start_row < k.row < s.end_row
+                   and k.start_row < s.row < k.end_row for k in kept):
+            kept.append(s)
+    return sorted(kept, key=lambda x: (x.row, x.first_col))
 
 
 def _events(seeds: list[tuple[int, int, float, int, int]]) -> list[list[tuple[int, int, float, int, int]]]:
@@ -367,8 +268,12 @@ def _shifts(event: list[tuple[int, int, float, int, int]], clean: np.ndarray, no
             best_row, best = row, score
     if best_row < 0:
         return []
-    ok = [_passes(*_t_at(clean[:, c], start, best_row, end, noise[c])[:2], noise[c], sign)
-          if noise[c] > 0 else False for c in range(clean.shape[1])]
+    stats = [_t_at(clean[:, c], start, best_row, end, noise[c]) if noise[c] > 0 else (0.0, 0.0, 0, 0)
+             for c in range(clean.shape[1])]
+    ok = [_passes(t, change, noise[c], sign) if noise[c] > 0 else False for c, (t, change, _, _) in enumerate(stats)]
+    for c in range(1, len(ok) - 1):  # one size between two of the range, changed the same way less surely: in it
+        if ok[c - 1] and ok[c + 1] and np.sign(stats[c][1]) == sign:
+            ok[c] = True
     shifts = []
     c = 0
     while c < len(ok):

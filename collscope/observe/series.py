@@ -107,7 +107,8 @@ def changes_report(store: str | Path | duckdb.DuckDBPyConnection, *, since: date
 
 
 def _points(con: duckdb.DuckDBPyConnection, read_from: datetime | None, cluster: str | None) -> pa.Table:
-    where, params = ["busbw_gbps > 0", "ok IS NOT false"], []
+    where = ["busbw_gbps > 0", "ok IS NOT false"]
+    params: list[Any] = []
     if read_from is not None:
         where.append("run_time >= ?")
         params.append(read_from)
@@ -115,9 +116,9 @@ def _points(con: duckdb.DuckDBPyConnection, read_from: datetime | None, cluster:
         where.append("cluster = ?")
         params.append(cluster)
     keys = ", ".join(SERIES_COLUMNS)
-    sql = (f"SELECT hash({keys}) AS series_hash, {keys}, run_id, min(run_time) AS run_time, size_bytes, "
-           f"median(busbw_gbps) AS busbw_gbps FROM records WHERE {' AND '.join(where)} "
-           f"GROUP BY {keys}, run_id, size_bytes ORDER BY series_hash, run_time, run_id, size_bytes")
+    sql = (f"SELECT hash({keys}) AS series_hash, hash(run_id) AS run_hash, {keys}, run_id, min(run_time) AS run_time, "
+           f"size_bytes, median(busbw_gbps) AS busbw_gbps FROM records WHERE {' AND '.join(where)} "
+           f"GROUP BY {keys}, run_id, size_bytes")  # sorted by numpy: a third of the time of DuckDB's ORDER BY
     result: Any = con.sql(sql, params=params)
     to_table = getattr(result, "to_arrow_table", None)  # duckdb >= 1.4; fetch_arrow_table is deprecated in 2.0
     return to_table() if to_table is not None else result.fetch_arrow_table()
@@ -128,20 +129,23 @@ def _series(table: pa.Table) -> Any:
     if table.num_rows == 0:
         return
     hashes = table.column("series_hash").to_numpy()
-    run_ids = np.asarray(table.column("run_id").to_numpy(zero_copy_only=False))
+    runs = table.column("run_hash").to_numpy()
     times = table.column("run_time").cast(pa.int64()).to_numpy()
     sizes = table.column("size_bytes").to_numpy()
-    busbw = table.column("busbw_gbps").to_numpy()
+    order = np.lexsort((sizes, runs, times, hashes))  # series, then runs in time order, then sizes
+    hashes, runs, times, sizes = hashes[order], runs[order], times[order], sizes[order]
+    busbw = table.column("busbw_gbps").to_numpy()[order]
     cuts = np.flatnonzero(hashes[1:] != hashes[:-1]) + 1
     for a, b in zip([0, *cuts], [*cuts, len(hashes)], strict=True):
-        key = tuple(table.column(c)[a].as_py() for c in SERIES_COLUMNS)
-        new_run = np.concatenate([[True], run_ids[a + 1:b] != run_ids[a:b - 1]])
+        key = tuple(table.column(c)[int(order[a])].as_py() for c in SERIES_COLUMNS)
+        new_run = np.concatenate([[True], (runs[a + 1:b] != runs[a:b - 1]) | (times[a + 1:b] != times[a:b - 1])])
         row = np.cumsum(new_run) - 1
         the_sizes, col = np.unique(sizes[a:b], return_inverse=True)
         matrix = np.full((int(row[-1]) + 1, len(the_sizes)), np.nan)
         matrix[row, col] = busbw[a:b]
         starts = np.flatnonzero(new_run) + a
-        yield key, run_ids[starts], times[starts], the_sizes, matrix
+        run_ids = np.asarray(table.column("run_id").take(pa.array(order[starts])).to_pylist(), dtype=object)
+        yield key, run_ids, times[starts], the_sizes, matrix
 
 
 def _time(us: int) -> datetime:
