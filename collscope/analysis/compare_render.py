@@ -115,7 +115,7 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
     several = len(analysis.inputs) > 1
     out = [f"{analysis.n_records} records, {len(configs)} configuration(s)"
            + (f" from {len(analysis.inputs)} inputs, kept apart" if several else "")]
-    out += _host_lines(analysis)
+    out += host_lines(analysis)
     out += ["", "Fits: time = alpha + size x beta (95% intervals); bw = 1/beta (algbw), busbw = bw x factor"]
     rows = []
     for row in configs.to_dict(orient="records"):
@@ -126,7 +126,7 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
                      pct_text(row["peak_efficiency"]), *([str(row.get("input"))] if several else [])])
     out += _table(["op", "config", "ranks", "alpha us", "bw GB/s", "busbw", "r2", "peak busbw", "at",
                    "n1/2", "n1/2 fit", "eff@peak", *(["input"] if several else [])], rows)
-    out += _source_lines(analysis)
+    out += source_lines(analysis)
     out += _geometry_lines(analysis)
     out += _efficiency_lines(analysis, max_rows)
     out += ["", "Crossovers (the leading configuration changes beyond noise)" if analysis.crossovers else
@@ -160,7 +160,7 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
     return "\n".join(out) + "\n"
 
 
-def _host_lines(analysis: Analysis) -> list[str]:
+def host_lines(analysis: Analysis) -> list[str]:
     """The comparisons that are node differences (:mod:`.placement`), first: everything below compares them."""
     if not analysis.host_differences:
         return []
@@ -171,7 +171,7 @@ def _host_lines(analysis: Analysis) -> list[str]:
     return out
 
 
-def _source_lines(analysis: Analysis) -> list[str]:
+def source_lines(analysis: Analysis) -> list[str]:
     """One configuration read from two inputs, side by side (:mod:`.sources`)."""
     if not analysis.sources:
         return []

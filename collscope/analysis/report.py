@@ -18,6 +18,7 @@ import pandas as pd
 
 from collscope.analysis.anomaly_groups import group_anomalies, shown_groups
 from collscope.analysis.compare import analyze
+from collscope.analysis.compare_render import host_lines, source_lines
 from collscope.analysis.fit import aggregate, fit_alpha_beta
 from collscope.analysis.formats import markdown_fence, markdown_table, markdown_text, num_text, size_text
 from collscope.analysis.load import load_results
@@ -210,6 +211,10 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
     if topo_paths:
         topo_html, topo_md = _topology_section(topo_paths, out)
         md += topo_md
+    comparisons = [line.strip() for line in host_lines(analysis) + source_lines(analysis) if line.strip()]
+    if comparisons:  # node differences and inputs side by side, first: every figure below compares them
+        md += [markdown_text(comparisons[0]), "", *(f"- {markdown_text(c)}" for c in comparisons[1:]), ""]
+    comparisons_html = "".join(f"<p class='note warning'>{html.escape(c)}</p>" for c in comparisons)
     anomaly_rows, more = _anomalies(analysis)
     anomalies_html = (_table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>") + "".join(
         f"<p class='note'>{html.escape(line)}</p>" for line in more)
@@ -220,6 +225,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
 <h1>collscope report</h1>
 <p class="note">Sources: {html.escape(sources)}; {counts}.</p>
 {f'<p class="note">{html.escape(left_out)}</p>' if left_out else ''}
+{comparisons_html}
 <section class="recommendation"><h2>Recommendation</h2><pre>{html.escape(env_text)}</pre></section>
 {''.join(sections)}
 {topo_html}

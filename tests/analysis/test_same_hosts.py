@@ -147,3 +147,17 @@ def test_hosts_per_configuration_follow_the_records_one_by_one(bincount_limit: i
     (mismatch,) = placement.host_mismatches(frame, found=found)
     assert mismatch.sentence() == ("T measured on n1,n2, default on n1,n2,n3,n4: a node difference, not a "
                                    "setting difference")
+
+
+def test_the_report_says_a_comparison_across_hosts_is_a_node_difference(by_configuration: Path,
+                                                                           tmp_path: Path) -> None:
+    """The HTML report compares configurations too (curves, heatmap against the default): it carries the same
+    warning as analyze, above the recommendation it does not give."""
+    from collscope.analysis.report import write_report
+
+    index = write_report([by_configuration], tmp_path / "report")
+    page, md = index.read_text(), (tmp_path / "report" / "report.md").read_text()
+    for text in (page, md.replace("\\_", "_")):
+        assert "a node difference, not a setting difference" in text
+        assert "node3,node4" in text
+    assert page.index("a node difference") < page.index("<h2>Recommendation</h2>")
