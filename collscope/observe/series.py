@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from collscope.errors import ConfigError
 from collscope.observe.changes import COINCIDE_COLUMNS, SERIES_COLUMNS, Change, Detection, Outlier, detect
-from collscope.observe.views import connect
+from collscope.observe.views import connect, selection
 
 __all__ = ["find_changes", "ChangesReport", "changes_report", "parse_since"]
 
@@ -112,19 +112,12 @@ def changes_report(store: str | Path | duckdb.DuckDBPyConnection, *, since: date
 
 
 def _points(con: duckdb.DuckDBPyConnection, read_from: datetime | None, cluster: str | None) -> pa.Table:
-    where = ["busbw_gbps > 0", "ok IS NOT false"]
-    params: list[Any] = []
-    if read_from is not None:
-        where.append("run_time >= ?")
-        params.append(read_from)
-    if cluster is not None:
-        where.append("cluster = ?")
-        params.append(cluster)
+    where, params = selection(read_from, cluster)
     keys = ", ".join(SERIES_COLUMNS)
     # grouped by hashes (a third faster than by the text columns), sorted by numpy (DuckDB's ORDER BY took a third
     # of the time); the series' and runs' own values are read for the few runs a change or an outlier names
     sql = (f"SELECT hash({keys}) AS series_hash, hash(run_id) AS run_hash, min(run_time) AS run_time, size_bytes, "
-           f"median(busbw_gbps) AS busbw_gbps FROM records WHERE {' AND '.join(where)} "
+           f"median(busbw_gbps) AS busbw_gbps FROM records WHERE {where} "
            f"GROUP BY series_hash, run_hash, size_bytes")
     result: Any = con.sql(sql, params=params)
     to_table = getattr(result, "to_arrow_table", None)  # duckdb >= 1.4; fetch_arrow_table is deprecated in 2.0

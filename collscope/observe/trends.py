@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from collscope.observe.changes import SERIES_COLUMNS, SeriesKey
+from collscope.observe.views import selection
 
 __all__ = ["SeriesSizes", "Points", "series_sizes", "series_points", "version_changes", "datetime64"]
 
@@ -41,18 +42,6 @@ class SeriesSizes:
     runs_per_size: dict[int, int]
 
 
-def _where(read_from: datetime | None, cluster: str | None) -> tuple[str, list[Any]]:
-    where: list[str] = ["busbw_gbps > 0", "ok IS NOT false"]
-    params: list[Any] = []
-    if read_from is not None:
-        where.append("run_time >= ?")
-        params.append(read_from)
-    if cluster is not None:
-        where.append("cluster = ?")
-        params.append(cluster)
-    return " AND ".join(where), params
-
-
 def _table(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]) -> pa.Table:
     result: Any = con.sql(sql, params=list(params))
     to_table = getattr(result, "to_arrow_table", None)  # duckdb >= 1.4; fetch_arrow_table before
@@ -62,7 +51,7 @@ def _table(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]) -> p
 def series_sizes(con: duckdb.DuckDBPyConnection, read_from: datetime | None,
                  cluster: str | None) -> list[SeriesSizes]:
     """Every series with a busbw from ``read_from`` on (of ``cluster``): its runs in all and per size."""
-    where, params = _where(read_from, cluster)
+    where, params = selection(read_from, cluster)
     per_size = _table(con, f"SELECT {_HASH} AS h, {_KEYS}, size_bytes, count(DISTINCT run_id) AS runs FROM records "
                            f"WHERE {where} GROUP BY ALL ORDER BY h, size_bytes", params)
     totals = _table(con, f"SELECT {_HASH} AS h, count(DISTINCT run_id) AS runs FROM records WHERE {where} "
@@ -88,7 +77,7 @@ def _chosen(con: duckdb.DuckDBPyConnection, sizes: Mapping[int, Sequence[int]]) 
 def series_points(con: duckdb.DuckDBPyConnection, read_from: datetime | None, cluster: str | None,
                   sizes: Mapping[int, Sequence[int]]) -> dict[int, Points]:
     """Series hash -> its points at the given sizes (``sizes``: series hash -> sizes)."""
-    where, params = _where(read_from, cluster)
+    where, params = selection(read_from, cluster)
     _chosen(con, sizes)
     table = _table(con, f"SELECT {_HASH} AS h, size_bytes, run_id, min(run_time) AS run_time, median(busbw_gbps) AS "
                         f"busbw_gbps FROM records WHERE {where} AND ({_HASH}, size_bytes) IN "
@@ -112,7 +101,7 @@ def version_changes(con: duckdb.DuckDBPyConnection, read_from: datetime | None, 
                     hashes: Sequence[int]) -> dict[int, list[tuple[datetime, str]]]:
     """Series hash -> (first run, NCCL version) at each run whose version differs from the last run before it
     that logged one."""
-    where, params = _where(read_from, cluster)
+    where, params = selection(read_from, cluster)
     _chosen(con, {h: [0] for h in hashes})
     table = _table(con, f"SELECT {_HASH} AS h, run_id, min(run_time) AS run_time, any_value(nccl_version) AS v "
                         f"FROM records WHERE {where} AND nccl_version IS NOT NULL AND {_HASH} IN "

@@ -10,6 +10,7 @@ seen without reconnecting); the connection's time zone is UTC.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from collscope.errors import ConfigError
 from collscope.observe.schema import PARTITION_COLUMNS, RECORDS_SCHEMA, RUN_COLUMNS, SOURCES_SCHEMA
 from collscope.observe.store import Store
 
-__all__ = ["connect", "query", "rows_of", "RUNS_SQL"]
+__all__ = ["connect", "query", "rows_of", "RUNS_SQL", "selection"]
 
 
 def _q(name: str) -> str:
@@ -92,3 +93,17 @@ def rows_of(table: pa.Table) -> list[dict[str, Any]]:
             if row[name] is not None:
                 row[name] = dict(row[name])
     return rows
+
+
+def selection(read_from: datetime | None, cluster: str | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of the records ``changes``, ``report`` and ``export`` read: measured
+    busbw, not failed, from ``read_from`` on, of one cluster when given."""
+    where: list[str] = ["busbw_gbps > 0", "ok IS NOT false"]
+    params: list[Any] = []
+    if read_from is not None:
+        where.append("run_time >= ?")
+        params.append(read_from)
+    if cluster is not None:
+        where.append("cluster = ?")
+        params.append(cluster)
+    return " AND ".join(where), params

@@ -114,7 +114,7 @@ def test_a_workload_of_small_sizes_makes_ll_worth_exporting():
     text = render_env(rec)
     assert "# workload: job.json" in text and len(exports(text)) == 1 and exports(text)[0].startswith(
         "export NCCL_PROTO=LL  # ")
-    assert "interpolated linearly in log2(size)" in text and "not covered" in text and "2147483648 B x 1" in text
+    assert "interpolated linearly in log2(size)" in text and "not covered" in text and "2G x 1" in text
 
 
 @pytest.mark.parametrize("text, message", [

@@ -73,6 +73,7 @@ from collscope.analysis.recommend.tuner import tuner_rules
 from collscope.analysis.recommend.workload import Workload, per_measured_size
 from collscope.analysis.size_zero import size_zero_note, without_size_zero
 from collscope.errors import ConfigError
+from collscope.units import format_size
 from collscope.vocab.knobs import KNOBS
 
 __all__ = [
@@ -144,7 +145,7 @@ def _coverage_notes(groups: tuple[GroupResult, ...], workload: Workload) -> list
             notes.append(f"workload {workload.source}: {ev.interpolated} {g.key.label} size(s) between measured "
                          "sizes: time interpolated linearly in log2(size) between the two measured neighbours")
         if ev.uncovered:
-            shown = ", ".join(f"{e.size_bytes} B x {e.calls}" for e in ev.uncovered[:5])
+            shown = ", ".join(f"{format_size(e.size_bytes)} x {e.calls}" for e in ev.uncovered[:5])
             more = "" if len(ev.uncovered) <= 5 else f" and {len(ev.uncovered) - 5} more"
             notes.append(f"workload {workload.source}: {len(ev.uncovered)} {g.key.label} size(s) not covered "
                          f"(outside the measured {min(measured)}..{max(measured)} B or next to a size without a "
