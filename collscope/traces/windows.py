@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -125,16 +126,18 @@ def split_window(nccl: Sequence[Event], other: Sequence[RawEvent], base_us: floa
             continue
         in_nccl.append(k)
         spans.append(KernelSpan(k.ts, k.ts + k.dur, None if launch is None else launch.ts + launch_base, True))
+    get, span, keep_other, keep_span = events.get, KernelSpan, in_other.append, spans.append
     for raw in other:
         args = _kernel_args(raw.args)
-        launch = events.get(args.correlation)
+        launch = get(args.correlation)
         if launch is None and any_runtime:
             outside += 1
             continue
         start = raw.ts + base_us
-        in_other.append((start, start + raw.dur, args.stream))
-        spans.append(KernelSpan(start, start + raw.dur, None if launch is None else launch.ts + launch_base, False))
-    spans.sort(key=_start)
+        end = start + raw.dur
+        keep_other((start, end, args.stream))
+        keep_span(span(start, end, None if launch is None else launch.ts + launch_base, False))
+    spans.sort(key=_START)
     warnings: list[str] = []
     if outside:
         warnings.append(OUTSIDE_WINDOW.format(n=outside, comm=outside_comm, comm_us=outside_comm_us))
@@ -153,8 +156,7 @@ def _kernel_args(raw: msgspec.Raw) -> _KernelArgs:
         return _NO_ARGS
 
 
-def _start(span: KernelSpan) -> float:
-    return span.start_us
+_START = attrgetter("start_us")
 
 
 def step_periods(spans: Sequence[StepSpan], kernels: Sequence[KernelSpan],
@@ -175,7 +177,7 @@ def step_periods(spans: Sequence[StepSpan], kernels: Sequence[KernelSpan],
                                 duration_us=steps[i + 1].start_us - step.start_us))
             continue
         end = step.start_us + step.duration_us
-        first = bisect.bisect_left(kernels, step.start_us, key=_start)  # a kernel starts after its launch
+        first = bisect.bisect_left(kernels, step.start_us, key=_START)  # a kernel starts after its launch
         for k in kernels[first:]:  # kernels launched in the last step (or, without launches, run in it)
             issued = k.start_us if k.launch_us is None else k.launch_us
             if issued >= step.start_us and k.end_us > end:
