@@ -106,6 +106,8 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
     groups = _group_ranks(dump)
     sizes = {name: len(ranks) for name, ranks in groups.items()}
     only = next(iter(groups)) if len(groups) == 1 else None
+    # torch 2.13's gloo dumps: pg_config's one entry is unnamed ('') while every call names it '0'/'default_pg'
+    unnamed_default = only == "" and any(_is_default(e.process_group) for e in dump.entries)
     calls: list[CollectiveCall] = []
     untimed = 0
     for e in dump.entries:
@@ -114,8 +116,8 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
             continue
         pg = e.process_group[0] if e.process_group else (None if e.pg_id is None else str(e.pg_id))
         known = pg if pg in groups else (None if e.process_group else only)  # a named group pg_config lacks
-        if known is None and only == "" and (e.process_group or [])[1:2] == ["default_pg"]:
-            known = only  # torch 2.13's gloo dumps: the one pg_config entry is unnamed, the calls name '0'/default_pg
+        if known is None and unnamed_default and _is_default(e.process_group):
+            known = only
         group = max(sizes[known], 1) if known is not None else None  # not named in pg_config: unknown
         said = (f"pg_config lists {group} ranks for process group '{known}'"
                 + (" (the dump's only group)" if known != pg else ""),) if known is not None else ()
@@ -147,11 +149,15 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
     world = max(sizes.values()) if sizes else None  # the largest group declared: the default one
     defaults = [str(cfg.get("name") or key) for key, cfg in (dump.pg_config or {}).items()
                 if isinstance(cfg, dict) and cfg.get("desc") == "default_pg"]
-    unnamed_default = only == "" and any((e.process_group or [])[1:2] == ["default_pg"] for e in dump.entries)
     if unnamed_default and "" not in defaults:
-        defaults.append("")  # torch 2.13's gloo dumps: the default group is pg_config's only, unnamed, entry
+        defaults.append("")
     clues = tuple(TraceClue("nranks", len(groups[name]), len(groups[name]),
                             f"default_pg lists {len(groups[name])} ranks in the Flight Recorder pg_config")
                   for name in defaults if groups.get(name))
     return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=world, backend=backend,
                      device="cpu", calls=tuple(calls), warnings=tuple(warnings), clues=clues)
+
+
+def _is_default(process_group: list[str] | None) -> bool:
+    """An entry's ``process_group`` is ``[name, desc]``; the default group's desc is ``default_pg``."""
+    return (process_group or [])[1:2] == ["default_pg"]
