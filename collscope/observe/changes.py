@@ -32,8 +32,8 @@ SeriesKey = tuple[str, str, "int | None", "int | None", str, "str | None"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Change:
-    """A sustained shift of busbw in one series over a range of adjacent sizes."""
+class _InSeries:
+    """What a change and an outlier both say: which series, which sizes, when."""
 
     cluster: str
     op: str
@@ -44,9 +44,24 @@ class Change:
     dtype: str | None
     size_min_bytes: int
     size_max_bytes: int
-    """The range of adjacent sizes that changed together (both ends included)."""
+    """The range of adjacent sizes concerned (both ends included)."""
     at: datetime
-    """Run time (UTC) of the first run after the change."""
+    """Run time (UTC): a change's first run after it, an outlier's own run."""
+
+    @property
+    def series(self) -> SeriesKey:
+        return (self.cluster, self.op, self.nranks, self.nnodes, self.settings, self.dtype)
+
+    def _series_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "op": self.op, "nranks": self.nranks, "nnodes": self.nnodes,
+                "settings": self.settings, "dtype": self.dtype, "size_min_bytes": self.size_min_bytes,
+                "size_max_bytes": self.size_max_bytes, "at": self.at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change(_InSeries):
+    """A sustained shift of busbw in one series over a range of adjacent sizes (``at``: the first run after it)."""
+
     before_busbw_gbps: float
     """Median busbw of the segment before, at the range's median size (the size ``sizes_bytes`` lists)."""
     after_busbw_gbps: float
@@ -70,15 +85,8 @@ class Change:
     representative_size_bytes: int = 0
     """The size whose medians before_busbw_gbps and after_busbw_gbps are."""
 
-    @property
-    def series(self) -> SeriesKey:
-        return (self.cluster, self.op, self.nranks, self.nnodes, self.settings, self.dtype)
-
     def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "op": self.op, "nranks": self.nranks, "nnodes": self.nnodes,
-                "settings": self.settings, "dtype": self.dtype, "size_min_bytes": self.size_min_bytes,
-                "size_max_bytes": self.size_max_bytes, "at": self.at.isoformat(),
-                "before_at": self.before_at.isoformat() if self.before_at else None,
+        return {**self._series_dict(), "before_at": self.before_at.isoformat() if self.before_at else None,
                 "before_busbw_gbps": self.before_busbw_gbps, "after_busbw_gbps": self.after_busbw_gbps,
                 "change_pct": self.change_pct, "ci_low_pct": self.ci_low_pct, "ci_high_pct": self.ci_high_pct,
                 "coincides_with": {k: [_plain(b), _plain(a)] for k, (b, a) in self.coincides_with.items()},
@@ -87,20 +95,10 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Outlier:
+class Outlier(_InSeries):
     """One run far from its neighbours at a range of sizes, with the runs either side back to normal: not a
-    change (listed apart)."""
+    change (listed apart; ``at``: that run)."""
 
-    cluster: str
-    op: str
-    nranks: int | None
-    nnodes: int | None
-    settings: str
-    dtype: str | None
-    size_min_bytes: int
-    size_max_bytes: int
-    at: datetime
-    """Run time (UTC) of the outlying run."""
     run_id: str
     busbw_gbps: float
     """Its busbw at the size where it deviates most (worst_size_bytes)."""
@@ -112,14 +110,8 @@ class Outlier:
     source: str | None = None
     """The input file the run came from."""
 
-    @property
-    def series(self) -> SeriesKey:
-        return (self.cluster, self.op, self.nranks, self.nnodes, self.settings, self.dtype)
-
     def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "op": self.op, "nranks": self.nranks, "nnodes": self.nnodes,
-                "settings": self.settings, "dtype": self.dtype, "size_min_bytes": self.size_min_bytes,
-                "size_max_bytes": self.size_max_bytes, "at": self.at.isoformat(), "run_id": self.run_id,
+        return {**self._series_dict(), "run_id": self.run_id,
                 "busbw_gbps": self.busbw_gbps, "expected_busbw_gbps": self.expected_busbw_gbps,
                 "deviation_pct": self.deviation_pct, "worst_size_bytes": self.worst_size_bytes,
                 "source": self.source}
