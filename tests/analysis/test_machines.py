@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from collscope.analysis import load as load_module
-from collscope.analysis.load import load_results, machine_labels, machine_of
+from collscope.analysis import machines as machines_module
+from collscope.analysis.load import load_results
+from collscope.analysis.machines import machine_labels, machine_of
 from collscope.cli import main
 from collscope.errors import ConfigError
 
@@ -71,7 +72,7 @@ def _labels_row_by_row(frame: pd.DataFrame) -> list[str]:
 
 @pytest.mark.parametrize("key_limit", [2**62, 5], ids=["one key", "renumbered"])
 def test_machine_labels_follow_the_rule_of_each_record(key_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(load_module, "_KEY_LIMIT", key_limit)  # 5: the combined key is renumbered on the way
+    monkeypatch.setattr(machines_module, "_KEY_LIMIT", key_limit)  # 5: the combined key is renumbered on the way
     cat = pd.Categorical
     frame = pd.DataFrame({
         "cluster": cat([None, None, None, "eos", "eos", None, None, None]),
