@@ -144,12 +144,15 @@ def _restore(frame: pd.DataFrame, run: _Run, lo: int, hi: int, notes: list[str])
     where = f"{run.op} {_span(lo, hi)}"
     if a.library == "Open MPI":
         coll = OP_OMPI_COLL.get(run.op, run.op)
+        knob = ompi_algorithm_knob(coll)
         if a.ompi_id:
-            how = (f"OMPI_MCA_coll_tuned_use_dynamic_rules=1 {ompi_algorithm_knob(coll)}={a.ompi_id} (every size), "
-                   f"or in B's rules file the line '{lo} {a.ompi_id} 0 0' and a rule from {hi + 1} bytes on")
+            how = (f"OMPI_MCA_coll_tuned_use_dynamic_rules=1 {knob}={a.ompi_id} (every size), or a rules-file line "
+                   f"'{lo} {a.ompi_id} 0 0' (a rule holds from its size up to the next rule's)")
+        elif b.rule is not None:
+            how = (f"in B's rules file, '{lo} 0 0 0' (algorithm 0: Open MPI's own decisions) in place of the rule "
+                   f"{b.rule}")
         else:
-            how = (f"drop B's forcing there: in B's rules file the line '{lo} 0 0 0' (algorithm 0: Open MPI's own "
-                   f"decisions) and a rule from {hi + 1} bytes on, or unset {ompi_algorithm_knob(coll)}")
+            how = f"unset {knob} on B (Open MPI's own decisions)"
         notes.append(f"{where}: Open MPI has no tuner plugin; to run A's {a.text} on B: {how}")
         return None
     collective = TUNER_COLLECTIVE.get(run.op)

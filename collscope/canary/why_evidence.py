@@ -142,18 +142,19 @@ def _nccl(side: str, rows: pd.DataFrame, results_dirs: Sequence[Path], out: dict
                 out[key] = found
 
 
-def _settings(row: Mapping[Any, object]) -> dict[str, str]:
-    """The row's environment (``K=V;...``) overlaid by its knob columns (the point's own settings)."""
-    out: dict[str, str] = {}
+def _settings(row: Mapping[Any, object]) -> dict[str, tuple[str, str]]:
+    """Variable -> (value, where it was read): the row's environment (``K=V;...``) overlaid by its knob columns
+    (the point's own settings)."""
+    out: dict[str, tuple[str, str]] = {}
     env = row.get("environment")
     if isinstance(env, str):
         for item in env.split(";"):
             name, sep, value = item.partition("=")
             if sep:
-                out[name] = value
+                out[name] = (value, "the ranks' environment")
     for column, setting in row.items():
         if isinstance(column, str) and column.startswith("OMPI_MCA_") and isinstance(setting, str):
-            out[column] = setting
+            out[column] = (setting, "the records' settings")
     return out
 
 
@@ -171,13 +172,17 @@ class _RulesCache:
         return self.files[path]
 
 
-def _ompi_choice(op: str, nranks: int, size: int, settings: Mapping[str, str], cache: _RulesCache,
+def _ompi_choice(op: str, nranks: int, size: int, settings: Mapping[str, tuple[str, str]], cache: _RulesCache,
                  notes: list[str], side: str) -> Choice | None:
     coll = OP_OMPI_COLL.get(op)
     if coll is None:
         return None
-    dynamic = settings.get(DYNAMIC_RULES, "").strip().lower() in _TRUE
-    rules_path = settings.get(RULES_FILE)
+    rules_path = settings.get(RULES_FILE, (None, ""))[0]
+    knob = ompi_algorithm_knob(coll)
+    value, where = settings.get(knob, (None, ""))
+    # load_results drops DYNAMIC_RULES from the settings (collscope's knobs imply it): unknown -> on when forcing
+    dynamic = settings[DYNAMIC_RULES][0].strip().lower() in _TRUE if DYNAMIC_RULES in settings else \
+        bool(rules_path or value)
     if dynamic and rules_path:
         rules = cache.get(rules_path)
         if isinstance(rules, str):
@@ -191,12 +196,10 @@ def _ompi_choice(op: str, nranks: int, size: int, settings: Mapping[str, str], c
             return Choice(text=_label(coll, rule.algorithm), library="Open MPI", algorithm=_names(coll)[rule.algorithm],
                           ompi_id=rule.algorithm, source=f"{RULES_FILE} (its rule for {nranks} ranks)",
                           rule=f"{rules_path}:{rule.line}: {rule.text()}")
-    knob = ompi_algorithm_knob(coll)
-    value = settings.get(knob)
     algo_id = ompi_algorithm_id(coll, value) if value is not None else None
     if dynamic and algo_id:
         return Choice(text=_label(coll, algo_id), library="Open MPI", algorithm=_names(coll)[algo_id],
-                      ompi_id=algo_id, source=f"{knob}={value} (MPI_T cvar coll_tuned_{coll}_algorithm)")
+                      ompi_id=algo_id, source=f"{knob}={value} ({where})")
     return Choice(text="fixed decisions", library="Open MPI", algorithm=None, ompi_id=0,
                   source="no forced algorithm nor rules file: Open MPI's compiled-in decisions (coll tuned)")
 
