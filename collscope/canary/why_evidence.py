@@ -12,8 +12,11 @@ that side's points (:mod:`collscope.analysis.point_evidence`):
 Open MPI (records of engine ``mpi``), per side and size, as ``coll tuned`` decides (file rules first, then a forced
 algorithm, then its fixed decisions): a rules file named by ``OMPI_MCA_coll_tuned_dynamic_rules_filename``
 (:mod:`.why_ompi`, the rule for the records' rank count and size), else ``OMPI_MCA_coll_tuned_<coll>_algorithm``,
-both only with ``OMPI_MCA_coll_tuned_use_dynamic_rules`` on, read from the records' settings and environment. The
-message size given to the rules is the record's ``size_bytes`` (Open MPI's for all_reduce, bcast and reduce).
+both only with ``OMPI_MCA_coll_tuned_use_dynamic_rules`` on (taken as on when unrecorded and something is forced:
+``load_results`` leaves it out, collscope's knobs imply it), read from the records' settings (the frame's knob
+columns) and environment. A relative rules-file path is read from the working directory. The message size given to
+the rules is the record's ``size_bytes`` (Open MPI's for all_reduce, bcast and reduce). Choices are per (side, op,
+size): records of one op at several rank counts share them.
 
 Evidence that cannot be read withholds a choice (and says so in a note); it never invents one.
 """
@@ -31,7 +34,7 @@ import pandas as pd
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.point_evidence import point_logs
 from collscope.canary.why_ompi import OmpiRules, read_ompi_rules
-from collscope.collectives.nccl_log.tuning import normalize_algorithm, normalize_protocol
+from collscope.collectives.nccl_log.tuning import TuningTable, normalize_algorithm, normalize_protocol
 from collscope.errors import CollscopeError
 from collscope.vocab.nccl import OP_FUNC
 from collscope.vocab.ompi import (
@@ -107,22 +110,25 @@ def _side_dirs(rows: pd.DataFrame, results_dirs: Sequence[Path]) -> list[Path]:
     return mine or list(results_dirs)
 
 
-def _table_choice(dirs: Sequence[Path], point_id: str, op: str, size: int) -> Choice | None:
+def _table_choice(tables: dict[str, list[TuningTable]], dirs: Sequence[Path], point_id: str, op: str,
+                  size: int) -> Choice | None:
+    """The fastest (algorithm, protocol) at ``size`` in the first TUNING table of the point's logs (``tables``
+    caches the point's tables: a log is parsed once)."""
     func = OP_FUNC.get(op)
     if func is None:
         return None
-    for d in dirs:
-        for log in point_logs(d / "points", point_id):
-            if log.tuning is None:
-                continue
-            best: tuple[float, str, str] | None = None
-            for (algo, proto) in log.tuning.cells.get(func, {}):
-                a, p = normalize_algorithm(algo), normalize_protocol(proto)
-                t = log.tuning.predicted_time_us(func, a, p, size)
-                if t is not None and (best is None or t < best[0]):
-                    best = (t, a, p)
-            if best is not None:
-                return _nccl_choice(best[1], best[2], _TABLE)
+    if point_id not in tables:
+        tables[point_id] = [log.tuning for d in dirs for log in point_logs(d / "points", point_id)
+                            if log.tuning is not None]
+    for table in tables[point_id]:
+        best: tuple[float, str, str] | None = None
+        for (algo, proto) in table.cells.get(func, {}):
+            a, p = normalize_algorithm(algo), normalize_protocol(proto)
+            t = table.predicted_time_us(func, a, p, size)
+            if t is not None and (best is None or t < best[0]):
+                best = (t, a, p)
+        if best is not None:
+            return _nccl_choice(best[1], best[2], _TABLE)
     return None
 
 
@@ -134,10 +140,11 @@ def _nccl(side: str, rows: pd.DataFrame, results_dirs: Sequence[Path], out: dict
     if "point_id" not in rows.columns:
         return
     cells = rows[["op", "size_bytes", "point_id"]].dropna().drop_duplicates()
+    tables: dict[str, list[TuningTable]] = {}
     for op, size, point_id in zip(cells["op"], cells["size_bytes"], cells["point_id"], strict=True):
         key = (side, str(op), int(size))
         if key not in out:
-            found = _table_choice(dirs, str(point_id), str(op), int(size))
+            found = _table_choice(tables, dirs, str(point_id), str(op), int(size))
             if found is not None:
                 out[key] = found
 

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collscope.analysis.load import load_results
 from collscope.analysis.recommend.tuner import TUNER_COLUMNS
 from collscope.canary.verdict import Interval, RangeChange
 from collscope.canary.why import ChoiceChange, explain
-from collscope.canary.why_ompi import parse_ompi_rules, read_ompi_rules
+from collscope.canary.why_ompi import COLL_IDS, parse_ompi_rules, read_ompi_rules
 from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
 from collscope.results.store import ResultsDir
@@ -255,3 +257,25 @@ def test_rules_file_parser_reads_the_classic_format_and_refuses_damage() -> None
         parse_ompi_rules("1 2 1 2 1\n1024 4 0 0\n", "late.rules")
     with pytest.raises(ParseError, match="JSON rules are not read"):
         parse_ompi_rules('{"collectives": {}}', "new.json")
+
+
+def test_a_damaged_point_log_withholds_the_choice(tmp_path: Path) -> None:
+    a = _nccl_results(tmp_path / "a", {}, TABLE_LOG.read_text(), None)
+    b = _nccl_results(tmp_path / "b", {}, "\x00garbage AllReduce: x Bytes -> Algo\n\xff|||\n", None)
+    why = explain([a, b], _frame(a, b), [_range(8192, M)])
+    assert why.changes == () and why.tuner_rules == ()
+    assert why.notes == (f"side B: no record of what NCCL chose at all_reduce 8K-1M: run that side with "
+                         f"{TUNING_HINT} (NCCL >= 2.21 logs the algorithm and protocol of every call; a sweep's "
+                         "verification run keeps it in points/<id>.verify.log)",)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789 \n#x-rulefvsion{"), max_size=200))
+def test_the_rules_parser_raises_only_parse_errors(text: str) -> None:
+    try:
+        rules = parse_ompi_rules(text, "fuzz.rules")
+    except ParseError:
+        return
+    for coll, coll_id in COLL_IDS.items():
+        rule = rules.rule_for(coll, 4, 1 << 20)
+        assert rule is None or (rule.coll_id == coll_id and rule.msg_bytes <= 1 << 20)
