@@ -27,18 +27,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from collscope.analysis.formats import size_text
 from collscope.analysis.load import load_results
+from collscope.analysis.recommend.workload import Workload
+from collscope.canary.verdict import Verdict, judge
 from collscope.errors import ConfigError
-
-if TYPE_CHECKING:
-    from collscope.analysis.recommend.workload import Workload
-    from collscope.canary.verdict import Verdict
 
 __all__ = ["results_frame", "judge_results", "NOT_INTERLEAVED", "CELL_KEYS"]
 
@@ -212,8 +210,6 @@ def judge_results(a_paths: Sequence[Path | str], b_paths: Sequence[Path | str], 
     """The verdict of B against A from two existing result sets: :func:`results_frame` judged with
     ``interleaved=False`` (:func:`collscope.canary.verdict.judge`). The verdict's caveats hold
     :data:`NOT_INTERLEAVED` and the frame's notes (cells left out, unknown geometry)."""
-    from collscope.canary.verdict import judge  # the verdict's module loads numpy-heavy code only when judging
-
     frame = results_frame(a_paths, b_paths, op=op, nranks=nranks)
     verdict = judge(frame, workload, max_loss=max_loss, range_share=range_share, confidence=confidence,
                     n_boot=n_boot, seed=seed, interleaved=False)

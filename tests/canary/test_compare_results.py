@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collscope.canary.compare_results import NOT_INTERLEAVED, results_frame
+from collscope.canary.compare_results import NOT_INTERLEAVED, judge_results, results_frame
 from collscope.errors import ConfigError, ParseError
 from tests.analysis.recommend_frames import cell_rows, write_results
 
@@ -169,3 +169,46 @@ def test_two_tables_in_one_post_are_two_runs_of_one_side() -> None:
 
 def test_the_caveat_says_the_sides_were_not_interleaved() -> None:
     assert "not interleaved" in NOT_INTERLEAVED and "not paired" in NOT_INTERLEAVED
+
+
+@pytest.mark.parametrize(("a", "b", "options", "blocks", "sizes", "shape"), JUDGED, ids=[j[-1] for j in JUDGED])
+def test_every_posted_shape_is_judged_with_the_not_interleaved_caveat(a: list[str], b: list[str],
+                                                                      options: dict[str, object], blocks: int,
+                                                                      sizes: int, shape: str) -> None:
+    verdict = judge_results([_f(n) for n in a], [_f(n) for n in b], n_boot=400, **options)  # type: ignore[arg-type]
+    assert verdict.interleaved is False
+    assert any("not interleaved" in c for c in verdict.caveats), verdict.caveats
+    assert verdict.blocks == blocks
+    if blocks < 2:  # one run a side, as most posts have: no interval, and the verdict says what would give one
+        assert verdict.decision == "inconclusive"
+        assert any("at least 2" in r for r in verdict.reasons), verdict.reasons
+
+
+def test_three_runs_a_side_with_b_nine_percent_slower_from_64m_is_a_no_go_naming_the_range() -> None:
+    verdict = judge_results([_f("srun-three-runs-a.txt")], [_f("srun-three-runs-b.txt")])
+    assert verdict.decision == "no-go" and verdict.exit_code == 1
+    losing = [(r.op, r.min_bytes, r.max_bytes) for r in verdict.ranges if r.verdict == "loses"]
+    assert losing and all(op == "all_reduce" and lo >= 64 << 20 and hi <= 1 << 30 for op, lo, hi in losing)
+    assert not [r for r in verdict.ranges if r.max_bytes < 64 << 20 and r.verdict == "loses"]
+    assert verdict.workload_change.low > 0.05
+
+
+def test_the_same_results_on_both_sides_are_never_a_no_go() -> None:
+    verdict = judge_results([_f("srun-three-runs-a.txt")], [_f("srun-three-runs-a.txt")])
+    assert verdict.decision != "no-go"  # unpaired runs with 1.6% noise: the interval is wider than 1%
+    assert abs(verdict.workload_change.estimate) < 1e-9
+    assert not [r for r in verdict.ranges if r.verdict != "same"]
+
+
+def test_json_runs_with_b_faster_are_a_go() -> None:
+    verdict = judge_results([_f("json-all_gather-a-run0.json"), _f("json-all_gather-a-run1.json")],
+                            [_f("json-all_gather-b-run0.json"), _f("json-all_gather-b-run1.json")])
+    assert verdict.decision == "go"
+    assert verdict.workload_change.high < 0
+
+
+def test_the_frame_s_notes_reach_the_verdict_s_caveats(tmp_path: Path) -> None:
+    a = write_results(tmp_path / "a", cell_rows(sizes=[1 << 20, 1 << 21, 1 << 22], busbw=10.0, sweep_id="a"))
+    b = write_results(tmp_path / "b", cell_rows(sizes=[1 << 20, 1 << 21], busbw=10.0, sweep_id="b"))
+    verdict = judge_results([a], [b])
+    assert "1 cell(s) only side A measured, left out: all_reduce 4M out-of-place" in verdict.caveats
