@@ -25,9 +25,12 @@ without records (a timeout, say) have no rows: they are listed in ``frame.attrs[
 ``{point_id, op, config, reason, detail, source}``, the analysis reports them.
 
 Speed: JSONL is decoded by :mod:`collscope.results.decode` straight into Measurements (msgspec, strict types:
-a wrong type is a ParseError naming file, line and field), columns are built with C-level iteration,
-and the settings of a point are turned into ``config`` and knob columns once per distinct value (run-length
-encoding: records of one point are adjacent), never per row. Secrets' values
+a wrong type is a ParseError naming file, line and field), columns are built with C-level iteration
+(:mod:`.record_columns`), and the settings of a point are turned into ``config`` and knob columns once per distinct
+value (run-length encoding: records of one point are adjacent), never per row. A results directory of
+:data:`~.points_cache.CACHE_MIN_RECORDS` records or more is read through the Parquet cache of its points
+(:mod:`.points_cache`): only point files whose identity changed are decoded again, the rest come into pandas through
+Arrow; ``frame.attrs["points_cache"]`` says, per directory, what came from the cache. Secrets' values
 (:func:`collscope.vocab.secrets.is_secret_name`) are ``REDACTED`` in ``config``, the knob columns and
 ``environment``, whatever the records hold (records written before collscope redacted them), so nothing that
 prints the frame (analyze, report, recommend) shows one.
@@ -38,8 +41,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import attrgetter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,24 @@ import pandas as pd
 
 from collscope.analysis.job_geometry import Clue, apply_overrides, frame_clues, group_geometries, run_clues
 from collscope.analysis.machines import one_machine
+from collscope.analysis.points_cache import (
+    CACHE_MIN_RECORDS,
+    CachedPoints,
+    FileKey,
+    file_key,
+    read_cache,
+    take,
+    write_cache,
+)
+from collscope.analysis.record_columns import (
+    FIELDS,
+    NULLABLE_INT,
+    TYPED,
+    RecordColumns,
+    concat,
+    first_appearance,
+    from_records,
+)
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests
 from collscope.collectives.nccl_tests.reading import text_cap
 from collscope.collectives.nccl_tests.runs import parse_nccl_tests_runs
@@ -67,20 +87,13 @@ from collscope.vocab.configs import (
     is_tuning_variable,
     rail_of,
 )
-from collscope.vocab.secrets import redact_env
 
 __all__ = ["load_results", "config_of", "is_tuning_variable", "NON_TUNING_VARIABLES", "NON_TUNING_PREFIXES",
            "RECORD_COLUMNS", "DEFAULT_CONFIG"]
 
-_FIELDS: tuple[str, ...] = Measurement.__struct_fields__
+_FIELDS: tuple[str, ...] = FIELDS
 RECORD_COLUMNS = tuple(f for f in _FIELDS if f != "settings")
 """Measurement fields that become columns (``hosts`` joined by ``","``)."""
-_FLOAT = ("time_us", "algbw_gbps", "busbw_gbps", "error")
-_INT = ("size_bytes", "nranks", "repeat")
-_NULLABLE_INT = ("count", "root", "nnodes", "wrong", "iters", "warmup")
-_BOOL = ("in_place", "ok")
-_TYPED: dict[str, Any] = {"size_bytes": np.int64, "nranks": np.int64, "repeat": np.int64, "time_us": np.float64,
-                          "algbw_gbps": np.float64, "busbw_gbps": np.float64, "in_place": np.bool_, "ok": np.bool_}
 
 
 # ---- reading sources into row lists ------------------------------------------------------------------------
@@ -128,7 +141,7 @@ def _check_verdict(path: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
+def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]], RecordColumns, str, str]:
     """The records of every finished point of ``root``, and its failed points without records.
 
     Damaged points (a ``points/*.jsonl`` that is empty, undecodable, cut mid-line or not a regular file) stop
@@ -150,25 +163,52 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
                    and not n.startswith("."))
     damaged: list[ParseError] = []
     tests = {p.point_id: p for p in meta.plan.points} if meta.kind == "locate" else {}
+    sweep_key = file_key(str(results.sweep_json))
+    cache = None if tests else read_cache(root)  # a locate test's configuration is read from its records
+    reusable = {n: i for i, n in enumerate(cache.names)} if cache is not None and cache.sweep_key == sweep_key else {}
+    origin: list[int] = []  # per part: its index in the cache, or -1 - its index among the files decoded again
+    fresh: list[_Part] = []
+    keys: list[FileKey] = []
+    check_keys: list[tuple[FileKey | None, bool | None]] = []
     for name in files:
         point_id = name[: -len(".jsonl")]
         path = os.path.join(points_dir, name)
-        try:
-            records = read_point_file(path)
-        except ParseError as exc:
-            damaged.append(exc)
-            continue
-        foreign = not_its_records(path, records, results.planned(point_id))  # another point's records
-        if foreign is not None:
-            damaged.append(foreign)
-            continue
         check = f"{point_id}.check.json"
-        applied = _check_verdict(os.path.join(points_dir, check)) if check in checks else None
+        check_path = os.path.join(points_dir, check)
+        key = file_key(path)
+        check_key = file_key(check_path) if check in checks else None
         failure = failures.get(point_id)
-        parts.append(_Part(records, point_id, applied, None if failure is None else failure.reason, str(root),
-                           config=_locate_config(tests.get(point_id), records) if tests else None))
+        reason = None if failure is None else failure.reason
+        at = reusable.get(name, -1)
+        if cache is not None and at >= 0 and key is not None and cache.keys[at] == key:
+            cached_check, applied = cache.checks[at]
+            if cached_check != check_key:
+                applied = _check_verdict(check_path) if check in checks else None
+            parts.append(_Part((), point_id, applied, reason, str(root)))
+            origin.append(at)
+        else:
+            try:
+                records = read_point_file(path)
+            except ParseError as exc:
+                damaged.append(exc)
+                continue
+            foreign = not_its_records(path, records, results.planned(point_id))  # another point's records
+            if foreign is not None:
+                damaged.append(foreign)
+                continue
+            applied = _check_verdict(check_path) if check in checks else None
+            part = _Part(records, point_id, applied, reason, str(root),
+                         config=_locate_config(tests.get(point_id), records) if tests else None)
+            parts.append(part)
+            origin.append(-1 - len(fresh))
+            fresh.append(part)
+        keys.append(key if key is not None else (0, -1, 0))
+        check_keys.append((check_key, applied))
     if damaged:
         raise DamagedPointsError(str(root), damaged)
+    columns, note = _dir_columns(root, cache, origin, fresh, CachedPoints(sweep_key, files, keys, check_keys,
+                                                                           RecordColumns(np.empty(0, np.int32))),
+                                 write=not tests)
     seen = {name[: -len(".jsonl")] for name in files}
     planned = {p.point_id: p for p in meta.plan.points}
     lost = []
@@ -180,7 +220,42 @@ def _load_results_dir(root: Path) -> tuple[list[_Part], list[dict[str, Any]]]:
                      "config": (_locate_config(plan, []) if meta.kind == "locate" and plan is not None else
                                 config_of(dict(plan.settings) if plan is not None else {})),
                      "reason": entry.reason, "detail": entry.detail, "source": str(root)})
-    return parts, lost
+    return parts, lost, columns, meta.kind, note
+
+
+def _decoded(parts: Sequence[_Part], sources: Sequence[Path]) -> RecordColumns:
+    """The columns of decoded parts; ParseError naming ``sources`` when a value is not of its field's type."""
+    try:
+        return from_records([p.rows for p in parts], [p.point_id for p in parts])
+    except (ValueError, TypeError) as exc:
+        raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
+                         found=str(exc)) from exc
+
+
+def _dir_columns(root: Path, cache: CachedPoints | None, origin: list[int], fresh: list[_Part],
+                 now: CachedPoints, *, write: bool) -> tuple[RecordColumns, str]:
+    """The columns of a results directory's parts (``origin``: per part, its index in ``cache`` or ``-1 - i`` for
+    ``fresh[i]``, decoded again), and the cache rewritten when anything changed (``now``: the manifest of today's
+    files, its columns filled here). The note says what the cache did."""
+    reused = [i for i in origin if i >= 0]
+    decoded = _decoded(fresh, [root]) if fresh else None
+    if cache is not None and not fresh and reused == list(range(len(cache.names))) and now.names == cache.names \
+            and now.checks == cache.checks and now.sweep_key == cache.sweep_key:
+        return cache.columns, f"{len(reused)} point files from the cache"
+    pieces = ([take(cache.columns, reused)] if cache is not None and reused else []) + \
+        ([decoded] if decoded is not None else [])
+    if not pieces:
+        return _decoded([], [root]), "no point files"
+    joined = concat(pieces)
+    rank = {i: position for position, i in enumerate(reused)}
+    order = [rank[i] if i >= 0 else len(reused) + (-1 - i) for i in origin]
+    columns = joined if order == list(range(len(order))) else take(joined, order)
+    note = f"{len(reused)} point files from the cache, {len(fresh)} decoded"
+    if write and (cache is not None or len(columns) >= CACHE_MIN_RECORDS):
+        now.columns = columns
+        why = write_cache(root, now)
+        note += "; cache written" if why is None else f"; cache {why}"
+    return columns, note
 
 
 def _locate_config(plan: Any, records: Sequence[Measurement]) -> str | None:
@@ -197,109 +272,42 @@ def _locate_config(plan: Any, records: Sequence[Measurement]) -> str | None:
 
 
 # ---- columns -------------------------------------------------------------------------------------------------
-def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start index and length of each run of equal adjacent values."""
-    n = len(values)
-    change = np.empty(n, dtype=bool)
-    if n:
-        change[0] = True
-        np.not_equal(values[1:], values[:-1], out=change[1:])
-    starts = np.flatnonzero(change)
-    return starts, np.diff(np.append(starts, n))
-
-
-def _encode(values: np.ndarray, canon: Callable[[Any], Any] | None = None) -> tuple[np.ndarray, list[Any]]:
-    """Codes (-1 for None) and distinct values, in order of appearance; ``canon`` maps a run's value to a
-    hashable key first (Python work per run, not per row)."""
-    starts, lengths = _runs(values)
-    heads = values[starts]
-    if canon is not None:
-        keyed = np.empty(len(heads), dtype=object)
-        keyed[:] = [None if v is None else canon(v) for v in heads]
-        heads = keyed
-    codes, uniques = pd.factorize(heads, use_na_sentinel=True)
-    return np.repeat(codes.astype(np.int32), lengths), list(uniques)
-
-
 def _from_codes(codes: Any, categories: Sequence[Any]) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(list(categories)), validate=False)
 
 
 def _categorical(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Categorical:
-    cats = [str(u) for u in uniques]
-    if len(set(cats)) != len(cats):  # distinct objects with the same text (e.g. 1 and "1")
-        merged, cat_index = pd.factorize(np.asarray(cats, dtype=object))
-        lookup = np.append(merged, -1).astype(np.int32)
-        return _from_codes(lookup[codes], list(cat_index))
-    return _from_codes(codes, cats)
+    codes, uniques = first_appearance(codes, uniques)
+    return _from_codes(codes, [str(u) for u in uniques])
 
 
-def _settings_items(value: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(redact_env(value).items()))
+def _per_part(values: Sequence[Any], part: np.ndarray) -> pd.Categorical:
+    """A categorical of one value per part (``values``), spread over the parts' rows."""
+    codes, uniques = pd.factorize(np.asarray(list(values) + [None], dtype=object), use_na_sentinel=True)
+    return _categorical(codes.astype(np.int32)[part], list(uniques))
 
 
-def _hosts_text(value: tuple[str, ...]) -> str:
-    return ",".join(value)
-
-
-def _environment_text(value: Mapping[str, str]) -> str:
-    return ";".join(f"{k}={v}" for k, v in sorted(redact_env(value).items()))
-
-
-def _column(name: str, values: np.ndarray) -> Any:
-    if name in _FLOAT or name in _INT or name in _NULLABLE_INT:
-        missing = pd.isna(values)
-        has_missing = bool(missing.any())
-        if name in _FLOAT:
-            return (np.where(missing, np.nan, values) if has_missing else values).astype(np.float64)
-        ints = (np.where(missing, 0, values) if has_missing else values).astype(np.int64)
-        if name in _INT:
-            if has_missing:
-                raise ValueError(f"{name} is null")
-            return ints
-        return pd.arrays.IntegerArray(ints, missing.astype(bool))
-    if name in _BOOL:
-        return values.astype(bool)
-    codes, uniques = _encode(values, _hosts_text if name == "hosts" else
-                             _environment_text if name == "environment" else None)
-    return _categorical(codes, uniques)
-
-
-def _frame(parts: list[_Part]) -> pd.DataFrame:
-    counts = np.array([len(p.rows) for p in parts], dtype=np.int64)
-    rows: list[Any] = []
-    for part in parts:
-        rows.extend(part.rows)
-    n = len(rows)
+def _frame(parts: list[_Part], cols: RecordColumns) -> pd.DataFrame:
+    """The DataFrame of ``cols`` (rows of ``parts``, in order: ``cols.part`` indexes ``parts``)."""
+    part = cols.part
     columns: dict[str, Any] = {}
-    settings = np.empty(0, dtype=object)
     for name in _FIELDS:
-        if name in _TYPED:
-            try:
-                columns[name] = np.fromiter(map(attrgetter(name), rows), dtype=_TYPED[name], count=n)
-                continue
-            except (TypeError, ValueError):  # a None, or a value of another type: the general path says which
-                pass
-        values = np.fromiter(map(attrgetter(name), rows), dtype=object, count=n)
-        if name == "settings":
-            settings = values
-            continue
-        if name == "point_id":
-            fill = np.repeat(np.array([p.point_id for p in parts], dtype=object), counts)
-            values = np.where(pd.isna(values), fill, values)
-        columns[name] = _column(name, values)
+        if name in TYPED:
+            columns[name] = cols.typed[name]
+        elif name in NULLABLE_INT:
+            values, mask = cols.nullable[name]
+            columns[name] = pd.arrays.IntegerArray(values, mask)
+        elif name != "settings":
+            columns[name] = _categorical(*cols.coded[name])
 
-    codes, distinct = _encode(settings, _settings_items)
+    codes, distinct = first_appearance(*cols.settings)
+    counts = np.bincount(part, minlength=len(parts))
     columns["config"] = _config_column(codes, distinct, columns["rail"], [p.config for p in parts], counts)
-
     verdicts = [p.applied for p in parts]
-    columns["applied"] = pd.arrays.BooleanArray(
-        np.repeat(np.array([v is True for v in verdicts], dtype=bool), counts),
-        np.repeat(np.array([v is None for v in verdicts], dtype=bool), counts))
-    fcodes, funiq = _encode(np.repeat(np.array([p.failure for p in parts], dtype=object), counts))
-    columns["failure"] = _categorical(fcodes, funiq)
-    icodes, iuniq = _encode(np.repeat(np.array([p.label for p in parts], dtype=object), counts))
-    columns["input"] = _categorical(icodes, iuniq)
+    columns["applied"] = pd.arrays.BooleanArray(np.array([v is True for v in verdicts], dtype=bool)[part],
+                                                np.array([v is None for v in verdicts], dtype=bool)[part])
+    columns["failure"] = _per_part([p.failure for p in parts], part)
+    columns["input"] = _per_part([p.label for p in parts], part)
 
     knobs = sorted({k for s in distinct for k, _ in s if is_tuning_variable(k)})
     for knob in knobs:
@@ -374,31 +382,49 @@ def load_results(paths: str | Path | Iterable[str | Path], *, op: str | None = N
 def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None]) -> pd.DataFrame:
     nranks = overrides["nranks"]
     parts: list[_Part] = []
+    pieces: list[RecordColumns] = []
+    pending: list[_Part] = []  # parts of files, decoded into columns together
     lost: list[dict[str, Any]] = []
     node_tests: list[str] = []
+    cache_notes: dict[str, str] = {}
     if not sources:
         raise ParseError("<no paths>", None, "at least one results directory or file")
+
+    def flush() -> None:
+        if pending:
+            pieces.append(_decoded(pending, sources))
+            pending.clear()
+
     for path in sources:
         if path.is_dir():
             if not os.path.lexists(path / "sweep.json"):
                 raise ParseError(str(path), None, "a sweep results directory (sweep.json missing)")
-            dir_parts, dir_lost = _load_results_dir(path)
+            flush()
+            dir_parts, dir_lost, columns, kind, note = _load_results_dir(path)
             parts.extend(dir_parts)
+            pieces.append(columns)
             lost.extend(dir_lost)
-            if ResultsDir(path).read_sweep().kind == "locate":  # tests of nodes, by design (analysis.placement)
+            cache_notes[str(path)] = note
+            if kind == "locate":  # tests of nodes, by design (analysis.placement)
                 node_tests.append(str(path))
         elif path.exists():
-            parts.extend(_load_file(path, op, nranks))
+            file_parts = _load_file(path, op, nranks)
+            parts.extend(file_parts)
+            pending.extend(file_parts)
         else:
             raise ParseError(str(path), None, "an existing results directory or file")
+    flush()
+    columns = concat(pieces)
     try:
-        frame = _frame(parts)
+        frame = _frame(parts, columns)
     except (ValueError, TypeError) as exc:
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
+    frame.attrs["points_cache"] = cache_notes
     frame.attrs["failures"] = lost
     frame.attrs["node_tests"] = node_tests
-    clues = frame_clues(frame, [(len(p.rows), p.label, p.clues) for p in parts])
+    counts = np.bincount(columns.part, minlength=len(parts)).tolist()
+    clues = frame_clues(frame, [(n, p.label, p.clues) for n, p in zip(counts, parts, strict=True)])
     apply_overrides(frame, overrides["nranks"], overrides["nnodes"])
     frame.attrs["geometry"] = group_geometries(clues, overrides)
     one_machine(frame, sources)
