@@ -13,9 +13,10 @@ The workload's change (:mod:`.verdict_stats`)
     the ratio (ABBA cancels a linear drift exactly over block pairs). Its interval is the **expanded
     percentile bootstrap** over blocks (resampling blocks, ``n_boot`` resamples, seeded): the plain percentile
     interval is too narrow with 4-16 blocks; the expanded one has the t interval's width and the bootstrap's
-    shape. Reported as a relative change ``exp(x) - 1`` (+0.05: B takes 5% more time). Results that were not
-    interleaved (``interleaved=False``) are compared unpaired, A's and B's runs resampled independently, with a
-    caveat: node and time-of-day effects are then part of the "change".
+    shape, and it is never narrower than the t interval (which decides with 2-4 blocks). Reported as a
+    relative change ``exp(x) - 1`` (+0.05: B takes 5% more time). Results that were not interleaved
+    (``interleaved=False``) are compared unpaired, A's and B's runs resampled independently, with a caveat:
+    node and time-of-day effects are then part of the "change".
 
 The A/A noise
     The spread (standard deviation) of the differences between consecutive A runs, in logs: a difference of
@@ -27,10 +28,13 @@ The A/A noise
 Ranges (:mod:`.verdict_ranges`)
     Per op and size, the busbw change B against A (``T_A / T_B - 1`` at one size) with its interval. A size
     **loses** when its interval lies entirely on the slower side of 0 *and* its estimated loss exceeds both
-    the A/A noise of one block at that size and ``max_loss``; **gains** symmetrically; else **same**. The noise
-    condition is deliberately stricter than the interval alone: the ranges test many sizes at once, and a
-    loss smaller than what A itself varies by between two runs is not one to stop an upgrade for (it keeps
-    identical sides from being judged no-go by the one size in twenty whose interval excludes 0 by chance).
+    ``max_loss`` and the A/A noise at that size, taken as the largest change an A/A canary of the same blocks
+    shows at any of the measured sizes (the per-block A/A noise there, pooled with its neighbours, times a
+    Bonferroni t quantile over the sizes, over ``sqrt(blocks)``); **gains** symmetrically; else **same**. The
+    noise condition is deliberately stricter than the interval alone: the ranges test every size at once (one
+    in twenty excludes 0 by chance), and the noise comes from A alone, so a B/A interval that is narrow by
+    chance cannot make its own case. At 8 blocks and 10 sizes the threshold is about one block's A/A noise;
+    it shrinks like ``1/sqrt(blocks)``, so more blocks resolve smaller losses.
     Adjacent sizes of one op with the same verdict merge into a :class:`RangeChange`, its interval recomputed
     on the range's time-weighted change (the workload's calls as weights; one call per size when the workload
     calls none of them). ``time_share`` is the fraction of A's workload time spent in the range.
@@ -178,9 +182,9 @@ def _caveats(interleaved: bool, n: int, dropped: tuple[str, ...], no_workload: b
     if dropped:
         out.append(f"left out {len(dropped)} incomplete: " + "; ".join(dropped[:5]) +
                    (f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""))
-    if 2 <= n < 4:
-        out.append(f"with {n} blocks the interval is only as wide as the blocks' own spread; 8 or more give "
-                   "an interval to trust")
+    if 2 <= n < 5:
+        out.append(f"with {n} blocks the interval is the t interval of {n - 1} degree{'s' if n > 2 else ''} of "
+                   "freedom (too few blocks to bootstrap): wide; 8 or more blocks give a tighter one")
     if 2 <= n < 3:
         out.append("the A/A noise needs 3 blocks: no size is called a loss or a gain beyond noise")
     if no_workload:

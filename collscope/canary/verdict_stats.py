@@ -10,8 +10,9 @@ bootstrap", The American Statistician 69, 2015): the plain percentile interval o
 resamplable units (it behaves like a z interval with the ``1/n`` variance), and a canary has 4 to 16 blocks. The
 expanded interval reads the bootstrap distribution at the percentiles ``alpha'/2`` and ``1 - alpha'/2`` where
 ``Phi^-1(1 - alpha'/2) = sqrt(n / (n - 1)) * t(1 - alpha/2, n - 1)``, which gives it the width of the t interval
-while keeping the bootstrap's shape (skew). With 2 or 3 blocks it is only as wide as the blocks' own spread: the
-verdict says so.
+while keeping the bootstrap's shape (skew). It is never narrower than the t interval on either side: with 2 to 4
+blocks the bootstrap cannot reach beyond the blocks it resamples (with 2 it would be their range, a 50%
+interval), and the t interval then sets the width.
 
 The statistic is the mean of the per-block log ratios (paired, interleaved) or the difference of the sides'
 mean log times (unpaired: A's and B's runs resampled independently, ``n`` the smaller side's count).
@@ -86,7 +87,12 @@ def boot_change(log_a: np.ndarray, log_b: np.ndarray, *, paired: bool, confidenc
         boot = log_b[idx_b].mean(axis=1) - log_a[idx_a].mean(axis=1)
     q_low, q_high = expanded_levels(n, confidence)
     low, high = np.quantile(boot, [q_low, q_high], axis=0)
-    return estimate, np.minimum(low, estimate), np.maximum(high, estimate)
+    if paired:
+        se = diff.std(axis=0, ddof=1) / math.sqrt(n)
+    else:
+        se = np.sqrt(log_a.var(axis=0, ddof=1) / n_a + log_b.var(axis=0, ddof=1) / n_b)
+    half = t_quantile(0.5 + confidence / 2, n - 1) * se
+    return estimate, np.minimum(low, estimate - half), np.maximum(high, estimate + half)
 
 
 def successive_noise(log_a: np.ndarray) -> np.ndarray:
