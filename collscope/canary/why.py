@@ -32,7 +32,7 @@ from collscope.canary.why_evidence import TUNING_HINT, Choice, Evidence, side_ch
 from collscope.units import format_size
 from collscope.vocab.ompi import OP_OMPI_COLL, ompi_algorithm_knob
 
-__all__ = ["ChoiceChange", "Why", "explain"]
+__all__ = ["ChoiceChange", "Why", "explain", "render_rules"]
 
 
 class _Range(Protocol):
