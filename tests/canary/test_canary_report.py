@@ -140,3 +140,22 @@ def test_the_page_renders_in_chromium_with_every_image_and_no_console_message(no
     errors = [line for line in (dom.stderr + rendered.stderr).splitlines()
               if ":CONSOLE" in line or "Failed to load resource" in line]
     assert not errors, "console messages:\n" + "\n".join(errors)
+
+
+def test_one_figure_per_op_and_labels_with_dollars_and_markup_are_text(tmp_path: Path) -> None:
+    from tests.analysis.recommend_frames import cell_rows, write_results
+
+    sizes = [1 << 16, 1 << 20, 1 << 24]
+    sides = {}
+    for side, bw in (("a", 10.0), ("b", 9.0)):
+        sides[side] = write_results(tmp_path / side, cell_rows(sizes=sizes, busbw=bw, sweep_id=side),
+                                    cell_rows(op="all_gather", sizes=sizes, busbw=bw, sweep_id=side))
+    frame = results_frame([sides["a"]], [sides["b"]])
+    verdict = judge_results([sides["a"]], [sides["b"]], n_boot=400)
+    labels = {"A": "$HOME/nccl-2.28 $x$", "B": "<b>2.29</b> & co"}
+    page = write_canary_report(frame, verdict, tmp_path / "out", labels=labels)
+    text = page.read_text()
+    assert text.count("<img") == 2
+    assert "<h2>all_gather</h2>" in text and "<h2>all_reduce</h2>" in text
+    assert "$HOME/nccl-2.28 $x$" in text and "&lt;b&gt;2.29&lt;/b&gt; &amp; co" in text
+    assert sorted(p.name for p in page.parent.glob("*.png")) == ["canary-00.png", "canary-01.png"]

@@ -31,8 +31,8 @@ JUDGED = [
     (["markdown-eaten-hashes-a.txt"], ["markdown-eaten-hashes-b.txt"], {}, 1, 16, "'#' eaten by markdown"),
     (["threads-version-line-a.txt"], ["threads-version-line-b.txt"], {"op": "all_reduce"}, 1, 1,
      "threads of one process, NCCL version line"),
-    (["json-all_gather-a-run0.json", "json-all_gather-a-run1.json"],
-     ["json-all_gather-b-run0.json", "json-all_gather-b-run1.json"], {}, 2, 7, "nccl-tests -J JSON, two runs a side"),
+    ([f"json-all_gather-a-run{i}.json" for i in range(3)], [f"json-all_gather-b-run{i}.json" for i in range(3)], {},
+     3, 7, "nccl-tests -J JSON, three runs a side"),
 ]
 
 
@@ -201,9 +201,9 @@ def test_the_same_results_on_both_sides_are_never_a_no_go() -> None:
 
 
 def test_json_runs_with_b_faster_are_a_go() -> None:
-    verdict = judge_results([_f("json-all_gather-a-run0.json"), _f("json-all_gather-a-run1.json")],
-                            [_f("json-all_gather-b-run0.json"), _f("json-all_gather-b-run1.json")])
-    assert verdict.decision == "go"
+    verdict = judge_results([_f(f"json-all_gather-a-run{i}.json") for i in range(3)],
+                            [_f(f"json-all_gather-b-run{i}.json") for i in range(3)])
+    assert verdict.decision == "go"  # B 3% faster
     assert verdict.workload_change.high < 0
 
 
@@ -212,3 +212,34 @@ def test_the_frame_s_notes_reach_the_verdict_s_caveats(tmp_path: Path) -> None:
     b = write_results(tmp_path / "b", cell_rows(sizes=[1 << 20, 1 << 21], busbw=10.0, sweep_id="b"))
     verdict = judge_results([a], [b])
     assert "1 cell(s) only side A measured, left out: all_reduce 4M out-of-place" in verdict.caveats
+
+
+def _runs_on_other_nodes(tmp_path: Path) -> list[Path]:
+    """srun-three-runs-a.txt's three runs, each on another pair of nodes, one file per run."""
+    text = _f("srun-three-runs-a.txt").read_text()
+    starts = [i for i, line in enumerate(text.splitlines()) if line.endswith("queued and waiting for resources")]
+    lines = text.splitlines()
+    files = []
+    for k, (lo, hi) in enumerate(zip(starts, [*starts[1:], len(lines)], strict=True)):
+        run = "\n".join(lines[lo:hi]).replace("lnode0412", f"lnode09{k}1").replace("lnode0418", f"lnode09{k}2")
+        path = tmp_path / f"run{k}.txt"
+        path.write_text(run + "\n")
+        files.append(path)
+    return files
+
+
+def test_runs_of_a_side_on_other_nodes_in_their_own_files_are_its_blocks(tmp_path: Path) -> None:
+    frame = results_frame(_runs_on_other_nodes(tmp_path), [_f("srun-three-runs-b.txt")])
+    a = frame[frame["side"] == "A"]
+    assert sorted(a["block"].unique().tolist()) == [0, 1, 2]
+    assert a.groupby("block")["hosts"].first().astype(str).tolist() == [
+        "lnode0901,lnode0902", "lnode0911,lnode0912", "lnode0921,lnode0922"]
+
+
+def test_runs_on_other_nodes_pasted_into_one_file_are_refused_by_load_results(tmp_path: Path) -> None:
+    """Reported for load_results: its one-machine rule refuses one file whose pasted runs ran on other nodes (a
+    side's repeats in other allocations); one file per run is the way round it today."""
+    one = tmp_path / "three-runs.txt"
+    one.write_text("".join(p.read_text() for p in _runs_on_other_nodes(tmp_path)))
+    with pytest.raises(ConfigError, match=r"records from 3 different machines"):
+        results_frame([one], [_f("srun-three-runs-b.txt")])
