@@ -4,7 +4,9 @@ Each path is a results directory (``sweep.json``), a file, or a directory of fil
 out; a results directory inside is read as one). A file already in the store (the ledger holds its sha256) is
 skipped; so is one seen twice in the same call. A damaged input is reported with its file (and line) and the
 others are ingested; a damaged line of a JSON-lines input is reported and the rest of the file ingested
-(:mod:`collscope.observe.readers`). Rows are written in batches of about :data:`BATCH_RECORDS`, each committed
+(:mod:`collscope.observe.readers`). Files are parsed by a pool of processes, one per core this process may run on
+(:func:`parse_workers`; parsing is pure Python and CPU-bound), in the order they were found; hashing, the ledger
+and writing stay in this process. Rows are written in batches of about :data:`BATCH_RECORDS`, each committed
 on its own (:mod:`collscope.observe.store`): a killed ingest keeps the batches it committed, and a rerun adds the
 rest.
 """
@@ -12,9 +14,11 @@ rest.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,10 +31,14 @@ from collscope.observe.results_reader import read_results_dir
 from collscope.observe.rows import Rows, parse_time
 from collscope.observe.store import Store, cluster_key
 
-__all__ = ["ingest", "IngestReport", "BATCH_RECORDS", "parse_time_option", "check_cluster"]
+__all__ = ["ingest", "IngestReport", "BATCH_RECORDS", "parse_time_option", "check_cluster", "parse_workers"]
 
 BATCH_RECORDS = 250_000
 """Rows per committed batch (about 60 MB of Python objects before it is written)."""
+CHUNK_FILES = 32
+"""Files handed to a parsing process at a time (and parsed in this process when fewer are waiting)."""
+_Job = tuple[str, bytes, str, float]
+"""What a parsing process gets for one file: its path, content, sha256 and modification time."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -124,6 +132,71 @@ class _Batch:
         self.rows, self.sources, self.size = Rows(), [], 0
 
 
+def parse_workers() -> int:
+    """Processes that parse files: the cores this process may run on (``COLLSCOPE_INGEST_WORKERS`` overrides;
+    1 parses in this process)."""
+    given = os.environ.get("COLLSCOPE_INGEST_WORKERS", "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ConfigError(f"COLLSCOPE_INGEST_WORKERS={given!r} is invalid; valid: a whole number >= 1")
+        return int(given)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _parse_chunk(jobs: Sequence[_Job], ctx: ReadContext) -> list[Source | str]:
+    """Each file's Source, or the text of the ParseError that left it out (exceptions with their own arguments
+    do not cross a process boundary intact)."""
+    out: list[Source | str] = []
+    for path, data, sha, mtime in jobs:
+        try:
+            out.append(read_file(path, data, sha, mtime, ctx))
+        except ParseError as exc:
+            out.append(str(exc))
+    return out
+
+
+class _Parser:
+    """Parses files in order, a chunk at a time, in a pool of processes when there is more than one core."""
+
+    def __init__(self, ctx: ReadContext, workers: int) -> None:
+        self.ctx = ctx
+        self.jobs: list[_Job] = []
+        self.pending: list[Any] = []  # futures, in order
+        self.pool: Executor | None = None
+        if workers > 1:
+            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
+            self.depth = 2 * workers
+
+    def add(self, job: _Job) -> Iterator[Source | str]:
+        self.jobs.append(job)
+        if len(self.jobs) >= CHUNK_FILES:
+            yield from self._submit()
+
+    def _submit(self) -> Iterator[Source | str]:
+        jobs, self.jobs = self.jobs, []
+        if self.pool is None:
+            yield from _parse_chunk(jobs, self.ctx)
+            return
+        self.pending.append(self.pool.submit(_parse_chunk, jobs, self.ctx))
+        while len(self.pending) > self.depth:
+            yield from self.pending.pop(0).result()
+
+    def drain(self) -> Iterator[Source | str]:
+        """Everything still waiting, in order (before a results directory's sources, and at the end)."""
+        if self.jobs:
+            if self.pool is None or self.pending:
+                yield from self._submit()
+            else:
+                jobs, self.jobs = self.jobs, []
+                yield from _parse_chunk(jobs, self.ctx)  # a few files: no process started for them
+        while self.pending:
+            yield from self.pending.pop(0).result()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
 def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | None = None,
            time_: datetime | None = None) -> IngestReport:
     """Add ``paths`` to the store at ``store`` (created when absent). ConfigError for a path that does not exist
@@ -139,24 +212,40 @@ def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | Non
     with the_store.writing():
         known, _ = the_store.known()
         batch = _Batch(the_store, report)
-        for path in _inputs(paths, the_store.root):
-            try:
-                if path.is_dir():
-                    sources, skipped = read_results_dir(path, known, ctx)
-                    report.skipped += skipped
+        parser = _Parser(ctx, parse_workers())
+
+        def take(results: Iterable[Source | str]) -> None:
+            for result in results:
+                if isinstance(result, str):
+                    report.problems.append(f"{result} (input left out)")
                 else:
+                    batch.add(result)
+
+        try:
+            for path in _inputs(paths, the_store.root):
+                try:
+                    if path.is_dir():
+                        take(parser.drain())
+                        sources, skipped = read_results_dir(path, known, ctx)
+                        report.skipped += skipped
+                        for source in sources:
+                            known.add(source.sha256)
+                        take(sources)
+                        continue
                     data = read_input_bytes(path, EXPECTED_INPUT)
                     sha = hashlib.sha256(data).hexdigest()
                     if sha in known:
                         report.skipped += 1
                         continue
-                    sources = [read_file(str(path.resolve()), data, sha, path.stat().st_mtime, ctx)]
-            except ParseError as exc:
-                report.problems.append(f"{exc} (input left out)")
-                continue
-            for source in sources:
-                known.add(source.sha256)
-                batch.add(source)
+                    known.add(sha)
+                    job = (str(path.resolve()), data, sha, path.stat().st_mtime)
+                except ParseError as exc:
+                    report.problems.append(f"{exc} (input left out)")
+                    continue
+                take(parser.add(job))
+            take(parser.drain())
+        finally:
+            parser.close()
         batch.flush()
     report.elapsed_s = time.perf_counter() - started
     return report
