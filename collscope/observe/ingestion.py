@@ -4,21 +4,20 @@ Each path is a results directory (``sweep.json``), a file, or a directory of fil
 out; a results directory inside is read as one). A file already in the store (the ledger holds its sha256) is
 skipped; so is one seen twice in the same call. A damaged input is reported with its file (and line) and the
 others are ingested; a damaged line of a JSON-lines input is reported and the rest of the file ingested
-(:mod:`collscope.observe.readers`). Files are parsed by a pool of processes, one per core this process may run on
-(:func:`parse_workers`; parsing is pure Python and CPU-bound), in the order they were found; hashing, the ledger
-and writing stay in this process. Rows are written in batches of about :data:`BATCH_RECORDS`, each committed
-on its own (:mod:`collscope.observe.store`): a killed ingest keeps the batches it committed, and a rerun adds the
-rest.
+(:mod:`collscope.observe.readers`). Files are parsed by a pool of processes, one per core this process may run
+on (:func:`collscope.observe.pool.workers`; parsing is pure Python and CPU-bound), in the order they were found;
+hashing, the ledger and writing stay in this process. Rows are written in batches of about
+:data:`BATCH_RECORDS`, each committed on its own (:mod:`collscope.observe.store`): a killed ingest keeps the
+batches it committed, and a rerun adds the rest.
 """
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,12 +25,13 @@ from typing import Any
 
 from collscope.errors import ConfigError, ParseError
 from collscope.files import read_input_bytes
+from collscope.observe.pool import process_pool, workers
 from collscope.observe.readers import EXPECTED_INPUT, ReadContext, Source, read_file
 from collscope.observe.results_reader import read_results_dir
 from collscope.observe.rows import Rows, parse_time
 from collscope.observe.store import Store, cluster_key
 
-__all__ = ["ingest", "IngestReport", "BATCH_RECORDS", "parse_time_option", "check_cluster", "parse_workers"]
+__all__ = ["ingest", "IngestReport", "BATCH_RECORDS", "parse_time_option", "check_cluster"]
 
 BATCH_RECORDS = 250_000
 """Rows per committed batch (about 60 MB of Python objects before it is written)."""
@@ -132,17 +132,6 @@ class _Batch:
         self.rows, self.sources, self.size = Rows(), [], 0
 
 
-def parse_workers() -> int:
-    """Processes that parse files: the cores this process may run on (``COLLSCOPE_INGEST_WORKERS`` overrides;
-    1 parses in this process)."""
-    given = os.environ.get("COLLSCOPE_INGEST_WORKERS", "").strip()
-    if given:
-        if not given.isdigit() or int(given) < 1:
-            raise ConfigError(f"COLLSCOPE_INGEST_WORKERS={given!r} is invalid; valid: a whole number >= 1")
-        return int(given)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def _parse_chunk(jobs: Sequence[_Job], ctx: ReadContext) -> list[Source | str]:
     """Each file's Source, or the text of the ParseError that left it out (exceptions with their own arguments
     do not cross a process boundary intact)."""
@@ -164,7 +153,7 @@ class _Parser:
         self.pending: list[Any] = []  # futures, in order
         self.pool: Executor | None = None
         if workers > 1:
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
+            self.pool = process_pool(workers)
             self.depth = 2 * workers
 
     def add(self, job: _Job) -> Iterator[Source | str]:
@@ -212,7 +201,7 @@ def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | Non
     with the_store.writing():
         known, _ = the_store.known()
         batch = _Batch(the_store, report)
-        parser = _Parser(ctx, parse_workers())
+        parser = _Parser(ctx, workers())
 
         def take(results: Iterable[Source | str]) -> None:
             for result in results:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from collscope.errors import ConfigError
 from collscope.observe.changes import COINCIDE_COLUMNS, SERIES_COLUMNS, Change, Detection, Outlier, detect
+from collscope.observe.pool import process_pool, workers
 from collscope.observe.views import connect, selection
 
 __all__ = ["find_changes", "ChangesReport", "changes_report", "parse_since"]
@@ -85,14 +86,11 @@ def changes_report(store: str | Path | duckdb.DuckDBPyConnection, *, since: date
     table = _points(con, read_from, cluster)
     changes: list[Change] = []
     outliers: list[Outlier] = []
-    series = runs = 0
-    found = []
-    for series_hash, run_hashes, times, sizes, matrix in _series(table):
-        series += 1
-        runs += len(run_hashes)
-        detection = detect(matrix, seed=series)
-        if detection.shifts or detection.spikes:
-            found.append((series_hash, run_hashes, times, sizes, detection))
+    every = list(_series(table))
+    series, runs = len(every), sum(len(s[1]) for s in every)
+    found = [(series_hash, run_hashes, times, sizes, detection)
+             for (series_hash, run_hashes, times, sizes, _), detection in zip(every, _detect_all(every), strict=True)
+             if detection.shifts or detection.spikes]
     pairs = [_sides(f[4]) for f in found]
     wanted = {int(f[1][r]) for f, p in zip(found, pairs, strict=True) for pair in p for r in pair}
     wanted |= {int(f[1][s.row]) for f in found for s in f[4].spikes}
@@ -109,6 +107,26 @@ def changes_report(store: str | Path | duckdb.DuckDBPyConnection, *, since: date
     changes.sort(key=lambda x: (x.at, str(x.series)))
     outliers.sort(key=lambda x: (x.at, str(x.series)))
     return ChangesReport(changes, outliers, series, runs, since, read_from)
+
+
+POOL_MIN_CELLS = 1_000_000
+"""Series of fewer runs x sizes in all are searched in this process (a pool costs about a second to start)."""
+
+
+def _detect_all(every: list[Any]) -> list[Detection]:
+    """:func:`detect` on each series (seeded by its place, 1, 2, ...), in a pool of processes when the series are
+    many and there is more than one core (:mod:`collscope.observe.pool`); in order either way."""
+    matrices = [s[4] for s in every]
+    seeds = list(range(1, len(every) + 1))
+    count = min(workers(), len(matrices))
+    if count < 2 or sum(m.size for m in matrices) < POOL_MIN_CELLS:
+        return [detect(m, seed=k) for m, k in zip(matrices, seeds, strict=True)]
+    with process_pool(count) as pool:
+        return list(pool.map(_detect_one, matrices, seeds))
+
+
+def _detect_one(matrix: np.ndarray, seed: int) -> Detection:
+    return detect(matrix, seed=seed)
 
 
 def _points(con: duckdb.DuckDBPyConnection, read_from: datetime | None, cluster: str | None) -> pa.Table:

@@ -1,4 +1,4 @@
-"""observe ingest parses files in a pool of processes: the store it writes is the one a single process writes."""
+"""observe parses files and detects changes in a pool of processes: the same store, the same changes as one process."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from collscope.errors import ConfigError
-from collscope.observe import ingest, ingestion, query
-from collscope.observe.ingestion import parse_workers
-from tests.observe.history import QUIET, write_history
+from collscope.observe import ingest, ingestion, query, series
+from collscope.observe.pool import process_pool, workers
+from collscope.observe.series import changes_report
+from tests.observe.history import PLANTED, QUIET, night_time, write_history
 
+NOW = night_time(61)
 ROWS = ("SELECT source, size_bytes, in_place, busbw_gbps, nccl_version, run_time, run_time_source FROM records "
         "ORDER BY source, size_bytes, in_place")
 
@@ -26,14 +28,14 @@ def _inputs(tmp_path: Path) -> Path:
     return inputs
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("count", ["1", "2"])
 def test_pool_and_single_process_write_the_same_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      workers: str) -> None:
+                                                      count: str) -> None:
     monkeypatch.setattr(ingestion, "CHUNK_FILES", 8)
     inputs = _inputs(tmp_path)
-    monkeypatch.setenv("COLLSCOPE_INGEST_WORKERS", "1")
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", "1")
     single = ingest([inputs], tmp_path / "single")
-    monkeypatch.setenv("COLLSCOPE_INGEST_WORKERS", workers)
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", count)
     pooled = ingest([inputs], tmp_path / "pooled")
     assert pooled.records == single.records > 0
     assert pooled.sources == single.sources == QUIET.nights - 1  # the damaged input left out, the copy skipped
@@ -47,8 +49,24 @@ def test_pool_and_single_process_write_the_same_store(tmp_path: Path, monkeypatc
 
 
 def test_workers_option_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLLSCOPE_INGEST_WORKERS", "3")
-    assert parse_workers() == 3
-    monkeypatch.setenv("COLLSCOPE_INGEST_WORKERS", "zero")
-    with pytest.raises(ConfigError, match="COLLSCOPE_INGEST_WORKERS"):
-        parse_workers()
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", "3")
+    assert workers() == 3
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", "zero")
+    with pytest.raises(ConfigError, match="COLLSCOPE_OBSERVE_WORKERS"):
+        workers()
+
+
+def test_changes_found_in_a_pool_are_the_ones_found_in_one_process(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "store"
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", "1")
+    ingest(write_history(tmp_path / "in", [PLANTED, QUIET]), store)
+    single = changes_report(store, now=NOW).to_dict()
+    monkeypatch.setenv("COLLSCOPE_OBSERVE_WORKERS", "2")
+    monkeypatch.setattr(series, "POOL_MIN_CELLS", 0)
+    calls: list[int] = []
+    monkeypatch.setattr(series, "process_pool", lambda n: calls.append(n) or process_pool(n))
+    pooled = changes_report(store, now=NOW).to_dict()
+    assert calls == [2]
+    assert pooled == single
+    assert single["regressions"] == 1 and single["series"] == 2

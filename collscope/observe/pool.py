@@ -1,0 +1,34 @@
+"""Processes for the CPU-bound parts of observe (parsing inputs, detecting changes), one per usable core.
+
+Both are pure Python and numpy over independent pieces (files, series), so a pool of processes uses every core a
+login node or a cron job gives; the pieces come back in order, so the results do not depend on the pool.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from collscope.errors import ConfigError
+
+__all__ = ["WORKERS_ENV", "workers", "process_pool"]
+
+WORKERS_ENV = "COLLSCOPE_OBSERVE_WORKERS"
+
+
+def workers() -> int:
+    """The processes to use: the cores this process may run on, or ``COLLSCOPE_OBSERVE_WORKERS`` (1: none, all in
+    this process); ConfigError when that is not a whole number >= 1."""
+    given = os.environ.get(WORKERS_ENV, "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ConfigError(f"{WORKERS_ENV}={given!r} is invalid; valid: a whole number >= 1")
+        return int(given)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def process_pool(count: int) -> ProcessPoolExecutor:
+    """A pool of ``count`` processes started by a fork server (never a fork of this process, whose DuckDB and
+    Arrow threads a fork would copy mid-flight)."""
+    return ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("forkserver"))
