@@ -182,11 +182,12 @@ def _caveats(interleaved: bool, n: int, dropped: tuple[str, ...], no_workload: b
     if dropped:
         out.append(f"left out {len(dropped)} incomplete: " + "; ".join(dropped[:5]) +
                    (f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""))
+    unit = "blocks" if interleaved else "runs per side"
     if 2 <= n < 5:
-        out.append(f"with {n} blocks the interval is the t interval of {n - 1} degree{'s' if n > 2 else ''} of "
-                   "freedom (too few blocks to bootstrap): wide; 8 or more blocks give a tighter one")
+        out.append(f"with {n} {unit} the interval is the t interval of {n - 1} degree{'s' if n > 2 else ''} of "
+                   f"freedom (too few to bootstrap): wide; 8 or more {unit} give a tighter one")
     if 2 <= n < 3:
-        out.append("the A/A noise needs 3 blocks: no size is called a loss or a gain beyond noise")
+        out.append(f"the A/A noise needs 3 {unit}: no size is called a loss or a gain beyond noise")
     if no_workload:
         out.append("no workload given: every measured size counts one call per step, so the largest sizes "
                    "carry most of the time (pass the job's --workload to price its own size mix)")

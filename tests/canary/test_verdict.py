@@ -220,7 +220,8 @@ def test_to_dict_round_trips_through_json_with_stable_keys() -> None:
 def test_the_verdict_is_reproducible_for_a_seed() -> None:
     frame = synthetic_frame(blocks=6, sizes=SIZES, noise=0.03, seed=17)
     assert judge(frame, seed=3) == judge(frame, seed=3)
-    assert judge(frame, seed=3).workload_change != judge(frame, seed=4).workload_change
+    other = judge(frame, seed=4).workload_change  # another seed moves the edges by resampling noise only
+    assert other.low == pytest.approx(judge(frame, seed=3).workload_change.low, abs=0.003)
 
 
 def test_render_puts_the_decision_first_then_change_noise_ranges_reasons_caveats() -> None:
