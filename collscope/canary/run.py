@@ -4,8 +4,7 @@
 one results directory (resumable: the same request again skips finished points), and keeps ``canary.json``
 (:mod:`.layout`) current. With a budget, block 0 runs first and its wall clock sets how many blocks fit
 (:func:`~collscope.canary.plan.blocks_for_budget`); the decision is written down at once, so a resume completes
-the same plan. :func:`judge_canary` reads the directory back as the canary frame, asks :mod:`.verdict` for the
-decision and :mod:`.why` for the reasons, and writes ``verdict.json``.
+the same plan. :func:`~collscope.canary.run_judge.judge_canary` then judges the directory.
 
 Environment: the canary times both sides in the environment it inherits (that is A, today's configuration);
 each side's settings are added over it for that side's points only, and reach every rank (mpirun ``-x``, srun
@@ -24,28 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope.atomic import write_text_atomic
-from collscope.canary.layout import (
-    CANARY_FILE,
-    VERDICT_FILE,
-    CanaryMeta,
-    SideConfig,
-    canary_frame,
-    read_canary,
-    write_canary,
-)
+from collscope.canary.layout import CANARY_FILE, CanaryMeta, SideConfig, read_canary, write_canary
 from collscope.canary.plan import DEFAULT_MAX_BLOCKS, MIN_BLOCKS, blocks_for_budget, plan_canary, planned_points
+from collscope.canary.run_judge import load_workload
 from collscope.errors import ConfigError
 from collscope.sweeps.launch_options import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.spec import Plan, SweepSpec
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from collscope.analysis.recommend.workload import Workload
     from collscope.sweeps.runner import PointOutcome, RunOptions
 
-__all__ = ["CanaryRequest", "CanaryRun", "CanaryJudgement", "canary_spec", "run_canary", "judge_canary",
-           "load_workload"]
+__all__ = ["CanaryRequest", "CanaryRun", "canary_spec", "run_canary", "timed_run_notes"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,26 +102,6 @@ class CanaryRun:
         return [o for o in self.outcomes if o.status == "failed"]
 
 
-@dataclass(frozen=True)
-class CanaryJudgement:
-    """The verdict of a canary's results directory, with the frame it was made from and the why (None when
-    :mod:`.why` could not be asked)."""
-
-    frame: pd.DataFrame
-    verdict: Any
-    why: Any | None
-    path: Path
-    """verdict.json."""
-
-
-def load_workload(path: Path | None) -> Workload | None:
-    if path is None:
-        return None
-    from collscope.analysis.recommend.workload import read_workload
-
-    return read_workload(path)
-
-
 def canary_spec(request: CanaryRequest,
                 workload: Workload | None) -> tuple[SweepSpec, dict[str, tuple[int, ...]] | None]:
     """The measurement both sides share, and explicit sizes per op when a workload names them.
@@ -189,6 +158,8 @@ def run_canary(request: CanaryRequest, *, echo: Callable[[str], None] = print) -
 
     workload = load_workload(request.workload)
     spec, sizes = canary_spec(request, workload)
+    for line in timed_run_notes(spec, request.a, request.b):
+        echo(line)
     ld_path = os.environ.get("LD_LIBRARY_PATH")
 
     def plan_of(blocks: int) -> Plan:
@@ -256,6 +227,20 @@ def run_canary(request: CanaryRequest, *, echo: Callable[[str], None] = print) -
     return run
 
 
+def timed_run_notes(spec: SweepSpec, *sides: SideConfig) -> list[str]:
+    """What the timed runs do to a side's variables: engines that run NCCL time at ``NCCL_DEBUG=WARN`` without
+    ``NCCL_DEBUG_SUBSYS``/``NCCL_DEBUG_FILE`` (:func:`~collscope.sweeps.run_options.timed_launch`), so a side's
+    own values of these never reach a timed run; one line per such variable."""
+    from collscope.sweeps.run_options import TIMED_DEBUG, TIMED_UNSET
+    from collscope.vocab.engines import engine_row
+
+    if not engine_row(spec.engine, spec.backend).honours("nccl"):
+        return []
+    return [f"side {side.name}: {name}={value} is not used by the timed runs (they log at NCCL_DEBUG=WARN, "
+            "without a debug file, on both sides)"
+            for side in sides for name, value in sorted(side.env.items()) if name in (*TIMED_DEBUG, *TIMED_UNSET)]
+
+
 def _block_seconds(ran: list[PointOutcome], points: int, elapsed_s: float) -> float | None:
     """One block's wall clock: the elapsed time when block 0 ran whole, else scaled from the points that ran;
     None when none ran (block 0 was measured by an earlier run that stopped before planning)."""
@@ -283,30 +268,3 @@ def _record_plan(results: Any, plan: Plan, meta: Mapping[str, Any], canary: Cana
     canary = replace(canary, points=planned_points(plan))
     write_canary(results.root, canary)
     return canary
-
-
-def judge_canary(results_dir: Path, *, workload: Workload | None = None, max_loss: float | None = None,
-                 interleaved: bool = True) -> CanaryJudgement:
-    """The verdict of a canary's results directory (:func:`collscope.canary.verdict.judge` over
-    :func:`~collscope.canary.layout.canary_frame`), the why (:func:`collscope.canary.why.explain`, when that
-    module is there), both written to ``verdict.json``. ``max_loss``: canary.json's when None."""
-    from collscope.canary.verdict import judge
-
-    meta = read_canary(results_dir)
-    if workload is None and meta.workload is not None:
-        workload = load_workload(Path(meta.workload))
-    frame = canary_frame(results_dir)
-    verdict = judge(frame, workload, max_loss=meta.max_loss if max_loss is None else max_loss,
-                    interleaved=interleaved)
-    why = None
-    try:
-        from collscope.canary.why import explain
-    except ImportError:
-        explain = None  # type: ignore[assignment]
-    if explain is not None:
-        why = explain([Path(results_dir)], frame, verdict.ranges)
-    doc = {"verdict": verdict.to_dict(), "why": None if why is None else why.to_dict(), "labels": meta.labels,
-           "results_dir": str(results_dir)}
-    path = Path(results_dir) / VERDICT_FILE
-    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
-    return CanaryJudgement(frame, verdict, why, path)

@@ -1,7 +1,8 @@
 """``collscope canary``: A against B, interleaved, with a go / no-go; ``--from-results`` and ``canary report``.
 
-A thin layer: :mod:`collscope.canary.run` runs and judges, :mod:`collscope.canary.compare_results` judges existing
-results, :mod:`collscope.canary.report` draws. Exit codes: go 0, no-go 1, inconclusive 3, bad input 2.
+A thin layer: :mod:`collscope.canary.run` runs, :mod:`collscope.canary.run_judge` judges,
+:mod:`collscope.canary.compare_results` judges existing results, :mod:`collscope.canary.report` draws. Exit codes:
+go 0, no-go 1, inconclusive 3, bad input 2.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def _sides(kw: dict[str, Any]) -> tuple[Any, Any]:
 
 def _run(kw: dict[str, Any]) -> int:
     from collscope.canary.plan import parse_duration
-    from collscope.canary.run import CanaryRequest, judge_canary, run_canary
+    from collscope.canary.run import CanaryRequest, run_canary
+    from collscope.canary.run_judge import judge_canary
     from collscope.sweeps.termination import on_sigterm
 
     if kw["out_dir"] is None:
@@ -155,7 +157,7 @@ def _run(kw: dict[str, Any]) -> int:
 
 def _from_results(kw: dict[str, Any]) -> int:
     from collscope.canary.compare_results import judge_results
-    from collscope.canary.run import load_workload
+    from collscope.canary.run_judge import load_workload
 
     pairs = kw["from_results"]
     verdict = judge_results([p[0] for p in pairs], [p[1] for p in pairs], workload=load_workload(kw["workload_path"]),
@@ -197,7 +199,7 @@ def report(results_dir: Path, out_dir: Path) -> None:
     with user_errors():
         from collscope.canary.layout import read_canary
         from collscope.canary.report import write_canary_report
-        from collscope.canary.run import judge_canary
+        from collscope.canary.run_judge import judge_canary
 
         judgement = judge_canary(results_dir)
         path = write_canary_report(judgement.frame, judgement.verdict, out_dir, why=judgement.why,

@@ -31,7 +31,7 @@ from collscope.canary.plan import (
     planned_points,
     side_settings,
 )
-from collscope.canary.run import CanaryRequest, canary_spec
+from collscope.canary.run import CanaryRequest, canary_spec, timed_run_notes
 from collscope.canary.run_prefix import prefixed_argv, wrapper_text, write_wrapper
 from collscope.errors import ConfigError, ParseError
 from collscope.sweeps.spec import SweepSpec
@@ -210,3 +210,11 @@ def test_the_wrapper_really_runs_the_program_under_the_prefix(tmp_path):
     plain = proc.run([str(wrapper), "-c", probe], timeout_s=60)
     assert prefixed.stdout.strip() == "via prefix; not a shell"
     assert plain.stdout.strip() == "None"
+
+
+def test_a_sides_nccl_debug_is_named_as_not_reaching_the_timed_runs():
+    side = parse_side("B", env=["NCCL_DEBUG=INFO", "NCCL_ALGO=Ring"])
+    torch = SweepSpec(name="canary", engine="torch", backend="nccl")
+    notes = timed_run_notes(torch, parse_side("A"), side)
+    assert len(notes) == 1 and notes[0].startswith("side B: NCCL_DEBUG=INFO is not used")
+    assert timed_run_notes(SPEC, parse_side("A"), side) == []  # engine mpi runs no NCCL

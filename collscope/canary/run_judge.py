@@ -1,0 +1,67 @@
+"""Judge a canary's results directory: the canary frame (:func:`~collscope.canary.layout.canary_frame`), the
+decision (:func:`collscope.canary.verdict.judge`), the why (:func:`collscope.canary.why.explain`, when that module
+is there) and ``verdict.json`` beside ``canary.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collscope.atomic import write_text_atomic
+from collscope.canary.layout import VERDICT_FILE, canary_frame, read_canary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from collscope.analysis.recommend.workload import Workload
+
+__all__ = ["CanaryJudgement", "judge_canary", "load_workload"]
+
+
+@dataclass(frozen=True)
+class CanaryJudgement:
+    """The verdict of a canary's results directory, with the frame it was made from and the why (None when
+    :mod:`.why` could not be asked)."""
+
+    frame: pd.DataFrame
+    verdict: Any
+    why: Any | None
+    path: Path
+    """verdict.json."""
+
+
+def load_workload(path: Path | None) -> Workload | None:
+    if path is None:
+        return None
+    from collscope.analysis.recommend.workload import read_workload
+
+    return read_workload(path)
+
+
+def judge_canary(results_dir: Path, *, workload: Workload | None = None, max_loss: float | None = None,
+                 interleaved: bool = True) -> CanaryJudgement:
+    """The verdict of a canary's results directory (:func:`collscope.canary.verdict.judge` over
+    :func:`~collscope.canary.layout.canary_frame`), the why (:func:`collscope.canary.why.explain`, when that
+    module is there), both written to ``verdict.json``. ``max_loss``: canary.json's when None."""
+    from collscope.canary.verdict import judge
+
+    meta = read_canary(results_dir)
+    if workload is None and meta.workload is not None:
+        workload = load_workload(Path(meta.workload))
+    frame = canary_frame(results_dir)
+    verdict = judge(frame, workload, max_loss=meta.max_loss if max_loss is None else max_loss,
+                    interleaved=interleaved)
+    why = None
+    try:
+        from collscope.canary.why import explain
+    except ImportError:
+        explain = None  # type: ignore[assignment]
+    if explain is not None:
+        why = explain([Path(results_dir)], frame, verdict.ranges)
+    doc = {"verdict": verdict.to_dict(), "why": None if why is None else why.to_dict(), "labels": meta.labels,
+           "results_dir": str(results_dir)}
+    path = Path(results_dir) / VERDICT_FILE
+    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    return CanaryJudgement(frame, verdict, why, path)
