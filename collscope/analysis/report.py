@@ -8,7 +8,6 @@ caveats needed to read busbw correctly.
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 from pathlib import Path
@@ -21,6 +20,7 @@ from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import host_lines, source_lines
 from collscope.analysis.fit import aggregate, fit_alpha_beta
 from collscope.analysis.formats import markdown_fence, markdown_table, markdown_text, num_text, size_text
+from collscope.analysis.html_page import PAGE_STYLE, png_data_uri, save_png, table_html
 from collscope.analysis.load import load_results
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
 from collscope.analysis.params import link_params
@@ -51,18 +51,6 @@ CAVEATS = (
 
 
 @plain_text
-def _png(fig: Any, path: Path) -> str:
-    fig.savefig(path, format="png")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path.name
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
-
-
 def _model_curves(agg: pd.DataFrame, fits: pd.DataFrame, op: str) -> tuple[dict[str, pd.DataFrame], str | None]:
     default = fits[(fits["op"] == op) & (fits["config"] == "default")]
     if default.empty or op not in ALPHA_BETA_MODELS:
@@ -90,18 +78,6 @@ def _model_curves(agg: pd.DataFrame, fits: pd.DataFrame, op: str) -> tuple[dict[
 
 _FIT_HEADER = ["config", "ranks", "alpha us", "alpha 95%", "bw GB/s", "busbw GB/s", "n1/2 (fit)", "r2"]
 _ANOMALY_HEADER = ["kind", "op", "config", "sizes", "detail"]
-_STYLE = """
-body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
-img { max-width: 100%; display: block; margin: 1em 0; }
-pre { background: #f4f4f4; padding: 1em; white-space: pre-wrap; overflow-wrap: anywhere; }
-table.t { border-collapse: collapse; font-size: 12px; } table.t td, table.t th { padding: 2px 8px; }
-table.t td { overflow-wrap: break-word; }
-table.t tr:nth-child(even) { background: #f7f7f7; } .note { color: #555; font-size: 13px; }
-"""
-"""The page's CSS: text wraps (the recommendation's long comment lines, long configuration names) rather than
-overflow behind a scroll bar; figures shrink to the page's width."""
-
-
 def _fit_rows(op_fits: pd.DataFrame) -> list[list[str]]:
     rows = []
     for r in op_fits.to_dict(orient="records"):
@@ -119,12 +95,6 @@ def _anomalies(analysis: Any) -> tuple[list[list[str]], list[str]]:
     return [[g.kind, g.op, g.config, g.size_range, g.detail] for g in shown], more
 
 
-def _table_html(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table class='t'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _no_baseline(op: str) -> str:
     return (f"no baseline: the default of {op} (nothing forced) was not measured, so no configuration is compared "
             "with it (no heatmap, no model curves); the curves above show each configuration alone.")
@@ -134,23 +104,23 @@ def _op_section(agg: pd.DataFrame, fits: pd.DataFrame, op: str, out: Path, min_g
                 ) -> tuple[str, list[str]]:
     """The HTML and Markdown of one collective: curves, the heatmap or one 'no baseline' line, the fits."""
     curves, note = _model_curves(agg, fits, op)
-    curve_png = _png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
+    curve_png = save_png(busbw_vs_size(agg, op, models=curves), out / f"busbw-{op}.png")
     has_default = bool(((agg["op"] == op) & (agg["config"] == DEFAULT_CONFIG) & (agg["n"] > 0)).any())
     op_fits = line_labels(fits[fits["op"] == op])  # a configuration of two inputs or rank counts: two rows, named
     op_fits = op_fits.assign(config=op_fits["series"])[["config", "nranks", "alpha_us", "alpha_lo_us", "alpha_hi_us",
                                                         "bw_gbps", "busbw_gbps", "n_half_bytes", "r2"]]
     page = (f"<section class='op'><h2>{html.escape(op)}</h2>"
-            f"<img src='{_data_uri(out / curve_png)}' alt='busbw vs size'>"
+            f"<img src='{png_data_uri(out / curve_png)}' alt='busbw vs size'>"
             + (f"<p class='note'>Model curves: {html.escape(note)}</p>" if note else ""))
     md = [f"## {op}", "", f"![busbw]({curve_png})", ""]
     if has_default:
-        heat_png = _png(gain_heatmap(agg, op, min_gain=min_gain), out / f"heatmap-{op}.png")
-        page += f"<img src='{_data_uri(out / heat_png)}' alt='heatmap'>"
+        heat_png = save_png(gain_heatmap(agg, op, min_gain=min_gain), out / f"heatmap-{op}.png")
+        page += f"<img src='{png_data_uri(out / heat_png)}' alt='heatmap'>"
         md += [f"![heatmap]({heat_png})", ""]
     else:
         page += f"<p class='note no-baseline'>{html.escape(_no_baseline(op))}</p>"
         md += [markdown_text(_no_baseline(op)), ""]
-    page += (f"<h3>Fitted time = alpha + size / bandwidth</h3>{_table_html(_FIT_HEADER, _fit_rows(op_fits))}"
+    page += (f"<h3>Fitted time = alpha + size / bandwidth</h3>{table_html(_FIT_HEADER, _fit_rows(op_fits))}"
              "</section>")
     md += ["### Fitted time = alpha + size / bandwidth", "", *markdown_table(_FIT_HEADER, _fit_rows(op_fits)), ""]
     return page, md
@@ -164,13 +134,13 @@ def _topology_section(topo_paths: list[str], out: Path) -> tuple[str, list[str]]
     if not node.gpus:
         note, rows = no_gpu_note(node), nic_rows(node)
         return (f"<section class='topology'><h2>Topology</h2><p class='note'>{html.escape(note)}</p>"
-                f"{_table_html(NIC_HEADER, rows)}</section>",
+                f"{table_html(NIC_HEADER, rows)}</section>",
                 ["## Topology", "", markdown_text(note), "", *markdown_table(NIC_HEADER, rows), ""])
     from collscope.topo.draw import draw_png
 
     draw_png(node, out / "topology.png")
     return (f"<section class='topology'><h2>Topology</h2>"
-            f"<img src='{_data_uri(out / 'topology.png')}' alt='topology'></section>",
+            f"<img src='{png_data_uri(out / 'topology.png')}' alt='topology'></section>",
             ["## Topology", "", "![topology](topology.png)", ""])
 
 
@@ -216,12 +186,12 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
         md += [markdown_text(comparisons[0]), "", *(f"- {markdown_text(c)}" for c in comparisons[1:]), ""]
     comparisons_html = "".join(f"<p class='note warning'>{html.escape(c)}</p>" for c in comparisons)
     anomaly_rows, more = _anomalies(analysis)
-    anomalies_html = (_table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>") + "".join(
+    anomalies_html = (table_html(_ANOMALY_HEADER, anomaly_rows) if anomaly_rows else "<p>none</p>") + "".join(
         f"<p class='note'>{html.escape(line)}</p>" for line in more)
     caveats = "".join(f"<li>{html.escape(c)}</li>" for c in CAVEATS)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>collscope report</title>
-<style>{_STYLE}</style></head><body>
+<style>{PAGE_STYLE}</style></head><body>
 <h1>collscope report</h1>
 <p class="note">Sources: {html.escape(sources)}; {counts}.</p>
 {f'<p class="note">{html.escape(left_out)}</p>' if left_out else ''}

@@ -9,7 +9,6 @@ script) with the tables of :class:`~collscope.traces.report.TraceReport`.
 
 from __future__ import annotations
 
-import base64
 import html
 from collections import defaultdict
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from statistics import median
 
 from collscope.analysis.formats import num_text, pct_text, size_text
+from collscope.analysis.html_page import png_data_uri
 from collscope.traces.compare import BenchCurves
 from collscope.traces.report import TraceReport
 
@@ -87,10 +87,6 @@ def _busbw(report: TraceReport, bench: BenchCurves | None, path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
 def _geometry(report: TraceReport) -> str:
@@ -199,7 +195,7 @@ def write_trace_report(report: TraceReport, out_dir: Path, *, bench: BenchCurves
         f"<h2>Where the step went</h2>{_time_went(report)}"
         f"<h2>Late ranks</h2>{_late(report)}"
         f"<h2>What a faster collective would save</h2>{_apart(report)}"
-        f"<h2>Per step</h2><img src='{_data_uri(timeline)}' alt='timeline'>"
-        f"<h2>busbw per call</h2><img src='{_data_uri(busbw)}' alt='busbw per call'>"
+        f"<h2>Per step</h2><img src='{png_data_uri(timeline)}' alt='timeline'>"
+        f"<h2>busbw per call</h2><img src='{png_data_uri(busbw)}' alt='busbw per call'>"
         + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else "") + "</body></html>\n")
     return page

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from collscope.analysis.formats import num_text, size_text
-from collscope.analysis.report import _STYLE, _data_uri, _png, _table_html
+from collscope.analysis.html_page import PAGE_STYLE, png_data_uri, save_png, table_html
 from collscope.canary.report_plot import band_name, op_figure, side_curves
 from collscope.errors import ConfigError
 
@@ -109,7 +109,7 @@ def _why_html(why: Why | None) -> str:
     else:
         parts.append("<p>no choice of the library was seen to change between the sides</p>")
     if why.changes:
-        parts.append(_table_html(CHOICE_HEADER, [[c.op, _sizes(c.min_bytes, c.max_bytes), c.a_choice, c.b_choice,
+        parts.append(table_html(CHOICE_HEADER, [[c.op, _sizes(c.min_bytes, c.max_bytes), c.a_choice, c.b_choice,
                                                   c.source] for c in why.changes]))
     if why.tuner_csv:
         parts.append("<h3>Tuner rules that restore A's choices on B</h3>"
@@ -123,11 +123,11 @@ def _why_html(why: Why | None) -> str:
 def _op_section(frame: pd.DataFrame, verdict: Verdict, op: str, labels: Mapping[str, str], out: Path,
                 index: int) -> str:
     curves = side_curves(frame, op)
-    png = _png(op_figure(op, curves, verdict.ranges, labels, verdict.max_loss), out / f"canary-{index:02d}.png")
+    png = save_png(op_figure(op, curves, verdict.ranges, labels, verdict.max_loss), out / f"canary-{index:02d}.png")
     bands = "; ".join(f"{side}: {band_name(c.blocks)} ({c.blocks} block{'s' if c.blocks != 1 else ''})"
                       for side, c in sorted(curves.items()))
     return (f"<section class='op'><h2>{html.escape(op)}</h2>"
-            f"<img src='{_data_uri(out / png)}' alt='busbw of {html.escape(op)}, A and B'>"
+            f"<img src='{png_data_uri(out / png)}' alt='busbw of {html.escape(op)}, A and B'>"
             f"<p class='note'>Lines: the median over blocks of each block's busbw (the median of its run's "
             "out-of-place records when present; busbw from the records' times, as nccl-tests prints it rounded to "
             f"0.01 GB/s); bands: {html.escape(bands)}. Shaded: the ranges where B loses "
@@ -157,7 +157,7 @@ def write_canary_report(frame: pd.DataFrame, verdict: Verdict, out_dir: Path | s
     title = f"collscope canary: {names['B']} against {names['A']}"
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_STYLE}{_EXTRA_STYLE}</style></head><body>
+<style>{PAGE_STYLE}{_EXTRA_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
 {_headline(verdict, names)}
 <section class="ranges"><h2>Changes per size range</h2>{_ranges_html(verdict)}

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from collscope.analysis.formats import num_text, size_text
-from collscope.analysis.report import _STYLE, _data_uri, _png, _table_html
+from collscope.analysis.html_page import PAGE_STYLE, png_data_uri, save_png, table_html
 from collscope.errors import ConfigError
 from collscope.observe.changes import Change, Outlier, SeriesKey
 from collscope.observe.plots import Trend, coincide_text, representative_sizes, trend_figure
@@ -63,13 +63,13 @@ def _outlier_row(o: Outlier) -> list[str]:
 def _series_section(info: SeriesSizes, sizes: list[int], points: Points, versions: list[tuple[datetime, str]],
                     changes: list[Change], outliers: list[Outlier], out: Path, index: int) -> str:
     trend = Trend(series_title(info.key), {s: points[s] for s in sizes if s in points}, changes, outliers, versions)
-    png = _png(trend_figure(trend), out / f"trend-{index:03d}.png")
+    png = save_png(trend_figure(trend), out / f"trend-{index:03d}.png")
     marks = (f"{len(changes)} change(s), {len(outliers)} outlier(s)" if changes or outliers
              else "no change beyond noise")
     return (f"<section class='series'><h3>{html.escape(trend.title)}</h3>"
             f"<p class='note'>{info.runs} runs at {len(info.runs_per_size)} sizes; shown: "
             f"{html.escape(', '.join(size_text(s) for s in trend.points))}; {marks}</p>"
-            f"<img src='{_data_uri(out / png)}' alt='trend {html.escape(trend.title)}'></section>")
+            f"<img src='{png_data_uri(out / png)}' alt='trend {html.escape(trend.title)}'></section>")
 
 
 def write_observe_report(store: str | Path, out_dir: str | Path, *, since: datetime | None = None,
@@ -112,13 +112,13 @@ def write_observe_report(store: str | Path, out_dir: str | Path, *, since: datet
     regressions = len(found.regressions)
     summary = (f"{found.series} series, {found.runs} runs ({window}); {len(found.changes)} change(s) beyond noise "
                f"({regressions} regression(s)), {len(found.outliers)} outlier(s)")
-    changes_html = (_table_html(CHANGE_HEADER, [_change_row(c) for c in found.changes])
+    changes_html = (table_html(CHANGE_HEADER, [_change_row(c) for c in found.changes])
                     if found.changes else "<p>none</p>")
-    outliers_html = (_table_html(OUTLIER_HEADER, [_outlier_row(o) for o in found.outliers])
+    outliers_html = (table_html(OUTLIER_HEADER, [_outlier_row(o) for o in found.outliers])
                      if found.outliers else "<p>none</p>")
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>collscope observe report</title>
-<style>{_STYLE}</style></head><body>
+<style>{PAGE_STYLE}</style></head><body>
 <h1>collscope observe report</h1>
 <p class="note">Store: {html.escape(str(store))}; {html.escape(summary)}.</p>
 <section class="changes"><h2>Changes</h2>{changes_html}
