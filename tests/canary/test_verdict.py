@@ -242,3 +242,9 @@ def test_dataclasses_hold_the_contract_fields() -> None:
     r = RangeChange(op="all_reduce", min_bytes=K, max_bytes=M, busbw_change=iv, time_share=0.5, verdict="gains",
                     a_busbw_gbps=1.0, b_busbw_gbps=1.1)
     assert r.to_dict()["busbw_change"] == {"estimate": 0.1, "low": 0.05, "high": 0.15, "confidence": 0.95}
+
+
+def test_categorical_columns_as_load_results_makes_them_give_the_same_verdict() -> None:
+    frame = synthetic_frame(blocks=6, sizes=SIZES, noise=0.02, effect=_slower(1.3, 64 * K, 4 * M), seed=19)
+    typed = frame.astype({"op": "category", "side": "category", "in_place": "boolean", "nnodes": "Int64"})
+    assert judge(typed) == judge(frame)
