@@ -100,6 +100,10 @@ def test_identical_sides_are_not_a_no_go(tmp_path):
     assert code in (0, 3)
     assert not _losing(doc), text
     assert len({p.point_id for p in read_canary(out).points}) == 12  # A/A never shares a point id
+    report = CliRunner().invoke(canary, ["report", str(out), "--out", str(tmp_path / "report")])
+    assert report.exit_code == 0, report.output
+    assert (tmp_path / "report" / "index.html").stat().st_size > 0
+    assert report.output.strip() == str(tmp_path / "report" / "index.html")
 
 
 def test_a_side_command_prefix_runs_on_the_ranks(tmp_path):
