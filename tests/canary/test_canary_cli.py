@@ -104,3 +104,30 @@ def test_from_results_judges_existing_tables_and_says_they_were_not_interleaved(
     assert "not interleaved" in result.output
     doc = json.loads(result.output[result.output.index("{"):])
     assert doc["verdict"]["interleaved"] is False
+
+
+def test_a_workload_dry_run_measures_its_sizes_exactly(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    workload = tmp_path / "job.csv"
+    workload.write_text("op,size_bytes,calls,nranks\nall_reduce,3000000,4,2\nall_reduce,65536,10,2\n")
+    result = _invoke(["--launcher", "mpirun", "--workload", str(workload), "--blocks", "2", "--dry-run",
+                      "--out", str(tmp_path / "dry")])
+    assert result.exit_code == 0, result.output
+    commands = [shlex.split(line) for line in result.output.splitlines() if line.startswith("env ")]
+    assert len(commands) == 4
+    assert all(words[words.index("--sizes") + 1] == "65536,3000000" for words in commands)
+
+
+def test_another_canary_in_the_same_directory_is_refused(tmp_path):
+    from collscope.canary.layout import CanaryMeta, write_canary
+    from collscope.canary.plan import parse_side
+
+    out = tmp_path / "taken"
+    out.mkdir()
+    write_canary(out, CanaryMeta(sweep_id="canary-0000000000", a=parse_side("A"), b=parse_side("B"),
+                                 blocks_planned=2, max_blocks=30, budget_s=None, block_s=None, max_loss=0.01,
+                                 workload=None))
+    result = _invoke(["--b-env", "OMPI_MCA_btl=self,tcp", "--blocks", "2", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "holds canary 'canary-0000000000'" in result.output
+    assert not (out / "points").exists()
