@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from collscope.collectives.nccl_log.parse import parse_nccl_log
 from collscope.collectives.nccl_log.records import NcclLog
@@ -31,18 +32,32 @@ def _read_log(path: Path) -> NcclLog | None:
 
 
 def point_logs(points_dir: Path, point_id: str) -> list[NcclLog]:
-    """The point's readable NCCL logs, the verification run's first (it logs at INFO), then the timed run's."""
-    logs = (_read_log(points_dir / f"{point_id}{suffix}") for suffix in (".verify.log", ".log"))
+    """The point's readable NCCL logs, the verification run's first (it logs at INFO; its own, else the one of
+    its configuration that its check file names: a configuration is verified once for all its repeats), then the
+    timed run's."""
+    names = [f"{point_id}.verify.log"]
+    configuration = _check_doc(points_dir, point_id).get("configuration")
+    if isinstance(configuration, str) and configuration != point_id and "/" not in configuration \
+            and not configuration.startswith("."):
+        names.append(f"{configuration}.verify.log")
+    names.append(f"{point_id}.log")
+    logs = (_read_log(points_dir / name) for name in names)
     return [log for log in logs if log is not None]
+
+
+def _check_doc(points_dir: Path, point_id: str) -> dict[str, Any]:
+    try:
+        doc = json.loads((points_dir / f"{point_id}.check.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def checked_algorithms(points_dir: Path, point_id: str) -> list[str] | None:
     """The algorithms the point's check file says NCCL used (``effects.NCCL_ALGO.used``); None without any."""
-    try:
-        doc = json.loads((points_dir / f"{point_id}.check.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    effect = doc.get("effects", {}).get("NCCL_ALGO") if isinstance(doc, dict) else None
+    doc = _check_doc(points_dir, point_id)
+    effects = doc.get("effects")
+    effect = effects.get("NCCL_ALGO") if isinstance(effects, dict) else None
     used = effect.get("used") if isinstance(effect, dict) else None
     if isinstance(used, list) and used and all(isinstance(u, str) for u in used):
         return list(used)

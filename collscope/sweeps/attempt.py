@@ -224,7 +224,8 @@ def conclude_attempt(results: ResultsDir, plan: Plan, point: Point, records: lis
         results.record_failure(pid, "parse error", detail, attempt_s=duration)
         return PointOutcome(pid, "failed", "parse error", detail, len(records), duration)
 
-    if options is not None and engine_row(spec.engine, spec.backend).honours("nccl") and forced_nccl_settings(point):
+    if options is not None and engine_row(spec.engine, spec.backend).honours("nccl") and \
+            (forced_nccl_settings(point) or options.evidence_runs):
         check: SettingsCheck | None = configuration_check(results, spec, point, options)
     else:
         check = verify_settings(spec, point, attempt_text)

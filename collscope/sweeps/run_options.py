@@ -53,6 +53,10 @@ class RunOptions:
     keep_env: bool = False
     """``--keep-env``: timed runs keep ``NCCL_DEBUG``, ``NCCL_DEBUG_SUBSYS`` and ``NCCL_DEBUG_FILE`` as the spec and
     the environment set them (by default engines torch and nccl-tests time at :data:`TIMED_DEBUG`)."""
+    evidence_runs: bool = False
+    """Engines that run NCCL: a verification run at NCCL_DEBUG=INFO for every configuration, forced NCCL settings or
+    not (:mod:`collscope.sweeps.verification`), so that its log says what NCCL chose at each size (a canary's two
+    sides: another library, plugin or image chooses differently)."""
     unset_env: tuple[str, ...] = ()
     """Inherited variables removed from every launch's environment (and from mpirun's ``-x`` list): the ones the
     sweep's inherited-environment audit unsets (:mod:`collscope.sweeps.inherited_env`); empty with

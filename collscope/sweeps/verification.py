@@ -60,12 +60,13 @@ def configuration_check(results: ResultsDir, spec: SweepSpec, point: Point, opti
     found = _read_kept(kept)
     if found is not None:
         if cid == point.point_id:
-            return found
+            return dataclasses.replace(found, configuration=cid)
         note = f"verified once for this configuration ({cid}.verify.log)"
-        return dataclasses.replace(found, note=f"{found.note}; {note}" if found.note else note)
+        return dataclasses.replace(found, note=f"{found.note}; {note}" if found.note else note, configuration=cid)
     check, ran = verification_run(results, spec, point, options, cid)
     if ran:
         write_text_atomic(kept, json.dumps({"configuration": cid, "check": check.to_dict()}, indent=1))
+        return dataclasses.replace(check, configuration=cid)
     return check
 
 
@@ -137,6 +138,9 @@ class SettingsCheck:
     when the log was not examined. Any of them leaves ``applied`` None, never True."""
     note: str | None = None
     """Why nothing could be verified."""
+    configuration: str | None = None
+    """The configuration whose verification run this is (``points/<configuration>.verify.log``: the log of NCCL's
+    choices for every repeat of it); None when not from a verification run."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of the check file: ``applied`` and ``effects``, plus ``unchecked`` or ``note``."""
@@ -145,6 +149,8 @@ class SettingsCheck:
             doc["unchecked"] = list(self.unchecked)
         if self.note is not None:
             doc["note"] = self.note
+        if self.configuration is not None:
+            doc["configuration"] = self.configuration
         return doc
 
 
