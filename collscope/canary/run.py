@@ -147,7 +147,7 @@ def _run_options(request: CanaryRequest, spec: SweepSpec, wrapper: str | None) -
     if wrapper is not None:
         launch = replace(launch, python=wrapper)
     return RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run, progress=request.progress,
-                      workers="per-point", keep_env=False, unset_env=())
+                      workers="per-point", keep_env=False, unset_env=(), evidence_runs=True)
 
 
 def run_canary(request: CanaryRequest, *, echo: Callable[[str], None] = print) -> CanaryRun:

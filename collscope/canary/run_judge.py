@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collscope.atomic import write_text_atomic
+from collscope.canary.document import canary_document
 from collscope.canary.layout import VERDICT_FILE, canary_frame, read_canary
 
 if TYPE_CHECKING:
@@ -60,8 +61,7 @@ def judge_canary(results_dir: Path, *, workload: Workload | None = None, max_los
         explain = None  # type: ignore[assignment]
     if explain is not None:
         why = explain([Path(results_dir)], frame, verdict.ranges)
-    doc = {"verdict": verdict.to_dict(), "why": None if why is None else why.to_dict(), "labels": meta.labels,
-           "results_dir": str(results_dir)}
+    doc = canary_document(verdict, why, labels=meta.labels, results_dir=str(results_dir))
     path = Path(results_dir) / VERDICT_FILE
     write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
     return CanaryJudgement(frame, verdict, why, path)

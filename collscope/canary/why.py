@@ -19,6 +19,7 @@ those sizes, as ``collscope recommend --format tuner`` writes them.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from collscope.analysis.recommend.env import comment
 from collscope.analysis.recommend.tuner import _ALGORITHM, _PROTOCOL, TUNER_COLLECTIVE, TUNER_COLUMNS, TunerRule
 from collscope.canary.why_evidence import TUNING_HINT, Choice, Evidence, side_choices
 from collscope.units import format_size
+from collscope.vocab.configs import is_tuning_variable
 from collscope.vocab.ompi import OP_OMPI_COLL, ompi_algorithm_knob
 
 __all__ = ["ChoiceChange", "Why", "explain", "render_rules"]
@@ -201,14 +203,36 @@ def _statements(runs: list[_Run], ranges: Sequence[_Range], frame: pd.DataFrame,
         if same:
             library = same[0].a.library if same[0].a is not None else "the library"
             picks = ", ".join(dict.fromkeys(run.a.text for run in same if run.a is not None))
+            differ = _differing_settings(frame)
             statements.append(f"B is slower at {where}, but {library} picks the same on both sides there ({picks}), "
-                              f"so the loss is not from the algorithm choice: look elsewhere ({_elsewhere(library)})")
+                              f"so the loss is not from the algorithm choice: "
+                              + (f"the sides differ in {differ}" if differ else "look elsewhere")
+                              + f" ({_elsewhere(library)})")
         elif unknown:
             statements.append(f"B is slower at {where}; what side {' and '.join(unknown)} chose there is not "
                               f"known: {TUNING_HINT if evidence.libraries.get(unknown[0]) == 'NCCL' else 'see notes'}")
         else:
             statements.append(f"B is slower at {where}; no size there was measured by both sides with evidence")
     return statements, rules
+
+
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_PROVENANCE = ("nccl_version", "engine_version", "gpu")
+
+
+def _differing_settings(frame: pd.DataFrame) -> str:
+    """The library versions, GPU and tuning settings whose values differ between the sides' records
+    (``OMPI_MCA_btl (A: unset, B: self,tcp)``), collscope's own side markers left out; "" when none do."""
+    out = []
+    for column in frame.columns:
+        setting = isinstance(column, str) and _ENV_NAME.match(column) is not None and is_tuning_variable(column)
+        if not (setting or column in _PROVENANCE) or str(column).startswith("COLLSCOPE_"):
+            continue
+        values = {side: sorted({"unset" if pd.isna(v) else str(v) for v in frame.loc[frame["side"] == side, column]})
+                  for side in ("A", "B")}
+        if values["A"] != values["B"]:
+            out.append(f"{column} (A: {', '.join(values['A']) or 'none'}, B: {', '.join(values['B']) or 'none'})")
+    return "; ".join(out)
 
 
 def _elsewhere(library: str) -> str:

@@ -171,8 +171,9 @@ def _from_results(kw: dict[str, Any]) -> int:
 def _show(verdict: Any, why: Any, as_json: bool, extra: dict[str, Any]) -> None:
     """The verdict as text (the verdict's own rendering, then the why) or as one JSON document."""
     if as_json:
-        click.echo(json.dumps({"verdict": verdict.to_dict(), "why": None if why is None else why.to_dict(),
-                               **extra}, indent=2, default=str))
+        from collscope.canary.document import canary_document
+
+        click.echo(json.dumps(canary_document(verdict, why, **extra), indent=2, default=str))
         return
     from collscope.canary.verdict import render_verdict
 

@@ -94,7 +94,6 @@ def _nccl_tests_table(busbw: float) -> str:
 
 
 def test_from_results_judges_existing_tables_and_says_they_were_not_interleaved(tmp_path):
-    pytest.importorskip("collscope.canary.compare_results")
     before, after = tmp_path / "before.txt", tmp_path / "after.txt"
     before.write_text(_nccl_tests_table(40.0))
     after.write_text(_nccl_tests_table(20.0))
@@ -103,7 +102,13 @@ def test_from_results_judges_existing_tables_and_says_they_were_not_interleaved(
     assert result.exit_code in (1, 3), result.output
     assert "not interleaved" in result.output
     doc = json.loads(result.output[result.output.index("{"):])
-    assert doc["verdict"]["interleaved"] is False
+    assert doc["interleaved"] is False
+    # DESIGN.md's canary --json keys
+    assert {"verdict", "workload_change", "ranges", "aa_noise", "blocks", "tuner_rules", "needed_blocks"} <= set(doc)
+    assert doc["verdict"] in ("no-go", "inconclusive") and doc["exit_code"] == result.exit_code
+    assert len(doc["workload_change"]["ci"]) == 2 and doc["workload_change"]["estimate"] > 0  # B is slower
+    assert doc["ranges"] and all({"op", "min_bytes", "max_bytes", "change", "ci", "a_choice", "b_choice"} <= set(r)
+                                 for r in doc["ranges"])
 
 
 def test_a_workload_dry_run_measures_its_sizes_exactly(tmp_path, monkeypatch):

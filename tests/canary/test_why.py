@@ -83,6 +83,16 @@ def test_a_loss_where_both_sides_pick_the_same_is_not_from_the_choice() -> None:
     assert why.tuner_rules == () and why.tuner_csv is None
 
 
+def test_a_loss_with_the_same_choice_names_the_settings_the_sides_differ_in() -> None:
+    frame = _frame(NCCL / "a", NCCL / "b")
+    frame["NCCL_IB_HCA"] = pd.Categorical([None if side == "A" else "=mlx5_0:1" for side in frame["side"]])
+    frame["COLLSCOPE_CANARY_SIDE"] = frame["side"]  # collscope's own marker: never named
+    (statement,) = explain([NCCL / "a", NCCL / "b"], frame, [_range(1 << 30, 1 << 30)]).statements
+    assert "so the loss is not from the algorithm choice: the sides differ in nccl_version (A: 2.26.6, " \
+        "B: 2.27.7); NCCL_IB_HCA (A: unset, B: =mlx5_0:1) (" in statement
+    assert "COLLSCOPE_CANARY_SIDE" not in statement
+
+
 def test_identical_sides_have_no_change_and_a_gain_is_said_too() -> None:
     same = explain([NCCL / "a"], _frame(NCCL / "a", NCCL / "a"), [_range(16 * M, 32 * M)])
     assert same.changes == () and same.tuner_rules == ()
