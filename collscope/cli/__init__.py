@@ -56,6 +56,7 @@ log = logging.getLogger("collscope")
 COMMANDS = {
     "analyze": "collscope.cli.analyze:analyze_command",
     "bench": "collscope.cli.bench:bench",
+    "canary": "collscope.cli.canary:canary",
     "demo": "collscope.cli.demo:demo",
     "ingest": "collscope.cli.ingest:ingest",
     "locate": "collscope.cli.locate:locate_command",
