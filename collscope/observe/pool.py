@@ -29,6 +29,8 @@ def workers() -> int:
 
 
 def process_pool(count: int) -> ProcessPoolExecutor:
-    """A pool of ``count`` processes started by a fork server (never a fork of this process, whose DuckDB and
-    Arrow threads a fork would copy mid-flight)."""
-    return ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("forkserver"))
+    """A pool of ``count`` forked processes. Forked, not spawned or started by a fork server: those re-run the
+    caller's main module in every child (a user's script without an ``if __name__ == "__main__"`` guard would run
+    again, and the pool break). The children only parse text and run numpy on what they are sent; they never
+    touch DuckDB or Arrow, whose threads the parent may have started (a fork copies none of them)."""
+    return ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))

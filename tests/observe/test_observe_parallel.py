@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from collscope.observe.pool import process_pool, workers
 from collscope.observe.series import changes_report
 from tests.observe.history import PLANTED, QUIET, night_time, write_history
 
+ROOT = Path(__file__).resolve().parents[2]
 NOW = night_time(61)
 ROWS = ("SELECT source, size_bytes, in_place, busbw_gbps, nccl_version, run_time, run_time_source FROM records "
         "ORDER BY source, size_bytes, in_place")
@@ -70,3 +74,25 @@ def test_changes_found_in_a_pool_are_the_ones_found_in_one_process(tmp_path: Pat
     assert calls == [2]
     assert pooled == single
     assert single["regressions"] == 1 and single["series"] == 2
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_pool(tmp_path: Path) -> None:
+    """The pools fork: a spawned or fork-server child would run the caller's main module again (a plain script
+    calling collscope at its top level), repeating its side effects and breaking the pool."""
+    store, marks = tmp_path / "store", tmp_path / "marks.txt"
+    ingest(write_history(tmp_path / "in", [PLANTED, QUIET]), store)  # two series: a pool of two
+    script = tmp_path / "nightly.py"
+    script.write_text(
+        "import os\n"
+        f"open({str(marks)!r}, 'a').write('ran\\n')\n"
+        "os.environ['COLLSCOPE_OBSERVE_WORKERS'] = '2'\n"
+        "from collscope.observe import series\n"
+        "series.POOL_MIN_CELLS = 0\n"
+        "now = series.datetime(2026, 12, 1, tzinfo=series.timezone.utc)\n"
+        f"report = series.changes_report({str(store)!r}, now=now)\n"
+        "print(len(report.regressions))\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "1"
+    assert marks.read_text() == "ran\n"
