@@ -72,6 +72,8 @@ class CanaryRequest:
     oversubscribe: bool = False
     gpus_per_node: int | None = None
     dry_run: bool = False
+    retry_failed: bool = False
+    """Measure points whose last attempt failed again (as ``sweep run --retry-failed``)."""
     progress: bool = False
 
     def __post_init__(self) -> None:
@@ -147,6 +149,7 @@ def _run_options(request: CanaryRequest, spec: SweepSpec, wrapper: str | None) -
     if wrapper is not None:
         launch = replace(launch, python=wrapper)
     return RunOptions(launcher=request.launcher, launch=launch, dry_run=request.dry_run, progress=request.progress,
+                      retry_failed=request.retry_failed,
                       workers="per-point", keep_env=False, unset_env=(), evidence_runs=True)
 
 

@@ -1,9 +1,10 @@
 """Judge a canary's results directory: the canary frame (:func:`~collscope.canary.layout.canary_frame`), the
-decision (:func:`collscope.canary.verdict.judge`), the why (:func:`collscope.canary.why.explain`, when that module
-is there) and ``verdict.json`` beside ``canary.json``."""
+decision (:func:`collscope.canary.verdict.judge`, with a caveat when fewer blocks than planned could be judged),
+the why (:func:`collscope.canary.why.explain`) and ``verdict.json`` beside ``canary.json``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +42,23 @@ def load_workload(path: Path | None) -> Workload | None:
     return read_workload(path)
 
 
+def _short_of_plan(planned: int | None, judged: int, frame: pd.DataFrame) -> str | None:
+    """The caveat of a verdict judged on fewer blocks than planned (points that failed, or not measured yet)."""
+    if planned is None or judged >= planned:
+        return None
+    failed = frame.attrs.get("failures") or []
+    reasons = sorted({str(f.get("reason")) for f in failed})
+    why = (f"{len(failed)} point(s) failed ({', '.join(reasons)})" if failed else
+           "some points are not measured yet")
+    return (f"judged on {judged} of the {planned} planned blocks: {why}; rerun the same command on the same --out "
+            "to measure them (add --retry-failed for points that failed on their own)")
+
+
 def judge_canary(results_dir: Path, *, workload: Workload | None = None, max_loss: float | None = None,
                  interleaved: bool = True) -> CanaryJudgement:
     """The verdict of a canary's results directory (:func:`collscope.canary.verdict.judge` over
-    :func:`~collscope.canary.layout.canary_frame`), the why (:func:`collscope.canary.why.explain`, when that
-    module is there), both written to ``verdict.json``. ``max_loss``: canary.json's when None."""
+    :func:`~collscope.canary.layout.canary_frame`), the why (:func:`collscope.canary.why.explain`), both written
+    to ``verdict.json``. ``max_loss``: canary.json's when None."""
     from collscope.canary.verdict import judge
 
     meta = read_canary(results_dir)
@@ -54,13 +67,12 @@ def judge_canary(results_dir: Path, *, workload: Workload | None = None, max_los
     frame = canary_frame(results_dir)
     verdict = judge(frame, workload, max_loss=meta.max_loss if max_loss is None else max_loss,
                     interleaved=interleaved)
-    why = None
-    try:
-        from collscope.canary.why import explain
-    except ImportError:
-        explain = None  # type: ignore[assignment]
-    if explain is not None:
-        why = explain([Path(results_dir)], frame, verdict.ranges)
+    short = _short_of_plan(meta.blocks_planned, verdict.blocks, frame)
+    if short is not None:
+        verdict = dataclasses.replace(verdict, caveats=(*verdict.caveats, short))
+    from collscope.canary.why import explain
+
+    why = explain([Path(results_dir)], frame, verdict.ranges)
     doc = canary_document(verdict, why, labels=meta.labels, results_dir=str(results_dir))
     path = Path(results_dir) / VERDICT_FILE
     write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")

@@ -78,6 +78,7 @@ def _side_options(func: Any) -> Any:
                    "outputs; repeatable). Not interleaved, and said so.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict (and the why) as JSON.")
 @click.option("--dry-run", is_flag=True, help="Print every command of the plan; run nothing.")
+@click.option("--retry-failed", is_flag=True, help="Measure points whose last attempt failed again.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.pass_context
 def canary(ctx: click.Context, **kw: Any) -> None:
@@ -140,7 +141,7 @@ def _run(kw: dict[str, Any]) -> int:
         nccl_tests_dir=None if kw["nccl_tests_dir"] is None else str(kw["nccl_tests_dir"]),
         max_blocks=kw["max_blocks"], max_loss=kw["max_loss"], hostfile=kw["hostfile"],
         mpi_flavour=kw["mpi_flavour"], srun_mpi=kw["srun_mpi"], oversubscribe=kw["oversubscribe"],
-        gpus_per_node=kw["gpus_per_node"], dry_run=kw["dry_run"],
+        gpus_per_node=kw["gpus_per_node"], dry_run=kw["dry_run"], retry_failed=kw["retry_failed"],
         progress=sys.stderr.isatty() if kw["progress"] is None else kw["progress"])
     run = run_canary(request, echo=lambda m: click.echo(m, err=True))
     if kw["dry_run"]:

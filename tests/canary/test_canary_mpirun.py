@@ -27,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.canary.layout import canary_frame, read_canary
+from collscope.canary.run_judge import judge_canary
 from collscope.cli.canary import canary
 from collscope.observe import ingest, query
 
@@ -152,6 +153,10 @@ def test_a_killed_canary_resumes_without_measuring_finished_points_again(tmp_pat
     meta = read_canary(out)
     assert meta.blocks_planned is not None and 2 <= meta.blocks_planned <= 4 and meta.block_s is not None
     assert 3 <= len(before) < 2 * meta.blocks_planned
+    short = judge_canary(out).verdict  # what the directory says as it was left
+    assert short.blocks < meta.blocks_planned
+    assert any(c.startswith(f"judged on {short.blocks} of the {meta.blocks_planned} planned blocks") for c in
+               short.caveats), short.caveats
     again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert again.returncode in (0, 1, 3), again.stdout + again.stderr
     after = _points_done(out)
@@ -160,3 +165,4 @@ def test_a_killed_canary_resumes_without_measuring_finished_points_again(tmp_pat
     for name in before:
         log = (out / "points" / name.replace(".jsonl", ".log")).read_text()
         assert log.count("=== collscope attempt") == 1, name
+    assert not any("planned blocks" in c for c in judge_canary(out).verdict.caveats)
