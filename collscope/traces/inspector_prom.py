@@ -16,8 +16,13 @@ Two shapes, both from NCCL's ``plugins/profiler/inspector`` (``inspector_prom.cc
 Each label set becomes one call: the collective, the time, and its size: 2.29's rounded size, or for a bucket
 the size Inspector's own busbw and time imply (busbw / nccl-tests' factor x time), kept within the bucket (its
 lower bound when busbw is missing); the communicator (``comm_id`` or ``comm_name``) is the process group,
-``nranks`` its size and ``n_nodes`` its node count. Comment lines (``# HELP``) and other metrics are ignored;
-a sample given twice keeps its last value (a file appended to rather than rewritten).
+``nranks`` its size and ``n_nodes`` its node count. ``algo_proto`` (``RING_SIMPLE`` as ``inspector_prom.cc`` joins
+NCCL's names, ``Ring_ll`` as the README shows it) is kept, in collscope's spelling, in
+:attr:`PromRead.choices` (:func:`read_inspector_prom`), with ``version`` and ``slurm_job_id``. The per-device
+counters of ``NCCL_INSPECTOR_PROM_DUMP_STATS=1`` (``nccl_collectives_total``, ``nccl_collectives_dropped_total``,
+``nccl_p2p_total``, ``nccl_p2p_dropped_total``; labels ``version, slurm_job_id, node, gpu``) are read: a loss is
+warned. Comment lines (``# HELP``) are ignored; other metrics and labels are tolerated, left out and named in a
+warning; a sample given twice keeps its last value (a file appended to rather than rewritten).
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ from datetime import datetime
 
 from collscope.errors import ParseError
 from collscope.traces.inspector import INSPECTOR_OPS, inspector_size_bytes
+from collscope.traces.inspector_prom_stats import KNOWN_LABELS, STATS_METRICS, PromRead, loss_warning
+from collscope.traces.inspector_stream import AlgoProto, parse_algo_proto_label
 from collscope.traces.names import op_of
 from collscope.traces.record import CollectiveCall, RankTrace
 from collscope.vocab.ops import OPS, busbw_factor
 
-__all__ = ["looks_like_inspector_prom", "parse_inspector_prom", "parse_message_size", "parse_prom_line",
-           "COLL_METRICS", "P2P_METRICS", "NO_RANK_WARNING"]
+__all__ = ["looks_like_inspector_prom", "parse_inspector_prom", "read_inspector_prom", "PromRead",
+           "parse_message_size", "parse_prom_line", "COLL_METRICS", "P2P_METRICS", "STATS_METRICS", "KNOWN_LABELS",
+           "NO_RANK_WARNING"]
 
 COLL_METRICS = {"nccl_bus_bandwidth_gbs": "busbw_gbps", "nccl_collective_exec_time_microseconds": "time_us",
                 "nccl_algorithm_bandwidth_gbs": "algbw_gbps"}
@@ -147,10 +155,24 @@ def _start_us(stamp: str | None) -> float:
 def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None) -> list[RankTrace]:
     """One RankTrace per GPU (``node``/``hostname`` + ``gpu``/``gpu_device_id``) in the file. ``rank_hint`` is
     not used: the file is named by the GPU's UUID, and its labels say the rank (2.29) or the GPU (2.30)."""
+    return list(read_inspector_prom(data, source).traces)
+
+
+def _device(labels: Mapping[str, str]) -> tuple[str, str]:
+    return (labels.get("node") or labels.get("hostname") or "", labels.get("gpu") or labels.get("gpu_device_id") or "")
+
+
+def read_inspector_prom(data: bytes, source: str) -> PromRead:
+    """The file's traces (as :func:`parse_inspector_prom`) with each call's algorithm and protocol, the job and
+    format the labels name, the per-device counters, and what was left out; ParseError naming the line when a
+    sample of a metric it reads is damaged."""
     text = data.decode("utf-8", "replace")
     samples: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
     where: dict[tuple[tuple[str, str], ...], int] = {}
     p2p: set[tuple[tuple[str, str], ...]] = set()
+    counters: dict[tuple[str, str], dict[str, float]] = {}
+    unread: dict[str, int] = {}
+    labels_seen: set[str] = set()
     for lineno, line in enumerate(text.splitlines(), 1):
         parsed = parse_prom_line(line)
         if parsed is None:
@@ -166,29 +188,53 @@ def parse_inspector_prom(data: bytes, source: str, rank_hint: int | None = None)
                 raise ParseError(source, lineno, f"a finite, non-negative {name}", found=str(value))
             samples.setdefault(key, {})[COLL_METRICS[name]] = value
             where.setdefault(key, lineno)
+        elif name in STATS_METRICS:
+            if not math.isfinite(value) or value < 0:
+                raise ParseError(source, lineno, f"a finite, non-negative counter {name}", found=str(value))
+            counters.setdefault(_device(labels), {})[name] = value
+        else:
+            unread[name] = unread.get(name, 0) + 1
+            continue
+        labels_seen.update(labels)
     if not samples:
         found = f"only {len(p2p)} point-to-point samples (nccl_p2p_*)" if p2p else "no Inspector samples"
         raise ParseError(source, None, _EXPECTED, found=found)
     devices: dict[tuple[str, str], list[tuple[dict[str, str], dict[str, float], int]]] = {}
     for key, metrics in samples.items():
         labels = dict(key)
-        device = (labels.get("node") or labels.get("hostname") or "",
-                  labels.get("gpu") or labels.get("gpu_device_id") or "")
-        devices.setdefault(device, []).append((labels, metrics, where[key]))
-    traces = [_device_trace(source, host, gpu, rows) for (host, gpu), rows in sorted(devices.items())]
-    if p2p:
-        traces[0] = _with_warning(traces[0], "Inspector's point-to-point samples (nccl_p2p_*) left out: collscope "
-                                  "reads collectives")
-    return traces
+        devices.setdefault(_device(labels), []).append((labels, metrics, where[key]))
+    read = [_device_trace(source, host, gpu, rows) for (host, gpu), rows in sorted(devices.items())]
+    traces = [trace for trace, _ in read]
+    index = {device: i for i, device in enumerate(sorted(devices))}
+    for device, counts in sorted(counters.items()):
+        lost = loss_warning(device, counts)
+        if lost:
+            i = index.get(device, 0)
+            traces[i] = _with_warning(traces[i], lost)
+    left = ["Inspector's point-to-point samples (nccl_p2p_*) left out: collscope reads collectives"
+            if p2p else "",
+            "metrics collscope does not read, left out: " + ", ".join(
+                f"{n} ({c} samples)" for n, c in sorted(unread.items())) if unread else "",
+            "labels collscope does not read, left out: " + ", ".join(sorted(labels_seen - KNOWN_LABELS))
+            if labels_seen - KNOWN_LABELS else ""]
+    for note in (x for x in left if x):
+        traces[0] = _with_warning(traces[0], note)
+    values = {name: tuple(sorted({dict(k)[name] for k in samples if dict(k).get(name)}))
+              for name in ("version", "slurm_job_id")}
+    return PromRead(traces=tuple(traces), choices=tuple(ch for _, ch in read), versions=values["version"],
+                    slurm_job_ids=values["slurm_job_id"], counters=counters, unread_metrics=unread,
+                    unread_labels=tuple(sorted(labels_seen - KNOWN_LABELS)))
 
 
 def _with_warning(trace: RankTrace, warning: str) -> RankTrace:
     return replace(trace, warnings=trace.warnings + (warning,))
 
 
-def _device_trace(source: str, host: str, gpu: str,
-                  rows: list[tuple[dict[str, str], dict[str, float], int]]) -> RankTrace:
+def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, str], dict[str, float], int]]
+                  ) -> tuple[RankTrace, tuple[AlgoProto | None, ...]]:
     calls: list[CollectiveCall] = []
+    choices: list[AlgoProto | None] = []
+    unread_pairs: set[str] = set()
     buckets = lower_bounds = 0
     rank_of_largest: tuple[int, int] | None = None  # (nranks, rank) of the largest communicator naming a rank
     rows.sort(key=lambda row: row[2])  # the file's order
@@ -216,6 +262,11 @@ def _device_trace(source: str, host: str, gpu: str,
             buckets += 1
             total, at_low = _bucket_size(op, low, high, nranks, metrics)
             lower_bounds += at_low
+        pair = labels.get("algo_proto")
+        choice = parse_algo_proto_label(pair) if pair else None
+        if pair and choice is None and pair.strip().lower() != "unknown_unknown":
+            unread_pairs.add(pair)
+        choices.append(choice)
         rank = _int(labels, "rank")
         if rank is not None and (rank_of_largest is None or nranks > rank_of_largest[0]):
             rank_of_largest = (nranks, rank)
@@ -239,6 +290,9 @@ def _device_trace(source: str, host: str, gpu: str,
     if lower_bounds:
         warnings.append(f"{lower_bounds} Inspector buckets without busbw are read at their lower size (4-5GB as "
                         "4 GiB)")
+    if unread_pairs:
+        warnings.append("algo_proto labels not read as <algorithm>_<protocol> (their calls' algorithm and protocol "
+                        "are unknown): " + ", ".join(sorted(unread_pairs)))
     calls = [replace(c, rank=rank) for c in calls]
     return RankTrace(source=source, kind="inspector_prom", rank=rank, world_size=None, backend="nccl", device="gpu",
-                     calls=tuple(calls), warnings=tuple(warnings), host=host or None)
+                     calls=tuple(calls), warnings=tuple(warnings), host=host or None), tuple(choices)
