@@ -186,6 +186,43 @@ class _Parser:
             self.pool.shutdown(cancel_futures=True)
 
 
+def _ingest_locked(paths: list[str | Path], the_store: Store, ctx: ReadContext, parser: _Parser,
+                   report: IngestReport) -> None:
+    known, _ = the_store.known()
+    batch = _Batch(the_store, report)
+
+    def take(results: Iterable[Source | str]) -> None:
+        for result in results:
+            if isinstance(result, str):
+                report.problems.append(f"{result} (input left out)")
+            else:
+                batch.add(result)
+
+    for path in _inputs(paths, the_store.root):
+        try:
+            if path.is_dir():
+                take(parser.drain())
+                sources, skipped = read_results_dir(path, known, ctx)
+                report.skipped += skipped
+                for source in sources:
+                    known.add(source.sha256)
+                take(sources)
+                continue
+            data = read_input_bytes(path, EXPECTED_INPUT)
+            sha = hashlib.sha256(data).hexdigest()
+            if sha in known:
+                report.skipped += 1
+                continue
+            known.add(sha)
+            job = (str(path.resolve()), data, sha, path.stat().st_mtime)
+        except ParseError as exc:
+            report.problems.append(f"{exc} (input left out)")
+            continue
+        take(parser.add(job))
+    take(parser.drain())
+    batch.flush()
+
+
 def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | None = None,
            time_: datetime | None = None) -> IngestReport:
     """Add ``paths`` to the store at ``store`` (created when absent). ConfigError for a path that does not exist
@@ -198,43 +235,11 @@ def ingest(paths: Iterable[str | Path], store: str | Path, *, cluster: str | Non
     ctx = ReadContext(cluster=check_cluster(cluster), time=time_)
     the_store = Store(store)
     report = IngestReport()
-    with the_store.writing():
-        known, _ = the_store.known()
-        batch = _Batch(the_store, report)
-        parser = _Parser(ctx, workers())
-
-        def take(results: Iterable[Source | str]) -> None:
-            for result in results:
-                if isinstance(result, str):
-                    report.problems.append(f"{result} (input left out)")
-                else:
-                    batch.add(result)
-
-        try:
-            for path in _inputs(paths, the_store.root):
-                try:
-                    if path.is_dir():
-                        take(parser.drain())
-                        sources, skipped = read_results_dir(path, known, ctx)
-                        report.skipped += skipped
-                        for source in sources:
-                            known.add(source.sha256)
-                        take(sources)
-                        continue
-                    data = read_input_bytes(path, EXPECTED_INPUT)
-                    sha = hashlib.sha256(data).hexdigest()
-                    if sha in known:
-                        report.skipped += 1
-                        continue
-                    known.add(sha)
-                    job = (str(path.resolve()), data, sha, path.stat().st_mtime)
-                except ParseError as exc:
-                    report.problems.append(f"{exc} (input left out)")
-                    continue
-                take(parser.add(job))
-            take(parser.drain())
-        finally:
-            parser.close()
-        batch.flush()
+    parser = _Parser(ctx, workers())  # forked before the writer lock is taken: no child holds it (observe.pool)
+    try:
+        with the_store.writing():
+            _ingest_locked(paths, the_store, ctx, parser, report)
+    finally:
+        parser.close()
     report.elapsed_s = time.perf_counter() - started
     return report

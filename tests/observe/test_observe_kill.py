@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from collscope.collectives.record import Measurement, write_jsonl
 from collscope.observe import ingest, query
 from collscope.observe.schema import RECORDS_SCHEMA
+from tests.conftest import marked_left_after, marked_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES, PER_FILE = 300, 100
@@ -51,12 +52,13 @@ def _counts(store: Path) -> dict:
                         "FROM sources) AS distinct_sources").to_pylist()[0]
 
 
-def test_kill_9_mid_ingest_leaves_a_store_that_loads_and_a_rerun_completes(tmp_path: Path) -> None:
+def test_kill_9_mid_ingest_leaves_a_store_that_loads_and_a_rerun_completes(tmp_path: Path,
+                                                                          leak_marker: str) -> None:
     inputs = _inputs(tmp_path / "night")
     store = tmp_path / "store"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(inputs), str(store)], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLLSCOPE_OBSERVE_WORKERS": "2"}  # a pool of parsing processes
+    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(inputs), str(store), leak_marker], env=env,
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -65,6 +67,7 @@ def test_kill_9_mid_ingest_leaves_a_store_that_loads_and_a_rerun_completes(tmp_p
             time.sleep(0.005)
         said = proc.stderr.read() if proc.stderr and proc.poll() is not None else ""
         assert proc.poll() is None, f"ingest ended before it could be killed: {said}"
+        assert len(marked_processes(leak_marker)) == 3  # the ingest and its two parsing processes
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -72,6 +75,7 @@ def test_kill_9_mid_ingest_leaves_a_store_that_loads_and_a_rerun_completes(tmp_p
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+    assert marked_left_after(leak_marker) == []  # the pool died with it (and with it its copy of the lock)
 
     killed = _counts(store)  # loads; counts only committed batches, each input once
     assert 0 < killed["records"] < FILES * PER_FILE
