@@ -332,4 +332,6 @@ def _read_inspector(data: bytes, source: Source, ctx: ReadContext, mtime: float,
             "nranks": [c.group_size for c in calls], "nnodes": [c.group_nnodes for c in calls],
             "time_us": [c.duration_us for c in calls], "algbw_gbps": algbw, "busbw_gbps": busbw,
             "ok": [True] * len(calls), "repeat": [0] * len(calls),
-            "tags": [[("comm_id", comm), ("rank", str(c.rank))] for c in calls]})
+            "tags": [[("comm_id", comm), ("rank", str(c.rank)),
+                      *((k, v) for k, v in (("algorithm", c.algorithm), ("protocol", c.protocol)) if v)]
+                     for c in calls]})

@@ -177,12 +177,14 @@ def _call(op_record: Op, source: str) -> tuple[CollectiveCall, AlgoProto | None]
                          found=perf.coll)
     start = perf.event_trace_ts.coll_start_ts if perf.event_trace_ts else None
     stamp = op_record.metadata.get("dump_timestamp_us")
+    choice = algo_proto(perf.coll_algo, perf.coll_proto)
     call = CollectiveCall(
         rank=head.rank, op=op, size_bytes=inspector_size_bytes(op, perf.coll_msg_size_bytes, head.n_ranks),
         dtype=None, group_size=max(head.n_ranks, 1), process_group=head.id, seq=perf.coll_sn, step=None,
         start_us=float(start if start is not None else stamp if isinstance(stamp, int | float) else 0.0),
-        duration_us=perf.coll_exec_time_us, stream=None, size_source="inspector", group_nnodes=head.nnodes)
-    return call, algo_proto(perf.coll_algo, perf.coll_proto)
+        duration_us=perf.coll_exec_time_us, stream=None, size_source="inspector", group_nnodes=head.nnodes,
+        algorithm=None if choice is None else choice.algorithm, protocol=None if choice is None else choice.protocol)
+    return call, choice
 
 
 def _read(ops: Iterable[Op], source: str, summary: StreamSummary, cut: list[int]) -> InspectorRead:

@@ -274,7 +274,9 @@ def _device_trace(source: str, host: str, gpu: str, rows: list[tuple[dict[str, s
             rank=0, op=op, size_bytes=total, dtype=None, group_size=nranks,
             process_group=labels.get("comm_id") or labels.get("comm_name") or None, seq=_int(labels, "coll_sn"),
             step=None, start_us=_start_us(labels.get("timestamp")), duration_us=metrics["time_us"], stream=None,
-            size_source="inspector", group_nnodes=_int(labels, "n_nodes", "nnodes")))
+            size_source="inspector", group_nnodes=_int(labels, "n_nodes", "nnodes"),
+            algorithm=None if choice is None else choice.algorithm,
+            protocol=None if choice is None else choice.protocol))
     gpu_index = _GPU.fullmatch(gpu)
     warnings = []
     if rank_of_largest is not None:

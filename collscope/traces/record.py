@@ -51,6 +51,11 @@ class CollectiveCall:
     group_evidence: tuple[str, ...] = ()
     """Where ``group_size`` was read (``Group size 64 in record_param_comms``, ``Process Group Ranks lists 64
     ranks``, ``pg_size 64 of process group '1' in distributedInfo.pg_config``)."""
+    algorithm: str | None = None
+    """The algorithm NCCL ran the call with, when the trace says (Inspector v4.2+ ``coll_algo``, Prometheus
+    ``algo_proto``), in collscope's spelling (:data:`collscope.vocab.nccl.ALGORITHMS`)."""
+    protocol: str | None = None
+    """The protocol (Inspector ``coll_proto``), in collscope's spelling (:data:`collscope.vocab.nccl.PROTOCOLS`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,6 +21,7 @@ from collscope.traces.inspector import read_inspector
 from collscope.traces.inspector_prom import read_inspector_prom
 from collscope.traces.inspector_stream import AlgoProto, algo_proto, parse_algo_proto_label
 from collscope.traces.load import read_traces
+from collscope.vocab.nccl import ALGORITHMS, PROTOCOLS
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "inspector-v4x"
 V40 = FIXTURES / "v4.0-dgx-a100-c11-pid30417.log"
@@ -58,6 +59,8 @@ def test_each_version_reads_its_collectives_with_their_algorithm_and_protocol(pa
     assert (trace.kind, trace.rank) == ("inspector", rank)
     assert [(c.op, c.size_bytes, c.group_size) for c in trace.calls] == calls
     assert _pairs(read.choices[0]) == choices
+    assert [None if c.algorithm is None and c.protocol is None else (c.algorithm, c.protocol)
+            for c in trace.calls] == choices  # on the calls themselves, for trace and observe
     assert read.versions == (path.name[:4],)
     assert [(t.rank, len(t.calls)) for t in read_traces([path])] == [(rank, len(calls))]  # the public loader
 
@@ -199,6 +202,9 @@ def test_observe_ingests_a_marker_stream_with_its_notes(tmp_path):
     rows = query(store, "SELECT op, size_bytes, nranks FROM records WHERE kind = 'inspector' ORDER BY op").to_pylist()
     assert [(r["op"], r["nranks"]) for r in rows] == [("all_gather", 8)] + [("all_reduce", 8)] * 3 + [
         ("reduce_scatter", 8)]
+    chosen = query(store, "SELECT DISTINCT tags['algorithm'] AS a, tags['protocol'] AS p FROM records "
+                          "WHERE kind = 'inspector' AND tags['algorithm'] IS NOT NULL").to_pylist()
+    assert chosen and all(r["a"] in ALGORITHMS and r["p"] in PROTOCOLS for r in chosen)  # coll_algo/coll_proto
 
 
 # --- the names NCCL writes -> collscope's ----------------------------------------------------------------------
