@@ -28,7 +28,13 @@ from typing import Any, Protocol
 import pandas as pd
 
 from collscope.analysis.recommend.env import comment
-from collscope.analysis.recommend.tuner import _ALGORITHM, _PROTOCOL, TUNER_COLLECTIVE, TUNER_COLUMNS, TunerRule
+from collscope.analysis.recommend.tuner import (
+    TUNER_ALGORITHM,
+    TUNER_COLLECTIVE,
+    TUNER_COLUMNS,
+    TUNER_PROTOCOL,
+    TunerRule,
+)
 from collscope.canary.why_evidence import TUNING_HINT, Choice, Evidence, side_choices
 from collscope.units import format_size
 from collscope.vocab.configs import is_tuning_variable
@@ -161,13 +167,13 @@ def _restore(frame: pd.DataFrame, run: _Run, lo: int, hi: int, notes: list[str])
     if collective is None:
         notes.append(f"{where}: no tuner rule: the tuner plugin does not handle {run.op}")
         return None
-    if a.algorithm not in _ALGORITHM or a.protocol not in _PROTOCOL:
-        notes.append(f"{where}: no tuner rule: A's {'protocol' if a.algorithm in _ALGORITHM else 'algorithm'} "
+    if a.algorithm not in TUNER_ALGORITHM or a.protocol not in TUNER_PROTOCOL:
+        notes.append(f"{where}: no tuner rule: A's {'protocol' if a.algorithm in TUNER_ALGORITHM else 'algorithm'} "
                      f"is not known ({a.source}); {TUNING_HINT}")
         return None
     nranks, nnodes = _nranks_nnodes(frame, run.op, lo, hi)
-    return TunerRule(collective=collective, min_bytes=lo, max_bytes=hi, algorithm=_ALGORITHM[str(a.algorithm)],
-                     protocol=_PROTOCOL[str(a.protocol)], nnodes=nnodes, nranks=nranks,
+    return TunerRule(collective=collective, min_bytes=lo, max_bytes=hi, algorithm=TUNER_ALGORITHM[str(a.algorithm)],
+                     protocol=TUNER_PROTOCOL[str(a.protocol)], nnodes=nnodes, nranks=nranks,
                      notes=(f"{where}: B loses with {b.text}; A's {a.text} restored ({_source(a, b)})",))
 
 

@@ -22,13 +22,9 @@ from pathlib import Path
 
 from collscope.errors import ParseError
 from collscope.files import read_input_text
+from collscope.vocab.ompi import OMPI_COLL_IDS
 
-__all__ = ["COLL_IDS", "OmpiRule", "OmpiRules", "parse_ompi_rules", "read_ompi_rules"]
-
-COLL_IDS: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce": 11,
-                            "reduce_scatter": 12}
-"""Open MPI collective name (:data:`collscope.vocab.ompi.OMPI_ALGORITHMS`' keys) -> its ``COLLTYPE`` id in the rules
-file (``ompi/mca/coll/base/coll_base_functions.h``)."""
+__all__ = ["OmpiRule", "OmpiRules", "parse_ompi_rules", "read_ompi_rules"]
 
 _MAX_BYTES = 1 << 20
 _TOKEN = re.compile(r"#[^\n]*|0[xX][0-9a-fA-F]+|\d+|\n")
@@ -66,7 +62,7 @@ class OmpiRules:
     def rule_for(self, coll: str, comm_size: int, msg_bytes: int) -> OmpiRule | None:
         """The rule Open MPI applies to ``coll`` on ``comm_size`` ranks at ``msg_bytes`` (module doc); None when the
         file has no rule for that collective."""
-        coll_id = COLL_IDS.get(coll)
+        coll_id = OMPI_COLL_IDS.get(coll)
         mine = [r for r in self.rules if r.coll_id == coll_id]
         if not mine:
             return None

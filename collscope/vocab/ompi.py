@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collscope.vocab.ops import OP_TABLE
 
-__all__ = ["OMPI_VERSION", "OMPI_ALGORITHMS", "OMPI_COLL_OP", "OP_OMPI_COLL", "DYNAMIC_RULES", "ompi_algorithm_id",
-           "ompi_algorithm_name", "ompi_algorithm_knob"]
+__all__ = ["OMPI_VERSION", "OMPI_ALGORITHMS", "OMPI_COLL_IDS", "OMPI_COLL_OP", "OP_OMPI_COLL", "DYNAMIC_RULES",
+           "ompi_algorithm_id", "ompi_algorithm_name", "ompi_algorithm_knob"]
 
 OMPI_VERSION = "5.0.11"
 """The Open MPI version the tables below were read from."""
@@ -29,6 +29,11 @@ OMPI_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "alltoall": ("ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"),
 }
 """Open MPI collective name -> algorithm names indexed by id (id 0 ``ignore`` = the fixed decision rules)."""
+
+OMPI_COLL_IDS: dict[str, int] = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce": 11,
+                                 "reduce_scatter": 12}
+"""Open MPI collective name (:data:`OMPI_ALGORITHMS`' keys) -> its ``COLLTYPE`` id, the number a ``coll tuned``
+dynamic rules file names it by (``ompi/mca/coll/base/coll_base_functions.h``)."""
 
 OMPI_COLL_OP: dict[str, str] = {row.ompi_coll: row.name for row in OP_TABLE if row.ompi_coll}
 """Open MPI collective name -> collscope op name (as in the Measurement record; the op table's)."""

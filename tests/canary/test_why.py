@@ -18,11 +18,11 @@ from collscope.analysis.load import load_results
 from collscope.analysis.recommend.tuner import TUNER_COLUMNS
 from collscope.canary.verdict import Interval, RangeChange
 from collscope.canary.why import ChoiceChange, explain
-from collscope.canary.why_ompi import COLL_IDS, parse_ompi_rules, read_ompi_rules
+from collscope.canary.why_ompi import parse_ompi_rules, read_ompi_rules
 from collscope.collectives.record import Measurement
 from collscope.errors import ParseError
 from collscope.results.store import ResultsDir
-from collscope.vocab.ompi import DYNAMIC_RULES
+from collscope.vocab.ompi import DYNAMIC_RULES, OMPI_COLL_IDS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "canary"
 NCCL = FIXTURES / "nccl-upgrade"
@@ -286,6 +286,6 @@ def test_the_rules_parser_raises_only_parse_errors(text: str) -> None:
         rules = parse_ompi_rules(text, "fuzz.rules")
     except ParseError:
         return
-    for coll, coll_id in COLL_IDS.items():
+    for coll, coll_id in OMPI_COLL_IDS.items():
         rule = rules.rule_for(coll, 4, 1 << 20)
         assert rule is None or (rule.coll_id == coll_id and rule.msg_bytes <= 1 << 20)

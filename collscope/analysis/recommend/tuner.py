@@ -29,8 +29,8 @@ from collscope.analysis.recommend.timing import evaluate, range_saving
 from collscope.units import format_size
 from collscope.vocab.ops import OP_TABLE
 
-__all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "tuner_rules", "tuner_rule",
-           "render_tuner", "ASSUMED_ALGORITHM"]
+__all__ = ["TunerRule", "NotExpressible", "TUNER_COLUMNS", "TUNER_COLLECTIVE", "TUNER_ALGORITHM", "TUNER_PROTOCOL",
+           "tuner_rules", "tuner_rule", "render_tuner", "ASSUMED_ALGORITHM"]
 
 ASSUMED_ALGORITHM = "Ring"
 """The algorithm of a protocol-only rule when the check data names none: every collective the plugin handles
@@ -39,9 +39,11 @@ can run Ring with every protocol."""
 TUNER_COLUMNS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
 TUNER_COLLECTIVE = {row.name: row.tuner_collective for row in OP_TABLE if row.tuner_collective}
 """collscope op -> the plugin's collective_type (the op table's)."""
-_ALGORITHM = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
-              "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
-_PROTOCOL = {"LL": "ll", "LL128": "ll128", "Simple": "simple"}
+TUNER_ALGORITHM = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
+                   "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
+"""collscope's algorithm name -> the plugin's ``algorithm`` column."""
+TUNER_PROTOCOL = {"LL": "ll", "LL128": "ll128", "Simple": "simple"}
+"""collscope's protocol name -> the plugin's ``protocol`` column."""
 _CHANNEL_PAIRS = (("NCCL_MIN_CTAS", "NCCL_MAX_CTAS"), ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"))
 
 
@@ -113,18 +115,19 @@ def tuner_rule(key: GroupKey, span: SizeRange, settings: dict[str, str],
     notes: tuple[str, ...] = ()
     if "NCCL_ALGO" in settings:
         algorithm = _single("NCCL_ALGO", settings, key.op)
-    elif logged_algorithm in _ALGORITHM:
+    elif logged_algorithm in TUNER_ALGORITHM:
         algorithm = str(logged_algorithm)
-        notes = (f"algorithm {_ALGORITHM[algorithm]}: what NCCL logged for {key.op} with NCCL_PROTO={protocol} "
+        notes = (f"algorithm {TUNER_ALGORITHM[algorithm]}: what NCCL logged for {key.op} with NCCL_PROTO={protocol} "
                  "(sweep check data)",)
     else:
         algorithm = ASSUMED_ALGORITHM
-        notes = (f"assumed algorithm {_ALGORITHM[algorithm]}: NCCL_PROTO={protocol} was measured with NCCL's own "
+        notes = (f"assumed algorithm {TUNER_ALGORITHM[algorithm]}: NCCL_PROTO={protocol} was measured with NCCL's own "
                  "algorithm choice and the sweep's check data names none; verify with NCCL_DEBUG=INFO "
                  "NCCL_DEBUG_SUBSYS=TUNING (or measure NCCL_ALGO x NCCL_PROTO)",)
     return TunerRule(collective=collective, min_bytes=span.min_bytes, max_bytes=span.max_bytes,
-                     algorithm=_ALGORITHM[algorithm], protocol=_PROTOCOL[protocol], channels=_channels(settings),
-                     nnodes=-1 if key.nnodes is None else key.nnodes, nranks=key.nranks, notes=notes)
+                     algorithm=TUNER_ALGORITHM[algorithm], protocol=TUNER_PROTOCOL[protocol],
+                     channels=_channels(settings), nnodes=-1 if key.nnodes is None else key.nnodes,
+                     nranks=key.nranks, notes=notes)
 
 
 def tuner_rules(rec: Recommendation) -> tuple[list[TunerRule], list[str]]:
