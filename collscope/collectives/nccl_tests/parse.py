@@ -140,6 +140,8 @@ def _other_line(st: _State, line: str, lineno: int) -> None:
             if st.layout is not None and st.blocks and lay != st.layout:
                 raise ParseError(st.source, lineno, "one results table per run (a second, different header "
                                  "follows rows); split the file per run", found=body)
+            if st.layout is not None and st.blocks and not st.headers:
+                _second_run(st, lineno, body)  # the same table again, no run header: tables pasted one after another
             st.layout = lay
         return
     if body.startswith("(B)") or body.startswith("out-of-place"):

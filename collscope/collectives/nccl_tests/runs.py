@@ -1,7 +1,9 @@
 """Several nccl-tests runs pasted into one text (a blog post's all_reduce then all_gather, a loop's log): where each
 run starts (pure).
 
-A run starts at its ``# nThread`` header; a header that follows table rows starts the next run. The lines between
+A run starts at its ``# nThread`` header; a header that follows table rows starts the next run, and so does a
+table's column header that follows rows without a ``# nThread`` header between them (two tables pasted in one
+post, each under a label such as ``2.19.3:``). The lines between
 the end of one run (its last row, its summary lines ``# Out of bounds values``/``# Avg bus bandwidth``/``# Collective
 test concluded`` and the bare ``#`` after them) and the next header (a command line, a banner, ``# nccl-tests
 version``, ``# Collective test starting``) belong to the next run. Headers printed before any row (several processes
@@ -15,6 +17,7 @@ host (:func:`host_runs`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 from collscope.collectives.nccl_tests.launch import rank_lines, separate_processes
@@ -27,12 +30,13 @@ from collscope.errors import ParseError
 __all__ = ["parse_nccl_tests_runs", "run_starts", "host_runs", "one_process_each"]
 
 _END = ("Out of bounds values", "Avg bus bandwidth", "Collective test concluded")
+_COLUMN_HEADER = re.compile(r"\bsize\s+count\s+type\b.*\balgbw\b")
 
 
 def run_starts(text: str) -> list[int]:
     """The 0-based line index where each run after the first starts (``[]``: one run). ``text``'s line breaks are
     ``\\n``; launcher prefixes are looked through."""
-    if text.count("nThread") < 2:
+    if text.count("nThread") < 2 and len(_COLUMN_HEADER.findall(text)) < 2:
         return []
     stripped, _ = strip_line_prefixes(text)
     starts: list[int] = []
@@ -53,7 +57,7 @@ def run_starts(text: str) -> list[int]:
             continue
         if body.startswith(_END):
             end = i + 1
-        elif body.startswith("nThread ") and rows:
+        elif (body.startswith("nThread ") or _COLUMN_HEADER.match(body)) and rows:
             starts.append(end)
             rows = False
     return starts
@@ -108,18 +112,16 @@ def parse_nccl_tests_runs(text: str, source: str = "<text>", op: str | None = No
         text = one_break(text)
         try:  # one run: no cost beyond its parse
             return [parse_text(text, source, op, nranks, env, argv, nnodes, nvl_domain)]
-        except SecondRun as second:
-            starts = run_starts(text)
-            if not starts:
-                raise second from None
-        except ParseError:
+        except ParseError as problem:
             hosts = host_runs(text)
-            if hosts is None:
+            if hosts is not None:
+                return [dataclasses.replace(run, warnings=(f"the run of host {host} (pdsh/clush prefixes: one run "
+                                                           f"per host)", *run.warnings))
+                        for host, part in hosts
+                        for run in [parse_text(part, source, op, nranks, env, argv, nnodes, nvl_domain)]]
+            starts = run_starts(text) if isinstance(problem, SecondRun) else []
+            if not starts:
                 raise
-            return [dataclasses.replace(run, warnings=(f"the run of host {host} (pdsh/clush prefixes: one run per "
-                                                       f"host)", *run.warnings))
-                    for host, part in hosts
-                    for run in [parse_text(part, source, op, nranks, env, argv, nnodes, nvl_domain)]]
         lines = text.split("\n")
         bounds = [0, *starts, len(lines)]
         chunks = ["\n".join(lines[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
