@@ -29,6 +29,7 @@ from collscope.canary.run_judge import load_workload
 from collscope.errors import ConfigError
 from collscope.sweeps.launch_options import LauncherKind, MpiFlavour, SrunMpi
 from collscope.sweeps.spec import Plan, SweepSpec
+from collscope.vocab.engines import engine_row
 
 if TYPE_CHECKING:
     from collscope.analysis.recommend.workload import Workload
@@ -124,14 +125,14 @@ def canary_spec(request: CanaryRequest,
             raise ConfigError(f"workload {workload.source}: no entry of op(s) {', '.join(ops) or '(any)'} within "
                               "--min-bytes/--max-bytes; widen the range or pick another --op")
         fields = {"min_bytes": min(e.size_bytes for e in chosen), "max_bytes": max(e.size_bytes for e in chosen)}
-        if request.engine != "nccl-tests":
+        if engine_row(request.engine, request.backend).program == "bench":  # explicit sizes: collscope bench only
             sizes = {op: tuple(sorted({e.size_bytes for e in chosen if e.op == op})) for op in ops}
     overrides = {k: v for k, v in {**fields, "iters": request.iters, "warmup": request.warmup,
                                    "timeout_s": request.timeout_s}.items() if v is not None}
     spec = SweepSpec(name="canary", engine=request.engine, backend=request.backend,  # type: ignore[arg-type]
                      ops=ops or ("all_reduce",), nranks=request.nranks, nnodes=request.nnodes, repeats=1,
                      nccl_tests_dir=request.nccl_tests_dir, **overrides)
-    if any(s.cmd_prefix for s in (request.a, request.b)) and spec.engine == "nccl-tests":
+    if any(s.cmd_prefix for s in (request.a, request.b)) and engine_row(spec.engine, spec.backend).program != "bench":
         raise ConfigError("--a-cmd-prefix/--b-cmd-prefix wrap collscope bench (engines mpi and torch); for "
                           "nccl-tests use the same binary path inside the container, or engine torch")
     return spec, sizes
@@ -235,7 +236,6 @@ def timed_run_notes(spec: SweepSpec, *sides: SideConfig) -> list[str]:
     ``NCCL_DEBUG_SUBSYS``/``NCCL_DEBUG_FILE`` (:func:`~collscope.sweeps.run_options.timed_launch`), so a side's
     own values of these never reach a timed run; one line per such variable."""
     from collscope.sweeps.run_options import TIMED_DEBUG, TIMED_UNSET
-    from collscope.vocab.engines import engine_row
 
     if not engine_row(spec.engine, spec.backend).honours("nccl"):
         return []

@@ -40,7 +40,7 @@ def _side_options(func: Any) -> Any:
     return func
 
 
-@click.group("canary", invoke_without_command=True)
+@click.group("canary", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @_side_options
 @click.option("--launcher", type=click.Choice(["local", "mpirun", "srun"]), default="local", show_default=True)
 @click.option("--nranks", type=click.IntRange(min=1), default=2, show_default=True, help="Ranks of each launch.")

@@ -14,7 +14,7 @@ import re
 
 __all__ = ["launch_diagnosis", "launcher_failure", "NODE_LOST"]
 
-NODE_LOST = ("node failure on ", "Slurm cancelled ", "a node stopped answering")
+NODE_LOST = ("node failure on ", "Slurm cancelled ", "a node is not answering")
 """How :func:`launch_diagnosis` begins the words of a node lost under a point: the job's nodes, not the point's
 configuration, ended it (a resume measures such a point again)."""
 
@@ -104,7 +104,7 @@ def launch_diagnosis(text: str) -> str | None:
     if match:
         found.append(f"srun could not start the step ({match.group(1).strip()})")
     if _STEP_TIMEOUT in text:
-        found.append("a node stopped answering: srun timed out waiting for the step's tasks to end")
+        found.append("a node is not answering: srun timed out waiting for the step's tasks to end")
     if _PMIX_LISTENER in text:
         found.append("mpirun could not start its PMIx server, most likely because a killed mpirun with the same "
                      "pid left its session directory ($TMPDIR/ompi.<pid>) behind; collscope gives each mpirun it "

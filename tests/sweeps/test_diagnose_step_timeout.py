@@ -16,7 +16,7 @@ srun: error: Timed out waiting for job step to complete
 
 def test_a_step_srun_gave_up_on_is_a_node_lost_and_resumed() -> None:
     words = launch_diagnosis(SRUN_GAVE_UP)
-    assert words == "a node stopped answering: srun timed out waiting for the step's tasks to end"
+    assert words == "a node is not answering: srun timed out waiting for the step's tasks to end"
     assert resumed_failure("exit code", f"exit code 14 ({words})")
     assert resumed_failure("timeout", f"timeout after 60 s (srun could not start the step (x); {words})")
 
