@@ -9,18 +9,15 @@ range's busbw (- = B slower). Non-finite numbers are null.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
+from collscope.canary.verdict_types import finite_or_none as _num
+
 if TYPE_CHECKING:
-    from collscope.canary.verdict import RangeChange, Verdict
+    from collscope.canary.verdict_types import RangeChange, Verdict
     from collscope.canary.why import Why
 
 __all__ = ["canary_document"]
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _choices(why: Why | None, r: RangeChange) -> tuple[str | None, str | None]:

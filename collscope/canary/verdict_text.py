@@ -5,39 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
 
 from collscope.analysis.recommend.timing import format_us
 from collscope.canary.verdict_stats import MORE_BLOCKS_CAP
+from collscope.canary.verdict_types import RangeChange
 from collscope.errors import printable
 from collscope.units import format_size
-
-
-class _Change(Protocol):
-    @property
-    def estimate(self) -> float: ...
-    @property
-    def low(self) -> float: ...
-    @property
-    def high(self) -> float: ...
-
-
-class RangeChange(Protocol):
-    """What the text needs of :class:`collscope.canary.verdict.RangeChange` (a protocol: that module imports this
-    one)."""
-
-    @property
-    def op(self) -> str: ...
-    @property
-    def min_bytes(self) -> int: ...
-    @property
-    def max_bytes(self) -> int: ...
-    @property
-    def verdict(self) -> str: ...
-    @property
-    def time_share(self) -> float: ...
-    @property
-    def busbw_change(self) -> _Change: ...
 
 __all__ = ["pct", "share_pct", "range_label", "decision_reasons", "render_lines"]
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
@@ -35,25 +35,13 @@ from collscope.analysis.recommend.tuner import (
     TUNER_PROTOCOL,
     TunerRule,
 )
+from collscope.canary.verdict_types import RangeChange
 from collscope.canary.why_evidence import TUNING_HINT, Choice, Evidence, side_choices
 from collscope.units import format_size
 from collscope.vocab.configs import is_tuning_variable
 from collscope.vocab.ompi import OP_OMPI_COLL, ompi_algorithm_knob
 
 __all__ = ["ChoiceChange", "Why", "explain", "render_rules"]
-
-
-class _Range(Protocol):
-    """What :func:`explain` reads of a verdict's ``RangeChange`` (:mod:`collscope.canary.verdict`)."""
-
-    @property
-    def op(self) -> str: ...
-    @property
-    def min_bytes(self) -> int: ...
-    @property
-    def max_bytes(self) -> int: ...
-    @property
-    def verdict(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -130,7 +118,7 @@ def _source(a: Choice, b: Choice) -> str:
     return a.source if a.source == b.source else f"A: {a.source}; B: {b.source}"
 
 
-def _overlap(run: _Run, r: _Range) -> tuple[int, int] | None:
+def _overlap(run: _Run, r: RangeChange) -> tuple[int, int] | None:
     inside = [s for s in run.sizes if r.min_bytes <= s <= r.max_bytes]
     return (inside[0], inside[-1]) if run.op == r.op and inside else None
 
@@ -177,7 +165,7 @@ def _restore(frame: pd.DataFrame, run: _Run, lo: int, hi: int, notes: list[str])
                      notes=(f"{where}: B loses with {b.text}; A's {a.text} restored ({_source(a, b)})",))
 
 
-def _statements(runs: list[_Run], ranges: Sequence[_Range], frame: pd.DataFrame, evidence: Evidence,
+def _statements(runs: list[_Run], ranges: Sequence[RangeChange], frame: pd.DataFrame, evidence: Evidence,
                 notes: list[str]) -> tuple[list[str], list[TunerRule]]:
     statements: list[str] = []
     rules: list[TunerRule] = []
@@ -299,7 +287,7 @@ def render_rules(rules: Sequence[TunerRule]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain(results_dirs: Sequence[Path], frame: pd.DataFrame, ranges: Sequence[_Range] = ()) -> Why:
+def explain(results_dirs: Sequence[Path], frame: pd.DataFrame, ranges: Sequence[RangeChange] = ()) -> Why:
     """What each side chose per (op, size) of ``frame`` (a canary frame: side, op, size_bytes, nranks, nnodes,
     point_id; evidence in ``<dir>/points/``), where that changed, why each losing range of ``ranges`` loses, and the
     tuner rules that restore A's NCCL choice on B there (module doc)."""

@@ -15,6 +15,7 @@ from collscope.canary.report import write_canary_report
 from collscope.canary.report_plot import PERCENTILE_FROM_BLOCKS, band_name, side_curves
 from collscope.canary.why import ChoiceChange, Why
 from collscope.errors import ConfigError
+from tests.analysis.test_report_browser import _PROBE  # the page's image check, as the report test does it
 from tests.conftest import chromium, headless
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "canary_results"
@@ -109,15 +110,6 @@ def test_a_frame_without_the_canary_columns_is_refused(tmp_path: Path) -> None:
     verdict = judge_results([A], [B], n_boot=400)
     with pytest.raises(ConfigError, match=r"lacks side, block"):
         write_canary_report(pd.DataFrame({"op": ["all_reduce"]}), verdict, tmp_path)
-
-
-_PROBE = """<script>
-window.addEventListener('load', () => {
-  const imgs = Array.from(document.images);
-  document.title = 'PROBE ' + JSON.stringify(imgs.map(i => [i.alt, i.complete && i.naturalWidth > 0,
-                                                           i.naturalWidth, i.naturalHeight]));
-});
-</script>"""
 
 
 def test_the_page_renders_in_chromium_with_every_image_and_no_console_message(no_go_report: tuple[Path, str]
