@@ -6,7 +6,8 @@ Which algorithm ran, per configuration and size (the first that applies; ``algo_
    lines) or the algorithm its settings check saw (``points/<id>.check.json``), :mod:`.logged_choices`;
 2. ``"forced (NCCL_ALGO=...)"``: the configuration forces NCCL_ALGO (and/or NCCL_PROTO): NCCL's model picks
    among what the setting leaves enabled (one algorithm: that one);
-3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology.
+3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology;
+   alltoall (grouped point-to-point, outside NCCL's tuning model) :func:`~.nccl_model.p2p.p2p_choice`.
 
 For NCCL that needs a GPU generation (``LinkParams.gpu``); the model is then NCCL's cost model of that
 (algorithm, protocol) plus what nccl-tests measures beyond it (:func:`~.nccl_model.model.measured_extra_us`: the
@@ -31,6 +32,7 @@ import pandas as pd
 from collscope.analysis.bounds import Bound, algorithm_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
 from collscope.analysis.nccl_model.model import NcclGraphInputs, measured_extra_us, nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.collectives.record import busbw_factor
@@ -44,6 +46,7 @@ __all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclI
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
 SOURCE_LOGGED = "NCCL log"
+SOURCE_P2P = "collscope's model of NCCL's grouped point-to-point (nccl_model.p2p, fitted on published alltoall results)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +149,11 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
         found = _nccl_expected(op, size, settings, params, inputs, logged)
         if found is not None:
             return found
+    if backend == "nccl" and params.gpu is not None:
+        p2p = p2p_choice(params, op, size)
+        if p2p is not None:
+            return Expected(model=f"{p2p.algo}/{p2p.proto}", kind="nccl", algo_source=SOURCE_P2P,
+                            busbw_gbps=p2p.expected_busbw_gbps, bound=algorithm_bound(op, "pairwise", params))
     if ab_model is None:
         return None
     on_nccl = backend == "nccl"

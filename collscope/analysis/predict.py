@@ -25,10 +25,12 @@ from collscope.analysis.models import (
     LinkParams,
     Prediction,
     alpha_beta_predictions,
+    make_prediction,
     ring_bound_busbw_gbps,
 )
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_choice, nccl_predictions
+from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
@@ -108,6 +110,12 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         notes.append(f"NCCL's model skipped: NCCL runs {op} as grouped point-to-point sends and receives, which its "
                      "tuning model (algorithm x protocol) does not cover; the alpha-beta model bounds it by the "
                      "NVLink and per-rank NIC rates")
+        if op in P2P_MODELLED_OPS and params.gpu is not None:
+            choices = [c for c in (p2p_choice(params, op, s) for s in size_list) if c is not None]
+            preds = sorted(preds + [make_prediction("nccl", c.algo, c.proto, op, c.size_bytes, c.time_us, nranks)
+                                    for c in choices], key=lambda pred: pred.size_bytes)
+            notes.append(f"expected measurement of {op}: the p2p bound with a launch cost, an efficiency and a size "
+                         "ramp fitted on published alltoall results (nccl_model.p2p)")
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:

@@ -103,9 +103,13 @@ def test_predict_alltoall_h100_two_nodes_is_nic_bound():
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     big = [p for p in doc["predictions"] if p["size_bytes"] == 16 << 30]
-    assert [(p["model"], p["algo"]) for p in big] == [("alpha-beta", "pairwise")]
+    assert [(p["model"], p["algo"]) for p in big] == [("alpha-beta", "pairwise"), ("nccl", "P2P")]
     assert big[0]["busbw_gbps"] == pytest.approx(93.75, rel=0.002)
-    assert doc["nccl_choice"] == [] and any("point-to-point" in n for n in doc["params"]["notes"])
+    # the expected measurement (nccl_model.p2p): the same bound at P2P_EFFICIENCY, the ramp negligible at 1 GiB/peer
+    expected = {c["size_bytes"]: c for c in doc["nccl_choice"]}
+    assert expected[16 << 30]["algo"] == "P2P"
+    assert expected[16 << 30]["expected_busbw_gbps"] == pytest.approx(93.75 * 0.8, rel=0.01)
+    assert any("point-to-point" in n for n in doc["params"]["notes"])
     small = next(p for p in doc["predictions"] if p["size_bytes"] == 1024)
     assert small["time_us"] == pytest.approx(7 * doc["params"]["alpha_us"] + 8 * doc["params"]["alpha_inter_us"],
                                              rel=0.01)
@@ -153,6 +157,60 @@ def test_alltoall_inside_one_hgx_node_runs_at_nccls_effective_nvlink_rate():
     """8 H100 on one NVSwitch node: NVLink line rate 18 x 25 = 450 GB/s, NCCL's effective rate outside NVLS 370 GB/s
     (sjeaugey, nccl-tests#212): the pairwise model's busbw at 16 GiB is 370 GB/s, the bound stays the line rate."""
     result = predict("alltoall", topology=load_topology([str(sample_path())]), nranks=8, nnodes=1, sizes=[16 << 30])
-    (pred,) = result.predictions
+    (pred,) = [p for p in result.predictions if p.model == "alpha-beta"]
     assert pred.busbw_gbps == pytest.approx(370.0, rel=0.002)
     assert algorithm_bound("alltoall", "pairwise", result.params).busbw_gbps == pytest.approx(450.0)
+
+
+# ---- nccl_model.p2p: what nccl-tests measures for alltoall ----------------------------------------------------
+def _gb200_params(nranks: int, nnodes: int, nvl_domain: int, **kw):
+    from collscope.analysis.params import link_params
+    return link_params(None, gpu="GB200", nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, **kw)
+
+
+def test_p2p_alltoall_large_size_is_the_bound_at_the_fitted_efficiency():
+    """64 GB200 on one NVL72 fabric, 16 GiB: the ramp is 256 KiB on 256 MiB per peer (0.1%), the launch 20 us of
+    about 30 ms, so busbw = p2p bound (900 x 370/450 GB/s) x 0.8, within 0.2%."""
+    from collscope.analysis.models import p2p_intra_gbps
+    from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
+    params = _gb200_params(64, 16, 72)
+    choice = p2p_choice(params, "alltoall", 16 << 30)
+    assert choice is not None and choice.algo == "P2P"
+    assert choice.expected_busbw_gbps == pytest.approx(p2p_intra_gbps(params) * P2P_EFFICIENCY, rel=0.002)
+
+
+def test_p2p_alltoall_small_size_pays_the_launch_once_not_per_peer():
+    """At 1 MiB the time is the launch (20 us) plus the ramped wire time; going from 4 to 64 ranks on NVLink adds the
+    ramp of smaller per-peer blocks (16 KiB: 17 x the wire time of about 1.3 us), not 60 per-peer alphas, which the
+    pairwise alpha-beta model charges (published: 17 us on 4 GB300, 31 us on 64)."""
+    from collscope.analysis.nccl_model.p2p import P2P_LAUNCH_US, p2p_time_us
+    params64 = _gb200_params(64, 16, 72)
+    t4 = p2p_time_us(_gb200_params(4, 1, 4), "alltoall", 1 << 20)
+    t64 = p2p_time_us(params64, "alltoall", 1 << 20)
+    assert t4 is not None and t64 is not None
+    assert P2P_LAUNCH_US < t4 < t64 < 3 * P2P_LAUNCH_US
+    assert t64 < alpha_beta_time_us("alltoall", "pairwise", params64, 1 << 20) / 3
+
+
+def test_p2p_alltoall_across_racks_is_bound_by_the_nic_share():
+    """2 racks of 64 GB200, one 400 Gb/s NIC per GPU: each rank sends 64/128 of the size over its NIC at 50 GB/s,
+    so the bound is algbw 100 GB/s, busbw 100 x 127/128; the model is 0.8 of it at 16 GiB."""
+    from collscope.analysis.nccl_model.p2p import p2p_choice
+    params = _gb200_params(128, 32, 64, nic_gbit=400.0, nics_per_node=4)
+    choice = p2p_choice(params, "alltoall", 16 << 30)
+    assert choice is not None
+    assert choice.expected_busbw_gbps == pytest.approx(100 * 127 / 128 * 0.8, rel=0.01)
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter", "sendrecv", "all_reduce"])
+def test_p2p_model_is_only_for_the_op_it_was_fitted_on(op):
+    from collscope.analysis.nccl_model.p2p import p2p_choice
+    assert p2p_choice(_gb200_params(8, 2, 72), op, 1 << 30) is None
+    doc = predict(op, gpu="GB200", nranks=8, nnodes=2, nvl_domain=72, sizes=[1 << 30]).to_dict()
+    assert all(c["algo"] != "P2P" for c in doc["nccl_choice"])
+
+
+def test_p2p_alltoall_needs_a_gpu_generation():
+    """With explicit link figures only (no GPU), the fitted terms do not apply: alpha-beta alone, no choice."""
+    doc = predict("alltoall", nranks=8, nnodes=1, alpha_us=5.0, bw_gbps=100.0, sizes=[1 << 30]).to_dict()
+    assert doc["nccl_choice"] == [] and {p["model"] for p in doc["predictions"]} == {"alpha-beta"}

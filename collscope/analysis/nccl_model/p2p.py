@@ -1,0 +1,67 @@
+"""What nccl-tests measures for alltoall on NCCL: grouped point-to-point, which NCCL's tuning model does not cover.
+
+NCCL runs alltoall as one ``ncclSend``/``ncclRecv`` pair per peer inside a group (nccl-tests src/alltoall.cu;
+``ncclAlltoAll`` of NCCL >= 2.28 does the same): no algorithm x protocol table, so :mod:`.model` has nothing to
+choose. The bandwidth side is the p2p bound of :mod:`collscope.analysis.models` (each rank's bytes to peers in its
+NVLink domain at NCCL's effective NVLink rate, to the other domains at its share of the NICs, whichever is slower);
+three terms fitted on the published alltoall rows of bench/scorecard/published.csv (GB200/GB300/B300 trays,
+NVL72 partitions and racks, 1 MiB to 16 GiB) and checked leaving one system out at a time (held-out: 48 of 63 rows
+within 15%, against 22 for the pairwise alpha-beta model):
+
+- :data:`P2P_LAUNCH_US`: the fixed cost of a grouped launch, whatever the number of peers (the published 1 MiB
+  times are 17 us on 4 ranks and 31 us on 64: not a per-peer alpha, which charges 63 x alpha on 64 ranks);
+- :data:`P2P_EFFICIENCY`: the published peaks sit at 0.8 of the p2p bound (615-683 GB/s on NVLink5, whose bound is
+  900 GB/s x 370/450; 88-90 GB/s against a 98 GB/s NIC share between racks);
+- :data:`P2P_RAMP_BYTES_PER_PEER`: the size ramp, a rank reaching b / (b + 256 KiB) of that rate with b bytes per
+  peer.
+
+Only alltoall is fitted (:data:`P2P_MODELLED_OPS`); gather, scatter and sendrecv keep their alpha-beta models.
+docs/reading-results.md shows the rows, and the systems where it is still off (a 128-rank job whose every size up to
+32 MiB takes about 500 us, alltoall between NVL72 racks).
+"""
+
+from __future__ import annotations
+
+from collscope.analysis.models import LinkParams, make_prediction, p2p_intra_gbps, p2p_net_gbps, p2p_spread
+from collscope.analysis.nccl_model.model import NcclChoice
+
+__all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_MODELLED_OPS", "P2P_ALGO",
+           "P2P_PROTO", "p2p_time_us", "p2p_choice"]
+
+P2P_LAUNCH_US = 20.0
+"""Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
+P2P_EFFICIENCY = 0.8
+"""Share of the p2p bound a large alltoall reaches (fitted, module doc)."""
+P2P_RAMP_BYTES_PER_PEER = 256 * 1024
+"""Per-peer bytes at which alltoall reaches half its rate (fitted, module doc)."""
+P2P_MODELLED_OPS = ("alltoall",)
+"""The grouped point-to-point ops with this model; the others are not fitted."""
+P2P_ALGO = "P2P"
+"""The name the choice carries: not an NCCL_ALGO value (NCCL_ALGO does not apply to point-to-point)."""
+P2P_PROTO = "Simple"
+"""NCCL's point-to-point transfers above NCCL_P2P_LL_THRESHOLD (16 KiB per peer) use the Simple protocol."""
+
+
+def p2p_time_us(params: LinkParams, op: str, size_bytes: int) -> float | None:
+    """The time nccl-tests measures for ``op`` (the total ``size_bytes``, ``size / nranks`` per peer); None for an
+    op without this model or a size <= 0."""
+    if op not in P2P_MODELLED_OPS or size_bytes <= 0:
+        return None
+    local, remote = p2p_spread(params)
+    nranks = params.nranks
+    per_peer = size_bytes / nranks
+    wire_us = max(local * per_peer / (p2p_intra_gbps(params) * 1e3),
+                  remote * per_peer / (p2p_net_gbps(params) * 1e3) if remote else 0.0)
+    ramp = 1.0 + P2P_RAMP_BYTES_PER_PEER / per_peer
+    return P2P_LAUNCH_US + wire_us / P2P_EFFICIENCY * ramp
+
+
+def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | None:
+    """The model as an :class:`NcclChoice` (``algo`` :data:`P2P_ALGO`): its time is both NCCL's "model time" and
+    the expected measurement, as NCCL has no model of its own to compare; None where :func:`p2p_time_us` is."""
+    time = p2p_time_us(params, op, size_bytes)
+    if time is None:
+        return None
+    busbw = make_prediction("nccl", P2P_ALGO, P2P_PROTO, op, size_bytes, time, params.nranks).busbw_gbps
+    return NcclChoice(size_bytes=int(size_bytes), algo=P2P_ALGO, proto=P2P_PROTO, time_us=time, busbw_gbps=busbw,
+                      expected_time_us=time, expected_busbw_gbps=busbw)
