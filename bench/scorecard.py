@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from collscope.analysis.nccl_model.constants import VERSIONS  # noqa: E402
+from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
@@ -35,8 +36,15 @@ DATA = ROOT / "bench" / "scorecard" / "published.csv"
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
            "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
-"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.model.RAMP_BYTES_PER_RANK_CHANNEL): the
-share of the other rows is the held-out check."""
+"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.model.RAMP_BYTES_PER_RANK_CHANNEL)."""
+FIT_OPS = P2P_MODELLED_OPS
+"""Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
+bench/p2p_fit.py leaving one system out). The share of the rows of neither kind is the held-out check."""
+
+
+def fitted(row: PublishedRow) -> bool:
+    """Whether a row's figure was used to fit one of the models' terms."""
+    return row.op in FIT_OPS or any(src in row.source_url for src in FIT_SOURCES)
 TOLERANCE = 0.15
 """A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
 FAR = 0.30
@@ -210,9 +218,10 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
         by_system.setdefault(s.row.system, []).append(s)
         everything.append(s)
     out = [_share(name, members) for name, members in by_system.items()]
-    held_out = [s for s in everything if not any(src in s.row.source_url for src in FIT_SOURCES)]
+    held_out = [s for s in everything if not fitted(s.row)]
     return out + [_share("all rows", everything),
-                  _share("held-out rows (all but the rows the size ramp was fitted on)", held_out)]
+                  _share("held-out rows (all but the rows the size ramp and the alltoall terms were fitted on)",
+                         held_out)]
 
 
 def far_lines(scored: Sequence[ScoredRow]) -> list[str]:

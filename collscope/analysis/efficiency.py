@@ -145,18 +145,17 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
     """The model of the algorithm that ran for one configuration x size (module doc); None without a model."""
     if size <= 0:
         return None
-    if backend == "nccl" and op in OP_FUNC and inputs is not None:
+    on_nccl = backend == "nccl"
+    if on_nccl and op in OP_FUNC and inputs is not None:
         found = _nccl_expected(op, size, settings, params, inputs, logged)
         if found is not None:
             return found
-    if backend == "nccl" and params.gpu is not None:
-        p2p = p2p_choice(params, op, size)
-        if p2p is not None:
-            return Expected(model=f"{p2p.algo}/{p2p.proto}", kind="nccl", algo_source=SOURCE_P2P,
-                            busbw_gbps=p2p.expected_busbw_gbps, bound=algorithm_bound(op, "pairwise", params))
+    p2p = p2p_choice(params, op, size) if on_nccl and params.gpu is not None else None
+    if p2p is not None:
+        return Expected(model=f"{p2p.algo}/{p2p.proto}", kind="nccl", algo_source=SOURCE_P2P,
+                        busbw_gbps=p2p.expected_busbw_gbps, bound=algorithm_bound(op, "pairwise", params))
     if ab_model is None:
         return None
-    on_nccl = backend == "nccl"
     if on_nccl:
         source = ("alpha-beta (no GPU generation for NCCL's model)" if op in OP_FUNC
                   else "alpha-beta (NCCL runs it as grouped point-to-point: no NCCL tuning model)")

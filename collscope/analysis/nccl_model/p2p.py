@@ -5,8 +5,8 @@ NCCL runs alltoall as one ``ncclSend``/``ncclRecv`` pair per peer inside a group
 choose. The bandwidth side is the p2p bound of :mod:`collscope.analysis.models` (each rank's bytes to peers in its
 NVLink domain at NCCL's effective NVLink rate, to the other domains at its share of the NICs, whichever is slower);
 three terms fitted on the published alltoall rows of bench/scorecard/published.csv (GB200/GB300/B300 trays,
-NVL72 partitions and racks, 1 MiB to 16 GiB) and checked leaving one system out at a time (held-out: 48 of 63 rows
-within 15%, against 22 for the pairwise alpha-beta model):
+NVL72 partitions and racks, 1 MiB to 16 GiB) and checked leaving one system out at a time (``bench/p2p_fit.py``
+prints the fit and the held-out count against the pairwise alpha-beta model's):
 
 - :data:`P2P_LAUNCH_US`: the fixed cost of a grouped launch, whatever the number of peers (the published 1 MiB
   times are 17 us on 4 ranks and 31 us on 64: not a per-peer alpha, which charges 63 x alpha on 64 ranks);
@@ -42,9 +42,10 @@ P2P_PROTO = "Simple"
 """NCCL's point-to-point transfers above NCCL_P2P_LL_THRESHOLD (16 KiB per peer) use the Simple protocol."""
 
 
-def p2p_time_us(params: LinkParams, op: str, size_bytes: int) -> float | None:
+def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
+                efficiency: float = P2P_EFFICIENCY, ramp_bytes: float = P2P_RAMP_BYTES_PER_PEER) -> float | None:
     """The time nccl-tests measures for ``op`` (the total ``size_bytes``, ``size / nranks`` per peer); None for an
-    op without this model or a size <= 0."""
+    op without this model or a size <= 0. The keywords are the fitted terms (bench/p2p_fit.py refits them)."""
     if op not in P2P_MODELLED_OPS or size_bytes <= 0:
         return None
     local, remote = p2p_spread(params)
@@ -52,8 +53,7 @@ def p2p_time_us(params: LinkParams, op: str, size_bytes: int) -> float | None:
     per_peer = size_bytes / nranks
     wire_us = max(local * per_peer / (p2p_intra_gbps(params) * 1e3),
                   remote * per_peer / (p2p_net_gbps(params) * 1e3) if remote else 0.0)
-    ramp = 1.0 + P2P_RAMP_BYTES_PER_PEER / per_peer
-    return P2P_LAUNCH_US + wire_us / P2P_EFFICIENCY * ramp
+    return launch_us + wire_us / efficiency * (1.0 + ramp_bytes / per_peer)
 
 
 def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | None:
