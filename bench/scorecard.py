@@ -220,8 +220,9 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
     out = [_share(name, members) for name, members in by_system.items()]
     held_out = [s for s in everything if not fitted(s.row)]
     return out + [_share("all rows", everything),
-                  _share("held-out rows (all but the rows the size ramp and the alltoall terms were fitted on)",
-                         held_out)]
+                  _share("held-out rows (all but the rows the size ramp and the alltoall terms were fitted on; the "
+                         "network term, fitted on every multi-node row, is checked source by source in "
+                         "bench/net_term_fit.py)", held_out)]
 
 
 def far_lines(scored: Sequence[ScoredRow]) -> list[str]:

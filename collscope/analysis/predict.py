@@ -9,7 +9,8 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
 model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
-(``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency), what analyze, trace and the
+(``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
+cost), what analyze, trace and the
 scorecard compare against. NCCL's model needs a GPU generation; without one
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
 """
@@ -30,7 +31,7 @@ from collscope.analysis.models import (
 )
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_choice, nccl_predictions
-from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS, p2p_choice
+from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
@@ -169,10 +170,14 @@ def render_predict_text(prediction: PredictResult) -> str:
         for r in rows:
             name = r["algo"] if r["proto"] is None else f"{r['algo']}/{r['proto']}"
             lines.append(f"  {r['model']:<11} {name:<22} {r['time_us']:>12.2f} {r['busbw_gbps']:>13.2f}")
-        if size in choice:
+        if size in choice and choice[size]["algo"] == P2P_ALGO:
+            c = choice[size]
+            lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
+                         "GB/s (grouped point-to-point: the p2p bound with the fitted launch, efficiency and ramp)")
+        elif size in choice:
             c = choice[size]
             lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
                          "in NCCL's model")
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
-                         "GB/s (NCCL's model plus the measured size ramp / LL step latency)")
+                         "GB/s (NCCL's model plus the fitted size ramp / LL step latency / network cost)")
     return "\n".join(lines)

@@ -153,3 +153,33 @@ def test_collnet_is_modelled_only_where_a_sharp_plugin_is_named() -> None:
                                     "8", "--nic-gbit", "400", "--collnet", "--sizes", "2G", "--json"])
     assert out.exit_code == 0, out.output
     assert any(p["algo"] == "CollNetChain" for p in json.loads(out.output)["predictions"])
+
+
+def test_the_network_cost_is_paid_once_per_call_across_nvlink_domains_only() -> None:
+    """2 HGX B200 nodes: the expected time is NCCL's time + the ramp + NET_EXTRA_US (30 us); one node, and 8 GB200 on
+    2 trays of one NVL72 fabric (one NVLink domain for NCCL), pay none."""
+    two = _inputs("B200", 16, 2, nic_gbit=400)
+    assert two.nnodes == 2 and nccl.net_us(two) == nccl.NET_EXTRA_US == 30.0
+    choice = nccl.nccl_choice(two, "all_reduce", 4 * MIB)
+    ramp = nccl.ramp_us(two, "all_reduce", choice.algo, choice.proto, 4 * MIB)
+    hop = nccl.hop_us(two, "all_reduce", choice.algo, choice.proto)
+    assert choice.expected_time_us == pytest.approx(choice.time_us + ramp + hop + 30.0)
+    assert nccl.net_us(_inputs("B200", 8, 1)) == 0.0
+    assert nccl.net_us(_inputs("GB200", 8, 2, nvl_domain=72)) == 0.0
+
+
+def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/net_term_fit.py: the shipped cost beats no cost on the multi-node rows, and held out source by source."""
+    spec = importlib.util.spec_from_file_location("net_term_fit", ROOT / "bench" / "net_term_fit.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    assert module.main() == 0
+    out = capsys.readouterr().out
+    yardstick = int(out.split("(the yardstick): ")[1].split("/")[0])
+    shipped = int(out.split("us: ")[1].split("/")[0])
+    held, held_without = out.split("leaving one source out: ")[1].split(" within 15% (")
+    assert shipped > yardstick
+    assert int(held.split("/")[0]) > int(held_without.split(" ")[0])
+    assert nccl.NET_EXTRA_US == 30.0  # the script puts the shipped constant back

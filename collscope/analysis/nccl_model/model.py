@@ -6,9 +6,10 @@ Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``) and ``src/enqueue.cc`` (
 per-algorithm graphs NCCL's topology search produces (:class:`NcclGraphInputs`); :mod:`.nccl_search` approximates
 that search from a topology.
 
-:func:`nccl_choice` also gives what nccl-tests measures for that choice (``expected_*``): NCCL's time plus two
+:func:`nccl_choice` also gives what nccl-tests measures for that choice (``expected_*``): NCCL's time plus three
 fitted terms NCCL's model leaves out (it compares algorithms; it does not predict a measurement): the size ramp of
-Simple (:func:`ramp_us`) and the LL step latency (:func:`hop_us`), :func:`measured_extra_us`.
+Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`) and the network's per-call cost (:func:`net_us`),
+:func:`measured_extra_us`.
 
 Not modelled: tuner plugins, ``NCCL_THREAD_THRESHOLDS`` / channel reduction after the choice, FP8 penalties,
 CollNet plugins that implement iallgather/ireducescatter (multi-node NVLS/CollNet AllGather/ReduceScatter are off),
@@ -49,6 +50,8 @@ __all__ = [
     "ramp_us",
     "hop_us",
     "measured_extra_us",
+    "NET_EXTRA_US",
+    "net_us",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -389,12 +392,27 @@ def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: 
     return _nsteps(_func(op), inputs.nranks) * c.hw_latency_us[hw]["Ring"][PROTOS.index(proto)]
 
 
+NET_EXTRA_US = 30.0
+"""What a collective across NVLink domains (NCCL's nodes: ``nNodes`` > 1) pays beyond NCCL's model, per call, us.
+Fitted, not NCCL's: the published 2-node all_reduce curves flatten at 85-160 us from 1 to 8 MiB (Nebius H100,
+Lambda and GCP B200, dstack's pages and yangwhale/gpu-tpu-pedia) where NCCL's latencies (``baseLat`` + ``hwLat[NET]``
+per network step, src/graph/tuning.cc) give 60-115 us. Chosen from 0-50 us by the rows within 15% and checked
+leaving one source out at a time (``bench/net_term_fit.py``: the same 30 us, or 25, is chosen whichever source is
+left out, and the held-out sources gain 7 rows). 0 inside one domain, an NVL72 rack's trays included."""
+
+
+def net_us(inputs: NcclGraphInputs) -> float:
+    """:data:`NET_EXTRA_US` when the communicator spans NVLink domains, else 0."""
+    return NET_EXTRA_US if inputs.nnodes > 1 else 0.0
+
+
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
                       version: str = "2.30") -> float:
     """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
-    Simple (:func:`ramp_us`) and the LL step latency (:func:`hop_us`)."""
+    Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`) and, across NVLink domains, the network's
+    per-call cost (:func:`net_us`)."""
     return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
-            + hop_us(inputs, op, algo, proto, version=version))
+            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs))
 
 
 def _pairs(version: str, algos: Iterable[str] | None, protos: Iterable[str] | None) -> list[tuple[str, str]]:
