@@ -152,13 +152,18 @@ def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) ->
     assert total.rows == len(scored)
     assert total.within == sum(s.within for s in scored)
     assert total.predicted == sum(s.predicted_gbps is not None for s in scored)
-    per_system = [sh for name, sh in shares.items() if name != "all rows" and not name.startswith("held-out")]
+    per_system = [sh for name, sh in shares.items()
+                  if name != "all rows" and not name.startswith(("held-out", "rows the models claim"))]
     assert sum(sh.rows for sh in per_system) == total.rows
     held_out = next(sh for name, sh in shares.items() if name.startswith("held-out"))
     # held out: neither the Azure rows (the size ramp's fit) nor any alltoall row (nccl_model.p2p's fit)
     assert held_out.rows == sum(s.row.op != "alltoall" and "Azure/AI-benchmarking-guide" not in s.row.source_url
                                 for s in scored)
     assert 0 < held_out.rows < total.rows
+    claimed = next(sh for name, sh in shares.items() if name.startswith("rows the models claim"))
+    assert claimed.rows == claimed.predicted == sum(s.predicted_gbps is not None and not s.row.off_reason
+                                                    for s in scored)
+    assert claimed.within == sum(s.within for s in scored if s.predicted_gbps is not None and not s.row.off_reason)
 
 
 def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored: list) -> None:
