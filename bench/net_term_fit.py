@@ -11,30 +11,23 @@ count without the term (the yardstick), and the held-out count with and without 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' reader
+
+import scorecard  # noqa: E402
 
 from collscope.analysis.nccl_model import model as nccl  # noqa: E402
 
 COSTS_US = (0.0, 10.0, 20.0, 25.0, 30.0, 35.0, 40.0, 50.0)
 
 
-def _scorecard() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scorecard", ROOT / "bench" / "scorecard.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
 
-
-def within_by_cost(scorecard: ModuleType, rows: Sequence[object]) -> dict[float, list[bool]]:
+def within_by_cost(rows: Sequence[scorecard.PublishedRow]) -> dict[float, list[bool]]:
     """cost -> whether each row is within 15% with the network term at that cost."""
     out = {}
     shipped = nccl.NET_EXTRA_US
@@ -48,10 +41,9 @@ def within_by_cost(scorecard: ModuleType, rows: Sequence[object]) -> dict[float,
 
 
 def main() -> int:
-    scorecard = _scorecard()
     rows = [r for r in scorecard.read_published()
             if r.nnodes > 1 and r.op not in scorecard.FIT_OPS and not r.off_reason]
-    hits = within_by_cost(scorecard, rows)
+    hits = within_by_cost(rows)
     sources = sorted({r.source_url for r in rows})
     print(f"{len(rows)} multi-node rows from {len(sources)} sources (alltoall and rows with a stated reason left out)")
     print(f"  without the term (the yardstick): {sum(hits[0.0])}/{len(rows)} within 15%")

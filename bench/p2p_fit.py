@@ -12,15 +12,16 @@ pairwise alpha-beta model's count on the same rows.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' reader
+
+import scorecard  # noqa: E402
 
 from collscope.analysis.models import LinkParams, alpha_beta_time_us  # noqa: E402
 from collscope.analysis.nccl_model.p2p import (  # noqa: E402
@@ -41,19 +42,11 @@ RAMP_BYTES = (0.0, 64 * 1024, 256 * 1024, 1 << 20)
 Terms = tuple[float, float, float]
 
 
-def _scorecard() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scorecard", ROOT / "bench" / "scorecard.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
 
 def fit_rows() -> list[tuple[str, int, float, LinkParams]]:
     """(system, size, published busbw, link params) of each alltoall row the fit uses."""
     out = []
-    for r in _scorecard().read_published():
+    for r in scorecard.read_published():
         if r.op not in P2P_MODELLED_OPS or r.off_reason:
             continue
         try:
