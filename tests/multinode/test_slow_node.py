@@ -13,11 +13,15 @@ SLOW = [("node1", "node3"), ("node2", "node3"), ("node3", "node4")]
 
 # Each step names its own nodes as the job's node list, as collscope locate does (collscope.locate.steps): Slurm
 # 22.05's PMIx plugin routes by the job's list, and a step on node2,node3 of the node[1-4] job otherwise hangs in
-# MPI_Init now and then (one CI run: 5 minutes, past the test's limit).
+# MPI_Init now and then (one CI run: 5 minutes, past the test's limit). Each step also gets Open MPI's asynchronous
+# modex, as locate's steps do: with the modex fence in MPI_Init a peer can die with SIGSEGV in
+# mca_pml_ob1_recv_frag_callback_match (open-mpi/ompi#11438), seen here once in the 9 steps of a CI run (node2, the
+# 4th step, Open MPI 5.0.11).
 JOB = """#!/bin/bash
 set -eu
 pair() {{  # NAME NODES ITERS
-  SLURM_JOB_NODELIST="$2" SLURM_NODELIST="$2" srun -N 2 -n 2 -w "$2" --mpi=pmix "$COLLSCOPE" bench \\
+  SLURM_JOB_NODELIST="$2" SLURM_NODELIST="$2" OMPI_MCA_pmix_base_async_modex=1 \\
+    srun -N 2 -n 2 -w "$2" --mpi=pmix "$COLLSCOPE" bench \\
     --engine mpi --op all_reduce --min-bytes 16M --max-bytes 16M --iters "$3" --warmup 1 \\
     --out {work}/"$1".jsonl --timeout 60
 }}
