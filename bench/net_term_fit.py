@@ -26,7 +26,6 @@ from collscope.analysis.nccl_model import model as nccl  # noqa: E402
 COSTS_US = (0.0, 10.0, 20.0, 25.0, 30.0, 35.0, 40.0, 50.0)
 
 
-
 def within_by_cost(rows: Sequence[scorecard.PublishedRow]) -> dict[float, list[bool]]:
     """cost -> whether each row is within 15% with the network term at that cost."""
     out = {}

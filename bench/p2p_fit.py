@@ -42,7 +42,6 @@ RAMP_BYTES = (0.0, 64 * 1024, 256 * 1024, 1 << 20)
 Terms = tuple[float, float, float]
 
 
-
 def fit_rows() -> list[tuple[str, int, float, LinkParams]]:
     """(system, size, published busbw, link params) of each alltoall row the fit uses."""
     out = []
@@ -63,12 +62,17 @@ def _busbw(params: LinkParams, size: int, time_us: float) -> float:
     return algbw_gbps(size, time_us) * busbw_factor("alltoall", params.nranks)
 
 
+def _close(predicted: float, published: float) -> bool:
+    """Within the scorecard's yardstick (scorecard.TOLERANCE, 15%)."""
+    return abs(predicted / published - 1) <= scorecard.TOLERANCE
+
+
 def within(rows: Sequence[tuple[str, int, float, LinkParams]], terms: Terms) -> int:
     launch, eff, ramp = terms
     count = 0
     for _, size, published, params in rows:
         t = p2p_time_us(params, "alltoall", size, launch_us=launch, efficiency=eff, ramp_bytes=ramp)
-        count += t is not None and abs(_busbw(params, size, t) / published - 1) <= 0.15
+        count += t is not None and _close(_busbw(params, size, t), published)
     return count
 
 
@@ -81,8 +85,7 @@ def best(rows: Sequence[tuple[str, int, float, LinkParams]]) -> tuple[int, Terms
 def main() -> int:
     rows = fit_rows()
     systems = sorted({r[0] for r in rows})
-    pairwise = sum(abs(_busbw(p, s, alpha_beta_time_us("alltoall", "pairwise", p, s)) / b - 1) <= 0.15
-                   for _, s, b, p in rows)
+    pairwise = sum(_close(_busbw(p, s, alpha_beta_time_us("alltoall", "pairwise", p, s)), b) for _, s, b, p in rows)
     shipped: Terms = (P2P_LAUNCH_US, P2P_EFFICIENCY, float(P2P_RAMP_BYTES_PER_PEER))
     top, terms = best(rows)
     print(f"{len(rows)} published alltoall rows from {len(systems)} systems (rows with a stated reason left out)")

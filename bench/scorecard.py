@@ -40,15 +40,15 @@ FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
 FIT_OPS = P2P_MODELLED_OPS
 """Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
 bench/p2p_fit.py leaving one system out). The share of the rows of neither kind is the held-out check."""
+TOLERANCE = 0.15
+"""A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
+FAR = 0.30
+"""Off by more than 30%: the row's note must say what the model does not cover."""
 
 
 def fitted(row: PublishedRow) -> bool:
     """Whether a row's figure was used to fit one of the models' terms."""
     return row.op in FIT_OPS or any(src in row.source_url for src in FIT_SOURCES)
-TOLERANCE = 0.15
-"""A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
-FAR = 0.30
-"""Off by more than 30%: the row's note must say what the model does not cover."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
