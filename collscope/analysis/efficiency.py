@@ -31,6 +31,7 @@ import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
+from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, measured_extra_us, nccl_choice, nccl_time_us
 from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
@@ -245,6 +246,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin")}
     cache: dict[tuple[int, Any], LinkParams | None] = {}
     nccl = NcclInputsCache()
+    modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     for i, row in enumerate(sizes.to_dict(orient="records")):
         op, nranks, size, config = str(row["op"]), int(row["nranks"]), int(row["size_bytes"]), str(row["config"])
         backend, conf = str(row["backend"]), settings.get(config, {})
@@ -263,6 +265,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                              (logged or {}).get((config, op, size)))
         if exp is None:
             continue
+        if inputs is not None and exp.kind == "nccl":
+            modelled.setdefault((id(inputs), op), (inputs, []))[1].append((exp.model.split("/")[0], size))
         margin = margins.nccl if exp.kind == "nccl" else margins.alpha_beta
         cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
@@ -277,6 +281,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         sizes[k] = a
     sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
     notes.extend(nccl.notes)
+    for (_, op), (inputs, choices) in modelled.items():
+        notes.extend(n for n in defect_notes(inputs, op, choices) if n not in notes)
     if source is None:
         notes.append("efficiency not computed: no link parameters (pass --topo PATH or --gpu NAME, or "
                      "analyze(df, params=LinkParams(...)))")

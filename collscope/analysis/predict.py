@@ -30,6 +30,7 @@ from collscope.analysis.models import (
     ring_bound_busbw_gbps,
 )
 from collscope.analysis.nccl_model.constants import VERSIONS
+from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_choice, nccl_predictions
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
@@ -64,6 +65,9 @@ class PredictResult:
     nccl_graphs: dict[str, Any] | None
     """NCCL's ring/tree/NVLS graphs for the topology (None without a GPU generation)."""
     notes: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()
+    """The notes of known NCCL defects that hit NCCL's choice here (:mod:`.nccl_model.known_defects`); also
+    among :attr:`notes`."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``collscope predict --json``."""
@@ -105,6 +109,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     preds = alpha_beta_predictions(op, params, size_list)
     notes: list[str] = []
+    defects: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
     if op_facts(op).nccl_func is None:
@@ -132,9 +137,11 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         allowed = (list(algos) if algos is not None else None, list(protos) if protos is not None else None)
         choices = [nccl_choice(inputs, op, s, version=version, algos=allowed[0], protos=allowed[1])
                    for s in size_list]
+        defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
+        notes.extend(defects)
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
-                         nccl_graphs=graphs, notes=tuple(notes))
+                         nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects))
 
 
 def _graph_dict(g: Any) -> dict[str, Any]:

@@ -34,12 +34,12 @@ def _bench(against: str | None) -> BenchCurves | None:
     return bench_curves(load_results(against), against)
 
 
-def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refused: list[str],
+def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cautions: list[str],
            alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
            nics_per_node: int | None = None) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
     the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
-    figure goes to ``refused``."""
+    figure, and the known NCCL defects that its figure does not know, go to ``cautions``."""
     if not topo and gpu is None and bw_gbps is None:
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
@@ -54,8 +54,9 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, refus
                              sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit,
                              nics_per_node=nics_per_node)
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
-            refused.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
+            cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
+        cautions.extend(n for n in result.defects if n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: c.expected_busbw_gbps for c in result.nccl_choice}
         best: dict[int, float] = {}
@@ -109,12 +110,12 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     if report_dir is not None:
         check_output_dir(report_dir, "--report")
     bench = _bench(against)
-    refused: list[str] = []
+    cautions: list[str] = []
     overrides = {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain}
-    model = _model(topo, gpu, nvl_domain, refused, alpha_us, bw_gbps, nic_gbit, nics_per_node)
+    model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node)
     report = analyze_traces(read_traces(paths), bench=bench, model=model, overrides=overrides)
-    if refused:
-        report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *refused))))
+    if cautions:
+        report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *cautions))))
     if not report.collectives:
         solo = report.no_communication
         alone = (f" ({solo['calls']} calls in groups of 1 rank: "
