@@ -26,7 +26,7 @@ from collscope.errors import ConfigError
 from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence
 
 __all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
-           "group_geometries", "geometry_of", "model_nvl_domain"]
+           "group_geometries", "geometry_of", "model_nvl_domain", "records_gpu"]
 
 
 NOTE = "note"
@@ -212,3 +212,21 @@ def geometry_of(frame: pd.DataFrame, nranks: int, nnodes: Any) -> Geometry | Non
         if isinstance(group, GroupGeometry) and group.nranks == nranks and group.nnodes == nodes:
             return group.geometry
     return None
+
+
+def records_gpu(frame: pd.DataFrame, nranks: int, nnodes: int) -> tuple[str | None, str]:
+    """The GPU the records of one (nranks, nnodes) group name, and how that was found.
+
+    ``(name, evidence)`` when the group's records name exactly one GPU (nccl-tests' rank lines, a Measurement's
+    ``gpu``); ``(None, why)`` when they name none or several (a mix is never averaged into one model)."""
+    if "gpu" not in frame.columns:
+        return None, "the records do not name their GPU"
+    group = frame[(frame["nranks"] == nranks) & (frame["nnodes"] == nnodes)]
+    names = sorted({str(g).strip() for g in group["gpu"].dropna() if str(g).strip()})
+    if not names:
+        return None, "the records do not name their GPU"
+    if len(names) > 1:
+        return None, f"the records name {len(names)} GPUs ({', '.join(names)}): pass --gpu NAME for the model's"
+    inputs = sorted({str(i) for i in group["input"].dropna()}) if "input" in group.columns else []
+    where = f" ({', '.join(inputs[:3])}{', ...' if len(inputs) > 3 else ''})" if inputs else ""
+    return names[0], f"named by the records{where}; --gpu NAME overrides"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ import click
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import render_csv, render_text
-from collscope.analysis.job_geometry import geometry_of, model_nvl_domain
+from collscope.analysis.job_geometry import geometry_of, model_nvl_domain, records_gpu
 from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import LinkParams
@@ -28,20 +29,31 @@ _FAILING = ("wrong_values", "not_applied", "failure")
 
 
 def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None, bw_gbps: float | None,
-                   frame: pd.DataFrame, nic_gbit: float | None = None,
-                   nics_per_node: int | None = None) -> Callable[[int, int], LinkParams | None] | None:
+                   frame: pd.DataFrame, nic_gbit: float | None = None, nics_per_node: int | None = None,
+                   gpu_notes: list[str] | None = None) -> Callable[[int, int], LinkParams | None] | None:
     """Link parameters per (nranks, nnodes) group; the NVLink domain from that group's geometry (--nvl-domain
-    wins there)."""
-    if not (topo or gpu or bw_gbps):
+    wins there). Without --topo, --gpu or --bw-gbps, the GPU the group's records name (nccl-tests' rank lines),
+    with a note in ``gpu_notes`` saying so; None when no record names one."""
+    from_records = not (topo or gpu or bw_gbps)
+    if from_records:
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
-        return None
+        if "gpu" not in frame.columns or not frame["gpu"].notna().any():
+            return None
     topology = load_topology(topo, gpu=gpu) if topo else None
 
     def source(nranks: int, nnodes: int) -> LinkParams | None:
         nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
-        return link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                           alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+        name = gpu
+        if from_records:
+            name, why = records_gpu(frame, nranks, nnodes)
+            if name is None:
+                raise ConfigError(f"{why}; pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B")
+        params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                             alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+        if from_records and gpu_notes is not None:
+            gpu_notes.append(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}")
+        return params
 
     return source
 
@@ -63,8 +75,9 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
 
     PATHS are sweep results directories, Measurement JSONL files or nccl-tests outputs. Per configuration:
     the fitted latency (alpha) and bandwidth (1/beta) with 95% intervals, the peak busbw and the size that
-    reaches half of it, and with link parameters (--topo, --gpu, or --alpha-us with --bw-gbps) the
-    efficiency = measured busbw / model busbw. The geometry of each job (ranks, nodes, ranks per node,
+    reaches half of it, and with link parameters (--topo, --gpu, or --alpha-us with --bw-gbps; without
+    them, the GPU the results name, as nccl-tests' rank lines do) the efficiency = measured busbw / model
+    busbw. The geometry of each job (ranks, nodes, ranks per node,
     NVLink domain) is printed with its evidence; the models take it from there (--nranks, --nnodes,
     --nvl-domain win), and a job whose nodes nobody knows gets no efficiency until --nnodes says.
     Anomalies: dips, non-monotone curves, run-to-run spread above 10%, wrong values, forced settings that
@@ -89,8 +102,11 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     frame = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
-    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node)
+    gpu_notes: list[str] = []
+    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node, gpu_notes)
     result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
+    if gpu_notes:
+        result = replace(result, notes=(*gpu_notes, *result.notes))
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif as_csv:

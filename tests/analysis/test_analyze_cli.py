@@ -59,6 +59,36 @@ def test_gpu_gives_link_parameters() -> None:
     assert result.exit_code == 1 and not doc["params"] and any("NIC" in n for n in doc["notes"])
 
 
+def test_the_gpu_the_rank_lines_name_gives_link_parameters_with_a_note() -> None:
+    b300 = Path(__file__).resolve().parent / "fixtures" / "all_reduce_perf-b300-4x8-nvlstree-2035-shape.txt"
+    result = _run(str(b300), "--nic-gbit", "800", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["params"]["32x4"]["gpu"] == "B300"
+    assert all(r["efficiency"] is not None and r["efficiency"] > 0 for r in doc["sizes"])
+    named = [n for n in doc["notes"] if n.startswith("GPU NVIDIA B300 SXM6 AC for 32 ranks on 4 node(s)")]
+    assert len(named) == 1 and "named by the records" in named[0] and "--gpu NAME overrides" in named[0]
+    # --gpu wins, and then nothing is said of the records' GPU
+    doc = json.loads(_run(str(b300), "--nic-gbit", "800", "--gpu", "B200", "--json").stdout)
+    assert doc["params"]["32x4"]["gpu"] == "B200" and not [n for n in doc["notes"] if "named by" in n]
+    # a GPU the table knows but does not model: no efficiency, and the reason
+    mi300x = FIXTURES / "nccl-tests" / "published" / "all_reduce_perf-rccl-tests-version-header-1x8-mi300x.txt"
+    doc = json.loads(_run(str(mi300x), "--json").stdout)
+    assert not doc["params"] and all(r["efficiency"] is None for r in doc["sizes"])
+    assert any("AMD Instinct MI300X" in n and "known but not modelled" in n for n in doc["notes"])
+
+
+def test_records_naming_several_gpus_are_not_modelled_as_one() -> None:
+    from collscope.analysis.job_geometry import records_gpu
+
+    frame = pd.DataFrame({"nranks": [8, 8, 8], "nnodes": [1, 1, 2], "gpu": ["NVIDIA H100", "NVIDIA H200", None],
+                          "input": ["a.txt", "b.txt", "c.txt"]})
+    name, why = records_gpu(frame, 8, 1)
+    assert name is None and "2 GPUs (NVIDIA H100, NVIDIA H200)" in why and "--gpu NAME" in why
+    assert records_gpu(frame, 8, 2) == (None, "the records do not name their GPU")
+    assert records_gpu(frame.iloc[:1], 8, 1) == ("NVIDIA H100", "named by the records (a.txt); --gpu NAME overrides")
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, planted: Planted) -> None:
     for args in ([str(tmp_path / "missing")], [str(tmp_path)], [str(planted.root), "--json", "--csv"],
                  [str(planted.root), "--alpha-us", "3"]):
