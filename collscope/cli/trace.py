@@ -21,6 +21,7 @@ from collscope.cli.options import (
 from collscope.errors import ConfigError, ParseError
 from collscope.files import check_output_dir
 from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
+from collscope.traces.geometry import traces_gpu
 from collscope.traces.load import read_traces
 from collscope.traces.render import render_text
 from collscope.traces.report import analyze_traces
@@ -90,7 +91,8 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
 
     Reads PyTorch profiler (Kineto) traces, .json or .json.gz, one file per rank (NCCL or gloo backend),
     Flight Recorder dumps and NCCL Inspector JSONL. Per (op, size): the job's busbw from the transfer time
-    (minimum over ranks), the sweep's at that size (--against), the model's (--topo/--gpu), the goodput
+    (minimum over ranks), the sweep's at that size (--against), the model's (--topo/--gpu; without them, the
+    GPU the traces' deviceProperties name), the goodput
     ratio, and the communication each step leaves exposed, split into transfer and waiting for a late peer;
     per step and rank compute and GPU idle (waiting on the host); the ranks the others wait for, with the
     evidence; what a faster network or no late rank would save per step. The job's geometry (ranks, nodes)
@@ -112,8 +114,13 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     bench = _bench(against)
     cautions: list[str] = []
     overrides = {"nranks": nranks, "nnodes": nnodes, "nvl_domain": nvl_domain}
+    traces = read_traces(paths)
+    if not (topo or gpu or bw_gbps) and alpha_us is None:
+        gpu, why = traces_gpu(traces)
+        if gpu is not None:
+            cautions.append(f"the model's GPU, {gpu}: {why}")
     model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node)
-    report = analyze_traces(read_traces(paths), bench=bench, model=model, overrides=overrides)
+    report = analyze_traces(traces, bench=bench, model=model, overrides=overrides)
     if cautions:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *cautions))))
     if not report.collectives:

@@ -22,7 +22,7 @@ from collscope.geometry import Geometry, GeometryEvidence, Known
 from collscope.traces.record import CollectiveCall, RankTrace, TraceClue
 
 __all__ = ["job_geometry", "group_geometry", "group_nodes", "host_from_name", "kineto_clues", "rank_hosts",
-           "ranks_text"]
+           "ranks_text", "traces_gpu"]
 
 _HANDLER_NAME = re.compile(r"^(?:rank\d+_)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)_(?P<pid>\d+)\.\d{16,}\.pt\.trace\.json"
                            r"(?:\.gz)?$")
@@ -57,6 +57,23 @@ def kineto_clues(info: Mapping[str, Any], host_name: Any, source: str) -> tuple[
 
 def _pos_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def traces_gpu(traces: Iterable[RankTrace]) -> tuple[str | None, str]:
+    """The GPU the traces name, and how that was found: ``(name, evidence)`` when every trace that names one
+    names the same; ``(None, why)`` when none does or they differ (a mix is never modelled as one GPU)."""
+    named: dict[str, list[int]] = defaultdict(list)
+    for t in traces:
+        if t.gpu:
+            named[t.gpu].append(t.rank)
+    if not named:
+        return None, "the traces do not name their GPU"
+    if len(named) > 1:
+        return None, (f"the traces name {len(named)} GPUs ({', '.join(sorted(named))}): pass --gpu NAME for the "
+                      "model's")
+    name, ranks = next(iter(named.items()))
+    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
+    return name, f"named by the traces' deviceProperties ({which}); --gpu NAME overrides"
 
 
 def rank_hosts(traces: Iterable[RankTrace]) -> dict[int, str]:

@@ -93,7 +93,18 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
     return RankTrace(source=source, kind="kineto", rank=rank, world_size=world, backend=backend, device=device,
                      calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
                      warnings=tuple(warnings), host=host, clues=clues, kernels=window.kernels,
-                     outside_window_kernels=window.outside, outside_window_comm_us=window.outside_comm_us)
+                     outside_window_kernels=window.outside, outside_window_comm_us=window.outside_comm_us,
+                     gpu=device_model(doc.deviceProperties))
+
+
+def device_model(properties: Any) -> str | None:
+    """The GPU model Kineto's ``deviceProperties`` name, when its entries name exactly one (a process that sees
+    two kinds of GPU names none: which one the rank used is not said there)."""
+    if not isinstance(properties, list):
+        return None
+    names = {p["name"].strip() for p in properties
+             if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip()}
+    return names.pop() if len(names) == 1 else None
 
 
 def _main_thread_aten(doc: TraceDoc, base_us: float, step_tids: set[Any]) -> list[tuple[float, float]]:

@@ -87,6 +87,7 @@ class TraceDoc(msgspec.Struct, gc=False):
     distributedInfo: dict[str, Any] | None = None  # noqa: N815
     baseTimeNanoseconds: int | None = None  # noqa: N815
     host_name: Any = None
+    deviceProperties: Any = None  # noqa: N815 - a list of {"id", "name", ...}; checked where read
 
 
 def decode_dims(raw: msgspec.Raw | None) -> Any:

@@ -113,6 +113,8 @@ class RankTrace:
     clues: tuple[TraceClue, ...] = ()
     """What the file says about the job's geometry (``world_size 128 in distributedInfo``), read by
     :func:`collscope.traces.geometry.job_geometry`."""
+    gpu: str | None = None
+    """The GPU the file names (Kineto's ``deviceProperties``), when it names exactly one model."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ listing one output tensor per rank of its 64-rank group).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,32 @@ def test_json_keeps_each_ranks_list_on_one_line():
     line = next(x for x in text.splitlines() if '"group_ranks"' in x)
     assert line.strip().startswith('"group_ranks": [0, 1, 2,') and line.rstrip().endswith("63],")
     assert json.loads(text)["collectives"][0]["group_ranks"] == list(range(64))
+
+
+def test_the_gpu_the_traces_name_gives_the_model_figures():
+    """No --gpu: the model takes the GPU of the traces' deviceProperties (8 x NVIDIA H100 80GB HBM3 here) and the
+    warnings say so; --gpu wins and nothing is said of the traces' GPU."""
+    res = _run(str(META), "--nnodes", "16", "--nic-gbit", "400", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert all(r["model_busbw_gbps"] and r["model_busbw_gbps"] > 0 for r in doc["summary"])
+    named = [w for w in doc["warnings"] if w.startswith("the model's GPU, NVIDIA H100 80GB HBM3:")]
+    assert len(named) == 1 and "deviceProperties (rank 0)" in named[0] and "--gpu NAME overrides" in named[0]
+    doc = json.loads(_run(str(META), "--nnodes", "16", "--nic-gbit", "400", "--gpu", "A100", "--json").output)
+    assert not [w for w in doc["warnings"] if "the model's GPU" in w]
+    assert all(r["model_busbw_gbps"] and r["model_busbw_gbps"] > 0 for r in doc["summary"])
+
+
+def test_device_properties_naming_two_gpus_or_none_give_no_gpu():
+    from collscope.traces.geometry import traces_gpu
+    from collscope.traces.kineto import device_model
+
+    assert device_model([{"id": 0, "name": "NVIDIA B200"}, {"id": 1, "name": "NVIDIA B200 "}]) == "NVIDIA B200"
+    assert device_model([{"id": 0, "name": "NVIDIA H100 PCIe"}, {"id": 1, "name": "NVIDIA L40S"}]) is None
+    assert device_model({"name": "NVIDIA H100"}) is None and device_model([{"id": 0}, "x"]) is None
+    (one,) = read_traces([META])
+    other = replace(one, rank=1, gpu="NVIDIA A100-SXM4-80GB")
+    name, why = traces_gpu([one, other])
+    assert name is None and "2 GPUs (NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3)" in why
+    assert traces_gpu([other]) == ("NVIDIA A100-SXM4-80GB", "named by the traces' deviceProperties (rank 1); "
+                                                             "--gpu NAME overrides")
