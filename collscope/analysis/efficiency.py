@@ -221,10 +221,13 @@ def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: lis
                      f"{source.nranks} ranks on {source.nnodes} node(s)")
         return None
     try:
-        return source(nranks, nodes)
+        params = source(nranks, nodes)
     except ConfigError as exc:
         notes.append(f"no efficiency for {nranks} ranks on {nodes} node(s): {exc}")
         return None
+    if params is not None:
+        notes.extend(c for c in params.caveats if c not in notes)
+    return params
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

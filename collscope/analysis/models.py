@@ -114,6 +114,8 @@ class LinkParams:
     pcie_gen: int | None = None
     source: str = ""
     """Where each number came from, ``" | "``-separated."""
+    caveats: tuple[str, ...] = ()
+    """What these parameters assume that the input did not say and a user should check (the models' notes)."""
 
     def __post_init__(self) -> None:
         if self.nranks < 2:
@@ -156,7 +158,8 @@ class LinkParams:
         return self.bw_gbps if self.intra_bw_gbps is None else self.intra_bw_gbps
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ppn": self.ppn, "domain_ranks": self.domain_ranks, "ndomains": self.ndomains}
+        return {**asdict(self), "caveats": list(self.caveats), "ppn": self.ppn, "domain_ranks": self.domain_ranks,
+                "ndomains": self.ndomains}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -262,6 +262,15 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if gamma_gbps is not None:
         sources.append(f"gamma {gamma_gbps:g} GB/s: given")
 
+    caveats: list[str] = []
+    racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
+    if gen is not None and racks and nvl_domain is None and ndomains > 1 and node is None:
+        shapes = ", ".join(f"{s.name}: up to {s.nvl_domain} GPUs" for s in racks)
+        caveats.append(f"{gen.name} nodes can be trays of one multi-node NVLink domain ({shapes}), and the input "
+                       f"does not say whether these are: each of the {nnodes} nodes is modelled as its own NVLink "
+                       "domain, joined by the NICs; pass --nvl-domain N (the GPUs one NVLink fabric joins) if they "
+                       "share one")
+
     pcie_gen = gen.pcie_gen if gen is not None else None
     if node_for_gpus is not None and node_for_gpus.gpus:
         pcie_gen = node_for_gpus.graph.nodes[node_for_gpus.gpus[0]].get("pcie_gen_max") or pcie_gen
@@ -271,5 +280,5 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         gpu=gen.name if gen is not None else None, sm=gen.sm if gen is not None else None, intra_link=kind,
         nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,
         nvswitch=node_for_gpus.has_nvswitch if node_for_gpus is not None else bool(gen and gen.nvlink_links >= 12),
-        pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources),
+        pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources), caveats=tuple(caveats),
     )

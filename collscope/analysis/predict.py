@@ -108,7 +108,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
                          bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     preds = alpha_beta_predictions(op, params, size_list)
-    notes: list[str] = []
+    notes: list[str] = list(params.caveats)
     defects: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None

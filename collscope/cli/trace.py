@@ -57,7 +57,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
-        cautions.extend(n for n in result.defects if n not in cautions)
+        cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: c.expected_busbw_gbps for c in result.nccl_choice}
         best: dict[int, float] = {}

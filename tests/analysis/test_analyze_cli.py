@@ -104,3 +104,14 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, planted: Planted) -> None:
 def test_help_has_an_example() -> None:
     result = _run("--help")
     assert result.exit_code == 0 and "Example" in result.output and "collscope analyze" in result.output
+
+
+def test_an_nvl72_run_without_its_nvlink_domain_says_what_was_assumed() -> None:
+    nvl72 = FIXTURES / "nccl-tests" / "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt"
+    doc = json.loads(_run(str(nvl72), "--nnodes", "18", "--nic-gbit", "400", "--json").stdout)
+    assert any("each of the 18 nodes is modelled as its own NVLink domain" in n for n in doc["notes"])
+    assert {r["verdict"] for r in doc["sizes"]} == {"suspicious"}  # 840 GB/s cannot cross 4 x 400G per tray
+    doc = json.loads(_run(str(nvl72), "--nnodes", "18", "--nvl-domain", "72", "--json").stdout)
+    assert not [n for n in doc["notes"] if "modelled as its own NVLink domain" in n]
+    assert {r["verdict"] for r in doc["sizes"] if r["size_bytes"] >= 1 << 30} == {"normal"}
+    assert not [a for a in doc["anomalies"] if a["kind"] == "above_link_limit"]

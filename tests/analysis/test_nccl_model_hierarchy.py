@@ -144,3 +144,19 @@ def test_an_nvl72_domain_has_no_nvls_allgather_and_no_collnet() -> None:
                      nvlinks_per_gpu=18, nvswitch=True, pcie_gen=5)
     sharp = graph_inputs_from_topology(hgx, collnet=True)  # 8 local ranks: CollNet is in the table
     assert {"CollNetDirect", "CollNetChain"} <= {p.algo for p in nccl_predictions(sharp, "all_reduce", [1 << 30])}
+
+
+def test_trays_of_an_nvl72_gpu_with_no_nvlink_domain_given_get_a_caveat() -> None:
+    """GB200/GB300 trays may share one NVLink domain (NVL72) or not (MNNVL off, NVL4 boards): with no
+    --nvl-domain, each node is its own domain, and predict/analyze say so instead of assuming either way."""
+    trays = link_params(None, gpu="GB200", nranks=72, nnodes=18, nic_gbit=400)
+    (caveat,) = trays.caveats
+    assert "GB200 NVL72: up to 72 GPUs" in caveat and "each of the 18 nodes is modelled as its own" in caveat
+    assert "--nvl-domain N" in caveat
+    assert trays.ndomains == 18  # what the caveat says is what is modelled
+    assert link_params(None, gpu="GB200", nranks=72, nnodes=18, nvl_domain=72).caveats == ()
+    assert link_params(None, gpu="GB200", nranks=72, nnodes=18, nvl_domain=4, nic_gbit=400).caveats == ()
+    assert link_params(None, gpu="GB200", nranks=4, nnodes=1).caveats == ()
+    assert link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400).caveats == ()
+    result = predict("all_reduce", gpu="GB300", nranks=8, nnodes=2, nic_gbit=800, sizes=[1 << 30])
+    assert any("GB300 NVL72: up to 72 GPUs" in n for n in result.notes)
