@@ -77,9 +77,9 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     the fitted latency (alpha) and bandwidth (1/beta) with 95% intervals, the peak busbw and the size that
     reaches half of it, and with link parameters (--topo, --gpu, or --alpha-us with --bw-gbps; without
     them, the GPU the results name, as nccl-tests' rank lines do) the efficiency = measured busbw / model
-    busbw. The geometry of each job (ranks, nodes, ranks per node,
-    NVLink domain) is printed with its evidence; the models take it from there (--nranks, --nnodes,
-    --nvl-domain win), and a job whose nodes nobody knows gets no efficiency until --nnodes says.
+    busbw. The geometry of each job (ranks, nodes, ranks per node, NVLink domain) is printed with its
+    evidence; the models take it from there (--nranks, --nnodes, --nvl-domain win), and a job whose nodes
+    nobody knows gets no efficiency until --nnodes says.
     Anomalies: dips, non-monotone curves, run-to-run spread above 10%, wrong values, forced settings that
     did not apply, failed points, busbw above the link limit.
 

@@ -92,10 +92,10 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     Reads PyTorch profiler (Kineto) traces, .json or .json.gz, one file per rank (NCCL or gloo backend),
     Flight Recorder dumps and NCCL Inspector JSONL. Per (op, size): the job's busbw from the transfer time
     (minimum over ranks), the sweep's at that size (--against), the model's (--topo/--gpu; without them, the
-    GPU the traces' deviceProperties name), the goodput
-    ratio, and the communication each step leaves exposed, split into transfer and waiting for a late peer;
-    per step and rank compute and GPU idle (waiting on the host); the ranks the others wait for, with the
-    evidence; what a faster network or no late rank would save per step. The job's geometry (ranks, nodes)
+    GPU the traces' deviceProperties name), the goodput ratio, and the communication each step leaves exposed,
+    split into transfer and waiting for a late peer; per step and rank compute and GPU idle (waiting on the
+    host); the ranks the others wait for, with the evidence; what a faster network or no late rank would save
+    per step. The job's geometry (ranks, nodes)
     and each call's process group (its size and ranks) are read from the traces, with their evidence;
     --nranks, --nnodes and --nvl-domain override them. Sizes and busbw use the call's group, the model the
     nodes that group spans.
