@@ -49,8 +49,13 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
             name, why = records_gpu(frame, nranks, nnodes)
             if name is None:
                 raise ConfigError(f"{why}; pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B")
-        params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                             alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+        try:
+            params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
+                                 alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+        except ConfigError as exc:
+            if from_records:
+                raise ConfigError(f"{exc} (GPU {name}: {why})") from exc
+            raise
         if from_records and gpu_notes is not None:
             gpu_notes.append(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}")
         return params

@@ -78,6 +78,19 @@ def test_the_gpu_the_rank_lines_name_gives_link_parameters_with_a_note() -> None
     assert any("AMD Instinct MI300X" in n and "known but not modelled" in n for n in doc["notes"])
 
 
+def test_a_gpu_name_the_table_does_not_know_names_the_option(tmp_path: Path) -> None:
+    """Pre-release GB200 nodes print 'NVIDIA Graphics Device' in the rank lines (CoreWeave's published runs)."""
+    b300 = Path(__file__).resolve().parent / "fixtures" / "all_reduce_perf-b300-4x8-nvlstree-2035-shape.txt"
+    renamed = tmp_path / "all_reduce_perf-graphics-device.txt"
+    renamed.write_text(b300.read_text().replace("NVIDIA B300 SXM6 AC", "NVIDIA Graphics Device"))
+    doc = json.loads(_run(str(renamed), "--nic-gbit", "800", "--json").stdout)
+    assert not doc["params"] and all(r["efficiency"] is None for r in doc["sizes"])
+    (note,) = [n for n in doc["notes"] if "unknown GPU 'NVIDIA Graphics Device'" in n]
+    assert "named by the records" in note and "--gpu NAME" in note
+    doc = json.loads(_run(str(renamed), "--nic-gbit", "800", "--gpu", "B300", "--json").stdout)
+    assert doc["params"]["32x4"]["gpu"] == "B300"
+
+
 def test_records_naming_several_gpus_are_not_modelled_as_one() -> None:
     from collscope.analysis.job_geometry import records_gpu
 
