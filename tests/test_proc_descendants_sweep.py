@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from collscope.results.store import ResultsDir
-from tests.collectives.launch import clean_env, tool
+from tests.collectives.launch import clean_env, sigint_at_default, tool
 from tests.conftest import marked_left_after, wait_for_marked
 from tests.fakes import Answer
 
@@ -50,7 +50,8 @@ def test_a_hung_rank_dies_with_the_sweep_and_the_exit_code_says_how(how, hanging
     env = clean_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmp_path))
     argv = [sys.executable, "-m", "collscope", "sweep", "run", str(_spec(tmp_path, timeout_s)), "--launcher",
             "mpirun", "--nccl-tests-dir", str(hanging_rank), "--out", str(out), "--no-progress"]
-    sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_at_default)
     try:
         wait_for_marked(leak_marker, 2)  # both ranks run (and hang)
         if how != "timeout":
@@ -81,7 +82,8 @@ def test_ctrl_c_of_a_slow_command_exits_130_and_ends_its_run(hanging_rank, leak_
     argv = [sys.executable, "-m", "collscope", "bench", "--engine", "nccl-tests", "--op", "all_reduce", "-b", "8",
             "-e", "64", "--nccl-tests-dir", str(hanging_rank), "--launcher", "mpirun", "--nranks", "2",
             "--timeout", "300"]
-    bench = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bench = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_at_default)
     try:
         wait_for_marked(leak_marker, 2)
         time.sleep(0.5)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.collectives.launch import clean_env
+from tests.collectives.launch import clean_env, sigint_at_default
 from tests.conftest import marked_left_after, wait_for_marked
 from tests.fakes import Answer
 
@@ -36,7 +36,7 @@ def test_a_signal_at_startup_stops_the_sweep_with_its_exit_code(name, code, said
     argv = [sys.executable, "-m", "collscope", "sweep", "run", str(spec), "--launcher", "local", "--out", str(out),
             "--no-progress"]
     sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=sigint_at_default)
     try:
         wait_for_marked(leak_marker, 1)  # the sweep waits for mpirun --version: its startup
         sweep.send_signal(getattr(signal, name))

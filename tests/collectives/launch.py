@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -51,6 +52,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     env.update(extra)
     return env
+
+
+def sigint_at_default() -> None:
+    """``preexec_fn`` for a command a test sends SIGINT to, as a terminal's Ctrl-C reaches a foreground job: SIGINT
+    at its default in the child. A test runner started in the background (``nohup ... &``, a CI wrapper) ignores
+    SIGINT, its children inherit that, and collscope keeps an ignored signal ignored, as nohup means it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from collscope.results.store import ResultsDir
-from tests.collectives.launch import clean_env, tool
+from tests.collectives.launch import clean_env, sigint_at_default, tool
 from tests.conftest import marked_left_after
 
 SEED = int(os.environ.get("COLLSCOPE_FUZZ_SEED", "22"))
@@ -57,7 +57,8 @@ def sweep_argv(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
 @pytest.mark.parametrize(("how", "delay_s"), _draws(), ids=lambda v: str(v))
 def test_a_signal_mid_sweep_leaves_nothing_and_a_resume_completes(how, delay_s, sweep_argv):
     argv, env, out = sweep_argv
-    sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sweep = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_at_default)
     try:
         deadline = time.monotonic() + 120
         while not list((out / "points").glob("*.log")) and sweep.poll() is None and time.monotonic() < deadline:
