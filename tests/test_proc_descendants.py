@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from collscope import proc
-from tests.collectives.launch import ROOT_FLAGS, tool
+from tests.collectives.launch import ROOT_FLAGS, sigint_at_default, tool
 from tests.conftest import marked_left_after, wait_for_marked
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_a_signal_to_the_caller_leaves_no_process_of_the_launch(tree, how, leak_
     argv, env, count = TREES[tree](leak_marker, tmp_path)
     driver_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     driver = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(argv), json.dumps(env)], env=driver_env,
-                              stderr=subprocess.PIPE)
+                              stderr=subprocess.PIPE, preexec_fn=sigint_at_default)
     try:
         wait_for_marked(leak_marker, count)
         time.sleep(0.3)
