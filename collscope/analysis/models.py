@@ -115,7 +115,8 @@ class LinkParams:
     source: str = ""
     """Where each number came from, ``" | "``-separated."""
     caveats: tuple[str, ...] = ()
-    """What these parameters assume that the input did not say and a user should check (the models' notes)."""
+    """What a user should check in these parameters, printed among the models' notes: what they assume that the
+    input did not say, and where a value came from when no option gave it."""
 
     def __post_init__(self) -> None:
         if self.nranks < 2:

@@ -29,11 +29,11 @@ _FAILING = ("wrong_values", "not_applied", "failure")
 
 
 def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None, bw_gbps: float | None,
-                   frame: pd.DataFrame, nic_gbit: float | None = None, nics_per_node: int | None = None,
-                   gpu_notes: list[str] | None = None) -> Callable[[int, int], LinkParams | None] | None:
+                   frame: pd.DataFrame, nic_gbit: float | None = None,
+                   nics_per_node: int | None = None) -> Callable[[int, int], LinkParams | None] | None:
     """Link parameters per (nranks, nnodes) group; the NVLink domain from that group's geometry (--nvl-domain
     wins there). Without --topo, --gpu or --bw-gbps, the GPU the group's records name (nccl-tests' rank lines),
-    with a note in ``gpu_notes`` saying so; None when no record names one."""
+    said in the parameters' caveats (analyze's notes); None when no record names one."""
     from_records = not (topo or gpu or bw_gbps)
     if from_records:
         if alpha_us is not None:
@@ -56,8 +56,9 @@ def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | Non
             if from_records:
                 raise ConfigError(f"{exc} (GPU {name}: {why})") from exc
             raise
-        if from_records and gpu_notes is not None:
-            gpu_notes.append(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}")
+        if from_records:
+            return replace(params, caveats=(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}",
+                                            *params.caveats))
         return params
 
     return source
@@ -107,11 +108,8 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     frame = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
-    gpu_notes: list[str] = []
-    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node, gpu_notes)
+    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node)
     result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
-    if gpu_notes:
-        result = replace(result, notes=(*gpu_notes, *result.notes))
     if as_json:
         click.echo(result.to_json(), nl=False)
     elif as_csv:
