@@ -59,3 +59,15 @@ def test_gloo_cpu_trace_worker_events_alone():
     # The corpus calls it "no collectives"; its gloo worker threads do record 10 all-reduces with sizes.
     assert (t.rank, t.world_size, t.backend) == (34, 300, "gloo")
     assert Counter(c.size_bytes for c in t.calls) == {321271 * 4: 5, 2082411 * 4: 5}
+
+
+def test_the_gpu_model_of_each_real_trace():
+    """HTA's published traces carry deviceProperties: the GPU model the model figures take without --gpu."""
+    from collscope.topo.rates import gpu_generation
+    from collscope.traces.geometry import traces_gpu
+
+    a100 = _one("hta-a100-2rank-nccl2.17-rank0-kernel-metadata.json.gz")
+    assert a100.gpu == "NVIDIA A100-PG509-200" and gpu_generation(a100.gpu).name == "A100"
+    assert _one("hta-ns-resolution-rank0-process-group-id-key.json.gz").gpu == "Tesla V100-SXM2-32GB"
+    cpu = _one("hta-cpu-only-gloo-rank34-no-collectives.json.gz")
+    assert cpu.gpu is None and traces_gpu([cpu]) == (None, "the traces do not name their GPU")
