@@ -41,6 +41,7 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.cli import COMMANDS, main
+from collscope.topo.samples import sample_path
 
 ROOT = Path(__file__).resolve().parents[1] / "collscope"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -199,10 +200,12 @@ def test_every_hint_names_an_option_of_its_command(name: str) -> None:
 
 
 def test_the_scan_sees_library_hints() -> None:
-    """The scan reaches the library (analyze -> analysis.params' "pass --topo ..." hint) and its hints."""
+    """The scan reaches the library (analyze -> analysis.params_source's "pass --alpha-us ..." hint; trace ->
+    traces.geometry's "pass --nnodes") and its hints. analysis.params' hints are two imports below analyze and
+    report: the dynamic tests below check them."""
     hints = hints_of("collscope.cli.analyze")
-    assert any(w.startswith("collscope/analysis/params.py:") for w in hints["--topo"])
-    assert "--nnodes" in hints  # analyze's library says "pass --nnodes" when the nodes are unknown
+    assert any(w.startswith("collscope/analysis/params_source.py:") for w in hints["--alpha-us"])
+    assert any(w.startswith("collscope/traces/geometry.py:") for w in hints_of("collscope.cli.trace")["--nnodes"])
 
 
 def _unknown_nodes_output(tmp_path: Path) -> Path:
@@ -225,6 +228,24 @@ def test_analyze_prints_only_hints_it_can_take(tmp_path: Path) -> None:
         assert "--nnodes" in printed, result.output  # the geometry's line, or the efficiency note
         if "--json" not in args:
             assert "--nvl-domain" in printed, result.output
+        assert printed <= options, printed - options
+
+
+def test_report_prints_only_hints_it_can_take(tmp_path: Path) -> None:
+    """Dynamic: report prints analyze's geometry and notes ("Against the model"); on an input with unknown nodes,
+    two nodes without NIC rates, and host results against a GPU topology, every hint it writes is one of its
+    options."""
+    options = command_options(_command(COMMANDS["report"]))
+    two_nodes = FIXTURES.parent / "analysis" / "fixtures" / "all_reduce_perf-h200-2x8-1G-9G-nccl-tests-256-numbers.txt"
+    host = FIXTURES.parent.parent / "examples" / "results" / "mpi-algos-2rank"
+    cases = [([str(_unknown_nodes_output(tmp_path)), "--gpu", "H100"], "--nnodes"), ([str(two_nodes)], "--nic-gbit"),
+             ([str(host), "--topo", str(sample_path())], "--alpha-us")]
+    for i, (args, expect) in enumerate(cases):
+        out = tmp_path / f"rep{i}"
+        result = CliRunner().invoke(main, ["report", *args, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        printed = hint_options((out / "report.md").read_text().replace("\\", ""))
+        assert expect in printed, (out / "report.md").read_text()
         assert printed <= options, printed - options
 
 

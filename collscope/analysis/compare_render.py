@@ -12,7 +12,8 @@ from collscope.analysis.compare import Analysis
 from collscope.analysis.formats import num_text, pct_text, size_text
 from collscope.geometry import GeometryField
 
-__all__ = ["render_text", "render_csv"]
+__all__ = ["render_text", "render_csv", "efficiency_intro", "efficiency_rows", "geometry_blocks", "EFFICIENCY_HEADER",
+           "EFFICIENCY_FROM", "host_lines", "source_lines"]
 
 
 def _size(value: Any) -> str:
@@ -61,16 +62,28 @@ def _span(texts: list[str], *, sort: bool = False) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
-    """One row per run of adjacent sizes with the same algorithm, source, bound and verdict."""
+EFFICIENCY_HEADER = ["op", "config", "ranks", "sizes", "busbw", "algorithm", "from", "model", "eff", "bound",
+                     "verdict"]
+EFFICIENCY_FROM = ("from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
+                   "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
+                   "no NCCL model (Open MPI, or no GPU generation)")
+
+
+def efficiency_intro(analysis: Analysis) -> str:
+    """What the efficiency table's figures and verdicts mean, with this analysis' margins."""
+    opts = analysis.options
+    return (f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
+            f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
+            f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
+            f"the algorithm's own bound by more than {opts.link_tolerance:.0%}")
+
+
+def efficiency_rows(analysis: Analysis) -> list[list[str]]:
+    """The rows of :data:`EFFICIENCY_HEADER`: one per run of adjacent sizes with the same algorithm, source, bound
+    and verdict; none when nothing was modelled."""
     sizes = analysis.sizes
     if "verdict" not in sizes.columns or sizes["model_busbw_gbps"].isna().all():
         return []
-    opts = analysis.options
-    out = ["", f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
-           f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
-           f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
-           f"the algorithm's own bound by more than {opts.link_tolerance:.0%}"]
     runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
     for row in sizes[sizes["model_busbw_gbps"].notna()].to_dict(orient="records"):
         key = (str(row["op"]), str(row["config"]), _group(row), str(row["model"]), _source_label(row["algo_source"]),
@@ -85,22 +98,32 @@ def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
                      _span([_num(c["busbw_gbps"]) for c in cells], sort=True), model, source,
                      _span([_num(c["model_busbw_gbps"]) for c in cells], sort=True),
                      _span([pct_text(c["efficiency"]).rstrip("%") for c in cells], sort=True) + "%", bound, verdict])
-    out += _table(["op", "config", "ranks", "sizes", "busbw", "algorithm", "from", "model", "eff", "bound",
-                   "verdict"], rows[:max_rows])
+    return rows
+
+
+def _efficiency_lines(analysis: Analysis, max_rows: int) -> list[str]:
+    rows = efficiency_rows(analysis)
+    if not rows:
+        return []
+    out = ["", efficiency_intro(analysis)]
+    out += _table(EFFICIENCY_HEADER, rows[:max_rows])
     if len(rows) > max_rows:
         out.append(f"  {len(rows) - max_rows} more rows (--csv lists every size)")
-    out.append("  from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
-               "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
-               "no NCCL model (Open MPI, or no GPU generation)")
+    out.append(f"  {EFFICIENCY_FROM}")
     return out
 
 
+def geometry_blocks(analysis: Analysis) -> list[tuple[str, list[str]]]:
+    """The geometry of each (nranks, nnodes) group: a title and one line per field with its evidence (unknown
+    ones say so)."""
+    return [(f"Geometry of {group.label()} (evidence; --nranks/--nnodes/--nvl-domain override)",
+             group.geometry.lines(_GEOMETRY_FIELDS)) for group in analysis.geometry]
+
+
 def _geometry_lines(analysis: Analysis) -> list[str]:
-    """The geometry of each (nranks, nnodes) group, each field with its evidence (unknown ones say so)."""
     out = []
-    for group in analysis.geometry:
-        out += ["", f"Geometry of {group.label()} (evidence; --nranks/--nnodes/--nvl-domain override)"]
-        out += [f"  {line}" for line in group.geometry.lines(_GEOMETRY_FIELDS)]
+    for title, lines in geometry_blocks(analysis):
+        out += ["", title, *(f"  {line}" for line in lines)]
     return out
 
 

@@ -42,7 +42,8 @@ from collscope.units import algbw_gbps
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
 
 __all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclInputsCache", "add_expected",
-           "model_name", "params_for", "ParamsSource", "Logged"]
+           "model_name", "params_for", "ParamsSource", "Logged",
+           "NO_MODEL_HINT"]
 
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
@@ -176,6 +177,9 @@ def verdict(busbw_gbps: float, expected: Expected, *, margin: float, link_tolera
 
 
 # ---- per configuration x size rows ---------------------------------------------------------------------------
+NO_MODEL_HINT = "pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B"
+"""What supplies link parameters when neither the options nor the records do (every command that models a job)."""
+
 ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
 Logged = Mapping[tuple[str, str, int], tuple[str, str]]
 """(config, op, size_bytes) -> (algorithm, protocol) NCCL logged for that size."""
@@ -287,5 +291,5 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) if n not in notes)
     if source is None:
-        notes.append("efficiency not computed: no link parameters (pass --topo PATH or --gpu NAME, or "
-                     "analyze(df, params=LinkParams(...)))")
+        notes.append(f"efficiency not computed: no link parameters, and no GPU named by the results ({NO_MODEL_HINT}; "
+                     "in Python, analyze(df, params=LinkParams(...)))")

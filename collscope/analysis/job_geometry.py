@@ -230,3 +230,18 @@ def records_gpu(frame: pd.DataFrame, nranks: int, nnodes: int) -> tuple[str | No
     inputs = sorted({str(i) for i in group["input"].dropna()}) if "input" in group.columns else []
     where = f" ({', '.join(inputs[:3])}{', ...' if len(inputs) > 3 else ''})" if inputs else ""
     return names[0], f"named by the records{where}; --gpu NAME overrides"
+
+
+def host_backends(frame: pd.DataFrame, nranks: int, nnodes: int) -> str | None:
+    """The backends of one (nranks, nnodes) group when every record of it ran on the hosts' CPUs: no NCCL record
+    and no GPU named (host MPI, gloo; a harness on GPU buffers names its GPU); None when any record is a GPU's."""
+    if "backend" not in frame.columns:
+        return None
+    group = frame[(frame["nranks"] == nranks) & (frame["nnodes"] == nnodes)]
+    backends = sorted({str(b) for b in group["backend"].dropna()})
+    if group.empty or not backends or "nccl" in backends:
+        return None
+    if "gpu" in group.columns and group["gpu"].notna().any():
+        return None
+    return ", ".join(backends)
+

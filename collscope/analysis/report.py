@@ -17,13 +17,23 @@ import pandas as pd
 
 from collscope.analysis.anomaly_groups import group_anomalies, shown_groups
 from collscope.analysis.compare import analyze
-from collscope.analysis.compare_render import host_lines, source_lines
+from collscope.analysis.compare_render import (
+    EFFICIENCY_FROM,
+    EFFICIENCY_HEADER,
+    efficiency_intro,
+    efficiency_rows,
+    geometry_blocks,
+    host_lines,
+    source_lines,
+)
 from collscope.analysis.fit import aggregate, fit_alpha_beta
 from collscope.analysis.formats import markdown_fence, markdown_table, markdown_text, num_text, size_text
 from collscope.analysis.html_page import PAGE_STYLE, png_data_uri, save_png, table_html
 from collscope.analysis.load import load_results
+from collscope.analysis.logged_choices import logged_choices
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions
 from collscope.analysis.params import link_params
+from collscope.analysis.params_source import job_params_source
 from collscope.analysis.plots import busbw_vs_size, gain_heatmap, line_labels
 from collscope.analysis.recommend.core import recommend
 from collscope.analysis.recommend.env import render_env
@@ -45,8 +55,9 @@ CAVEATS = (
     "blocking per-call timings (nccl-tests -z 1) are higher for small messages.",
     "Forcing NCCL_ALGO or NCCL_PROTO disables NCCL tuner plugins; the tuner CSV (collscope recommend --format tuner) "
     "applies per size range instead.",
-    "Model curves use alpha and beta fitted to the default configuration of each collective when no topology is "
-    "given: they show the shape each algorithm should have on this machine, not an independent prediction.",
+    "Model curves use alpha and beta fitted to the default configuration of each collective: they show the shape "
+    "each algorithm should have on this machine, not an independent prediction; 'Against the model' holds the "
+    "measurements against the models of the GPU, links and geometry.",
 )
 
 
@@ -126,6 +137,31 @@ def _op_section(agg: pd.DataFrame, fits: pd.DataFrame, op: str, out: Path, min_g
     return page, md
 
 
+def _model_section(analysis: Any, left_out: str | None) -> tuple[str, list[str]]:
+    """The measurements against the model of the job's geometry, as ``collscope analyze`` prints them: each
+    group's geometry with its evidence, the efficiency verdicts, and the analysis' notes (why a group has no
+    efficiency and what supplies it, the GPU read from the records, the caveats)."""
+    notes = [n for n in analysis.notes if n != left_out]
+    rows = efficiency_rows(analysis)
+    page = ["<section class='model'><h2>Against the model</h2>"]
+    md = ["## Against the model", ""]
+    for title, lines in geometry_blocks(analysis):
+        page.append(f"<h3>{html.escape(title)}</h3><ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+                    + "</ul>")
+        md += [f"### {markdown_text(title)}", "", *(f"- {markdown_text(x)}" for x in lines), ""]
+    if rows:
+        intro = efficiency_intro(analysis)
+        page.append(f"<p class='note'>{html.escape(intro)}</p>{table_html(EFFICIENCY_HEADER, rows)}"
+                    f"<p class='note'>{html.escape(EFFICIENCY_FROM)}</p>")
+        md += [markdown_text(intro), "", *markdown_table(EFFICIENCY_HEADER, rows), "", markdown_text(EFFICIENCY_FROM),
+               ""]
+    if notes:
+        page.append("<h3>Notes</h3><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        md += ["### Notes", "", *(f"- {markdown_text(n)}" for n in notes), ""]
+    page.append("</section>")
+    return "".join(page), md
+
+
 def _topology_section(topo_paths: list[str], out: Path) -> tuple[str, list[str]]:
     """The node's drawing, or a table of its NICs when the captures have no GPU (:mod:`.report_topo`)."""
     from collscope.topo.load import load_one_node
@@ -146,18 +182,25 @@ def _topology_section(topo_paths: list[str], out: Path) -> tuple[str, list[str]]
 
 def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: list[str] | None = None,
                  min_gain: float = 0.03, op: str | None = None, nranks: int | None = None,
-                 nnodes: int | None = None) -> Path:
+                 nnodes: int | None = None, nvl_domain: int | None = None, gpu: str | None = None,
+                 alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
+                 nics_per_node: int | None = None) -> Path:
     """Write ``out_dir/index.html`` (self-contained), ``report.md`` and the PNGs; returns the HTML path.
 
-    ``op``, ``nranks``, ``nnodes``: the geometry overrides of :func:`~.load.load_results`."""
+    ``op``, ``nranks``, ``nnodes``, ``nvl_domain``: the geometry overrides of :func:`~.load.load_results`;
+    ``topo_paths``, ``gpu``, ``alpha_us``, ``bw_gbps``, ``nic_gbit``, ``nics_per_node``: the link parameters of
+    :func:`~.params_source.job_params_source`, so that the page's verdicts are ``collscope analyze``'s."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = load_results(paths, op=op, nranks=nranks, nnodes=nnodes)
+    df = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
     if df.empty:
         raise ConfigError(f"no records in {', '.join(str(p) for p in paths)}")
     agg = aggregate(df)
     fits = fit_alpha_beta(agg)
-    analysis = analyze(df)
+    source = job_params_source(df, topo_paths=topo_paths or (), gpu=gpu, alpha_us=alpha_us, bw_gbps=bw_gbps,
+                               nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+    analysis = analyze(df, params=source,
+                       logged=logged_choices([Path(p) for p in paths], df) if source is not None else None)
     from collscope.analysis.recommend.core import RecommendOptions
 
     options = RecommendOptions(min_gain=min_gain)
@@ -177,6 +220,8 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
         page, op_md = _op_section(agg, fits, name, out, min_gain)
         sections.append(page)
         md += op_md
+    model_html, model_md = _model_section(analysis, left_out)
+    md += model_md
     topo_html = ""
     if topo_paths:
         topo_html, topo_md = _topology_section(topo_paths, out)
@@ -198,6 +243,7 @@ def write_report(paths: list[str | Path], out_dir: Path | str, *, topo_paths: li
 {comparisons_html}
 <section class="recommendation"><h2>Recommendation</h2><pre>{html.escape(env_text)}</pre></section>
 {''.join(sections)}
+{model_html}
 {topo_html}
 <section class="anomalies"><h2>Anomalies</h2>{anomalies_html}</section>
 <section class="caveats"><h2>How to read this</h2><ul>{caveats}</ul></section>

@@ -3,65 +3,20 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.compare_render import render_csv, render_text
-from collscope.analysis.job_geometry import geometry_of, model_nvl_domain, records_gpu
 from collscope.analysis.load import load_results
 from collscope.analysis.logged_choices import logged_choices
-from collscope.analysis.models import LinkParams
-from collscope.analysis.params import link_params
+from collscope.analysis.params_source import job_params_source
 from collscope.cli.options import geometry_options, gpu_option, link_options, nic_options, topo_option
 from collscope.collectives.record import OPS
 from collscope.errors import ConfigError
-from collscope.topo.load import load_topology
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _FAILING = ("wrong_values", "not_applied", "failure")
-
-
-def _params_source(topo: tuple[str, ...], gpu: str | None, alpha_us: float | None, bw_gbps: float | None,
-                   frame: pd.DataFrame, nic_gbit: float | None = None,
-                   nics_per_node: int | None = None) -> Callable[[int, int], LinkParams | None] | None:
-    """Link parameters per (nranks, nnodes) group; the NVLink domain from that group's geometry (--nvl-domain
-    wins there). Without --topo, --gpu or --bw-gbps, the GPU the group's records name (nccl-tests' rank lines),
-    said in the parameters' caveats (analyze's notes); None when no record names one."""
-    from_records = not (topo or gpu or bw_gbps)
-    if from_records:
-        if alpha_us is not None:
-            raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
-        if "gpu" not in frame.columns or not frame["gpu"].notna().any():
-            return None
-    topology = load_topology(topo, gpu=gpu) if topo else None
-
-    def source(nranks: int, nnodes: int) -> LinkParams | None:
-        nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
-        name = gpu
-        if from_records:
-            name, why = records_gpu(frame, nranks, nnodes)
-            if name is None:
-                raise ConfigError(f"{why}; pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B")
-        try:
-            params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                                 alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
-        except ConfigError as exc:
-            if from_records:
-                raise ConfigError(f"{exc} (GPU {name}: {why})") from exc
-            raise
-        if from_records:
-            return replace(params, caveats=(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}",
-                                            *params.caveats))
-        return params
-
-    return source
 
 
 @click.command("analyze")
@@ -108,7 +63,8 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     if as_json and as_csv:
         raise ConfigError("use either --json or --csv, not both")
     frame = load_results(paths, op=op, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain)
-    source = _params_source(topo, gpu, alpha_us, bw_gbps, frame, nic_gbit, nics_per_node)
+    source = job_params_source(frame, topo_paths=topo, gpu=gpu, alpha_us=alpha_us, bw_gbps=bw_gbps,
+                               nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     result = analyze(frame, params=source, logged=logged_choices(paths, frame) if source is not None else None)
     if as_json:
         click.echo(result.to_json(), nl=False)

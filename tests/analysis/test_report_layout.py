@@ -31,6 +31,7 @@ from tests.conftest import chromium, headless
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "results" / "mpi-algos-2rank"
+GPU_RESULT = ROOT / "tests" / "analysis" / "fixtures" / "all_reduce_perf-b300-4x8-nvlstree-2035-shape.txt"
 NO_GPU_CAPTURE = ROOT / "tests" / "fixtures" / "infiniband" / "ibstat-tabs-vpi-dualport-roce.txt"
 PAGE_PX = 1100
 """The report's page width (its CSS max-width): images wider than this are shown scaled down to it."""
@@ -130,12 +131,22 @@ def test_the_probe_sees_an_overflowing_box_and_an_empty_section(tmp_path: Path) 
 def test_demo_report_wraps_the_recommendation_and_fills_every_section(demo_report: Path) -> None:
     found = _probe(demo_report, "demo-report.png")
     _assert_readable(found)
-    assert [name for name, _ in found["sections"]] == ["Recommendation", "all_gather", "all_reduce", "Topology",
-                                                       "Anomalies", "How to read this"]
+    assert [name for name, _ in found["sections"]] == ["Recommendation", "all_gather", "all_reduce",
+                                                       "Against the model", "Topology", "Anomalies",
+                                                       "How to read this"]
     topo = [(natural, width) for alt, natural, width, _ in found["imgs"] if alt == "topology"]
     assert len(topo) == 1 and topo[0][1] >= min(topo[0][0], PAGE_PX) - 2, \
         f"the topology drawing is not shown at the page's width: {topo}"
     assert found["noBaseline"] == []
+
+
+def test_a_gpu_report_with_its_efficiency_table_fits_the_page(tmp_path: Path) -> None:
+    """Eleven columns of verdicts (32 B300 ranks on 4 hosts, the GPU read from the rank lines) wrap inside the
+    page instead of making it scroll sideways."""
+    page = _report(tmp_path / "gpu", str(GPU_RESULT), "--nic-gbit", "800")
+    found = _probe(page, "gpu-report.png")
+    _assert_readable(found)
+    assert "Against the model" in [name for name, _ in found["sections"]]
 
 
 def test_without_a_default_each_collective_says_no_baseline_in_one_line(baseline_less_report: Path) -> None:

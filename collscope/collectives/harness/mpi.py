@@ -96,6 +96,16 @@ def select_gpu(env: Mapping[str, str]) -> int:
     return index
 
 
+def gpu_extra(device: str) -> dict[str, str] | None:
+    """``{"gpu": name}`` of this rank's current GPU for a record measured on GPU buffers (as the torch harness
+    names it), so that the analysis models it as a GPU's collective; None on the host."""
+    if device != "cuda":
+        return None
+    import torch
+
+    return {"gpu": torch.cuda.get_device_name(torch.cuda.current_device())}
+
+
 def mpi_engine_version(mpi: Any) -> str:
     """``"mpi4py 4.1.2; Open MPI v5.0.11"``: the binding and the first part of the library's version line (asked
     once per process)."""
@@ -292,6 +302,7 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     settings = captured_settings(env)
     environment = captured_environment(env, forced=settings)
     rail = rail_pinned("mpi", None, env)
+    extra = gpu_extra(spec.device)
     in_place = spec.in_place or spec.op == "broadcast"
     records: list[Measurement] = []
     if rank == 0:
@@ -318,7 +329,8 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
         record = make_record(spec, engine="mpi", backend="mpi", size_bytes=size, count=count, nranks=nranks,
                              time_us=worst_ns / spec.iters / 1e3, wrong=wrong, in_place=in_place, hosts=hosts,
                              engine_version=version, nccl_version=None, settings=settings,
-                             environment=environment, source="collscope bench --engine mpi", rail=rail)
+                             environment=environment, source="collscope bench --engine mpi", rail=rail,
+                             extra=extra)
         records.append(record)
         if on_record is not None:
             on_record(record)
