@@ -50,13 +50,14 @@ the others are point-to-point algorithms bounded like the ring (Patarasuk & Yuan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from collscope.analysis.models import LinkParams, p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
+from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.collectives.record import busbw_factor
 from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
-__all__ = ["Bound", "algorithm_bound"]
+__all__ = ["Bound", "algorithm_bound", "held_to_bound", "held_time_us"]
 
 _AB_TO_NCCL = {"double_binary_tree": "Tree"}
 _TRAFFIC_OP = OP_BY_NCCL_FUNC["AllReduce"]
@@ -111,6 +112,47 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
                  limited_by="NICs" if nic_t > intra_t else "intra-node links")
 
+
+
+_BIG_BYTES = 1 << 40
+"""A size at which NCCL's model time is its bandwidth term alone (latencies of microseconds against seconds)."""
+
+
+def held_time_us(op: str, algo: str, proto: str, size_bytes: int, expected_time_us: float, params: LinkParams,
+                 inputs: NcclGraphInputs, *, version: str = "2.30") -> tuple[float, Bound | None]:
+    """The expected time of (algo, proto) at ``size_bytes`` with its bandwidth term held to the algorithm's bound
+    on the links (:func:`algorithm_bound`), and the bound when it binds (None: NCCL's model is within the links).
+
+    NCCL's tables rank algorithms and can rate one above what the wires carry: NVLSTree on 2 x 8 H100 with eight
+    200 Gb/s NICs per node is 460 GB/s in them, where each node's NICs carry S each way, so busbw <= 1.875 x 200 =
+    375 GB/s. The bandwidth term S f / busbw of NCCL's model (its busbw at :data:`_BIG_BYTES`) is replaced by
+    S f / bound; the latency, the size ramp and the network's per-call cost stay."""
+    bound = algorithm_bound(op, algo, params)
+    big_time = nccl_time_us(inputs, op, algo, proto, _BIG_BYTES, version=version)
+    if big_time is None or big_time <= 0 or bound.busbw_gbps <= 0 or size_bytes <= 0:
+        return expected_time_us, None
+    f = busbw_factor(op, params.nranks)
+    model_busbw = f * _BIG_BYTES / (big_time * 1e3)
+    if bound.busbw_gbps >= model_busbw:
+        return expected_time_us, None
+    return expected_time_us + f * size_bytes / 1e3 * (1 / bound.busbw_gbps - 1 / model_busbw), bound
+
+
+def held_to_bound(op: str, choice: NcclChoice, params: LinkParams, inputs: NcclGraphInputs, *,
+                  version: str = "2.30") -> NcclChoice:
+    """``choice`` with its expected measurement's bandwidth held to its algorithm's bound (:func:`held_time_us`)
+    where NCCL's model exceeds it; ``held_to_bound`` says so."""
+    if choice.expected_time_us <= 0:
+        return choice
+    time, bound = held_time_us(op, choice.algo, choice.proto, choice.size_bytes, choice.expected_time_us, params,
+                               inputs, version=version)
+    if bound is None:
+        return choice
+    busbw = busbw_factor(op, params.nranks) * choice.size_bytes / (time * 1e3)
+    return replace(choice, expected_time_us=time, expected_busbw_gbps=busbw,
+                   held_to_bound=f"its bandwidth held to the {bound.algo} bound on the {bound.limited_by}, "
+                                 f"{bound.busbw_gbps:.1f} GB/s, which NCCL's model exceeds; with the fitted size ramp "
+                                 "/ LL step latency / network cost")
 
 
 def _p2p_bound(op: str, name: str, params: LinkParams) -> Bound:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from collscope.analysis.bounds import Bound, algorithm_bound
+from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, measured_extra_us, nccl_choice, nccl_time_us
@@ -106,9 +106,9 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         if time is not None:
             time += measured_extra_us(inputs, op, algo, proto, size)
         if time is not None and time > 0:
+            time, _ = held_time_us(op, algo, proto, size, time, params, inputs)
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
-            return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
-                            bound=algorithm_bound(op, algo, params))
+            return _nccl(f"{algo}/{proto}", SOURCE_LOGGED, busbw, algorithm_bound(op, algo, params))
         if not proto and algo in ALGORITHMS:  # the check file names the algorithm only
             try:
                 choice = nccl_choice(inputs, op, size, algos=[algo],
@@ -116,9 +116,9 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
             except ConfigError:
                 choice = None
             if choice is not None:
-                return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
-                                algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
-                                busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, algo, params))
+                choice = held_to_bound(op, choice, params, inputs)
+                return _nccl(f"{choice.algo}/{choice.proto}", f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
+                             choice.expected_busbw_gbps, algorithm_bound(op, algo, params))
     forced = ", ".join(t for t in (algo_text, proto_text) if t)
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
@@ -126,8 +126,15 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
     except ConfigError:
         return None
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
-    return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
-                    busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
+    choice = held_to_bound(op, choice, params, inputs)
+    return _nccl(f"{choice.algo}/{choice.proto}", source, choice.expected_busbw_gbps,
+                 algorithm_bound(op, choice.algo, params))
+
+
+def _nccl(model: str, source: str, busbw_gbps: float, bound: Bound) -> Expected:
+    """NCCL's model of one size, its bandwidth already held to the algorithm's bound on the links
+    (:func:`~.bounds.held_time_us`)."""
+    return Expected(model=model, kind="nccl", algo_source=source, busbw_gbps=busbw_gbps, bound=bound)
 
 
 def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, source: str) -> Expected:

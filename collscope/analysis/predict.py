@@ -4,13 +4,14 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
      "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us",
-                      "expected_busbw_gbps"}, ...],
+                      "expected_busbw_gbps", "held_to_bound"}, ...],
      "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
 model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
 (``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
-cost), what analyze, trace and the
+cost), with the bandwidth held to the algorithm's bound on the links where NCCL's model exceeds it
+(``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is empty): what analyze, trace and the
 scorecard compare against. NCCL's model needs a GPU generation; without one
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
 """
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from collscope.analysis.bounds import held_to_bound
 from collscope.analysis.models import (
     ALPHA_BETA_MODELS,
     LinkParams,
@@ -135,7 +137,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         nccl = nccl_predictions(inputs, op, size_list, version=version)
         preds = sorted(preds + nccl, key=lambda pred: pred.size_bytes)  # stable: alpha-beta first
         allowed = (list(algos) if algos is not None else None, list(protos) if protos is not None else None)
-        choices = [nccl_choice(inputs, op, s, version=version, algos=allowed[0], protos=allowed[1])
+        choices = [held_to_bound(op, nccl_choice(inputs, op, s, version=version, algos=allowed[0],
+                                                 protos=allowed[1]), params, inputs, version=version)
                    for s in size_list]
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
@@ -185,6 +188,7 @@ def render_predict_text(prediction: PredictResult) -> str:
             c = choice[size]
             lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
                          "in NCCL's model")
+            how = c["held_to_bound"] or "NCCL's model plus the fitted size ramp / LL step latency / network cost"
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
-                         "GB/s (NCCL's model plus the fitted size ramp / LL step latency / network cost)")
+                         f"GB/s ({how})")
     return "\n".join(lines)

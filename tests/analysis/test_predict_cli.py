@@ -16,7 +16,8 @@ from collscope.topo.render import node_to_json
 from collscope.topo.samples import sample_path
 
 PRED_KEYS = {"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}
-CHOICE_KEYS = {"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us", "expected_busbw_gbps"}
+CHOICE_KEYS = {"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us", "expected_busbw_gbps",
+               "held_to_bound"}
 
 
 def _run(*args: str):

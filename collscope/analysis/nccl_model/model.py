@@ -125,6 +125,9 @@ class NcclChoice:
     expected_time_us: float = 0.0
     """What nccl-tests measures for that choice: NCCL's time plus :func:`measured_extra_us`."""
     expected_busbw_gbps: float = 0.0
+    held_to_bound: str = ""
+    """Set when the expected measurement was held to the algorithm's busbw bound on the links, which NCCL's model
+    plus the fitted terms exceeded (:func:`collscope.analysis.bounds.held_to_bound`): what the bound is."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -397,8 +400,11 @@ NET_EXTRA_US = 30.0
 Fitted, not NCCL's: the published 2-node all_reduce curves flatten at 85-160 us from 1 to 8 MiB (Nebius H100,
 Lambda and GCP B200, dstack's pages and yangwhale/gpu-tpu-pedia) where NCCL's latencies (``baseLat`` + ``hwLat[NET]``
 per network step, src/graph/tuning.cc) give 60-115 us. Chosen from 0-50 us by the rows within 15% and checked
-leaving one source out at a time (``bench/net_term_fit.py``: the same 30 us, or 25, is chosen whichever source is
-left out, and the held-out sources gain 7 rows). 0 inside one domain, an NVL72 rack's trays included."""
+leaving one source out at a time (``bench/net_term_fit.py``). Since the models' bandwidth is held to the links'
+bound, 25 us scores one row more than 30 (108 against 107 of 140 multi-node rows) and is chosen whichever source is
+left out, the held-out sources gaining 9 rows; 30 stays because 25 puts one more row more than 30% off with no
+stated reason (Lambda's 2 x 8 B200 at 1 MiB: 1.32 x the published figure, 1.25 with 30): a one-row difference
+either way, inside what this fit can tell. 0 inside one domain, an NVL72 rack's trays included."""
 
 
 def net_us(inputs: NcclGraphInputs) -> float:

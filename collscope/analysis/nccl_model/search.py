@@ -103,6 +103,12 @@ def _nvls_graph(speeds: tuple[float, ...], ppn: int, total: float, max_bw: float
     # heads: min(NCCL_MAX_NVLS_ARITY, GPUs) (search.cc ncclTopoCompute); across domains each head is a NIC:GPU
     # pair, "NVLS search only tries to find NIC:GPU combinations" while nChannels < netCount (search.cc
     # ncclTopoSearchRecNet), so a domain has at most as many heads as NICs
+    # Not NCCL's: across nodes NCCL's pass 1 starts below system->maxBw, the GPU->NIC path (search.cc
+    # ncclTopoSearchInit), and skips NICs slower than bwInter (ncclTopoSearchRecNet), so its NVLS graph of 2 x 8
+    # B200 on 400G NICs is 8 x 48/48. The intra speed here comes from the NVLink budget alone (80): with NCCL's
+    # cap the scorecard's 2-node B200 rows (GCP A4, Lambda: 677-684 GB/s at 8 GiB) are predicted at 492 and
+    # all rows within 15% drop from 215 to 198 of 348. The graph's bandwidth ranks algorithms; it is not what
+    # the NVLS kernels reach.
     n_ch = min(ppn, max_heads)
     if inter_cap is not None and nics > 0:
         n_ch = min(n_ch, nics)
