@@ -40,7 +40,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -50,7 +50,7 @@ from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.formats import num_text, size_text
-from collscope.analysis.job_geometry import GroupGeometry
+from collscope.analysis.job_geometry import GroupGeometry, host_backends
 from collscope.analysis.load import RECORD_COLUMNS
 from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
 from collscope.analysis.placement import (
@@ -372,7 +372,8 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     anomalies.sort(key=lambda a: (order[a.kind], a.op, a.config, a.size_bytes or 0))
     hosts = config_hosts(df)
     crossovers = tuple(_hosts_said(c, hosts) for c in find_crossovers(sizes, opts.min_gain))
-    geometry = tuple(g for g in df.attrs.get("geometry", ()) or () if isinstance(g, GroupGeometry))
+    geometry = tuple(replace(g, host_backends=host_backends(df, g.nranks, g.nnodes)) if g.nnodes is not None else g
+                     for g in df.attrs.get("geometry", ()) or () if isinstance(g, GroupGeometry))
     inputs = _inputs(df)
     return Analysis(sizes=sizes, configs=configs, crossovers=crossovers, anomalies=tuple(anomalies),
                     notes=tuple(dict.fromkeys(notes)), n_records=len(df), params=used, options=opts,

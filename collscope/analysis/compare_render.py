@@ -117,7 +117,7 @@ def geometry_blocks(analysis: Analysis) -> list[tuple[str, list[str]]]:
     """The geometry of each (nranks, nnodes) group: a title and one line per field with its evidence (unknown
     ones say so)."""
     return [(f"Geometry of {group.label()} (evidence; --nranks/--nnodes/--nvl-domain override)",
-             group.geometry.lines(_GEOMETRY_FIELDS)) for group in analysis.geometry]
+             group.lines(_GEOMETRY_FIELDS)) for group in analysis.geometry]
 
 
 def _geometry_lines(analysis: Analysis) -> list[str]:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from collscope.errors import ConfigError
-from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence
+from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence, GeometryField
 
 __all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
            "group_geometries", "geometry_of", "model_nvl_domain", "records_gpu"]
@@ -50,13 +50,28 @@ class GroupGeometry:
     nranks: int
     nnodes: int | None
     geometry: Geometry
+    host_backends: str | None = None
+    """The backends when every record of the group ran on the hosts' CPUs (:func:`host_backends`): no NVLink
+    domain applies to it."""
 
     def label(self) -> str:
         nodes = "unknown nodes" if self.nnodes is None else f"{self.nnodes} node{'s' if self.nnodes != 1 else ''}"
         return f"{self.nranks} ranks on {nodes}"
 
+    def lines(self, fields: Sequence[GeometryField]) -> list[str]:
+        """The geometry's lines (:meth:`Geometry.lines`); a host group's NVLink domain says it does not apply
+        instead of asking for ``--nvl-domain``."""
+        out = self.geometry.lines(fields)
+        if self.host_backends:
+            out = [f"nvl_domain: does not apply (host collectives: {self.host_backends}; no GPU named)"
+                   if line.startswith("nvl_domain:") else line for line in out]
+        return out
+
     def to_json(self) -> dict[str, object]:
-        return {"group": self.label(), **self.geometry.to_json()}
+        out: dict[str, object] = {"group": self.label(), **self.geometry.to_json()}
+        if self.host_backends:
+            out["host_backends"] = self.host_backends
+        return out
 
 
 def run_clues(run: Any, source: str) -> list[Clue]:

@@ -89,6 +89,9 @@ def test_without_any_link_parameters_the_report_says_which_options_supply_them(t
     assert "efficiency not computed: no link parameters, and no GPU named by the results \\(pass --gpu NAME, " \
            "--topo PATH or --alpha-us A --bw-gbps B" in part
     assert "Geometry of 2 ranks on 1 node" in part
+    # no NVLink domain applies to 2 Open MPI ranks on CPUs: the line says so instead of asking for --nvl-domain
+    assert "- nvl\\_domain: does not apply \\(host collectives: mpi; no GPU named\\)" in part
+    assert "--nvl-domain N" not in part
 
 
 def test_analyze_refuses_the_gpu_links_for_host_records_too() -> None:
@@ -96,3 +99,12 @@ def test_analyze_refuses_the_gpu_links_for_host_records_too() -> None:
     assert result.exit_code == 0, result.output
     assert "its records (mpi) ran on the hosts' CPUs" in result.output
     assert "suspicious" not in result.output  # 2 CPU ranks are not judged against 450 GB/s of NVLink
+    assert "nvl_domain: does not apply (host collectives: mpi; no GPU named)" in result.output
+
+
+def test_a_gpu_group_still_asks_for_its_nvlink_domain() -> None:
+    result = CliRunner().invoke(main, ["analyze", str(B300), "--nic-gbit", "800", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "host_backends" not in result.output
+    text = CliRunner().invoke(main, ["analyze", str(B300), "--nic-gbit", "800"]).output
+    assert "nvl_domain: unknown (no evidence in the input; pass --nvl-domain N)" in text
