@@ -42,8 +42,7 @@ from collscope.units import algbw_gbps
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
 
 __all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclInputsCache", "add_expected",
-           "model_name", "params_for", "ParamsSource", "Logged",
-           "NO_MODEL_HINT"]
+           "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT"]
 
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
@@ -108,7 +107,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         if time is not None and time > 0:
             time, _ = held_time_us(op, algo, proto, size, time, params, inputs)
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
-            return _nccl(f"{algo}/{proto}", SOURCE_LOGGED, busbw, algorithm_bound(op, algo, params))
+            return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
+                            bound=algorithm_bound(op, algo, params))
         if not proto and algo in ALGORITHMS:  # the check file names the algorithm only
             try:
                 choice = nccl_choice(inputs, op, size, algos=[algo],
@@ -117,8 +117,9 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
                 choice = None
             if choice is not None:
                 choice = held_to_bound(op, choice, params, inputs)
-                return _nccl(f"{choice.algo}/{choice.proto}", f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
-                             choice.expected_busbw_gbps, algorithm_bound(op, algo, params))
+                return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
+                                algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
+                                busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, algo, params))
     forced = ", ".join(t for t in (algo_text, proto_text) if t)
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
@@ -127,14 +128,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         return None
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
     choice = held_to_bound(op, choice, params, inputs)
-    return _nccl(f"{choice.algo}/{choice.proto}", source, choice.expected_busbw_gbps,
-                 algorithm_bound(op, choice.algo, params))
-
-
-def _nccl(model: str, source: str, busbw_gbps: float, bound: Bound) -> Expected:
-    """NCCL's model of one size, its bandwidth already held to the algorithm's bound on the links
-    (:func:`~.bounds.held_time_us`)."""
-    return Expected(model=model, kind="nccl", algo_source=source, busbw_gbps=busbw_gbps, bound=bound)
+    return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
+                    busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
 
 
 def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, source: str) -> Expected:

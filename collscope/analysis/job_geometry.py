@@ -26,7 +26,7 @@ from collscope.errors import ConfigError
 from collscope.geometry import GEOMETRY_FIELDS, OVERRIDE_OPTIONS, Geometry, GeometryEvidence, GeometryField
 
 __all__ = ["Clue", "GroupGeometry", "run_clues", "record_clues", "frame_clues", "apply_overrides",
-           "group_geometries", "geometry_of", "model_nvl_domain", "records_gpu"]
+           "group_geometries", "geometry_of", "model_nvl_domain", "records_gpu", "host_backends"]
 
 
 NOTE = "note"
@@ -259,4 +259,3 @@ def host_backends(frame: pd.DataFrame, nranks: int, nnodes: int) -> str | None:
     if "gpu" in group.columns and group["gpu"].notna().any():
         return None
     return ", ".join(backends)
-
