@@ -37,6 +37,9 @@ COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes"
            "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
 """Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.model.RAMP_BYTES_PER_RANK_CHANNEL)."""
+FIT_SYSTEMS = ("OCI GB300 NVL72, 16 trays (64 GPUs)",)
+"""Systems whose rows fitted NVLS's cost per rank of a large domain
+(collscope.analysis.nccl_model.model.NVLS_RANK_US)."""
 FIT_OPS = P2P_MODELLED_OPS
 """Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
 bench/p2p_fit.py leaving one system out). The share of the rows of neither kind is the held-out check."""
@@ -48,7 +51,8 @@ FAR = 0.30
 
 def fitted(row: PublishedRow) -> bool:
     """Whether a row's figure was used to fit one of the models' terms."""
-    return row.op in FIT_OPS or any(src in row.source_url for src in FIT_SOURCES)
+    return (row.op in FIT_OPS or row.system in FIT_SYSTEMS
+            or any(src in row.source_url for src in FIT_SOURCES))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,9 +227,9 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
     held_out = [s for s in everything if not fitted(s.row)]
     claimed = [s for s in everything if s.predicted_gbps is not None and not s.row.off_reason]
     return out + [_share("all rows", everything),
-                  _share("held-out rows (all but the rows the size ramp and the alltoall terms were fitted on; the "
-                         "network term, fitted on every multi-node row, is checked source by source in "
-                         "bench/net_term_fit.py)", held_out),
+                  _share("held-out rows (all but the rows the size ramp, the NVLS rank cost and the alltoall terms "
+                         "were fitted on; the network term, fitted on every multi-node row, is checked source by "
+                         "source in bench/net_term_fit.py)", held_out),
                   _share("rows the models claim (predicted, and no stated reason to be off)", claimed)]
 
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from collscope.analysis.models import LinkParams, p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
-from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
+from collscope.analysis.nccl_model.model import MEASURED_TERMS, NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.collectives.record import busbw_factor
 from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
@@ -151,8 +151,7 @@ def held_to_bound(op: str, choice: NcclChoice, params: LinkParams, inputs: NcclG
     busbw = busbw_factor(op, params.nranks) * choice.size_bytes / (time * 1e3)
     return replace(choice, expected_time_us=time, expected_busbw_gbps=busbw,
                    held_to_bound=f"its bandwidth held to the {bound.algo} bound on the {bound.limited_by}, "
-                                 f"{bound.busbw_gbps:.1f} GB/s, which NCCL's model exceeds; with the fitted size ramp "
-                                 "/ LL step latency / network cost")
+                                 f"{bound.busbw_gbps:.1f} GB/s, which NCCL's model exceeds; with {MEASURED_TERMS}")
 
 
 def _p2p_bound(op: str, name: str, params: LinkParams) -> Bound:

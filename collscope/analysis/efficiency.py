@@ -11,8 +11,9 @@ Which algorithm ran, per configuration and size (the first that applies; ``algo_
 
 For NCCL that needs a GPU generation (``LinkParams.gpu``); the model is then NCCL's cost model of that
 (algorithm, protocol) plus what nccl-tests measures beyond it (:func:`~.nccl_model.model.measured_extra_us`: the
-size ramp of Simple, the LL step latency, the network's per-call cost). Without a GPU generation, and for Open
-MPI, the alpha-beta model of the configuration (:func:`.compare.model_name`) is used and ``algo_source`` says so.
+size ramp of Simple, the LL step latency, the network's per-call cost, NVLS's cost per rank of a large domain).
+Without a GPU generation, and for Open MPI, the alpha-beta model of the configuration (:func:`.compare.model_name`)
+is used and ``algo_source`` says so.
 
 Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
 the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than

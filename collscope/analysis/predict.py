@@ -10,9 +10,9 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
 model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
 (``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
-cost), with the bandwidth held to the algorithm's bound on the links where NCCL's model exceeds it
-(``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is empty): what analyze, trace and the
-scorecard compare against. NCCL's model needs a GPU generation; without one
+cost, NVLS's cost per rank of a domain larger than a board), with the bandwidth held to the algorithm's bound on
+the links where NCCL's model exceeds it (``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is
+empty): what analyze, trace and the scorecard compare against. NCCL's model needs a GPU generation; without one
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
 """
 
@@ -33,7 +33,7 @@ from collscope.analysis.models import (
 )
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.model import NcclChoice, nccl_choice, nccl_predictions
+from collscope.analysis.nccl_model.model import MEASURED_TERMS, NcclChoice, nccl_choice, nccl_predictions
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -188,7 +188,7 @@ def render_predict_text(prediction: PredictResult) -> str:
             c = choice[size]
             lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
                          "in NCCL's model")
-            how = c["held_to_bound"] or "NCCL's model plus the fitted size ramp / LL step latency / network cost"
+            how = c["held_to_bound"] or f"NCCL's model plus {MEASURED_TERMS}"
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
                          f"GB/s ({how})")
     return "\n".join(lines)

@@ -8,8 +8,8 @@ that search from a topology.
 
 :func:`nccl_choice` also gives what nccl-tests measures for that choice (``expected_*``): NCCL's time plus three
 fitted terms NCCL's model leaves out (it compares algorithms; it does not predict a measurement): the size ramp of
-Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`) and the network's per-call cost (:func:`net_us`),
-:func:`measured_extra_us`.
+Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), the network's per-call cost (:func:`net_us`) and
+NVLS's cost per rank of a large NVLink domain (:func:`nvls_rank_us`), :func:`measured_extra_us`.
 
 Not modelled: tuner plugins, ``NCCL_THREAD_THRESHOLDS`` / channel reduction after the choice, FP8 penalties,
 CollNet plugins that implement iallgather/ireducescatter (multi-node NVLS/CollNet AllGather/ReduceScatter are off),
@@ -52,6 +52,10 @@ __all__ = [
     "measured_extra_us",
     "NET_EXTRA_US",
     "net_us",
+    "NVLS_RANK_US",
+    "NVLS_BOARD_RANKS",
+    "nvls_rank_us",
+    "MEASURED_TERMS",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -412,13 +416,38 @@ def net_us(inputs: NcclGraphInputs) -> float:
     return NET_EXTRA_US if inputs.nnodes > 1 else 0.0
 
 
+MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost"
+"""How the outputs name what :func:`measured_extra_us` adds to NCCL's model time."""
+
+NVLS_RANK_US = 0.6
+"""What an NVLS or NVLSTree call pays per rank of its NVLink domain beyond :data:`NVLS_BOARD_RANKS`, us. NCCL's
+model charges NVLS one ``hwLat[NVLINK][NVLS]`` (25 us, src/graph/tuning.cc: ``latencies[NVLS] = intraLat``) whatever
+the ranks it joins. Fitted, not NCCL's, on the one published mid-size NVLS curve beyond 8 GPUs: OCI's GB300 NVL72
+all_reduce on 64 GPUs of one rack (NCCL 2.28.7) takes 67-75 us from 1 to 4 MiB where NCCL's model and the ramp give
+30-43 us, while the same source's 8 GPUs on 2 trays take 30-56 us there. 0.6 us per rank (34 us on 64, 38 us on 72)
+brings its 1-32 MiB rows within 15% (5 rows more: bench/scorecard.py) and changes no other source's verdict (the
+72- and 144-GPU NVL72 rows start at 512 MiB, where it is 2% of the time); 0.7 scores the same, 0.5 one row less, 1.0
+four less. One source: the form (linear in the ranks) and the figure are this curve's, and a second published curve
+of a large domain at 1-64 MiB would be the check it lacks."""
+NVLS_BOARD_RANKS = 8
+"""The NVLink domain NCCL's NVLS latency was tuned on (an HGX board, 8 GPUs); no per-rank cost up to it."""
+
+
+def nvls_rank_us(inputs: NcclGraphInputs, algo: str) -> float:
+    """:data:`NVLS_RANK_US` per rank of the NVLink domain (NCCL's ranks per node) beyond :data:`NVLS_BOARD_RANKS`,
+    for NVLS and NVLSTree; 0 for the other algorithms and for domains of 8 GPUs or fewer."""
+    if algo not in ("NVLS", "NVLSTree"):
+        return 0.0
+    return NVLS_RANK_US * max(0.0, inputs.ppn - NVLS_BOARD_RANKS)
+
+
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
                       version: str = "2.30") -> float:
     """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
-    Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`) and, across NVLink domains, the network's
-    per-call cost (:func:`net_us`)."""
+    Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), across NVLink domains the network's per-call
+    cost (:func:`net_us`), and NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`)."""
     return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
-            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs))
+            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs) + nvls_rank_us(inputs, algo))
 
 
 def _pairs(version: str, algos: Iterable[str] | None, protos: Iterable[str] | None) -> list[tuple[str, str]]:
