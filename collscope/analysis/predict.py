@@ -4,15 +4,16 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
      "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us",
-                      "expected_busbw_gbps", "held_to_bound"}, ...],
+                      "expected_busbw_gbps", "held_to_bound", "floor_from_bytes"}, ...],
      "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
 model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
 (``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
-cost, NVLS's cost per rank of a domain larger than a board), with the bandwidth held to the algorithm's bound on
-the links where NCCL's model exceeds it (``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is
-empty): what analyze, trace and the scorecard compare against. NCCL's model needs a GPU generation; without one
+cost, NVLS's cost per rank of a domain larger than a board), at least 1/k of the expected time at k x the size
+(``floor_from_bytes`` names that size, else 0), with the bandwidth held to the algorithm's bound on the links where
+NCCL's model exceeds it (``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is empty): what analyze,
+trace and the scorecard compare against. NCCL's model needs a GPU generation; without one
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
 """
 
@@ -189,6 +190,9 @@ def render_predict_text(prediction: PredictResult) -> str:
             lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
                          "in NCCL's model")
             how = c["held_to_bound"] or f"NCCL's model plus {MEASURED_TERMS}"
+            if c["floor_from_bytes"]:
+                how += (f"; at least 1/{c['floor_from_bytes'] // c['size_bytes']} of the time expected at "
+                        f"{format_size(c['floor_from_bytes'])}, as a larger message is not faster per byte")
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
                          f"GB/s ({how})")
     return "\n".join(lines)

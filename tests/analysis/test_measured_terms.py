@@ -229,3 +229,32 @@ def test_no_other_ramp_form_predicts_better_out_of_sample(capsys: pytest.Capture
         "(the shipped ramp: ")[1].split(")")[0]
     assert int(held.split("/")[0]) <= int(shipped_held)
     assert nccl.ramp_us is shipped
+
+
+def test_a_size_is_expected_to_take_at_least_1_over_k_of_k_times_the_size() -> None:
+    """8 A100: Ring/LL128 at 16 MiB (no ramp) would expect 169 GB/s, above Ring/Simple's 121 at 32 MiB; a 32 MiB
+    message is two of 16 MiB, so 16 MiB is held to half its time (Azure's curve: 109 GB/s at 16 MiB, 133 at 32)."""
+    inputs = _inputs("A100", 8, 1)
+    at16, at32 = nccl.nccl_choice(inputs, "all_reduce", 16 * MIB), nccl.nccl_choice(inputs, "all_reduce", 32 * MIB)
+    assert (at16.algo, at16.proto, at32.proto) == ("Ring", "LL128", "Simple")
+    assert at16.expected_time_us == pytest.approx(at32.expected_time_us / 2)
+    assert at16.floor_from_bytes == 32 * MIB and at32.floor_from_bytes == 0
+    assert at16.expected_busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
+    unfloored = at16.time_us + nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB)
+    assert unfloored < at16.expected_time_us  # the floor raised it
+    out = CliRunner().invoke(main, ["predict", "--gpu", "A100", "--op", "all_reduce", "--nranks", "8", "--nnodes",
+                                    "1", "--sizes", "16M"])
+    assert out.exit_code == 0 and "at least 1/2 of the time expected at 32M" in out.output
+
+
+@pytest.mark.parametrize("gpu", ["A100", "H100", "B200", "GB300", "H100 PCIe"])
+def test_the_expected_busbw_never_falls_as_the_size_grows(gpu: str) -> None:
+    sizes = [1 << k for k in range(10, 35)]
+    for geometry in ({"nranks": 8, "nnodes": 1}, {"nranks": 16, "nnodes": 2, "nic_gbit": 400.0},
+                     {"nranks": 72, "nnodes": 18, "nvl_domain": 72}):
+        for op in ("all_reduce", "all_gather", "broadcast"):
+            choices = sorted(predict(op, gpu=gpu, sizes=sizes, **geometry).nccl_choice,  # type: ignore[arg-type]
+                             key=lambda c: c.size_bytes)
+            for small, large in zip(choices, choices[1:]):
+                assert large.expected_busbw_gbps >= small.expected_busbw_gbps * (1 - 1e-9), (
+                    gpu, geometry, op, small.size_bytes, small.expected_busbw_gbps, large.expected_busbw_gbps)

@@ -56,6 +56,7 @@ __all__ = [
     "NVLS_BOARD_RANKS",
     "nvls_rank_us",
     "MEASURED_TERMS",
+    "FLOOR_FACTORS",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -132,6 +133,9 @@ class NcclChoice:
     held_to_bound: str = ""
     """Set when the expected measurement was held to the algorithm's busbw bound on the links, which NCCL's model
     plus the fitted terms exceeded (:func:`collscope.analysis.bounds.held_to_bound`): what the bound is."""
+    floor_from_bytes: int = 0
+    """The larger size k x ``size_bytes`` whose expected time / k raised this size's expected time
+    (:data:`FLOOR_FACTORS`); 0 when none did."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -476,18 +480,46 @@ def nccl_predictions(inputs: NcclGraphInputs, op: str, sizes: Iterable[int], *, 
     return out
 
 
-def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
-                algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
-    """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
-    ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO."""
+FLOOR_FACTORS = (2, 4, 8, 16, 32, 64)
+"""The multiples k of a size whose expected time / k floors its own (:func:`nccl_choice`). A message of k x S can be
+sent as k calls of S, so a measurement at S cannot take less than 1/k of the one at k x S: busbw does not fall as
+the size grows. NCCL's model plus the fitted terms can break that where its choice changes protocol: on 8 A100,
+Ring/LL128 (no size ramp) at 16 MiB expects 169 GB/s and Ring/Simple (with its ramp) at 32 MiB 121 GB/s, where
+Azure's published curve rises from 109 to 133 GB/s. Derived, not fitted; up to 64 x, past the sizes where NCCL's
+model switches protocol."""
+
+
+def _best(inputs: NcclGraphInputs, op: str, size_bytes: int, version: str, algos: Iterable[str] | None,
+          protos: Iterable[str] | None) -> Prediction | None:
     best: Prediction | None = None
     for pred in nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos):
         if best is None or pred.time_us < best.time_us:
             best = pred
+    return best
+
+
+def _expected_us(inputs: NcclGraphInputs, op: str, best: Prediction, version: str) -> float:
+    return best.time_us + measured_extra_us(inputs, op, best.algo, best.proto or "", best.size_bytes,
+                                            version=version)
+
+
+def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
+                algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
+    """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
+    ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO. The expected measurement is NCCL's
+    time plus :func:`measured_extra_us`, at least 1/k of the expected time at k x the size
+    (:data:`FLOOR_FACTORS`)."""
+    algos = list(algos) if algos is not None else None
+    protos = list(protos) if protos is not None else None
+    best = _best(inputs, op, int(size_bytes), version, algos, protos)
     if best is None:
         raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
-    proto = best.proto or ""
-    expected = best.time_us + measured_extra_us(inputs, op, best.algo, proto, int(size_bytes), version=version)
-    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=proto, time_us=best.time_us,
+    expected, floor_from = _expected_us(inputs, op, best, version), 0
+    for k in FLOOR_FACTORS:
+        larger = _best(inputs, op, k * int(size_bytes), version, algos, protos)
+        if larger is not None and (share := _expected_us(inputs, op, larger, version) / k) > expected * (1 + 1e-9):
+            expected, floor_from = share, k * int(size_bytes)
+    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
                       busbw_gbps=best.busbw_gbps, expected_time_us=expected,
-                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0)
+                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0,
+                      floor_from_bytes=floor_from)
