@@ -4,6 +4,7 @@ given by hand, and the scorecard's use of them."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -255,6 +256,6 @@ def test_the_expected_busbw_never_falls_as_the_size_grows(gpu: str) -> None:
         for op in ("all_reduce", "all_gather", "broadcast"):
             choices = sorted(predict(op, gpu=gpu, sizes=sizes, **geometry).nccl_choice,  # type: ignore[arg-type]
                              key=lambda c: c.size_bytes)
-            for small, large in zip(choices, choices[1:]):
+            for small, large in itertools.pairwise(choices):
                 assert large.expected_busbw_gbps >= small.expected_busbw_gbps * (1 - 1e-9), (
                     gpu, geometry, op, small.size_bytes, small.expected_busbw_gbps, large.expected_busbw_gbps)
