@@ -33,7 +33,13 @@ import pandas as pd
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.model import NcclGraphInputs, measured_extra_us, nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.model import (
+    NcclGraphInputs,
+    measured_extra_us,
+    nccl_choice,
+    nccl_time_us,
+    size_floor_us,
+)
 from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting
@@ -105,6 +111,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
         if time is not None:
             time += measured_extra_us(inputs, op, algo, proto, size)
+            time = max(time, size_floor_us(inputs, op, size, algos=sorted(algos) if algos is not None else None,
+                                           protos=sorted(protos) if protos is not None else None)[0])
         if time is not None and time > 0:
             time, _ = held_time_us(op, algo, proto, size, time, params, inputs)
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)

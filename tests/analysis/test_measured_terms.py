@@ -259,3 +259,18 @@ def test_the_expected_busbw_never_falls_as_the_size_grows(gpu: str) -> None:
             for small, large in itertools.pairwise(choices):
                 assert large.expected_busbw_gbps >= small.expected_busbw_gbps * (1 - 1e-9), (
                     gpu, geometry, op, small.size_bytes, small.expected_busbw_gbps, large.expected_busbw_gbps)
+
+
+def test_a_logged_choice_takes_the_same_size_floor_as_the_modelled_one() -> None:
+    """NCCL's log says Ring/LL128 at 16 MiB on 8 A100: the expected busbw is floored by the 32 MiB choice, as when
+    the model picks the algorithm itself."""
+    from collscope.analysis.efficiency import expected_busbw
+
+    params = link_params(None, gpu="A100", nranks=8, nnodes=1)
+    inputs = graph_inputs_from_topology(params)
+    modelled = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs)
+    logged = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs, logged=("Ring", "LL128"))
+    assert modelled is not None and logged is not None
+    at32 = nccl.nccl_choice(inputs, "all_reduce", 32 * MIB)
+    assert modelled.busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
+    assert logged.busbw_gbps == pytest.approx(at32.expected_busbw_gbps) and logged.algo_source != modelled.algo_source

@@ -57,6 +57,7 @@ __all__ = [
     "nvls_rank_us",
     "MEASURED_TERMS",
     "FLOOR_FACTORS",
+    "size_floor_us",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -503,22 +504,35 @@ def _expected_us(inputs: NcclGraphInputs, op: str, best: Prediction, version: st
                                             version=version)
 
 
+def size_floor_us(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
+                  algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> tuple[float, int]:
+    """The floor of the expected time at ``size_bytes`` (:data:`FLOOR_FACTORS`): the largest expected time of NCCL's
+    model's choice at k x the size, divided by k, and that larger size; (0.0, 0) when no larger size is modelled.
+    ``algos``/``protos`` restrict the choices as in :func:`nccl_choice`."""
+    algos = list(algos) if algos is not None else None
+    protos = list(protos) if protos is not None else None
+    floor, floor_from = 0.0, 0
+    for k in FLOOR_FACTORS:
+        larger = _best(inputs, op, k * int(size_bytes), version, algos, protos)
+        if larger is not None and (share := _expected_us(inputs, op, larger, version) / k) > floor:
+            floor, floor_from = share, k * int(size_bytes)
+    return floor, floor_from
+
+
 def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
                 algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
     """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
     ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO. The expected measurement is NCCL's
-    time plus :func:`measured_extra_us`, at least 1/k of the expected time at k x the size
-    (:data:`FLOOR_FACTORS`)."""
+    time plus :func:`measured_extra_us`, at least :func:`size_floor_us`."""
     algos = list(algos) if algos is not None else None
     protos = list(protos) if protos is not None else None
     best = _best(inputs, op, int(size_bytes), version, algos, protos)
     if best is None:
         raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
     expected, floor_from = _expected_us(inputs, op, best, version), 0
-    for k in FLOOR_FACTORS:
-        larger = _best(inputs, op, k * int(size_bytes), version, algos, protos)
-        if larger is not None and (share := _expected_us(inputs, op, larger, version) / k) > expected * (1 + 1e-9):
-            expected, floor_from = share, k * int(size_bytes)
+    floor, larger = size_floor_us(inputs, op, size_bytes, version=version, algos=algos, protos=protos)
+    if floor > expected * (1 + 1e-9):
+        expected, floor_from = floor, larger
     return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
                       busbw_gbps=best.busbw_gbps, expected_time_us=expected,
                       expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0,
