@@ -38,6 +38,7 @@ from collscope.analysis.nccl_model.model import (
     measured_extra_us,
     nccl_choice,
     nccl_time_us,
+    nvls_rank_notes,
     size_floor_us,
 )
 from collscope.analysis.nccl_model.p2p import p2p_choice
@@ -300,7 +301,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
     notes.extend(nccl.notes)
     for (_, op), (inputs, choices) in modelled.items():
-        notes.extend(n for n in defect_notes(inputs, op, choices) if n not in notes)
+        notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
+                     if n not in notes)
     if source is None:
         notes.append(f"efficiency not computed: no link parameters, and no GPU named by the results ({NO_MODEL_HINT}; "
                      "in Python, analyze(df, params=LinkParams(...)))")

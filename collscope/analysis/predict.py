@@ -34,7 +34,13 @@ from collscope.analysis.models import (
 )
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.model import MEASURED_TERMS, NcclChoice, nccl_choice, nccl_predictions
+from collscope.analysis.nccl_model.model import (
+    MEASURED_TERMS,
+    NcclChoice,
+    nccl_choice,
+    nccl_predictions,
+    nvls_rank_notes,
+)
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -143,6 +149,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                    for s in size_list]
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
+        notes.extend(nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version))
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
                          nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects))

@@ -274,3 +274,14 @@ def test_a_logged_choice_takes_the_same_size_floor_as_the_modelled_one() -> None
     at32 = nccl.nccl_choice(inputs, "all_reduce", 32 * MIB)
     assert modelled.busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
     assert logged.busbw_gbps == pytest.approx(at32.expected_busbw_gbps) and logged.algo_source != modelled.algo_source
+
+
+def test_predict_says_where_a_verdict_leans_on_the_one_curve_the_nvls_rank_cost_is_fitted_on() -> None:
+    rack = predict("all_reduce", gpu="GB300", nranks=64, nnodes=16, nvl_domain=72, sizes=[1 * MIB, 1 << 30])
+    notes = [n for n in rack.notes if "fitted on one published curve" in n]
+    assert len(notes) == 1 and "at 1M includes 33.6 us per call for 64 ranks" in notes[0]
+    assert nccl.NVLS_RANK_SOURCE in notes[0]
+    board = predict("all_reduce", gpu="B200", nranks=8, nnodes=1, sizes=[1 * MIB, 16 * MIB])
+    assert not [n for n in board.notes if "fitted on one published curve" in n]
+    inputs = _inputs("GB300", 64, 16, nvl_domain=72)
+    assert nccl.nvls_rank_notes(inputs, "all_reduce", [("Ring", 1 * MIB)]) == []

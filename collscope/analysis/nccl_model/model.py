@@ -33,6 +33,7 @@ from collscope.analysis.nccl_model.constants import (
     nccl_constants,
 )
 from collscope.errors import ConfigError
+from collscope.units import format_size
 from collscope.vocab.nccl import OP_FUNC
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "NVLS_RANK_US",
     "NVLS_BOARD_RANKS",
     "nvls_rank_us",
+    "nvls_rank_notes",
+    "NVLS_RANK_SOURCE",
     "MEASURED_TERMS",
     "FLOOR_FACTORS",
     "size_floor_us",
@@ -444,6 +447,31 @@ def nvls_rank_us(inputs: NcclGraphInputs, algo: str) -> float:
     if algo not in ("NVLS", "NVLSTree"):
         return 0.0
     return NVLS_RANK_US * max(0.0, inputs.ppn - NVLS_BOARD_RANKS)
+
+
+NVLS_RANK_SOURCE = "OCI's GB300 NVL72 all_reduce on 64 GPUs of one rack, 1-32 MiB"
+"""The one published curve :data:`NVLS_RANK_US` is fitted on (bench/scorecard/published.csv)."""
+
+
+def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
+                    version: str = "2.30") -> list[str]:
+    """A note naming the sizes of ``choices`` (algorithm, size in bytes) where :func:`nvls_rank_us` is at least a
+    tenth of the expected time: there a verdict leans on the one curve the term is fitted on. Empty elsewhere."""
+    sizes: set[int] = set()
+    per_call = 0.0
+    for algo, size in choices:
+        extra = nvls_rank_us(inputs, algo)
+        time = nccl_time_us(inputs, op, algo, "Simple", size, version=version) if extra > 0 else None
+        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
+                                                                          version=version)):
+            sizes.add(size)
+            per_call = extra
+    if not sizes:
+        return []
+    return [f"the expected NVLS time of {op} at {', '.join(format_size(s) for s in sorted(sizes))} includes "
+            f"{per_call:.1f} us per call for {inputs.ppn:g} ranks of one NVLink domain ({NVLS_RANK_US:g} us per rank "
+            f"beyond {NVLS_BOARD_RANKS}, a tenth of the time or more there), a term fitted on one published curve "
+            f"({NVLS_RANK_SOURCE}): a verdict at those sizes leans on that one source"]
 
 
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
