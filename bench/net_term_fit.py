@@ -1,4 +1,4 @@
-"""The fit of the network's per-call cost (collscope.analysis.nccl_model.model.NET_EXTRA_US) on published rows.
+"""The fit of the network's per-call cost (collscope.analysis.nccl_model.measured.NET_EXTRA_US) on published rows.
 
 The rows are the scorecard's multi-node rows that NCCL's model predicts (not alltoall, which has its own terms, and
 not the rows whose ``off_reason`` states why they are off). For each candidate cost the script scores every row with
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' rea
 
 import scorecard  # noqa: E402
 
-from collscope.analysis.nccl_model import model as nccl  # noqa: E402
+from collscope.analysis.nccl_model import measured  # noqa: E402
 
 COSTS_US = (0.0, 10.0, 20.0, 25.0, 30.0, 35.0, 40.0, 50.0)
 
@@ -29,13 +29,13 @@ COSTS_US = (0.0, 10.0, 20.0, 25.0, 30.0, 35.0, 40.0, 50.0)
 def within_by_cost(rows: Sequence[scorecard.PublishedRow]) -> dict[float, list[bool]]:
     """cost -> whether each row is within 15% with the network term at that cost."""
     out = {}
-    shipped = nccl.NET_EXTRA_US
+    shipped = measured.NET_EXTRA_US
     try:
         for cost in COSTS_US:
-            nccl.NET_EXTRA_US = cost  # net_us reads the module's constant at each call
+            measured.NET_EXTRA_US = cost  # net_us reads the module's constant at each call
             out[cost] = [s.within for s in scorecard.score(rows)]
     finally:
-        nccl.NET_EXTRA_US = shipped
+        measured.NET_EXTRA_US = shipped
     return out
 
 
@@ -46,7 +46,7 @@ def main() -> int:
     sources = sorted({r.source_url for r in rows})
     print(f"{len(rows)} multi-node rows from {len(sources)} sources (alltoall and rows with a stated reason left out)")
     print(f"  without the term (the yardstick): {sum(hits[0.0])}/{len(rows)} within 15%")
-    print(f"  shipped cost {nccl.NET_EXTRA_US:g} us: {sum(hits[nccl.NET_EXTRA_US])}/{len(rows)}")
+    print(f"  shipped cost {measured.NET_EXTRA_US:g} us: {sum(hits[measured.NET_EXTRA_US])}/{len(rows)}")
     held = held_without = 0
     for source in sources:
         train = [i for i, r in enumerate(rows) if r.source_url != source]

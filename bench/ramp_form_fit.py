@@ -1,4 +1,4 @@
-"""Two forms of the size ramp (collscope.analysis.nccl_model.model.ramp_us) held against the published rows.
+"""Two forms of the size ramp (collscope.analysis.nccl_model.measured.ramp_us) held against the published rows.
 
 The shipped ramp charges min(fill, S) bytes at the algorithm's bandwidth (fill = nranks x channels x 128 KiB, S the
 message): the whole fill once the message is larger, the message again when it is smaller. The smooth form charges
@@ -23,11 +23,12 @@ sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' rea
 
 import scorecard  # noqa: E402
 
+from collscope.analysis.nccl_model import measured  # noqa: E402
 from collscope.analysis.nccl_model import model as nccl  # noqa: E402
 
 KIB = 1024
 Candidate = tuple[str, int]
-SHIPPED: Candidate = ("min", nccl.RAMP_BYTES_PER_RANK_CHANNEL)
+SHIPPED: Candidate = ("min", measured.RAMP_BYTES_PER_RANK_CHANNEL)
 CANDIDATES: tuple[Candidate, ...] = (*(("min", k * KIB) for k in (64, 96, 128, 160, 192, 256)),
                                      *(("smooth", k * KIB) for k in (96, 128, 160, 192, 224, 256, 320, 384)))
 
@@ -41,7 +42,7 @@ def ramp_form(form: str, bytes_per_rank_channel: int) -> Callable[..., float]:
         bw = nccl.nccl_bandwidth(inputs, op, algo, proto, version=version)
         if bw <= 0:
             return 0.0
-        fill = inputs.nranks * nccl.runtime_channels(inputs, algo) * bytes_per_rank_channel
+        fill = inputs.nranks * measured.runtime_channels(inputs, algo) * bytes_per_rank_channel
         charged = min(fill, size_bytes) if form == "min" else fill * size_bytes / (fill + size_bytes)
         return charged / (1000 * bw)
     return ramp
@@ -49,14 +50,14 @@ def ramp_form(form: str, bytes_per_rank_channel: int) -> Callable[..., float]:
 
 def within_by_candidate(rows: Sequence[scorecard.PublishedRow]) -> dict[Candidate, list[bool]]:
     """candidate -> whether each row is within 15% with the ramp of that form and size."""
-    shipped = nccl.ramp_us
+    shipped = measured.ramp_us
     out = {}
     try:
         for cand in CANDIDATES:
-            nccl.ramp_us = ramp_form(*cand)  # measured_extra_us reads the module's function at each call
+            measured.ramp_us = ramp_form(*cand)  # measured_extra_us reads the module's function at each call
             out[cand] = [s.within for s in scorecard.score(rows)]
     finally:
-        nccl.ramp_us = shipped
+        measured.ramp_us = shipped
     return out
 
 

@@ -36,10 +36,10 @@ DATA = ROOT / "bench" / "scorecard" / "published.csv"
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
            "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
-"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.model.RAMP_BYTES_PER_RANK_CHANNEL)."""
+"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.measured.RAMP_BYTES_PER_RANK_CHANNEL)."""
 FIT_SYSTEMS = ("OCI GB300 NVL72, 16 trays (64 GPUs)",)
 """Systems whose rows fitted NVLS's cost per rank of a large domain
-(collscope.analysis.nccl_model.model.NVLS_RANK_US)."""
+(collscope.analysis.nccl_model.measured.NVLS_RANK_US)."""
 FIT_OPS = P2P_MODELLED_OPS
 """Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
 bench/p2p_fit.py leaving one system out). The share of the rows of neither kind is the held-out check."""

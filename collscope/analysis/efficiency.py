@@ -6,11 +6,11 @@ Which algorithm ran, per configuration and size (the first that applies; ``algo_
    lines) or the algorithm its settings check saw (``points/<id>.check.json``), :mod:`.logged_choices`;
 2. ``"forced (NCCL_ALGO=...)"``: the configuration forces NCCL_ALGO (and/or NCCL_PROTO): NCCL's model picks
    among what the setting leaves enabled (one algorithm: that one);
-3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.model.nccl_choice` on the topology;
+3. ``"collscope's model of NCCL's choice"``: :func:`~.nccl_model.choice.nccl_choice` on the topology;
    alltoall (grouped point-to-point, outside NCCL's tuning model) :func:`~.nccl_model.p2p.p2p_choice`.
 
 For NCCL that needs a GPU generation (``LinkParams.gpu``); the model is then NCCL's cost model of that
-(algorithm, protocol) plus what nccl-tests measures beyond it (:func:`~.nccl_model.model.measured_extra_us`: the
+(algorithm, protocol) plus what nccl-tests measures beyond it (:func:`~.nccl_model.measured.measured_extra_us`: the
 size ramp of Simple, the LL step latency, the network's per-call cost, NVLS's cost per rank of a large domain).
 Without a GPU generation, and for Open MPI, the alpha-beta model of the configuration (:func:`.compare.model_name`)
 is used and ``algo_source`` says so.
@@ -32,15 +32,10 @@ import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
 from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
+from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.model import (
-    NcclGraphInputs,
-    measured_extra_us,
-    nccl_choice,
-    nccl_time_us,
-    nvls_rank_notes,
-    size_floor_us,
-)
+from collscope.analysis.nccl_model.measured import measured_extra_us, nvls_rank_notes
+from collscope.analysis.nccl_model.model import NcclGraphInputs, nccl_time_us
 from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting

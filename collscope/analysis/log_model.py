@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import model_version_for
-from collscope.analysis.nccl_model.model import nccl_choice, nccl_time_us
+from collscope.analysis.nccl_model.model import nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.collectives.nccl_log.choices import SizeChoice

@@ -9,7 +9,7 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
 model (what it compares to choose); ``expected_*`` add what nccl-tests measures beyond it
-(``nccl_model.model.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
+(``nccl_model.measured.measured_extra_us``: the size ramp of Simple, the LL step latency, the network's per-call
 cost, NVLS's cost per rank of a domain larger than a board), at least 1/k of the expected time at k x the size
 (``floor_from_bytes`` names that size, else 0), with the bandwidth held to the algorithm's bound on the links where
 NCCL's model exceeds it (``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is empty): what analyze,
@@ -32,15 +32,11 @@ from collscope.analysis.models import (
     make_prediction,
     ring_bound_busbw_gbps,
 )
+from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.model import (
-    MEASURED_TERMS,
-    NcclChoice,
-    nccl_choice,
-    nccl_predictions,
-    nvls_rank_notes,
-)
+from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes
+from collscope.analysis.nccl_model.model import NcclChoice, nccl_predictions
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params

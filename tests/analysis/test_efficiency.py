@@ -67,7 +67,7 @@ def test_h200_two_nodes_is_normal_against_nvlstree(kind: str, tmp_path: Path) ->
     assert sizes["efficiency"].between(1.0, 1.08).all(), sizes["efficiency"].tolist()
     assert set(sizes["verdict"]) == {"normal"}
     one_gib = sizes[(sizes["size_bytes"] == 1 << 30) & ~sizes["in_place"]].iloc[0]
-    # NCCL's NVLSTree/Simple 454.6 GB/s at 1 GiB less the size ramp (nccl_model.model.ramp_us: 16 ranks x 32
+    # NCCL's NVLSTree/Simple 454.6 GB/s at 1 GiB less the size ramp (nccl_model.measured.ramp_us: 16 ranks x 32
     # NVLS channels x 128 KiB at NVLSTree's bandwidth) and the network's 30 us per call (net_us): 438.2 GB/s
     assert math.isclose(one_gib["model_busbw_gbps"], 438.18, abs_tol=0.1)
     assert math.isclose(one_gib["efficiency"], 458.65 / 438.18, rel_tol=1e-3)

@@ -13,6 +13,8 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner
 
+from collscope.analysis.nccl_model import choice as nccl_choice_module
+from collscope.analysis.nccl_model import measured
 from collscope.analysis.nccl_model import model as nccl
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -31,11 +33,11 @@ def _inputs(gpu: str, nranks: int, nnodes: int, **kw: object) -> nccl.NcclGraphI
 
 def test_the_size_ramp_is_one_128k_chunk_per_rank_and_channel_at_the_algorithms_bandwidth() -> None:
     inputs = _inputs("H100", 8, 1)
-    choice = nccl.nccl_choice(inputs, "all_reduce", 64 * MIB)
+    choice = nccl_choice_module.nccl_choice(inputs, "all_reduce", 64 * MIB)
     assert (choice.algo, choice.proto) == ("NVLS", "Simple")
     bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLS", "Simple")
     # NVLS on sm90 runs 16 channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90): 8 x 16 x 128 KiB = 16 MiB of ramp
-    assert nccl.runtime_channels(inputs, "NVLS") == 16
+    assert measured.runtime_channels(inputs, "NVLS") == 16
     assert choice.expected_time_us == pytest.approx(choice.time_us + 8 * 16 * 128 * KIB / (1000 * bw))
     assert choice.expected_busbw_gbps == pytest.approx(choice.busbw_gbps * choice.time_us / choice.expected_time_us)
     assert choice.expected_busbw_gbps < choice.busbw_gbps
@@ -43,26 +45,26 @@ def test_the_size_ramp_is_one_128k_chunk_per_rank_and_channel_at_the_algorithms_
 
 def test_ring_channels_are_the_searchs_doubled_and_sm100_nvls_depends_on_the_domains() -> None:
     h100 = _inputs("H100", 8, 1)
-    assert nccl.runtime_channels(h100, "Ring") == min(64, 2 * h100.ring.n_channels)
-    assert nccl.runtime_channels(_inputs("B200", 8, 1), "NVLS") == 24  # NVLS_NCHANNELS_SM100_NVL
-    assert nccl.runtime_channels(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 32  # NVLS_NCHANNELS_SM100
+    assert measured.runtime_channels(h100, "Ring") == min(64, 2 * h100.ring.n_channels)
+    assert measured.runtime_channels(_inputs("B200", 8, 1), "NVLS") == 24  # NVLS_NCHANNELS_SM100_NVL
+    assert measured.runtime_channels(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 32  # NVLS_NCHANNELS_SM100
 
 
 def test_the_ramp_never_costs_more_than_the_bandwidth_time_again() -> None:
     inputs = _inputs("GB300", 64, 16, nvl_domain=72)
     bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLS", "Simple")
     size = 1 * MIB  # 64 ranks x 24 channels x 128 KiB = 192 MiB of fill, far above the message
-    assert nccl.ramp_us(inputs, "all_reduce", "NVLS", "Simple", size) == pytest.approx(size / (1000 * bw))
-    assert nccl.ramp_us(inputs, "all_reduce", "NVLS", "Simple", 0) == 0.0
+    assert measured.ramp_us(inputs, "all_reduce", "NVLS", "Simple", size) == pytest.approx(size / (1000 * bw))
+    assert measured.ramp_us(inputs, "all_reduce", "NVLS", "Simple", 0) == 0.0
 
 
 def test_ring_ll_pays_one_more_nvlink_latency_per_step_and_other_protocols_none() -> None:
     inputs = _inputs("H100", 8, 1)
     # 2 (n - 1) = 14 steps x hwLat[NVLINK][Ring][LL] 0.6 us (src/graph/tuning.cc)
-    assert nccl.hop_us(inputs, "all_reduce", "Ring", "LL") == pytest.approx(14 * 0.6)
-    assert nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL", 1 * MIB) == pytest.approx(14 * 0.6)
-    assert nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB) == 0.0
-    assert nccl.hop_us(inputs, "all_reduce", "Tree", "LL") == 0.0
+    assert measured.hop_us(inputs, "all_reduce", "Ring", "LL") == pytest.approx(14 * 0.6)
+    assert measured.measured_extra_us(inputs, "all_reduce", "Ring", "LL", 1 * MIB) == pytest.approx(14 * 0.6)
+    assert measured.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB) == 0.0
+    assert measured.hop_us(inputs, "all_reduce", "Tree", "LL") == 0.0
 
 
 def test_predicts_multi_node_jobs_from_nic_rates_given_by_hand() -> None:
@@ -111,7 +113,7 @@ def test_the_fitted_terms_help_on_rows_they_were_not_fitted_on(scorecard: Module
     rows = [r for r in scorecard.read_published() if not any(s in r.source_url for s in scorecard.FIT_SOURCES)]
     assert len(rows) >= 200
     with_terms = sum(s.within for s in scorecard.score(rows))
-    monkeypatch.setattr(nccl, "measured_extra_us", lambda *a, **k: 0.0)
+    monkeypatch.setattr(measured, "measured_extra_us", lambda *a, **k: 0.0)
     without = sum(s.within for s in scorecard.score(rows))
     assert with_terms >= without + 20, (with_terms, without)
 
@@ -160,13 +162,13 @@ def test_the_network_cost_is_paid_once_per_call_across_nvlink_domains_only() -> 
     """2 HGX B200 nodes: the expected time is NCCL's time + the ramp + NET_EXTRA_US (30 us); one node, and 8 GB200 on
     2 trays of one NVL72 fabric (one NVLink domain for NCCL), pay none."""
     two = _inputs("B200", 16, 2, nic_gbit=400)
-    assert two.nnodes == 2 and nccl.net_us(two) == nccl.NET_EXTRA_US == 30.0
-    choice = nccl.nccl_choice(two, "all_reduce", 4 * MIB)
-    ramp = nccl.ramp_us(two, "all_reduce", choice.algo, choice.proto, 4 * MIB)
-    hop = nccl.hop_us(two, "all_reduce", choice.algo, choice.proto)
+    assert two.nnodes == 2 and measured.net_us(two) == measured.NET_EXTRA_US == 30.0
+    choice = nccl_choice_module.nccl_choice(two, "all_reduce", 4 * MIB)
+    ramp = measured.ramp_us(two, "all_reduce", choice.algo, choice.proto, 4 * MIB)
+    hop = measured.hop_us(two, "all_reduce", choice.algo, choice.proto)
     assert choice.expected_time_us == pytest.approx(choice.time_us + ramp + hop + 30.0)
-    assert nccl.net_us(_inputs("B200", 8, 1)) == 0.0
-    assert nccl.net_us(_inputs("GB200", 8, 2, nvl_domain=72)) == 0.0
+    assert measured.net_us(_inputs("B200", 8, 1)) == 0.0
+    assert measured.net_us(_inputs("GB200", 8, 2, nvl_domain=72)) == 0.0
 
 
 def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,7 +185,7 @@ def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.Captur
     held, held_without = out.split("leaving one source out: ")[1].split(" within 15% (")
     assert shipped > yardstick
     assert int(held.split("/")[0]) > int(held_without.split(" ")[0])
-    assert nccl.NET_EXTRA_US == 30.0  # the script puts the shipped constant back
+    assert measured.NET_EXTRA_US == 30.0  # the script puts the shipped constant back
 
 
 def test_nvls_pays_per_rank_of_a_domain_larger_than_a_board_and_nothing_else_does() -> None:
@@ -191,15 +193,15 @@ def test_nvls_pays_per_rank_of_a_domain_larger_than_a_board_and_nothing_else_doe
     other algorithms pay none."""
     rack = _inputs("GB300", 64, 16, nvl_domain=72)  # 64 GPUs of one NVL72 fabric: one domain of 64 for NCCL
     assert rack.nnodes == 1
-    assert nccl.nvls_rank_us(rack, "NVLS") == pytest.approx(nccl.NVLS_RANK_US * 56) == pytest.approx(33.6)
-    assert nccl.nvls_rank_us(rack, "Ring") == 0.0
+    assert measured.nvls_rank_us(rack, "NVLS") == pytest.approx(measured.NVLS_RANK_US * 56) == pytest.approx(33.6)
+    assert measured.nvls_rank_us(rack, "Ring") == 0.0
     two_racks = _inputs("GB300", 128, 32, nvl_domain=64, nic_gbit=800)
-    assert two_racks.nnodes == 2 and nccl.nvls_rank_us(two_racks, "NVLSTree") == pytest.approx(0.6 * 56)
-    assert nccl.nvls_rank_us(_inputs("B200", 8, 1), "NVLS") == 0.0
-    assert nccl.nvls_rank_us(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 0.0
-    choice = nccl.nccl_choice(rack, "all_reduce", 4 * MIB)
+    assert two_racks.nnodes == 2 and measured.nvls_rank_us(two_racks, "NVLSTree") == pytest.approx(0.6 * 56)
+    assert measured.nvls_rank_us(_inputs("B200", 8, 1), "NVLS") == 0.0
+    assert measured.nvls_rank_us(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 0.0
+    choice = nccl_choice_module.nccl_choice(rack, "all_reduce", 4 * MIB)
     assert choice.algo == "NVLS"
-    ramp = nccl.ramp_us(rack, "all_reduce", "NVLS", "Simple", 4 * MIB)
+    ramp = measured.ramp_us(rack, "all_reduce", "NVLS", "Simple", 4 * MIB)
     assert choice.expected_time_us == pytest.approx(choice.time_us + ramp + 33.6)
 
 
@@ -210,7 +212,7 @@ def test_the_nvls_rank_cost_brings_ocis_64_gpu_mid_sizes_within_15_percent(score
             and r.size_bytes <= 32 * MIB]
     assert len(rows) == 6
     assert all(s.within for s in scorecard.score(rows))
-    monkeypatch.setattr(nccl, "NVLS_RANK_US", 0.0)
+    monkeypatch.setattr(measured, "NVLS_RANK_US", 0.0)
     assert not any(s.within for s in scorecard.score(rows))
 
 
@@ -221,7 +223,7 @@ def test_no_other_ramp_form_predicts_better_out_of_sample(capsys: pytest.Capture
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    shipped = nccl.ramp_us
+    shipped = measured.ramp_us
     spec.loader.exec_module(module)
     assert module.main() == 0
     out = capsys.readouterr().out
@@ -229,19 +231,20 @@ def test_no_other_ramp_form_predicts_better_out_of_sample(capsys: pytest.Capture
     held, shipped_held = out.split("leaving one source out: ")[1].split(" within 15%")[0], out.split(
         "(the shipped ramp: ")[1].split(")")[0]
     assert int(held.split("/")[0]) <= int(shipped_held)
-    assert nccl.ramp_us is shipped
+    assert measured.ramp_us is shipped
 
 
 def test_a_size_is_expected_to_take_at_least_1_over_k_of_k_times_the_size() -> None:
     """8 A100: Ring/LL128 at 16 MiB (no ramp) would expect 169 GB/s, above Ring/Simple's 121 at 32 MiB; a 32 MiB
     message is two of 16 MiB, so 16 MiB is held to half its time (Azure's curve: 109 GB/s at 16 MiB, 133 at 32)."""
     inputs = _inputs("A100", 8, 1)
-    at16, at32 = nccl.nccl_choice(inputs, "all_reduce", 16 * MIB), nccl.nccl_choice(inputs, "all_reduce", 32 * MIB)
+    at16 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 16 * MIB)
+    at32 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 32 * MIB)
     assert (at16.algo, at16.proto, at32.proto) == ("Ring", "LL128", "Simple")
     assert at16.expected_time_us == pytest.approx(at32.expected_time_us / 2)
     assert at16.floor_from_bytes == 32 * MIB and at32.floor_from_bytes == 0
     assert at16.expected_busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
-    unfloored = at16.time_us + nccl.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB)
+    unfloored = at16.time_us + measured.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB)
     assert unfloored < at16.expected_time_us  # the floor raised it
     out = CliRunner().invoke(main, ["predict", "--gpu", "A100", "--op", "all_reduce", "--nranks", "8", "--nnodes",
                                     "1", "--sizes", "16M"])
@@ -271,7 +274,7 @@ def test_a_logged_choice_takes_the_same_size_floor_as_the_modelled_one() -> None
     modelled = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs)
     logged = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs, logged=("Ring", "LL128"))
     assert modelled is not None and logged is not None
-    at32 = nccl.nccl_choice(inputs, "all_reduce", 32 * MIB)
+    at32 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 32 * MIB)
     assert modelled.busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
     assert logged.busbw_gbps == pytest.approx(at32.expected_busbw_gbps) and logged.algo_source != modelled.algo_source
 
@@ -280,8 +283,8 @@ def test_predict_says_where_a_verdict_leans_on_the_one_curve_the_nvls_rank_cost_
     rack = predict("all_reduce", gpu="GB300", nranks=64, nnodes=16, nvl_domain=72, sizes=[1 * MIB, 1 << 30])
     notes = [n for n in rack.notes if "fitted on one published curve" in n]
     assert len(notes) == 1 and "at 1M includes 33.6 us per call for 64 ranks" in notes[0]
-    assert nccl.NVLS_RANK_SOURCE in notes[0]
+    assert measured.NVLS_RANK_SOURCE in notes[0]
     board = predict("all_reduce", gpu="B200", nranks=8, nnodes=1, sizes=[1 * MIB, 16 * MIB])
     assert not [n for n in board.notes if "fitted on one published curve" in n]
     inputs = _inputs("GB300", 64, 16, nvl_domain=72)
-    assert nccl.nvls_rank_notes(inputs, "all_reduce", [("Ring", 1 * MIB)]) == []
+    assert measured.nvls_rank_notes(inputs, "all_reduce", [("Ring", 1 * MIB)]) == []

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from collscope.analysis.models import LinkParams
+from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import nccl_constants
 from collscope.analysis.nccl_model.model import (
     NcclGraph,
     NcclGraphInputs,
     nccl_bandwidth,
-    nccl_choice,
     nccl_latency_us,
     nccl_predictions,
     nccl_time_us,

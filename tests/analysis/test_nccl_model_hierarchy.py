@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from collscope.analysis.models import LinkParams
+from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import model_version_for
 from collscope.analysis.nccl_model.model import (
     nccl_bandwidth,
-    nccl_choice,
     nccl_latency_us,
     nccl_predictions,
     nccl_time_us,

@@ -1,5 +1,6 @@
 """NCCL's own cost model (``src/graph/tuning.cc``): per-version constants, the channel search over a
-topology, and predicted time per algorithm and protocol.
+topology, and predicted time per algorithm and protocol (:mod:`.model`); the terms a measurement adds to it, fitted
+on published results (:mod:`.measured`); NCCL's choice and its expected measurement (:mod:`.choice`).
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from typing import TYPE_CHECKING
 from collscope._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from collscope.analysis.nccl_model.choice import nccl_choice
     from collscope.analysis.nccl_model.constants import VERSIONS, NcclConstants, nccl_constants
     from collscope.analysis.nccl_model.model import (
         NCCL_OPS,
         NcclChoice,
         NcclGraph,
         NcclGraphInputs,
-        nccl_choice,
         nccl_predictions,
         nccl_time_us,
     )
@@ -44,9 +45,9 @@ if not TYPE_CHECKING:  # mypy reads the imports above
             "NcclChoice",
             "NcclGraph",
             "NcclGraphInputs",
-            "nccl_choice",
             "nccl_predictions",
             "nccl_time_us",
         ],
+        "collscope.analysis.nccl_model.choice": ["nccl_choice"],
         "collscope.analysis.nccl_model.search": ["graph_inputs_from_topology", "search_channels"],
     })

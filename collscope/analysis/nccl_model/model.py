@@ -1,4 +1,4 @@
-"""NCCL's own cost model: bandwidth and latency per (collective, algorithm, protocol), time per size, the choice.
+"""NCCL's own cost model: bandwidth and latency per (collective, algorithm, protocol), time per size.
 
 Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``) and ``src/enqueue.cc`` (``ncclTopoGetAlgoTime``,
 ``topoGetAlgoInfo``) of NCCL 2.30.7 as described in ``../shared/reference/nccl-facts.md`` sections 1.4 (bandwidth),
@@ -6,10 +6,8 @@ Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``) and ``src/enqueue.cc`` (
 per-algorithm graphs NCCL's topology search produces (:class:`NcclGraphInputs`); :mod:`.nccl_search` approximates
 that search from a topology.
 
-:func:`nccl_choice` also gives what nccl-tests measures for that choice (``expected_*``): NCCL's time plus three
-fitted terms NCCL's model leaves out (it compares algorithms; it does not predict a measurement): the size ramp of
-Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), the network's per-call cost (:func:`net_us`) and
-NVLS's cost per rank of a large NVLink domain (:func:`nvls_rank_us`), :func:`measured_extra_us`.
+Everything here is NCCL's, cited. What nccl-tests measures beyond it (terms fitted on published results) is
+:mod:`.measured`; the choice and its expected measurement (:func:`~.choice.nccl_choice`) are :mod:`.choice`.
 
 Not modelled: tuner plugins, ``NCCL_THREAD_THRESHOLDS`` / channel reduction after the choice, FP8 penalties,
 CollNet plugins that implement iallgather/ireducescatter (multi-node NVLS/CollNet AllGather/ReduceScatter are off),
@@ -33,7 +31,6 @@ from collscope.analysis.nccl_model.constants import (
     nccl_constants,
 )
 from collscope.errors import ConfigError
-from collscope.units import format_size
 from collscope.vocab.nccl import OP_FUNC
 
 __all__ = [
@@ -45,22 +42,6 @@ __all__ = [
     "nccl_latency_us",
     "nccl_time_us",
     "nccl_predictions",
-    "nccl_choice",
-    "RAMP_BYTES_PER_RANK_CHANNEL",
-    "runtime_channels",
-    "ramp_us",
-    "hop_us",
-    "measured_extra_us",
-    "NET_EXTRA_US",
-    "net_us",
-    "NVLS_RANK_US",
-    "NVLS_BOARD_RANKS",
-    "nvls_rank_us",
-    "nvls_rank_notes",
-    "NVLS_RANK_SOURCE",
-    "MEASURED_TERMS",
-    "FLOOR_FACTORS",
-    "size_floor_us",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -357,132 +338,6 @@ def nccl_time_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_b
     return lat + size_bytes / (1000 * bw)
 
 
-RAMP_BYTES_PER_RANK_CHANNEL = 128 * 1024
-"""The size ramp of published Simple-protocol curves: a collective reaches b / (b + 128 KiB) of its peak busbw
-when each rank moves b bytes per channel (b = size / (nranks x channels)). Fitted, not NCCL's: on the Azure ND
-A100 v4 / H100 v5 rows of bench/scorecard/published.csv (16 MiB to 1 GiB, Ring and NVLS) and checked on the other
-systems' rows (GB200 tray ring, NVL72 NVLS, multi-rack NVLSTree); docs/reading-results.md shows the scorecard with
-and without it. 128 KiB is also NCCL's NVLS chunk (src/transport/nvls.cc ``NCCL_NVLS_CHUNKSIZE`` default
-128 * 1024), but NCCL's own chunk-shrinking rule for small sizes (src/enqueue.cc) fits the published ramps worse."""
-
-
-def runtime_channels(inputs: NcclGraphInputs, algo: str) -> int:
-    """The channels NCCL runs an algorithm on: NVLS/NVLSTree ``comm->nvlsChannels`` (src/transport/nvls.cc
-    ncclNvlsTuning: NVLS_NCHANNELS_SM90 16; sm100 NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain,
-    NVLS_NCHANNELS_SM100 32 across domains); the others the search's channels doubled
-    (src/graph/connect.cc ncclTopoPostset: ``nChannels = std::min(MAXCHANNELS, nChannels * 2)``, MAXCHANNELS 64
-    in src/include/device.h)."""
-    if algo in ("NVLS", "NVLSTree"):
-        if inputs.sm < 100:
-            return 16
-        return 24 if inputs.nnodes == 1 else 32
-    g = _graph(inputs, algo) or inputs.ring
-    return min(64, 2 * g.n_channels)
-
-
-def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
-            version: str = "2.30") -> float:
-    """The time a Simple-protocol collective loses to the size ramp (:data:`RAMP_BYTES_PER_RANK_CHANNEL`):
-    nranks x channels x 128 KiB at the algorithm's bandwidth, so that busbw = peak x b / (b + 128 KiB).
-    0 for LL/LL128 (their published small-size figures are too few to fit a term) and for sizes <= 0."""
-    if proto != "Simple" or size_bytes <= 0:
-        return 0.0
-    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
-    if bw <= 0:
-        return 0.0
-    fill_bytes = inputs.nranks * runtime_channels(inputs, algo) * RAMP_BYTES_PER_RANK_CHANNEL
-    return min(fill_bytes, size_bytes) / (1000 * bw)  # at most the bandwidth time again: busbw >= half the peak
-
-
-def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
-    """What a Ring LL step costs beyond NCCL's per-step latency: one more ``hwLat`` per step inside the node
-    (NVLink or PCI; src/graph/tuning.cc ``hwLat[intraHw][NCCL_ALGO_RING][NCCL_PROTO_LL]``, 0.6 us on NVLink).
-    Fitted, not NCCL's: the published single-node Ring/LL figures at 1 MiB of Azure ND A100/H100/H200/GB200 v6 take
-    about twice NCCL's per-step latency (2 (n-1) steps x 1.2 us on NVLink; checked on OCI's GB300 tray curves at
-    1-4 MiB); 0 elsewhere (LL128 and the other algorithms: too few published points to fit)."""
-    if algo != "Ring" or proto != "LL":
-        return 0.0
-    c = nccl_constants(version)
-    hw = "NVLINK" if inputs.ring.type_intra == "NVL" else "PCI"
-    return _nsteps(_func(op), inputs.nranks) * c.hw_latency_us[hw]["Ring"][PROTOS.index(proto)]
-
-
-NET_EXTRA_US = 30.0
-"""What a collective across NVLink domains (NCCL's nodes: ``nNodes`` > 1) pays beyond NCCL's model, per call, us.
-Fitted, not NCCL's: the published 2-node all_reduce curves flatten at 85-160 us from 1 to 8 MiB (Nebius H100,
-Lambda and GCP B200, dstack's pages and yangwhale/gpu-tpu-pedia) where NCCL's latencies (``baseLat`` + ``hwLat[NET]``
-per network step, src/graph/tuning.cc) give 60-115 us. Chosen from 0-50 us by the rows within 15% and checked
-leaving one source out at a time (``bench/net_term_fit.py``). Since the models' bandwidth is held to the links'
-bound, 25 us scores one row more than 30 (108 against 107 of 140 multi-node rows) and is chosen whichever source is
-left out, the held-out sources gaining 9 rows; 30 stays because 25 puts one more row more than 30% off with no
-stated reason (Lambda's 2 x 8 B200 at 1 MiB: 1.32 x the published figure, 1.25 with 30): a one-row difference
-either way, inside what this fit can tell. 0 inside one domain, an NVL72 rack's trays included."""
-
-
-def net_us(inputs: NcclGraphInputs) -> float:
-    """:data:`NET_EXTRA_US` when the communicator spans NVLink domains, else 0."""
-    return NET_EXTRA_US if inputs.nnodes > 1 else 0.0
-
-
-MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost"
-"""How the outputs name what :func:`measured_extra_us` adds to NCCL's model time."""
-
-NVLS_RANK_US = 0.6
-"""What an NVLS or NVLSTree call pays per rank of its NVLink domain beyond :data:`NVLS_BOARD_RANKS`, us. NCCL's
-model charges NVLS one ``hwLat[NVLINK][NVLS]`` (25 us, src/graph/tuning.cc: ``latencies[NVLS] = intraLat``) whatever
-the ranks it joins. Fitted, not NCCL's, on the one published mid-size NVLS curve beyond 8 GPUs: OCI's GB300 NVL72
-all_reduce on 64 GPUs of one rack (NCCL 2.28.7) takes 67-75 us from 1 to 4 MiB where NCCL's model and the ramp give
-30-43 us, while the same source's 8 GPUs on 2 trays take 30-56 us there. 0.6 us per rank (34 us on 64, 38 us on 72)
-brings its 1-32 MiB rows within 15% (5 rows more: bench/scorecard.py) and changes no other source's verdict (the
-72- and 144-GPU NVL72 rows start at 512 MiB, where it is 2% of the time); 0.7 scores the same, 0.5 one row less, 1.0
-four less. One source: the form (linear in the ranks) and the figure are this curve's, and a second published curve
-of a large domain at 1-64 MiB would be the check it lacks."""
-NVLS_BOARD_RANKS = 8
-"""The NVLink domain NCCL's NVLS latency was tuned on (an HGX board, 8 GPUs); no per-rank cost up to it."""
-
-
-def nvls_rank_us(inputs: NcclGraphInputs, algo: str) -> float:
-    """:data:`NVLS_RANK_US` per rank of the NVLink domain (NCCL's ranks per node) beyond :data:`NVLS_BOARD_RANKS`,
-    for NVLS and NVLSTree; 0 for the other algorithms and for domains of 8 GPUs or fewer."""
-    if algo not in ("NVLS", "NVLSTree"):
-        return 0.0
-    return NVLS_RANK_US * max(0.0, inputs.ppn - NVLS_BOARD_RANKS)
-
-
-NVLS_RANK_SOURCE = "OCI's GB300 NVL72 all_reduce on 64 GPUs of one rack, 1-32 MiB"
-"""The one published curve :data:`NVLS_RANK_US` is fitted on (bench/scorecard/published.csv)."""
-
-
-def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
-                    version: str = "2.30") -> list[str]:
-    """A note naming the sizes of ``choices`` (algorithm, size in bytes) where :func:`nvls_rank_us` is at least a
-    tenth of the expected time: there a verdict leans on the one curve the term is fitted on. Empty elsewhere."""
-    sizes: set[int] = set()
-    per_call = 0.0
-    for algo, size in choices:
-        extra = nvls_rank_us(inputs, algo)
-        time = nccl_time_us(inputs, op, algo, "Simple", size, version=version) if extra > 0 else None
-        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
-                                                                          version=version)):
-            sizes.add(size)
-            per_call = extra
-    if not sizes:
-        return []
-    return [f"the expected NVLS time of {op} at {', '.join(format_size(s) for s in sorted(sizes))} includes "
-            f"{per_call:.1f} us per call for {inputs.ppn:g} ranks of one NVLink domain ({NVLS_RANK_US:g} us per rank "
-            f"beyond {NVLS_BOARD_RANKS}, a tenth of the time or more there), a term fitted on one published curve "
-            f"({NVLS_RANK_SOURCE}): a verdict at those sizes leans on that one source"]
-
-
-def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
-                      version: str = "2.30") -> float:
-    """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
-    Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), across NVLink domains the network's per-call
-    cost (:func:`net_us`), and NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`)."""
-    return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
-            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs) + nvls_rank_us(inputs, algo))
-
-
 def _pairs(version: str, algos: Iterable[str] | None, protos: Iterable[str] | None) -> list[tuple[str, str]]:
     c = nccl_constants(version)
     want_a = list(c.algos) if algos is None else list(algos)
@@ -507,61 +362,3 @@ def nccl_predictions(inputs: NcclGraphInputs, op: str, sizes: Iterable[int], *, 
             if t is not None:
                 out.append(make_prediction("nccl", a, p, op, size, t, inputs.nranks))
     return out
-
-
-FLOOR_FACTORS = (2, 4, 8, 16, 32, 64)
-"""The multiples k of a size whose expected time / k floors its own (:func:`nccl_choice`). A message of k x S can be
-sent as k calls of S, so a measurement at S cannot take less than 1/k of the one at k x S: busbw does not fall as
-the size grows. NCCL's model plus the fitted terms can break that where its choice changes protocol: on 8 A100,
-Ring/LL128 (no size ramp) at 16 MiB expects 169 GB/s and Ring/Simple (with its ramp) at 32 MiB 121 GB/s, where
-Azure's published curve rises from 109 to 133 GB/s. Derived, not fitted; up to 64 x, past the sizes where NCCL's
-model switches protocol."""
-
-
-def _best(inputs: NcclGraphInputs, op: str, size_bytes: int, version: str, algos: Iterable[str] | None,
-          protos: Iterable[str] | None) -> Prediction | None:
-    best: Prediction | None = None
-    for pred in nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos):
-        if best is None or pred.time_us < best.time_us:
-            best = pred
-    return best
-
-
-def _expected_us(inputs: NcclGraphInputs, op: str, best: Prediction, version: str) -> float:
-    return best.time_us + measured_extra_us(inputs, op, best.algo, best.proto or "", best.size_bytes,
-                                            version=version)
-
-
-def size_floor_us(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
-                  algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> tuple[float, int]:
-    """The floor of the expected time at ``size_bytes`` (:data:`FLOOR_FACTORS`): the largest expected time of NCCL's
-    model's choice at k x the size, divided by k, and that larger size; (0.0, 0) when no larger size is modelled.
-    ``algos``/``protos`` restrict the choices as in :func:`nccl_choice`."""
-    algos = list(algos) if algos is not None else None
-    protos = list(protos) if protos is not None else None
-    floor, floor_from = 0.0, 0
-    for k in FLOOR_FACTORS:
-        larger = _best(inputs, op, k * int(size_bytes), version, algos, protos)
-        if larger is not None and (share := _expected_us(inputs, op, larger, version) / k) > floor:
-            floor, floor_from = share, k * int(size_bytes)
-    return floor, floor_from
-
-
-def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
-                algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
-    """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
-    ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO. The expected measurement is NCCL's
-    time plus :func:`measured_extra_us`, at least :func:`size_floor_us`."""
-    algos = list(algos) if algos is not None else None
-    protos = list(protos) if protos is not None else None
-    best = _best(inputs, op, int(size_bytes), version, algos, protos)
-    if best is None:
-        raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
-    expected, floor_from = _expected_us(inputs, op, best, version), 0
-    floor, larger = size_floor_us(inputs, op, size_bytes, version=version, algos=algos, protos=protos)
-    if floor > expected * (1 + 1e-9):
-        expected, floor_from = floor, larger
-    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
-                      busbw_gbps=best.busbw_gbps, expected_time_us=expected,
-                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0,
-                      floor_from_bytes=floor_from)

@@ -1,0 +1,74 @@
+"""NCCL's choice at a size and what nccl-tests is expected to measure for it.
+
+The choice is NCCL's: the (algorithm, protocol) of the smallest time in NCCL's model (:mod:`.model`). The expected
+measurement is collscope's: NCCL's time plus :func:`.measured.measured_extra_us`, at least :func:`size_floor_us`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from collscope.analysis.models import Prediction
+from collscope.analysis.nccl_model import measured
+from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_predictions
+from collscope.errors import ConfigError
+
+__all__ = ["FLOOR_FACTORS", "size_floor_us", "nccl_choice"]
+
+
+FLOOR_FACTORS = (2, 4, 8, 16, 32, 64)
+"""The multiples k of a size whose expected time / k floors its own (:func:`nccl_choice`). A message of k x S can be
+sent as k calls of S, so a measurement at S cannot take less than 1/k of the one at k x S: busbw does not fall as
+the size grows. NCCL's model plus the fitted terms can break that where its choice changes protocol: on 8 A100,
+Ring/LL128 (no size ramp) at 16 MiB expects 169 GB/s and Ring/Simple (with its ramp) at 32 MiB 121 GB/s, where
+Azure's published curve rises from 109 to 133 GB/s. Derived, not fitted; up to 64 x, past the sizes where NCCL's
+model switches protocol."""
+
+
+def _best(inputs: NcclGraphInputs, op: str, size_bytes: int, version: str, algos: Iterable[str] | None,
+          protos: Iterable[str] | None) -> Prediction | None:
+    best: Prediction | None = None
+    for pred in nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos):
+        if best is None or pred.time_us < best.time_us:
+            best = pred
+    return best
+
+
+def _expected_us(inputs: NcclGraphInputs, op: str, best: Prediction, version: str) -> float:
+    return best.time_us + measured.measured_extra_us(inputs, op, best.algo, best.proto or "", best.size_bytes,
+                                                     version=version)
+
+
+def size_floor_us(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
+                  algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> tuple[float, int]:
+    """The floor of the expected time at ``size_bytes`` (:data:`FLOOR_FACTORS`): the largest expected time of NCCL's
+    model's choice at k x the size, divided by k, and that larger size; (0.0, 0) when no larger size is modelled.
+    ``algos``/``protos`` restrict the choices as in :func:`nccl_choice`."""
+    algos = list(algos) if algos is not None else None
+    protos = list(protos) if protos is not None else None
+    floor, floor_from = 0.0, 0
+    for k in FLOOR_FACTORS:
+        larger = _best(inputs, op, k * int(size_bytes), version, algos, protos)
+        if larger is not None and (share := _expected_us(inputs, op, larger, version) / k) > floor:
+            floor, floor_from = share, k * int(size_bytes)
+    return floor, floor_from
+
+
+def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: str = "2.30",
+                algos: Iterable[str] | None = None, protos: Iterable[str] | None = None) -> NcclChoice:
+    """The (algorithm, protocol) of the smallest time; ties keep the first in index order (nccl-facts 1.6).
+    ``algos``/``protos`` restrict the candidates like NCCL_ALGO / NCCL_PROTO. The expected measurement is NCCL's
+    time plus :func:`.measured.measured_extra_us`, at least :func:`size_floor_us`."""
+    algos = list(algos) if algos is not None else None
+    protos = list(protos) if protos is not None else None
+    best = _best(inputs, op, int(size_bytes), version, algos, protos)
+    if best is None:
+        raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
+    expected, floor_from = _expected_us(inputs, op, best, version), 0
+    floor, larger = size_floor_us(inputs, op, size_bytes, version=version, algos=algos, protos=protos)
+    if floor > expected * (1 + 1e-9):
+        expected, floor_from = floor, larger
+    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
+                      busbw_gbps=best.busbw_gbps, expected_time_us=expected,
+                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0,
+                      floor_from_bytes=floor_from)
