@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' rea
 
 import scorecard  # noqa: E402
 
-from collscope.analysis.models import LinkParams, alpha_beta_time_us  # noqa: E402
+from collscope.analysis.model_types import LinkParams  # noqa: E402
+from collscope.analysis.models import alpha_beta_time_us  # noqa: E402
 from collscope.analysis.nccl_model.p2p import (  # noqa: E402
     P2P_EFFICIENCY,
     P2P_LAUNCH_US,

@@ -15,13 +15,11 @@ if TYPE_CHECKING:
     from collscope.analysis.compare import Analysis, AnalyzeOptions, Anomaly, Crossover, analyze
     from collscope.analysis.fit import CONFIG_KEYS, LineFit, aggregate, fit_alpha_beta, fit_line
     from collscope.analysis.load import RECORD_COLUMNS, config_of, load_results
+    from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
     from collscope.analysis.models import (
         ALPHA_BETA_MODELS,
-        LinkParams,
-        Prediction,
         alpha_beta_predictions,
         alpha_beta_time_us,
-        make_prediction,
         ring_bound_busbw_gbps,
     )
     from collscope.analysis.params import link_params
@@ -63,13 +61,11 @@ if not TYPE_CHECKING:  # mypy reads the imports above
         "collscope.analysis.compare": ["Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "analyze"],
         "collscope.analysis.fit": ["CONFIG_KEYS", "LineFit", "aggregate", "fit_alpha_beta", "fit_line"],
         "collscope.analysis.load": ["RECORD_COLUMNS", "config_of", "load_results"],
+        "collscope.analysis.model_types": ["LinkParams", "Prediction", "make_prediction"],
         "collscope.analysis.models": [
             "ALPHA_BETA_MODELS",
-            "LinkParams",
-            "Prediction",
             "alpha_beta_predictions",
             "alpha_beta_time_us",
-            "make_prediction",
             "ring_bound_busbw_gbps",
         ],
         "collscope.analysis.params": ["link_params"],

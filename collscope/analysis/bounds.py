@@ -52,7 +52,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from collscope.analysis.models import LinkParams, p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.collectives.record import busbw_factor

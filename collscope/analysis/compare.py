@@ -7,7 +7,7 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
   For NCCL: NCCL's cost model of the (algorithm, protocol) NCCL's log names for that size, else the forced
   one, else collscope's model of NCCL's choice (``algo_source`` says which). For Open MPI (and NCCL without a GPU
   generation) the alpha-beta model (:mod:`.models`) of the forced algorithm, for an Open MPI default the fastest
-  at that size. The models need :class:`~.models.LinkParams` (``params``); without them efficiency is NA and a
+  at that size. The models need :class:`~.model_types.LinkParams` (``params``); without them efficiency is NA and a
   note says so.
 * **n_1/2**: the size where the busbw curve first reaches half of its peak, interpolated linearly in busbw
   against log2(size) (None when the smallest size already reaches it). The fit's ``n_half_bytes`` is the

@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
-from collscope.analysis.models import ALPHA_BETA_MODELS, LinkParams, alpha_beta_time_us
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
 from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import measured_extra_us, nvls_rank_notes

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
 from collscope.topo.model import NodeTopology

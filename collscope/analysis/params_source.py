@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from collscope.analysis.efficiency import NO_MODEL_HINT
 from collscope.analysis.job_geometry import geometry_of, host_backends, model_nvl_domain, records_gpu
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology

@@ -24,14 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
-from collscope.analysis.models import (
-    ALPHA_BETA_MODELS,
-    LinkParams,
-    Prediction,
-    alpha_beta_predictions,
-    make_prediction,
-    ring_bound_busbw_gbps,
-)
+from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
+from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.known_defects import defect_notes

@@ -12,7 +12,8 @@ from conftest import MIB, NRANKS, Planted
 
 from collscope.analysis.compare import AnalyzeOptions, analyze, model_name
 from collscope.analysis.load import load_results
-from collscope.analysis.models import LinkParams, alpha_beta_time_us
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import alpha_beta_time_us
 from collscope.errors import ConfigError
 
 

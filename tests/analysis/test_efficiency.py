@@ -20,7 +20,8 @@ import pytest
 from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.compare import Analysis, analyze
 from collscope.analysis.load import load_results
-from collscope.analysis.models import LinkParams, ring_bound_busbw_gbps
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import ring_bound_busbw_gbps
 from collscope.analysis.params import link_params
 from collscope.topo.load import load_topology
 from collscope.topo.samples import sample_path

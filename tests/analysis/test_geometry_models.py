@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from collscope.analysis.job_geometry import model_nvl_domain
 from collscope.analysis.load import load_results
-from collscope.analysis.models import LinkParams, alpha_beta_time_us, ring_bound_busbw_gbps
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import alpha_beta_time_us, ring_bound_busbw_gbps
 from collscope.analysis.params import link_params
 from collscope.analysis.predict import predict
 from collscope.cli import main

@@ -14,7 +14,7 @@ import pandas as pd
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.load import load_results
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.nccl_model.constants import ALGOS
 from collscope.analysis.nccl_model.known_defects import KNOWN_DEFECTS, defect_notes
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import (
     ALPHA_BETA_MODELS,
-    LinkParams,
     alpha_beta_predictions,
     alpha_beta_time_us,
     lower_bound_us,

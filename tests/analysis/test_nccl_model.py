@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import nccl_constants
 from collscope.analysis.nccl_model.model import (

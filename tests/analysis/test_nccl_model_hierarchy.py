@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import model_version_for
 from collscope.analysis.nccl_model.model import (

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from collscope.analysis.bounds import algorithm_bound
-from collscope.analysis.models import LinkParams, alpha_beta_time_us
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.models import alpha_beta_time_us
 from collscope.analysis.predict import load_topology, predict
 from collscope.cli import main
 from collscope.errors import ConfigError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from collscope.analysis.models import Prediction
+from collscope.analysis.model_types import Prediction
 from collscope.analysis.nccl_model import measured
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_predictions
 from collscope.errors import ConfigError

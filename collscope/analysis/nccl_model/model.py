@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from collscope.analysis.models import Prediction, make_prediction
+from collscope.analysis.model_types import Prediction, make_prediction
 from collscope.analysis.nccl_model.constants import (
     ALGOS,
     PATH_TYPES,

@@ -22,7 +22,8 @@ docs/reading-results.md shows the rows, and the systems where it is still off (a
 
 from __future__ import annotations
 
-from collscope.analysis.models import LinkParams, make_prediction, p2p_intra_gbps, p2p_net_gbps, p2p_spread
+from collscope.analysis.model_types import LinkParams, make_prediction
+from collscope.analysis.models import p2p_intra_gbps, p2p_net_gbps, p2p_spread
 from collscope.analysis.nccl_model.model import NcclChoice
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_MODELLED_OPS", "P2P_ALGO",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collscope.analysis.models import LinkParams
+from collscope.analysis.model_types import LinkParams
 from collscope.analysis.nccl_model.constants import NCCL_PCI_X16_GBPS, speed_list
 from collscope.analysis.nccl_model.model import NcclGraph, NcclGraphInputs
 from collscope.errors import ConfigError
