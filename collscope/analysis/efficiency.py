@@ -108,8 +108,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
         if time is not None:
             time += measured_extra_us(inputs, op, algo, proto, size)
-            time = max(time, size_floor_us(inputs, op, size, algos=sorted(algos) if algos is not None else None,
-                                           protos=sorted(protos) if protos is not None else None)[0])
+            time = max(time, size_floor_us(inputs, op, size, algos=algos, protos=protos)[0])
         if time is not None and time > 0:
             time, _ = held_time_us(op, algo, proto, size, time, params, inputs)
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
