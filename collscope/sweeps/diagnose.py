@@ -14,9 +14,9 @@ import re
 
 __all__ = ["launch_diagnosis", "launcher_failure", "NODE_LOST"]
 
-NODE_LOST = ("node failure on ", "Slurm cancelled ", "a node is not answering")
-"""How :func:`launch_diagnosis` begins the words of a node lost under a point: the job's nodes, not the point's
-configuration, ended it (a resume measures such a point again)."""
+NODE_LOST = ("node failure on ", "Slurm cancelled ", "a node is not answering", "the job was ending")
+"""How :func:`launch_diagnosis` begins the words of a node lost under a point, or of the job ending around it: the
+job's nodes, not the point's configuration, ended it (a resume measures such a point again)."""
 
 _CANCELLED = re.compile(r"\*\*\* (JOB|STEP) (\S+) ON (\S+) CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?(?:,[^*\n]*)? \*\*\*")
 _NODE_FAIL = re.compile(r"srun: error: Node failure on (\S+)")
@@ -46,6 +46,17 @@ _PMIX_ERROR = re.compile(r"PMIX ERROR|PMIx_Init failed|PMIx_Connect|mpi/pmix\S*:
                          re.IGNORECASE)
 
 
+_JOB_ENDING = "Job/step already completing or completed"
+"""srun's words (Slurm's ESLURM_ALREADY_DONE) for a step asked of a job that is already ending: cancelled after a
+node failed, out of time, or scancel'd, while the sweep went on to its next point."""
+
+
+def _no_step(message: str) -> str:
+    """srun's "Unable to create step" in words; a job already ending is said first, as a node lost is."""
+    words = f"srun could not start the step ({message.strip()})"
+    return f"the job was ending: {words}" if _JOB_ENDING in message else words
+
+
 def launcher_failure(text: str) -> str | None:
     """The launcher's own error in ``text`` (srun, slurmstepd, Open MPI's runtime, PMIx), in words, or None: what
     says the launch failed, not the measurement (a task killed, a step not created, a node or daemon lost, PMIx)."""
@@ -57,7 +68,7 @@ def launcher_failure(text: str) -> str | None:
         found.append("; ".join(dict.fromkeys(killed)))
     match = _NO_STEP.search(text)
     if match:
-        found.append(f"srun could not start the step ({match.group(1).strip()})")
+        found.append(_no_step(match.group(1)))
     pmix = _PMIX_ERROR.search(text)
     if pmix:
         line = text[text.rfind("\n", 0, pmix.start()) + 1:].split("\n", 1)[0].strip()
@@ -102,7 +113,7 @@ def launch_diagnosis(text: str) -> str | None:
         found.append("; ".join(dict.fromkeys(tasks)))
     match = _NO_STEP.search(text)
     if match:
-        found.append(f"srun could not start the step ({match.group(1).strip()})")
+        found.append(_no_step(match.group(1)))
     if _STEP_TIMEOUT in text:
         found.append("a node is not answering: srun timed out waiting for the step's tasks to end")
     if _PMIX_LISTENER in text:

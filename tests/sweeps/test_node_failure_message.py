@@ -94,3 +94,16 @@ def test_a_point_cancelled_by_a_node_failure_names_the_failed_node_first(tmp_pat
     assert "Slurm reports down: cn08 down* (Not responding)" in detail, detail
     assert detail.index("cn08") < detail.index("cn07"), detail
     assert "on cn07 due to node failure" not in detail, detail
+
+
+def test_a_step_refused_by_a_job_already_ending_is_measured_again_on_resume() -> None:
+    """After node2 died, the canary's next point asked job 80 for a step while Slurm was cancelling it: that point
+    says nothing about its configuration, so a resume measures it again (as for the point the node died under);
+    srun's other refusals stay failures of the point."""
+    ending = "srun: error: Unable to create step for job 80: Job/step already completing or completed\n"
+    words = launch_diagnosis(ending)
+    assert words == ("the job was ending: srun could not start the step (Unable to create step for job 80: "
+                     "Job/step already completing or completed)")
+    assert resumed_failure("exit code", f"exit code 1 ({words})")
+    other = launch_diagnosis("srun: error: Unable to create step for job 18: Duplicate job id\n")
+    assert other is not None and not resumed_failure("exit code", f"exit code 1 ({other})")
