@@ -18,6 +18,7 @@ from collscope.line_cap import drop_long_lines
 from collscope.topo import netif
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
+from collscope.topo.infiniband import netdev
 from collscope.topo.infiniband.merge import merge_hcas
 from collscope.topo.infiniband.rdma_link import looks_like_rdma_link, parse_rdma_link
 from collscope.topo.meta import META_FILE, read_meta
@@ -67,7 +68,7 @@ def _hcas(parse: Callable[[str, str], ib.HcaListing]) -> Callable[[NodeCaptures,
 
 
 def _set_netdevs(c: NodeCaptures, text: str, source: str) -> None:
-    c.netdevs = ib.parse_ibdev2netdev(text, source)
+    c.netdevs = netdev.parse_ibdev2netdev(text, source)
 
 
 def _set_nic_names(c: NodeCaptures, text: str, source: str) -> None:
@@ -119,7 +120,7 @@ FORMATS: tuple[CaptureFormat, ...] = (
     CaptureFormat("ibv_devinfo", ib.looks_like_ibv_devinfo, _hcas(ib.parse_ibv_devinfo)),
     CaptureFormat("ibv_devices", ib.looks_like_ibv_devices, _set_nic_names),
     CaptureFormat("rdma-link", looks_like_rdma_link, _hcas(parse_rdma_link)),
-    CaptureFormat("ibdev2netdev", ib.looks_like_ibdev2netdev, _set_netdevs, "ibdev2netdev listing"),
+    CaptureFormat("ibdev2netdev", netdev.looks_like_ibdev2netdev, _set_netdevs, "ibdev2netdev listing"),
     CaptureFormat("ip-addr-json", netif.looks_like_ip_addr_json, _netifs(netif.parse_ip_addr_json)),
     CaptureFormat("ip-link-json", netif.looks_like_ip_link_json, _netifs(netif.parse_ip_link_json)),
     CaptureFormat("netif-speeds", netif.looks_like_speeds_json, _set_speeds),

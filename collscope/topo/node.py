@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from collscope.topo.infiniband.fabric import IbFabric
-from collscope.topo.infiniband.host import Hca, NetdevMap, merge_netdevs
+from collscope.topo.infiniband.host import Hca
+from collscope.topo.infiniband.netdev import NetdevMap, merge_netdevs
 from collscope.topo.model import NodeTopology
 from collscope.topo.nccl_xml.graph import add_xml_topology
 from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from collscope.topo.infiniband import host as ib
+from collscope.topo.infiniband import netdev
 from collscope.topo.infiniband.rdma_link import looks_like_json, looks_like_rdma_link
 
 __all__ = ["PastedPart", "split_pasted", "SPLIT_FORMATS"]
@@ -46,7 +46,7 @@ _STARTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("ibv_devinfo", _matches(r"^hca_id:[ \t]*\S+[ \t]*$")),
     ("ibv_devices", _matches(r"^[ \t]*device[ \t]+node GUID[ \t]*$")),
     ("rdma-link", lambda line: not line[:1].isspace() and looks_like_rdma_link(line)),
-    ("ibdev2netdev", lambda line: not line[:1].isspace() and ib.looks_like_ibdev2netdev(line)),
+    ("ibdev2netdev", lambda line: not line[:1].isspace() and netdev.looks_like_ibdev2netdev(line)),
     ("nvidia-smi-topo", _matrix_header),
 )  # fmt: skip
 SPLIT_FORMATS: tuple[str, ...] = tuple(name for name, _ in _STARTS)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from collscope.errors import ParseError
 from collscope.topo.infiniband import fabric as nd
 from collscope.topo.infiniband import host as ib
+from collscope.topo.infiniband import netdev
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "infiniband"
@@ -110,7 +111,7 @@ def test_sniffers() -> None:
         text = other.read_text()
         assert not nd.looks_like_ibnetdiscover(text) and not nd.looks_like_iblinkinfo(text), other.name
     assert not any(
-        sniff(topo) or sniff(links) for sniff in (ib.looks_like_ibstat, ib.looks_like_ibdev2netdev)
+        sniff(topo) or sniff(links) for sniff in (ib.looks_like_ibstat, netdev.looks_like_ibdev2netdev)
     )
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from collscope.errors import ParseError
 from collscope.topo.infiniband import fabric as nd
 from collscope.topo.infiniband import host as ib
+from collscope.topo.infiniband import netdev
 from collscope.topo.naming import natural_key
 from tests.corpus import CORPUS, corpus_params, strip_corpus_header
 
@@ -24,7 +25,7 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "ibstatus": ib.parse_ibstatus,
     "ibv_devinfo": ib.parse_ibv_devinfo,
     "ibv_devices": ib.parse_ibv_devices,
-    "ibdev2netdev": ib.parse_ibdev2netdev,
+    "ibdev2netdev": netdev.parse_ibdev2netdev,
     "ibnetdiscover": nd.parse_ibnetdiscover,
     "iblinkinfo": nd.parse_iblinkinfo,
 }
@@ -33,7 +34,7 @@ SNIFFERS: dict[str, Callable[[str], bool]] = {
     "ibstatus": ib.looks_like_ibstatus,
     "ibv_devinfo": ib.looks_like_ibv_devinfo,
     "ibv_devices": ib.looks_like_ibv_devices,
-    "ibdev2netdev": ib.looks_like_ibdev2netdev,
+    "ibdev2netdev": netdev.looks_like_ibdev2netdev,
     "ibnetdiscover": nd.looks_like_ibnetdiscover,
     "iblinkinfo": nd.looks_like_iblinkinfo,
 }
@@ -142,24 +143,24 @@ def test_ibv_devices() -> None:
 
 
 def test_ibdev2netdev_plain_and_merge() -> None:
-    maps = ib.parse_ibdev2netdev(fixture("ibdev2netdev-plain.txt"))
+    maps = netdev.parse_ibdev2netdev(fixture("ibdev2netdev-plain.txt"))
     assert [(m.ca, m.port, m.netdev, m.netdev_state) for m in maps][:2] == [
         ("mlx5_0", 1, "ib0", "Up"),
         ("mlx5_0", 2, "ib1", "Down"),
     ]
     assert all(m.pci_bus_id is None and m.port_state is None for m in maps)
-    merged = ib.merge_netdevs(ib.parse_ibstat(fixture("ibstat-tabs-vpi-dualport-roce.txt")).hcas, maps)
+    merged = netdev.merge_netdevs(ib.parse_ibstat(fixture("ibstat-tabs-vpi-dualport-roce.txt")).hcas, maps)
     assert [(h.name, [p.netdev for p in h.ports]) for h in merged] == [
         ("mlx5_0", ["ib0", "ib1"]),
         ("mlx5_1", ["ibp41s0"]),
         ("mlx5_10", ["ibp220s0"]),
         ("mlx5_2", ["ens1f0np0"]),
     ]
-    assert ib.merge_netdevs(merged, [])[0].ports[0].netdev == "ib0"  # nothing new: kept
+    assert netdev.merge_netdevs(merged, [])[0].ports[0].netdev == "ib0"  # nothing new: kept
 
 
 def test_ibdev2netdev_verbose_with_vf_and_padding() -> None:
-    pf, down, vf = ib.parse_ibdev2netdev(fixture("ibdev2netdev-v-vf.txt"))
+    pf, down, vf = netdev.parse_ibdev2netdev(fixture("ibdev2netdev-v-vf.txt"))
     assert (pf.pci_bus_id, pf.ca, pf.firmware, pf.port_state, pf.netdev, pf.netdev_state) == (
         "0000:41:00.0",
         "mlx5_0",
@@ -211,8 +212,8 @@ def test_guid_normalisation() -> None:
         (ib.parse_ibv_devinfo, "\tport:\t1\n"),
         (ib.parse_ibv_devices, "mlx5_0 0x1\n"),
         (ib.parse_ibv_devices, "    device    node GUID\n    mlx5_0    not-a-guid\n"),
-        (ib.parse_ibdev2netdev, "mlx5_0 ==> ib0\n"),
-        (ib.parse_ibdev2netdev, "# only a comment\n"),
+        (netdev.parse_ibdev2netdev, "mlx5_0 ==> ib0\n"),
+        (netdev.parse_ibdev2netdev, "# only a comment\n"),
     ],
 )
 def test_bad_input_raises_parse_error(parser: Callable[..., Any], text: str) -> None:
@@ -389,7 +390,7 @@ HCA_PARSERS = [
     ib.parse_ibstatus,
     ib.parse_ibv_devinfo,
     ib.parse_ibv_devices,
-    ib.parse_ibdev2netdev,
+    netdev.parse_ibdev2netdev,
 ]
 VALID_TEXTS = [p.read_text() for p in own_fixture_files()]
 

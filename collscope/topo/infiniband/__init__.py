@@ -1,4 +1,5 @@
-"""InfiniBand captures: host HCAs and ports (ibstat, ibstatus, ibv_devinfo, ibv_devices, ibdev2netdev)
+"""InfiniBand captures: host HCAs and ports (ibstat, ibstatus, ibv_devinfo, ibv_devices), their network
+interfaces (ibdev2netdev)
 and the fabric (ibnetdiscover, iblinkinfo).
 """
 
@@ -22,19 +23,21 @@ if TYPE_CHECKING:
         Hca,
         HcaListing,
         IbPort,
-        NetdevMap,
-        looks_like_ibdev2netdev,
         looks_like_ibstat,
         looks_like_ibstatus,
         looks_like_ibv_devices,
         looks_like_ibv_devinfo,
-        merge_netdevs,
         normalize_guid,
-        parse_ibdev2netdev,
         parse_ibstat,
         parse_ibstatus,
         parse_ibv_devices,
         parse_ibv_devinfo,
+    )
+    from collscope.topo.infiniband.netdev import (
+        NetdevMap,
+        looks_like_ibdev2netdev,
+        merge_netdevs,
+        parse_ibdev2netdev,
     )
 
 __all__ = [
@@ -78,18 +81,20 @@ if not TYPE_CHECKING:  # mypy reads the imports above
             "Hca",
             "HcaListing",
             "IbPort",
-            "NetdevMap",
-            "looks_like_ibdev2netdev",
             "looks_like_ibstat",
             "looks_like_ibstatus",
             "looks_like_ibv_devices",
             "looks_like_ibv_devinfo",
-            "merge_netdevs",
             "normalize_guid",
-            "parse_ibdev2netdev",
             "parse_ibstat",
             "parse_ibstatus",
             "parse_ibv_devices",
             "parse_ibv_devinfo",
+        ],
+        "collscope.topo.infiniband.netdev": [
+            "NetdevMap",
+            "looks_like_ibdev2netdev",
+            "merge_netdevs",
+            "parse_ibdev2netdev",
         ],
     })

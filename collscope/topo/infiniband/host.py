@@ -1,4 +1,5 @@
-"""Parsers for the per-host InfiniBand / RDMA tools: ibstat, ibstatus, ibv_devinfo, ibv_devices, ibdev2netdev.
+"""Parsers for the per-host InfiniBand / RDMA tools: ibstat, ibstatus, ibv_devinfo, ibv_devices (ibdev2netdev:
+:mod:`collscope.topo.infiniband.netdev`).
 
 Every ``parse_*`` is pure (text in, typed records out) and raises only :class:`ParseError`. The CA order
 is kept as printed (the tools print lexical order: mlx5_0, mlx5_1, mlx5_10, mlx5_2 ...); sort with
@@ -14,18 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from collscope.errors import ParseError
 
 __all__ = [
-    "IbPort", "Hca", "NetdevMap", "HcaListing",
-    "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices", "parse_ibdev2netdev",
-    "merge_netdevs", "normalize_guid", "normalize_port_state", "normalize_physical_state",
+    "IbPort", "Hca", "HcaListing",
+    "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices",
+    "normalize_guid", "normalize_port_state", "normalize_physical_state",
     "looks_like_ibstat", "looks_like_ibstatus", "looks_like_ibv_devinfo", "looks_like_ibv_devices",
-    "looks_like_ibdev2netdev", "port_transport",
+    "port_transport",
 ]  # fmt: skip
 
 _A = re.ASCII
@@ -82,23 +83,6 @@ class Hca:
     firmware: str | None
     node_guid: str | None
     ports: tuple[IbPort, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class NetdevMap:
-    """One ibdev2netdev line; the ``pci_bus_id`` .. ``firmware`` fields come only from ``ibdev2netdev -v``."""
-
-    ca: str
-    port: int
-    netdev: str
-    netdev_state: str | None
-    pci_bus_id: str | None = None
-    description: str | None = None
-    port_state: str | None = None
-    firmware: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -377,58 +361,6 @@ def parse_ibv_devices(text: str, source: str = "<text>") -> list[tuple[str, str]
     return rows
 
 
-# ------------------------------------------------------------------------------------ ibdev2netdev
-
-_NETDEV_PLAIN = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)(?:\s+\(\s*(\w+)\s*\))?$", _A)
-_NETDEV_VERBOSE = re.compile(
-    r"^([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(\S+)\s+(.*?)\s*\bport\s+(\d+)\s+"
-    r"\(\s*(\w+)\s*\)\s+==>\s+(\S+)(?:\s+\(\s*(\w+)\s*\))?$",
-    _A,
-)
-
-
-def parse_ibdev2netdev(text: str, source: str = "<text>") -> list[NetdevMap]:
-    """Parse ``ibdev2netdev`` and ``ibdev2netdev -v`` lines (also re-aligned by ``column -t``).
-
-    A trailing ``# comment`` (added by hand to a pasted copy) is ignored.
-    """
-    maps: list[NetdevMap] = []
-    for number, raw in _lines(text):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if match := _NETDEV_PLAIN.match(line):
-            ca, port, netdev, state = match.groups()
-            maps.append(NetdevMap(ca, int(port), netdev, state))
-        elif match := _NETDEV_VERBOSE.match(line):
-            bus, ca, middle, port, port_state, netdev, state = match.groups()
-            fw = re.search(r"(?:^|\s)fw\s+(\S+)$", middle, _A)
-            desc = " ".join(middle[: fw.start()].split()) if fw else " ".join(middle.split())
-            maps.append(
-                NetdevMap(ca, int(port), netdev, state, pci_bus_id=bus.lower(), description=desc or None,
-                          port_state=_norm(port_state, _STATES), firmware=fw.group(1) if fw else None)
-            )  # fmt: skip
-        else:
-            raise ParseError(source, number, "an ibdev2netdev line 'mlx5_0 port 1 ==> ib0 (Up)'", raw)
-    if not maps:
-        raise ParseError(source, None, "at least one ibdev2netdev line")
-    return maps
-
-
-def merge_netdevs(hcas: Iterable[Hca], maps: Iterable[NetdevMap]) -> tuple[Hca, ...]:
-    """The CAs with ``IbPort.netdev`` filled from ibdev2netdev lines matched by (CA name, port)."""
-    by_port = {(m.ca, m.port): m.netdev for m in maps}
-    return tuple(
-        dataclasses.replace(
-            hca,
-            ports=tuple(
-                dataclasses.replace(p, netdev=by_port.get((hca.name, p.port), p.netdev)) for p in hca.ports
-            ),
-        )
-        for hca in hcas
-    )
-
-
 # ---------------------------------------------------------------------------------------- sniffers
 
 _SNIFF_LIMIT = 65536
@@ -453,8 +385,3 @@ def looks_like_ibv_devinfo(text: str) -> bool:
 def looks_like_ibv_devices(text: str) -> bool:
     return _has(r"^[ \t]*device[ \t]+node GUID[ \t]*$", text)
 
-
-def looks_like_ibdev2netdev(text: str) -> bool:
-    lines = (line.split("#", 1)[0].strip() for line in text[:_SNIFF_LIMIT].splitlines())
-    first = next((line for line in lines if line), "")
-    return bool(_NETDEV_PLAIN.match(first) or _NETDEV_VERBOSE.match(first))
