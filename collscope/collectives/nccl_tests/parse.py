@@ -15,32 +15,25 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from collscope.collectives.nccl_tests.build import build_run
-from collscope.collectives.nccl_tests.geometry_clues import is_clue_line
-from collscope.collectives.nccl_tests.launch import average_from_argv, rank_line, rank_lines, separate_processes
+from collscope.collectives.nccl_tests.launch import average_from_argv, separate_processes
+from collscope.collectives.nccl_tests.lines import ParseState, read_other_line
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
-from collscope.collectives.nccl_tests.reading import SecondRun, one_break, parsing
+from collscope.collectives.nccl_tests.reading import one_break, parsing
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
-    Block,
-    NcclTestsDevice,
     NcclTestsHeader,
     NcclTestsRun,
     TableRows,
     nccl_version_from_code,
-    op_from_binary,
 )
 from collscope.collectives.nccl_tests.text import (
-    Layout,
     OutOfRange,
-    Seen,
     convert_block,
     convert_columns,
-    layout_from_header,
     layout_from_row,
-    new_seen,
 )
 from collscope.collectives.record import OPS
 from collscope.errors import ParseError
@@ -49,26 +42,6 @@ if TYPE_CHECKING:
     from collscope.collectives.nccl_tests.fixed import FixedColumns
 
 __all__ = ["parse_nccl_tests", "looks_like_nccl_tests", "NcclTestsRun", "nccl_version_from_code", "parse_text"]
-
-_VERSION = re.compile(r"([nr])ccl-tests version (\S+)(?: \([0-9a-fA-F]+\))?(?: [nr]ccl-headers=(\d+))?"
-                      r"(?: [nr]ccl-library=(\d+))?")
-_RCCL_TESTS = re.compile(r"rccl-tests:? [Vv]ersion:? (\S+)")
-"""rccl-tests builds that print ``rccl-tests: Version develop:5272cd1`` instead of the versioned header."""
-_STARTING = re.compile(r"Collective test (starting|concluded): (\S+)")
-_PARAM = re.compile(r"(nThread|nGpus|minBytes|maxBytes|step:|warmup iters:|agg iters:|iters:|validation:|graph:"
-                    r"|unalign:)\s*(-?\d+)(?:\((\w+)\))?")
-_NCCL_VERSION = re.compile(r"([NR])CCL version\s*:?\s*(\d+\.\d+\.\d+)")
-_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
-_AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
-_FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^# error: ")
-_BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+_perf(?:_mpi)?)(?=\s|$|['\";])")
-_ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|\(?(?:\.\.\.|…) ?(?:snip|omitted|truncated)?.*"
-                      r"|[-=~<(\[ ]*(?:output |rest |lines? )?(?:snip(?:ped)?|truncated|omitted|elided)\b.*)$",
-                      re.IGNORECASE)
-"""An author's elision: ``...``, ``[...]``, ``(truncated)``, ``Truncated smaller sizes``, ``--- snip ---``."""
-_PARAM_KEYS = {"nThread": "nthreads", "nGpus": "ngpus", "minBytes": "min_bytes", "maxBytes": "max_bytes",
-               "warmup iters:": "warmup_iters", "iters:": "iters", "agg iters:": "agg_iters",
-               "validation:": "validation", "graph:": "graph", "unalign:": "unalign"}
 
 _ROW_SHAPE = re.compile(r"^[ \t]*\d+[ \t]+\d+[ \t]+(?:" + "|".join(DTYPE_BYTES) + r")(?:[ \t]+\S+){7,}[ \t]*$", re.M)
 _SNIFF = ("Avg bus bandwidth", "Out of bounds values", "nThread ", "Collective test starting", "algbw")
@@ -84,168 +57,7 @@ def looks_like_nccl_tests(text: str) -> bool:
     return sum(1 for key in _SNIFF if key in text) >= 2 or _ROW_SHAPE.search(head) is not None
 
 
-class _State:
-    def __init__(self, source: str, text: str, first_lineno: int = 1) -> None:
-        self.source = source
-        self.text = text
-        """The text with every line break a ``\\n`` (as ``str.splitlines`` breaks it)."""
-        self.first_lineno = first_lineno
-        """The number of the text's first line in its file (a run after the first of several)."""
-        self.backend = "nccl"
-        """``rccl`` once an rccl-tests header or an ``RCCL version`` line is seen."""
-        self.last_lineno: int | None = None
-        self.op_started: tuple[str, int] | None = None
-        self.op_command: tuple[str, int] | None = None
-        self.command: list[str] | None = None
-        """The tokens of the line that named the binary, when it reads as its command line."""
-        self.headers = 0
-        """``# nThread`` header lines seen (one per process that printed its own)."""
-        self.params: dict[str, int] = {}
-        self.devices: list[NcclTestsDevice] = []
-        self.ranks_elided = False
-        self.elided_after: int | None = None
-        """Rank lines seen when the author's elision of the rank list came (the list is cut at its end when no
-        rank line follows it)."""
-        self.clue_lines: list[tuple[int, str]] = []
-        """NCCL INFO and launch command lines, with their numbers: :mod:`.geometry_clues` reads them."""
-        self.nccl_version: str | None = None
-        self.tests_version: str | None = None
-        self.avg: float | None = None
-        self.oob: int | None = None
-        self.oob_failed = False
-        self.min_bw_failed = False
-        self.complete = False
-        self.errors: list[str] = []
-        self.warnings: list[str] = []
-        self.blocks: list[Block] = []
-        self.layout: Layout | None = None
-        self.seen: Seen = new_seen()
-
-    def is_last(self, lineno: int) -> bool:
-        """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""
-        if self.last_lineno is None:
-            self.last_lineno = self.text.rstrip().count("\n") + self.first_lineno
-        return lineno == self.last_lineno
-
-
-def _other_line(st: _State, line: str, lineno: int) -> None:
-    """Everything that is not a data row: header lines, summary lines, noise."""
-    body = line.strip().lstrip("#").strip()
-    if not body:
-        return
-    if body.startswith("size ") or body.startswith("size\t"):
-        names = body.split()
-        if "algbw" in names:
-            lay = layout_from_header(names, st.source, lineno)
-            if st.layout is not None and st.blocks and lay != st.layout:
-                raise ParseError(st.source, lineno, "one results table per run (a second, different header "
-                                 "follows rows); split the file per run", found=body)
-            if st.layout is not None and st.blocks and not st.headers:
-                _second_run(st, lineno, body)  # the same table again, no run header: tables pasted one after another
-            st.layout = lay
-        return
-    if body.startswith("(B)") or body.startswith("out-of-place"):
-        return
-    if body.startswith("Rank"):
-        device = rank_line(body)
-        if device is not None:
-            st.devices.append(device)
-        return
-    if body.startswith("nThread"):
-        if st.blocks:
-            _second_run(st, lineno, body)
-        st.headers += 1
-        for p in _PARAM.finditer(body):
-            key, value, unit = p[1], int(p[2]), p[3]
-            if key == "step:":
-                st.params["step_factor" if unit == "factor" else "step_bytes"] = value
-            else:
-                st.params[_PARAM_KEYS[key]] = value
-        return
-    if body.startswith(("nccl-tests version", "rccl-tests")):
-        m = _VERSION.match(body)
-        if m:
-            st.tests_version = m[2]
-            if m[1] == "r":
-                st.backend = "rccl"
-            if m[4]:
-                st.nccl_version = nccl_version_from_code(int(m[4]))
-        elif (r := _RCCL_TESTS.match(body)) is not None:
-            st.backend = "rccl"
-            st.tests_version = st.tests_version or r[1]
-        return
-    if body.startswith("Collective test"):
-        m = _STARTING.match(body)
-        if m:
-            op = op_from_binary(m[2])
-            if m[1] == "starting":
-                if st.blocks:
-                    _second_run(st, lineno, body)
-                if op:
-                    st.op_started = (op, lineno)
-        return
-    if body.startswith("Out of bounds values"):
-        m = _OOB.match(body)
-        if m:
-            st.oob = int(m[1])
-            st.oob_failed = m[2] == "FAILED" or (m[2] is None and st.oob > 0)
-            st.complete = True
-        return
-    if body.startswith("Avg bus bandwidth"):
-        m = _AVG.match(body)
-        if m:
-            try:
-                st.avg = float(m[1])
-            except ValueError:
-                st.warnings.append(f"line {lineno}: unreadable Avg bus bandwidth {m[1]!r}")
-            st.min_bw_failed = m[2] == "FAILED"
-            st.complete = True
-        return
-    if is_clue_line(line) or (st.clue_lines and st.clue_lines[-1][0] == lineno - 1
-                              and st.clue_lines[-1][1].rstrip().endswith("\\")):  # a command's last line
-        st.clue_lines.append((lineno, line))
-    if _ELISION.match(body):
-        if st.layout is None and st.devices:
-            st.ranks_elided = True
-            st.elided_after = len(st.devices)
-            st.warnings.append(f"line {lineno}: rank list elided by the author ({body[:40]})")
-        else:
-            st.warnings.append(f"line {lineno}: output elided by the author ({body[:40]})")
-        return
-    if "CCL version" in line and ("NCCL version" in line or "RCCL version" in line):
-        m = _NCCL_VERSION.search(line)
-        if m:
-            if m[1] == "R":
-                st.backend = "rccl"
-            if st.nccl_version is None:
-                st.nccl_version = m[2]
-        return
-    if _FAILURE.search(line):
-        st.errors.append(f"line {lineno}: {line.strip()[:200]}")
-        return
-    if "_perf" in line and st.op_command is None:
-        for m in _BINARY.finditer(line):
-            op = op_from_binary(m[1])
-            if op:
-                st.op_command = (op, lineno)
-                tokens = line[m.start(1):].split()
-                if any(t.startswith("-") for t in tokens[1:]):  # flags follow the binary: its command line
-                    st.command = tokens
-                break
-
-
-
-def _second_run(st: _State, lineno: int, body: str) -> NoReturn:
-    """A run starts after rows: separate processes of one launch (said so, with the fix), or a second run (a run of
-    several processes before it: pasted runs, which :func:`.runs.parse_nccl_tests_runs` reads one by one)."""
-    why = separate_processes(rank_lines(st.text), 0) if len({(d.host, d.pid) for d in st.devices}) <= 1 else None
-    if why is not None:
-        raise SecondRun(st.source, lineno, why[0], found=why[1])
-    raise SecondRun(st.source, lineno, "one nccl-tests run per input (a second run starts here); split the file "
-                    "per run (collscope ingest reads each run of a file)", found=body)
-
-
-def _table_row(st: _State, parts: list[str], lineno: int) -> None:
+def _table_row(st: ParseState, parts: list[str], lineno: int) -> None:
     """One line starting with digits, on its own: a first headerless row, an odd row, or noise."""
     lay = st.layout
     if lay is None:
@@ -274,14 +86,14 @@ def _table_row(st: _State, parts: list[str], lineno: int) -> None:
                      found=" ".join(parts))
 
 
-def _line(st: _State, line: str, lineno: int) -> None:
+def _line(st: ParseState, line: str, lineno: int) -> None:
     parts = line.split()
     if not parts:
         return
     if parts[0].isdigit():
         _table_row(st, parts, lineno)
     else:
-        _other_line(st, line, lineno)
+        read_other_line(st, line, lineno)
 
 
 def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
@@ -300,13 +112,13 @@ _ROWS = re.compile(r"^[ \t]*[0-9].*(?:\n[ \t]*[0-9].*){0,4095}", re.M)
 character but ``\n``, as ``[^\n]`` is, and costs less: 41 against 60 ms over 50 MB.)"""
 
 
-def _lines(st: _State, chunk: str, lineno: int) -> None:
+def _lines(st: ParseState, chunk: str, lineno: int) -> None:
     """Each line of ``chunk`` (whole lines, the first numbered ``lineno``) on its own."""
     for i, line in enumerate(chunk.split("\n")):
         _line(st, line, lineno + i)
 
 
-def _block(st: _State, start: int, end: int, lineno: int) -> int:
+def _block(st: ParseState, start: int, end: int, lineno: int) -> int:
     """The lines ``st.text[start:end]``, consecutive lines starting with a digit, the first numbered ``lineno``:
     converted at once when they line up with the table's columns, else line by line (which places an error on
     its line). Returns their number."""
@@ -339,7 +151,7 @@ FIXED_MIN_TEXT = 24_000_000
 ms) costs more than the fixed-width reading saves (about 4..7 ms per MB) on a smaller input."""
 
 
-def _fixed_columns(st: _State, start: int, end: int) -> FixedColumns | None:
+def _fixed_columns(st: ParseState, start: int, end: int) -> FixedColumns | None:
     """The fixed-width columns of the large block ``st.text[start:end]`` (None: the pure path reads it)."""
     width = st.text.find("\n", start, end) - start
     if width <= 0 or (end - start + 1) // (width + 1) < FIXED_MIN_ROWS:  # as many rows, if it is fixed-width
@@ -358,7 +170,7 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
     """The run of nccl-tests text (not JSON) whose first line is line ``first_lineno`` of its input; the arguments
     as :func:`parse_nccl_tests` takes them. Call it inside :func:`.reading.parsing`."""
     text, prefixes = strip_line_prefixes(one_break(text))  # lines kept one for one: their numbers hold
-    st = _State(source, text, first_lineno)
+    st = ParseState(source, text, first_lineno)
     if prefixes is not None:
         st.warnings.append(prefixes.describe())
     # Runs of lines that start with a digit are found by one regex over the text (no Python work per row line)
