@@ -79,14 +79,25 @@ class PublishedRow:
     nics_per_node: int | None = None
     """Compute NICs per node when not one per GPU."""
     nccl_algo: str = ""
-    """The NCCL_ALGO the source ran with (``Tree``, ``Ring``, ``NVLS``, ``CollNetChain``; empty: NCCL's own choice):
-    the prediction is NCCL's model restricted to it, as the variable restricts NCCL (a CollNet algorithm with
-    the CollNet plugin enabled, as the run had it)."""
+    """The NCCL_ALGO the source ran with (``Tree``, ``Ring``, ``NVLS``, ``CollNetChain``, or a comma list such as
+    ``Ring,Tree`` for what a run left NCCL, e.g. NCCL_NVLS_ENABLE=0; empty: NCCL's own choice): the prediction is
+    NCCL's model restricted to it, as the variable restricts NCCL (a CollNet algorithm with the CollNet plugin
+    enabled, as the run had it)."""
     off_reason: str = ""
     """A fact that explains why the model is far off (stated in the source or its thread), with its URL; empty if
     none is known."""
     line: int
     """The CSV line, for messages."""
+
+    @property
+    def algos(self) -> list[str] | None:
+        """The algorithms NCCL could run (:attr:`nccl_algo` split), None for NCCL's own choice."""
+        return self.nccl_algo.split(",") if self.nccl_algo else None
+
+    @property
+    def collnet(self) -> bool:
+        """Whether the run had the CollNet plugin enabled (a CollNet algorithm among :attr:`algos`)."""
+        return "CollNet" in self.nccl_algo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,12 +185,12 @@ def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[Scored
         groups.setdefault((row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node,
                            row.nccl_algo), []).append(row)
     scored: dict[int, ScoredRow] = {}
-    for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, algo), members in groups.items():
+    for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, _), members in groups.items():
         try:
             result = predict(op, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=[r.size_bytes for r in members], version=version,
                              nic_gbit=nic_gbit if nnodes > 1 else None, nics_per_node=nics if nnodes > 1 else None,
-                             algos=[algo] if algo else None, collnet=algo.startswith("CollNet"))
+                             algos=members[0].algos, collnet=members[0].collnet)
         except CollscopeError as exc:
             for r in members:
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))

@@ -3,6 +3,7 @@ given by hand, and the scorecard's use of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -124,6 +125,12 @@ def test_rows_with_nic_rates_and_forced_algorithms_are_predicted_as_published(sc
     assert h200 and all(s.predicted_gbps is not None and s.row.nic_gbit == 400 for s in h200)
     tree = [s for s in scored if s.row.nccl_algo == "Tree" and s.predicted_gbps is not None]
     assert len(tree) >= 5 and all(s.model.startswith("NCCL Tree/") for s in tree)
+    # a run that left NCCL several algorithms (NCCL_NVLS_ENABLE=0: Ring,Tree) gets one of them, never NVLS, on a
+    # GB300 NVLink domain where NCCL's own choice at 8 GiB is NVLS
+    nvls_off = [s for s in scored if s.row.nccl_algo == "Ring,Tree"]
+    assert len(nvls_off) >= 5 and all(s.model.split()[1].split("/")[0] in ("Ring", "Tree") for s in nvls_off)
+    free = scorecard.score([dataclasses.replace(nvls_off[-1].row, nccl_algo="")])[0]
+    assert free.model.startswith("NCCL NVLS")
 
 
 def test_every_row_far_off_is_counted_with_its_reason_or_as_unexplained(scorecard: ModuleType) -> None:

@@ -99,8 +99,7 @@ def test_predictions_are_the_librarys(scorecard: ModuleType, scored: list) -> No
                                             nvl_domain=r.nvl_domain, sizes=[r.size_bytes],
                                             nic_gbit=r.nic_gbit if multi else None,
                                             nics_per_node=r.nics_per_node if multi else None,
-                                            algos=[r.nccl_algo] if r.nccl_algo else None,
-                                            collnet=r.nccl_algo.startswith("CollNet"))
+                                            algos=r.algos, collnet=r.collnet)
         except ConfigError as exc:
             assert s.refused == str(exc) and s.predicted_gbps is None
             continue
