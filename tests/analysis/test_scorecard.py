@@ -152,7 +152,8 @@ def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) ->
     assert total.within == sum(s.within for s in scored)
     assert total.predicted == sum(s.predicted_gbps is not None for s in scored)
     per_system = [sh for name, sh in shares.items()
-                  if name != "all rows" and not name.startswith(("held-out", "rows the models claim"))]
+                  if name != "all rows" and not name.startswith(("held-out", "rows the models claim", "rows of sources",
+                                                                  "of those"))]
     assert sum(sh.rows for sh in per_system) == total.rows
     held_out = next(sh for name, sh in shares.items() if name.startswith("held-out"))
     # held out: neither the Azure rows (the size ramp's fit), nor OCI's 64 GB300 (the NVLS rank cost's), nor any
@@ -164,6 +165,21 @@ def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) ->
     assert claimed.rows == claimed.predicted == sum(s.predicted_gbps is not None and not s.row.off_reason
                                                     for s in scored)
     assert claimed.within == sum(s.within for s in scored if s.predicted_gbps is not None and not s.row.off_reason)
+    # out of sample: the rows of sources that were not in the data when the terms were fitted, all and claimed
+    unseen = [s for s in scored if s.row.source_url not in scorecard.FIT_TIME_SOURCES]
+    out_of_sample = next(sh for name, sh in shares.items() if name.startswith("rows of sources added after"))
+    assert out_of_sample.rows == len(unseen) and out_of_sample.within == sum(s.within for s in unseen)
+    assert 0 < out_of_sample.rows < total.rows
+    of_those = shares["of those, the rows the models claim"]
+    assert of_those.rows == sum(s.predicted_gbps is not None and not s.row.off_reason for s in unseen)
+
+
+def test_the_fit_time_sources_are_all_in_the_data(scorecard: ModuleType) -> None:
+    """A source named as fitted on but gone from the CSV (renamed URL, rows dropped) would make the out-of-sample
+    line count rows the terms saw."""
+    urls = {r.source_url for r in scorecard.read_published()}
+    assert set(scorecard.FIT_TIME_SOURCES) <= urls
+    assert len(scorecard.FIT_TIME_SOURCES) == len(set(scorecard.FIT_TIME_SOURCES))
 
 
 def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored: list) -> None:
