@@ -329,3 +329,22 @@ def test_a_readme_excerpt_of_a_tagged_launcher_log():
     assert (run.nranks, len(run.records), run.avg_busbw_gbps) == (16, 2, 61.4021)
     assert run.geometry.nranks.evidence[0] == ("Open MPI output tags up to [*,10]: at least 11 processes "
                                                "(each at least one rank)")
+
+
+def test_an_elision_after_the_nccl_log_does_not_cut_the_rank_list():
+    """AWS's DLAMI EFA guide shape: the full rank list, NCCL INFO lines shortened with '...', a '----some output
+    truncated----' line, the table, '...' before the summary. The rank list is whole: 8 ranks on 2 hosts (before: the
+    first '...' read as a cut rank list, the node count left unknown)."""
+    run = parse_nccl_tests((PUB / "all_reduce_perf-2x4-efa-log-elided-before-table.txt").read_text(), op="all_reduce")
+    assert not run.ranks_elided and run.nranks == 8 and run.nnodes == 2
+    assert run.nccl_version == "2.21.5" and len(run.records) == 2 * 28 and run.complete
+    assert not any("rank list elided" in w for w in run.warnings)
+    elided = [w for w in run.warnings if "output elided by the author" in w]
+    assert len(elided) == 4 and any("some output" in w for w in elided)
+    assert "cut" not in " ".join(run.geometry.nranks.evidence)
+
+
+def test_an_elision_right_after_rank_lines_still_cuts_the_list():
+    lines = (PUB / "all_reduce_perf-2x4-efa-log-elided-before-table.txt").read_text().split("\n")
+    run = parse_nccl_tests("\n".join(lines[:8] + ["#  ..."] + lines[11:]), op="all_reduce")  # ranks 0-4, then "..."
+    assert run.ranks_elided and run.nranks == 8

@@ -36,9 +36,11 @@ _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _FAILURE = re.compile(r"Test (?:timeout|NCCL failure|CUDA failure|failure)\b|^# error: ")
 _BINARY = re.compile(r"(?:^|[\s/=])([a-z_]+_perf(?:_mpi)?)(?=\s|$|['\";])")
 _ELISION = re.compile(r"^(?:\.{3,}|…|\[\.\.\.\]|\(?(?:\.\.\.|…) ?(?:snip|omitted|truncated)?.*"
-                      r"|[-=~<(\[ ]*(?:output |rest |lines? )?(?:snip(?:ped)?|truncated|omitted|elided)\b.*)$",
+                      r"|[-=~<(\[ ]*(?:(?:some |the )?output |rest |lines? )?"
+                      r"(?:snip(?:ped)?|truncated|omitted|elided)\b.*)$",
                       re.IGNORECASE)
-"""An author's elision: ``...``, ``[...]``, ``(truncated)``, ``Truncated smaller sizes``, ``--- snip ---``."""
+"""An author's elision: ``...``, ``[...]``, ``(truncated)``, ``Truncated smaller sizes``, ``--- snip ---``,
+``-----some output truncated-----`` (AWS's DLAMI guide)."""
 _PARAM_KEYS = {"nThread": "nthreads", "nGpus": "ngpus", "minBytes": "min_bytes", "maxBytes": "max_bytes",
                "warmup iters:": "warmup_iters", "iters:": "iters", "agg iters:": "agg_iters",
                "validation:": "validation", "graph:": "graph", "unalign:": "unalign"}
@@ -65,6 +67,9 @@ class ParseState:
         self.params: dict[str, int] = {}
         self.devices: list[NcclTestsDevice] = []
         self.ranks_elided = False
+        self.after_rank_line = False
+        """Whether the last line that said something (not blank, not a lone ``#``) was a rank line: an elision there
+        cuts the rank list; one after other lines (NCCL INFO lines the author shortened) does not."""
         self.elided_after: int | None = None
         """Rank lines seen when the author's elision of the rank list came (the list is cut at its end when no
         rank line follows it)."""
@@ -95,6 +100,7 @@ def read_other_line(st: ParseState, line: str, lineno: int) -> None:
     body = line.strip().lstrip("#").strip()
     if not body:
         return
+    after_rank_line, st.after_rank_line = st.after_rank_line, False
     if body.startswith("size ") or body.startswith("size\t"):
         names = body.split()
         if "algbw" in names:
@@ -112,6 +118,7 @@ def read_other_line(st: ParseState, line: str, lineno: int) -> None:
         device = rank_line(body)
         if device is not None:
             st.devices.append(device)
+            st.after_rank_line = True
         return
     if body.startswith("nThread"):
         if st.blocks:
@@ -167,7 +174,7 @@ def read_other_line(st: ParseState, line: str, lineno: int) -> None:
                               and st.clue_lines[-1][1].rstrip().endswith("\\")):  # a command's last line
         st.clue_lines.append((lineno, line))
     if _ELISION.match(body):
-        if st.layout is None and st.devices:
+        if st.layout is None and st.devices and after_rank_line:
             st.ranks_elided = True
             st.elided_after = len(st.devices)
             st.warnings.append(f"line {lineno}: rank list elided by the author ({body[:40]})")
