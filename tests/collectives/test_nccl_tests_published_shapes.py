@@ -348,3 +348,18 @@ def test_an_elision_right_after_rank_lines_still_cuts_the_list():
     lines = (PUB / "all_reduce_perf-2x4-efa-log-elided-before-table.txt").read_text().split("\n")
     run = parse_nccl_tests("\n".join(lines[:8] + ["#  ..."] + lines[11:]), op="all_reduce")  # ranks 0-4, then "..."
     assert run.ranks_elided and run.nranks == 8
+
+
+def test_the_op_is_read_from_the_concluded_line_when_the_top_was_cut():
+    """A job log pasted from the rank lines on (an OKE GB300 Slurm log's shape): no '# nThread' header and no
+    'Collective test starting' line; the run's last line, '# Collective test concluded: all_reduce_perf', names the
+    collective (before: refused, 'pass op')."""
+    text = (PUB / "all_reduce_perf-4x4-no-header-op-in-concluded-line.txt").read_text()
+    run = parse_nccl_tests(text)
+    assert run.op == "all_reduce" and "Collective test concluded: all_reduce_perf" in run.op_evidence
+    assert run.nranks == 16 and run.nnodes == 4 and run.nccl_version == "2.29.3" and len(run.records) == 2 * 11
+    table_only = "\n".join(line for line in text.split("\n") if "Rank" not in line)
+    run = parse_nccl_tests(table_only)
+    assert run.op == "all_reduce" and run.nranks == 16  # from busbw/algbw = 2 x 15/16
+    with pytest.raises(ParseError, match="output of all_gather"):
+        parse_nccl_tests(text, op="all_gather")

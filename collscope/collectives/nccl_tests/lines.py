@@ -59,6 +59,7 @@ class ParseState:
         """``rccl`` once an rccl-tests header or an ``RCCL version`` line is seen."""
         self.last_lineno: int | None = None
         self.op_started: tuple[str, int] | None = None
+        self.op_concluded: tuple[str, int] | None = None
         self.op_command: tuple[str, int] | None = None
         self.command: list[str] | None = None
         """The tokens of the line that named the binary, when it reads as its command line."""
@@ -152,6 +153,8 @@ def read_other_line(st: ParseState, line: str, lineno: int) -> None:
                     second_run(st, lineno, body)
                 if op:
                     st.op_started = (op, lineno)
+            elif op and st.op_concluded is None:
+                st.op_concluded = (op, lineno)  # the run's last line (nccl-tests 2.14+), kept when the top was cut
         return
     if body.startswith("Out of bounds values"):
         m = _OOB.match(body)

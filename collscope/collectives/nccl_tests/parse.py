@@ -193,7 +193,7 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
     separate = separate_processes(st.devices, st.headers)
     if separate is not None:
         raise ParseError(source, None, separate[0], found=separate[1])
-    found = st.op_started or st.op_command
+    found = st.op_started or st.op_concluded or st.op_command
     op_evidence: str | None = "--op (as passed)"
     if op is not None:
         if op not in OPS:
@@ -203,6 +203,7 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
     elif found is not None:
         op = found[0]
         op_evidence = (f"'Collective test starting: {op}_perf' (line {found[1]})" if found is st.op_started
+                       else f"'Collective test concluded: {op}_perf' (line {found[1]})" if found is st.op_concluded
                        else f"{op}_perf on line {found[1]}")
     else:
         op = _op_from_file_name(source, st.warnings)
