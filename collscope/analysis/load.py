@@ -26,11 +26,11 @@ without records (a timeout, say) have no rows: they are listed in ``frame.attrs[
 
 Speed: JSONL is decoded by :mod:`collscope.results.decode` straight into Measurements (msgspec, strict types:
 a wrong type is a ParseError naming file, line and field), columns are built with C-level iteration
-(:mod:`.record_columns`), and the settings of a point are turned into ``config`` and knob columns once per distinct
-value (run-length encoding: records of one point are adjacent), never per row. A results directory of
-:data:`~.points_cache.CACHE_MIN_RECORDS` records or more is read through the Parquet cache of its points
-(:mod:`.points_cache`): only point files whose identity changed are decoded again, the rest come into pandas through
-Arrow; ``frame.attrs["points_cache"]`` says, per directory, what came from the cache. Secrets' values
+(:mod:`.record_columns`; the frame: :mod:`.load_frame`), and the settings of a point are turned into ``config``
+and knob columns once per distinct value (run-length encoding: records of one point are adjacent), never per row.
+A results directory of :data:`~.points_cache.CACHE_MIN_RECORDS` records or more is read through the Parquet cache
+of its points (:mod:`.points_cache`): only point files whose identity changed are decoded again, the rest come into
+pandas through Arrow; ``frame.attrs["points_cache"]`` says, per directory, what came from the cache. Secrets' values
 (:func:`collscope.vocab.secrets.is_secret_name`) are ``REDACTED`` in ``config``, the knob columns and
 ``environment``, whatever the records hold (records written before collscope redacted them), so nothing that
 prints the frame (analyze, report, recommend) shows one.
@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from collscope.analysis.job_geometry import Clue, apply_overrides, frame_clues, group_geometries, run_clues
+from collscope.analysis.load_frame import frame_of
 from collscope.analysis.machines import one_machine
 from collscope.analysis.points_cache import (
     CACHE_MIN_RECORDS,
@@ -62,11 +63,8 @@ from collscope.analysis.points_cache import (
 )
 from collscope.analysis.record_columns import (
     FIELDS,
-    NULLABLE_INT,
-    TYPED,
     RecordColumns,
     concat,
-    first_appearance,
     from_records,
 )
 from collscope.collectives.nccl_tests.parse import looks_like_nccl_tests
@@ -271,77 +269,6 @@ def _locate_config(plan: Any, records: Sequence[Measurement]) -> str | None:
     return f"{name};{RAIL_KEY}={rail}" if rail is not None else name
 
 
-# ---- columns -------------------------------------------------------------------------------------------------
-def _from_codes(codes: Any, categories: Sequence[Any]) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes, categories=pd.Index(list(categories)), validate=False)
-
-
-def _categorical(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Categorical:
-    codes, uniques = first_appearance(codes, uniques)
-    return _from_codes(codes, [str(u) for u in uniques])
-
-
-def _per_part(values: Sequence[Any], part: np.ndarray) -> pd.Categorical:
-    """A categorical of one value per part (``values``), spread over the parts' rows."""
-    codes, uniques = pd.factorize(np.asarray(list(values) + [None], dtype=object), use_na_sentinel=True)
-    return _categorical(codes.astype(np.int32)[part], list(uniques))
-
-
-def _frame(parts: list[_Part], cols: RecordColumns) -> pd.DataFrame:
-    """The DataFrame of ``cols`` (rows of ``parts``, in order: ``cols.part`` indexes ``parts``)."""
-    part = cols.part
-    columns: dict[str, Any] = {}
-    for name in _FIELDS:
-        if name in TYPED:
-            columns[name] = cols.typed[name]
-        elif name in NULLABLE_INT:
-            values, mask = cols.nullable[name]
-            columns[name] = pd.arrays.IntegerArray(values, mask)
-        elif name != "settings":
-            columns[name] = _categorical(*cols.coded[name])
-
-    codes, distinct = first_appearance(*cols.settings)
-    counts = np.bincount(part, minlength=len(parts))
-    columns["config"] = _config_column(codes, distinct, columns["rail"], [p.config for p in parts], counts)
-    verdicts = [p.applied for p in parts]
-    columns["applied"] = pd.arrays.BooleanArray(np.array([v is True for v in verdicts], dtype=bool)[part],
-                                                np.array([v is None for v in verdicts], dtype=bool)[part])
-    columns["failure"] = _per_part([p.failure for p in parts], part)
-    columns["input"] = _per_part([p.label for p in parts], part)
-
-    knobs = sorted({k for s in distinct for k, _ in s if is_tuning_variable(k)})
-    for knob in knobs:
-        per_settings = [dict(s).get(knob) for s in distinct] + [None]
-        kcodes, kuniq = pd.factorize(np.asarray(per_settings, dtype=object), use_na_sentinel=True)
-        columns[knob] = _categorical(kcodes.astype(np.int32)[codes], list(kuniq))
-    return pd.DataFrame(columns)
-
-
-def _config_column(codes: np.ndarray, distinct: Sequence[Any], rails: pd.Categorical,
-                   given: list[str | None], counts: np.ndarray) -> pd.Categorical:
-    """The ``config`` column: each record's settings and rail (the ``rail`` column) named once per distinct pair
-    (:func:`collscope.vocab.configs.config_of`; code -1, no settings object, is the default's settings), or the
-    name its input gave (``given``, one per part of ``counts`` rows: a locate test's, :func:`_locate_config`;
-    None elsewhere). Records without a rail cost nothing more than their settings (1,000,000 records)."""
-    if (rails.codes < 0).all():  # code -1 (no settings object) picks the last name below: the default
-        pairs, names = codes, [config_of(dict(s)) for s in distinct]
-    else:
-        width = len(rails.categories) + 1
-        pairs, distinct_pairs = pd.factorize(codes.astype(np.int64) * width + (rails.codes.astype(np.int64) + 1))
-        names = []
-        for pair in distinct_pairs.tolist():
-            s, r = divmod(int(pair), width)
-            names.append(config_of(dict(distinct[s]) if s >= 0 else {}, str(rails.categories[r - 1]) if r else None))
-    if any(g is not None for g in given):
-        per_row = np.asarray([*names, DEFAULT_CONFIG], dtype=object)[pairs]  # -1: the default
-        per_part = np.repeat(np.array(given, dtype=object), counts)
-        per_row = np.where(pd.isna(per_part), per_row, per_part)
-        pairs, uniq = pd.factorize(per_row)
-        names = [str(u) for u in uniq]
-    config_codes, config_names = pd.factorize(np.asarray([*names, DEFAULT_CONFIG], dtype=object))
-    return _from_codes(config_codes.astype(np.int32)[pairs], list(config_names))
-
-
 def _as_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     if isinstance(paths, (str, Path)):
         return [Path(paths)]
@@ -416,7 +343,8 @@ def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None])
     flush()
     columns = concat(pieces)
     try:
-        frame = _frame(parts, columns)
+        frame = frame_of(columns, configs=[p.config for p in parts], applied=[p.applied for p in parts],
+                         failures=[p.failure for p in parts], labels=[p.label for p in parts])
     except (ValueError, TypeError) as exc:
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
