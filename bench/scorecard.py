@@ -163,6 +163,11 @@ class ScoredRow:
                                                  else " (>30%, unexplained)" if far else "")
 
     @property
+    def claimed(self) -> bool:
+        """Predicted, and no fact in the table saying why the source's figure is off: a row the models answer for."""
+        return self.predicted_gbps is not None and not self.row.off_reason
+
+    @property
     def unexplained(self) -> bool:
         """Off by more than 30% with no fact in the table that explains it."""
         return self.ratio is not None and abs(self.ratio - 1.0) > FAR and not self.row.off_reason
@@ -266,7 +271,7 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
         everything.append(s)
     out = [_share(name, members) for name, members in by_system.items()]
     held_out = [s for s in everything if not fitted(s.row)]
-    claimed = [s for s in everything if s.predicted_gbps is not None and not s.row.off_reason]
+    claimed = [s for s in everything if s.claimed]
     unseen = [s for s in everything if s.row.source_url not in FIT_TIME_SOURCES]
     return out + [_share("all rows", everything),
                   _share("held-out rows (all but the rows the size ramp, the NVLS rank cost and the alltoall terms "
@@ -276,7 +281,7 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
                   _share("rows of sources added after the terms were fitted (out of sample: FIT_TIME_SOURCES)",
                          unseen),
                   _share("of those, the rows the models claim",
-                         [s for s in unseen if s.predicted_gbps is not None and not s.row.off_reason])]
+                         [s for s in unseen if s.claimed])]
 
 
 def far_lines(scored: Sequence[ScoredRow]) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from collscope.errors import ParseError
-from collscope.topo.infiniband.host import normalize_guid
+from collscope.topo.infiniband.host import SNIFF_LIMIT, normalize_guid
 
 __all__ = [
     "IbNode", "IbLink", "IbFabric", "LANE_GBPS", "parse_ibnetdiscover", "parse_iblinkinfo",
@@ -274,16 +274,14 @@ def parse_iblinkinfo(text: str, source: str = "<text>") -> IbFabric:
 
 # ---------------------------------------------------------------------------------------- sniffers
 
-_SNIFF_LIMIT = 65536
-
 
 def looks_like_ibnetdiscover(text: str) -> bool:
     record = r'^[ \t]*(Switch|Ca|Rt)[ \t]+\d+[ \t]+"[SHR]-[0-9a-fA-F]+"'
-    return re.search(record, text[:_SNIFF_LIMIT], re.MULTILINE) is not None
+    return re.search(record, text[:SNIFF_LIMIT], re.MULTILINE) is not None
 
 
 def looks_like_iblinkinfo(text: str) -> bool:
-    head = text[:_SNIFF_LIMIT]
+    head = text[:SNIFF_LIMIT]
     return (
         re.search(r"^(CA|Switch|Router):[ \t]", head, re.MULTILINE) is not None
         and re.search(r"\d+\[[^\]\n]*\][ \t]+==\(", head) is not None

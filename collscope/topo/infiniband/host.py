@@ -26,7 +26,7 @@ __all__ = [
     "parse_ibstat", "parse_ibstatus", "parse_ibv_devinfo", "parse_ibv_devices",
     "normalize_guid", "normalize_port_state", "normalize_physical_state",
     "looks_like_ibstat", "looks_like_ibstatus", "looks_like_ibv_devinfo", "looks_like_ibv_devices",
-    "port_transport",
+    "port_transport", "SNIFF_LIMIT",
 ]  # fmt: skip
 
 _A = re.ASCII
@@ -363,11 +363,12 @@ def parse_ibv_devices(text: str, source: str = "<text>") -> list[tuple[str, str]
 
 # ---------------------------------------------------------------------------------------- sniffers
 
-_SNIFF_LIMIT = 65536
+SNIFF_LIMIT = 65536
+"""How much of a text the InfiniBand readers' sniffers look at (here and in the package's other modules)."""
 
 
 def _has(pattern: str, text: str) -> bool:
-    return re.search(pattern, text[:_SNIFF_LIMIT], re.MULTILINE) is not None
+    return re.search(pattern, text[:SNIFF_LIMIT], re.MULTILINE) is not None
 
 
 def looks_like_ibstat(text: str) -> bool:

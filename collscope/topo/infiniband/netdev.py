@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.errors import ParseError
-from collscope.topo.infiniband.host import Hca, normalize_port_state
+from collscope.topo.infiniband.host import SNIFF_LIMIT, Hca, normalize_port_state
 
 __all__ = ["NetdevMap", "parse_ibdev2netdev", "merge_netdevs", "looks_like_ibdev2netdev"]
-
-_SNIFF_LIMIT = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +87,6 @@ def merge_netdevs(hcas: Iterable[Hca], maps: Iterable[NetdevMap]) -> tuple[Hca, 
 
 
 def looks_like_ibdev2netdev(text: str) -> bool:
-    lines = (line.split("#", 1)[0].strip() for line in text[:_SNIFF_LIMIT].splitlines())
+    lines = (line.split("#", 1)[0].strip() for line in text[:SNIFF_LIMIT].splitlines())
     first = next((line for line in lines if line), "")
     return bool(_NETDEV_PLAIN.match(first) or _NETDEV_VERBOSE.match(first))

@@ -25,6 +25,7 @@ from typing import Any
 from collscope.errors import ParseError
 from collscope.json_input import load_json
 from collscope.topo.infiniband.host import (
+    SNIFF_LIMIT,
     Hca,
     HcaListing,
     IbPort,
@@ -133,11 +134,8 @@ def parse_rdma_link(text: str, source: str = "<text>") -> HcaListing:
     return _parse_text(text, source)
 
 
-_SNIFF_LIMIT = 65536
-
-
 def looks_like_rdma_link(text: str) -> bool:
-    head = text[:_SNIFF_LIMIT]
+    head = text[:SNIFF_LIMIT]
     if looks_like_json(head):
         return '"physical_state"' in head and '"ifname"' in head
     first = next((line.rstrip() for line in head.splitlines() if line.strip()), "")
