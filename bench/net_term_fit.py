@@ -1,10 +1,10 @@
 """The fit of the network's per-call cost (collscope.analysis.nccl_model.measured.NET_EXTRA_US) on published rows.
 
-The rows are the scorecard's multi-node rows that NCCL's model predicts (not alltoall, which has its own terms, and
-not the rows whose ``off_reason`` states why they are off). For each candidate cost the script scores every row with
-the library, then leaves one source (URL) out at a time: the cost is chosen on the other sources (most rows within
-15%, the smaller cost on a tie) and the left-out source is scored with it. It prints the shipped cost's count, the
-count without the term (the yardstick), and the held-out count with and without it.
+The rows are the scorecard's multi-node rows that NCCL's model predicts (not alltoall, gather, scatter or sendrecv,
+which have their own terms, and not the rows whose ``off_reason`` states why they are off). For each candidate cost the
+script scores every row with the library, then leaves one source (URL) out at a time: the cost is chosen on the other
+sources (most rows within 15%, the smaller cost on a tie) and the left-out source is scored with it. It prints the
+shipped cost's count, the count without the term (the yardstick), and the held-out count with and without it.
 
     .venv/bin/python bench/net_term_fit.py
 """
@@ -41,10 +41,11 @@ def within_by_cost(rows: Sequence[scorecard.PublishedRow]) -> dict[float, list[b
 
 def main() -> int:
     rows = [r for r in scorecard.read_published()
-            if r.nnodes > 1 and r.op not in scorecard.FIT_OPS and not r.off_reason]
+            if r.nnodes > 1 and scorecard.on_nccl_model(r) and not r.off_reason]
     hits = within_by_cost(rows)
     sources = sorted({r.source_url for r in rows})
-    print(f"{len(rows)} multi-node rows from {len(sources)} sources (alltoall and rows with a stated reason left out)")
+    print(f"{len(rows)} multi-node rows from {len(sources)} sources (point-to-point ops and rows with a stated "
+          "reason left out)")
     print(f"  without the term (the yardstick): {sum(hits[0.0])}/{len(rows)} within 15%")
     print(f"  shipped cost {measured.NET_EXTRA_US:g} us: {sum(hits[measured.NET_EXTRA_US])}/{len(rows)}")
     held = held_without = 0

@@ -27,8 +27,8 @@ from collscope.analysis.model_types import LinkParams  # noqa: E402
 from collscope.analysis.models import alpha_beta_time_us  # noqa: E402
 from collscope.analysis.nccl_model.p2p import (  # noqa: E402
     P2P_EFFICIENCY,
+    P2P_FITTED_OPS,
     P2P_LAUNCH_US,
-    P2P_MODELLED_OPS,
     P2P_RAMP_BYTES_PER_PEER,
     p2p_time_us,
 )
@@ -47,7 +47,7 @@ def fit_rows() -> list[tuple[str, int, float, LinkParams]]:
     """(system, size, published busbw, link params) of each alltoall row the fit uses."""
     out = []
     for r in scorecard.read_published():
-        if r.op not in P2P_MODELLED_OPS or r.off_reason:
+        if r.op not in P2P_FITTED_OPS or r.off_reason:
             continue
         try:
             params = link_params(None, gpu=r.gpu, nranks=r.nranks, nnodes=r.nnodes, nvl_domain=r.nvl_domain,

@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from collscope.analysis.nccl_model.constants import VERSIONS  # noqa: E402
-from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS  # noqa: E402
+from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
-from collscope.vocab.ops import OPS  # noqa: E402
+from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
@@ -40,7 +40,7 @@ FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
 FIT_SYSTEMS = ("OCI GB300 NVL72, 16 trays (64 GPUs)",)
 """Systems whose rows fitted NVLS's cost per rank of a large domain
 (collscope.analysis.nccl_model.measured.NVLS_RANK_US)."""
-FIT_OPS = P2P_MODELLED_OPS
+FIT_OPS = P2P_FITTED_OPS
 """Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
 bench/p2p_fit.py leaving one system out). The share of the rows of neither kind is the held-out check."""
 FIT_TIME_SOURCES = (
@@ -77,6 +77,12 @@ TOLERANCE = 0.15
 """A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
 FAR = 0.30
 """Off by more than 30%: the row's note must say what the model does not cover."""
+
+
+def on_nccl_model(row: PublishedRow) -> bool:
+    """Whether NCCL's model (and the measured terms added to it) predicts the row: not a grouped point-to-point op
+    (alltoall, gather, scatter, sendrecv), whose terms are collscope.analysis.nccl_model.p2p's."""
+    return op_facts(row.op).nccl_func is not None
 
 
 def fitted(row: PublishedRow) -> bool:

@@ -25,12 +25,14 @@ rank whatever the algorithm [derived: every rank must receive the others' data],
 for every algorithm.
 
 Ops NCCL runs as grouped point-to-point (no ``nccl_func`` in :data:`collscope.vocab.ops.OP_TABLE`) are bound by
-one rank's own links, with d the ranks of its NVLink domain and B_net :func:`.models.p2p_net_gbps` (the node's
-NICs shared by its ranks, at most one NIC: the per-GPU NIC rate with one NIC per GPU) [derived; sjeaugey in
-https://github.com/NVIDIA/nccl-tests/issues/130: "On 2 nodes, 50% of the traffic is inter-node so you should see
-BusBW = 2x network bandwidth per GPU ... general formula is N/(N-1)x the bandwidth per GPU, N being the number of
-nodes", which is B_net (p-1)/(p-d) for large p]. B_intra is the NVLink line rate here (a bound), the models take
-NCCL's effective rate (:data:`.models.NVLINK_P2P_EFFICIENCY`):
+one rank's own links, with d the ranks of its NVLink domain and B_net the rate of its transfers across the network:
+for alltoall :func:`.models.p2p_net_gbps` (the node's NICs shared by its ranks, at most one NIC: the per-GPU NIC rate
+with one NIC per GPU) [derived; sjeaugey in https://github.com/NVIDIA/nccl-tests/issues/130: "On 2 nodes, 50% of the
+traffic is inter-node so you should see BusBW = 2x network bandwidth per GPU ... general formula is N/(N-1)x the
+bandwidth per GPU, N being the number of nodes", which is B_net (p-1)/(p-d) for large p]; for the root of gather and
+scatter :func:`.models.p2p_root_net_gbps` (its node's NICs together, through PXN); for sendrecv
+:func:`.models.p2p_pair_net_gbps` (the crossing rank's own NIC). B_intra is the NVLink line rate here (a bound), the
+models take NCCL's effective rate (:data:`.models.NVLINK_P2P_EFFICIENCY`):
 
 =====================  ===========================================  ==========================================
 op                     bytes over NVLink, over the network (x S)    busbw bound (f the busbw factor)
@@ -53,7 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams
-from collscope.analysis.models import p2p_net_gbps, p2p_spread, ring_bound_busbw_gbps
+from collscope.analysis.models import p2p_op_net_gbps, p2p_spread, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.collectives.record import busbw_factor
@@ -159,9 +161,10 @@ def held_to_bound(op: str, choice: NcclChoice, params: LinkParams, inputs: NcclG
 def _p2p_bound(op: str, name: str, params: LinkParams) -> Bound:
     """The bound of a grouped point-to-point op on one rank's own links (module table)."""
     f = busbw_factor(op, params.nranks)
-    net = p2p_net_gbps(params)
+    facts = op_facts(op)
+    net = p2p_op_net_gbps(params, op)
     local, remote = p2p_spread(params)
-    if op_facts(op).size_is_total:  # alltoall, gather, scatter: a block of S/p per peer
+    if facts.size_is_total:  # alltoall, gather, scatter: a block of S/p per peer
         intra_t, nic_t = local / params.nranks / params.intra_gbps, remote / params.nranks / net
     else:  # sendrecv: S to one neighbour
         intra_t, nic_t = 1 / params.intra_gbps, (1 / net if remote else 0.0)

@@ -64,6 +64,9 @@ __all__ = [
     "ring_bound_busbw_gbps",
     "p2p_net_gbps",
     "p2p_intra_gbps",
+    "p2p_root_net_gbps",
+    "p2p_pair_net_gbps",
+    "p2p_op_net_gbps",
     "NVLINK_P2P_EFFICIENCY",
     "p2p_spread",
 ]
@@ -246,21 +249,55 @@ def p2p_net_gbps(p: LinkParams) -> float:
     return min(share, p2p_intra_gbps(p)) if p.nic_gbps is None else min(share, p.nic_gbps, p2p_intra_gbps(p))
 
 
+def p2p_root_net_gbps(p: LinkParams) -> float:
+    """The root's rate to peers in other NVLink domains in a rooted grouped op (gather, scatter): its node's NICs
+    together, at most its NVLink rate. Only the root sends (or receives) across, to peers on every rail, and NCCL's
+    PXN (default since NCCL 2.12, ``NCCL_P2P_PXN_LEVEL`` 2) moves each transfer over NVLink to the GPU of the node
+    whose NIC is on the peer's rail; without the node's NIC total (``--bw-gbps`` only), :func:`p2p_net_gbps`."""
+    if p.ndomains == 1 or p.inter_bw_gbps is None:
+        return p2p_net_gbps(p)
+    return min(p.inter_bw_gbps, p2p_intra_gbps(p))
+
+
+def p2p_pair_net_gbps(p: LinkParams) -> float:
+    """The rate of one rank's transfer to a single peer in another NVLink domain while no other rank of its node
+    crosses (sendrecv: the last rank of a domain sends to the first of the next): its own NIC, at most its NVLink
+    rate; without a NIC rate, :func:`p2p_net_gbps`."""
+    if p.ndomains == 1 or p.nic_gbps is None:
+        return p2p_net_gbps(p)
+    return min(p.nic_gbps, p2p_intra_gbps(p))
+
+
+def p2p_op_net_gbps(p: LinkParams, op: str) -> float:
+    """The rate of the transfers across the network of the rank that sets a grouped point-to-point op's time:
+    :func:`p2p_pair_net_gbps` when each rank has one peer (sendrecv), :func:`p2p_root_net_gbps` for a rooted op's
+    root (gather, scatter), else :func:`p2p_net_gbps` (alltoall: every rank crosses at once)."""
+    facts = op_facts(op)
+    if facts.one_peer:
+        return p2p_pair_net_gbps(p)
+    return p2p_root_net_gbps(p) if facts.rooted else p2p_net_gbps(p)
+
+
 def p2p_spread(p: LinkParams) -> tuple[int, int]:
     """(peers in the rank's NVLink domain, peers across the network) of one rank: (d - 1, p - d) with d the
     domain's ranks, block placement."""
     return p.domain_ranks - 1, p.nranks - p.domain_ranks
 
 
-def _exchange(p: LinkParams, n: float) -> float:
-    """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter:
-    the root, whose link carries all the traffic). Time:
-    (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net), B_intra = :func:`p2p_intra_gbps`,
-    B_net = :func:`p2p_net_gbps`."""
+def _exchange(p: LinkParams, n: float, *, root: bool = False) -> float:
+    """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter,
+    ``root``: the root, whose link carries all the traffic and whose remote peers use its node's NICs,
+    :func:`p2p_root_net_gbps`). Time: (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net),
+    B_intra = :func:`p2p_intra_gbps`, B_net = :func:`p2p_net_gbps` (alltoall) or :func:`p2p_root_net_gbps`."""
     local, remote = p2p_spread(p)
     r = p.nranks
-    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, p2p_net_gbps(p)) if remote else 0.0)
+    net = p2p_root_net_gbps(p) if root else p2p_net_gbps(p)
+    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, net) if remote else 0.0)
     return local * p.alpha_us + remote * p.alpha_net_us + wire
+
+
+def _rooted_exchange(p: LinkParams, n: float) -> float:
+    return _exchange(p, n, root=True)
 
 
 def _gather_binomial(p: LinkParams, n: float) -> float:
@@ -275,7 +312,7 @@ def _sendrecv_shift(p: LinkParams, n: float) -> float:
     # a_net + n / B_net, and that rank sets the time.
     if p.ndomains == 1:
         return p.alpha_us + _us(n, p2p_intra_gbps(p))
-    return max(p.alpha_us + _us(n, p2p_intra_gbps(p)), p.alpha_net_us + _us(n, p2p_net_gbps(p)))
+    return max(p.alpha_us + _us(n, p2p_intra_gbps(p)), p.alpha_net_us + _us(n, p2p_pair_net_gbps(p)))
 
 
 def _bc_ring(p: LinkParams, n: float) -> float:
@@ -298,8 +335,8 @@ ALPHA_BETA_MODELS: dict[str, dict[str, Callable[[LinkParams, float], float]]] = 
     "broadcast": {"binomial": _bc_binomial, "scatter_allgather": _bc_scatter_allgather, "ring": _bc_ring},
     "reduce": {"binomial": _reduce_binomial, "rabenseifner": _reduce_rabenseifner, "ring": _reduce_ring},
     "sendrecv": {"shift": _sendrecv_shift},
-    "gather": {"linear": _exchange, "binomial": _gather_binomial},
-    "scatter": {"linear": _exchange, "binomial": _gather_binomial},
+    "gather": {"linear": _rooted_exchange, "binomial": _gather_binomial},
+    "scatter": {"linear": _rooted_exchange, "binomial": _gather_binomial},
 }
 """op -> algorithm -> time_us(params, size_bytes)."""
 
@@ -332,13 +369,14 @@ def lower_bound_us(op: str, params: LinkParams, size_bytes: float) -> float:
     """ceil(lg p) alpha_min + f n / B_max: the latency bound plus the bandwidth bound (Chan et al. 2007;
     nccl-facts 7), with f = busbw_factor(op, p) (1 for broadcast/reduce) and the fastest link of the params. One
     message's latency for an op whose ranks each talk to one peer (sendrecv); for grouped point-to-point ops across
-    NVLink domains B_max is NVLink plus the rank's NIC share, whose transfers overlap (:func:`_exchange`)."""
+    NVLink domains B_max is NVLink plus the rank's rate across the network (:func:`p2p_op_net_gbps`), whose transfers
+    overlap (:func:`_exchange`)."""
     _check_op(op)
     facts = op_facts(op)
     alpha = min(params.alpha_us, params.alpha_net_us)
     fastest = max(params.bw_gbps, params.intra_gbps)
     if facts.nccl_func is None and params.ndomains > 1:
-        fastest = max(fastest, params.intra_gbps + p2p_net_gbps(params))
+        fastest = max(fastest, params.intra_gbps + p2p_op_net_gbps(params, op))
     steps = 1 if facts.one_peer else _ceil_lg(params.nranks)
     return steps * alpha + _us(busbw_factor(op, params.nranks) * size_bytes, fastest)
 

@@ -119,8 +119,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             choices = [c for c in (p2p_choice(params, op, s) for s in size_list) if c is not None]
             preds = sorted(preds + [make_prediction("nccl", c.algo, c.proto, op, c.size_bytes, c.time_us, nranks)
                                     for c in choices], key=lambda pred: pred.size_bytes)
-            notes.append(f"expected measurement of {op}: the p2p bound with a launch cost, an efficiency and a size "
-                         "ramp fitted on published alltoall results (nccl_model.p2p)")
+            notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
+                         "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:

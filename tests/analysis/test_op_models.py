@@ -39,9 +39,12 @@ def test_alltoall_across_nodes_is_bound_by_the_nic_share():
 
 
 def test_gather_and_scatter_linear_are_the_roots_exchange():
-    """The root receives (gather) or sends (scatter) a block of n/p with every other rank: the alltoall formula."""
+    """The root receives (gather) or sends (scatter) a block of n/p with every other rank, as an alltoall rank does,
+    but it is the only rank crossing the network, to peers on every rail: its node's NICs carry it (PXN), at most
+    its NVLink rate: B_net = min(200, 100) = 100 GB/s, so 14 + 80 + max(70, 8/16 x 1.6e7 / 1e5 = 80) = 174 us
+    (alltoall's 414 us has B_net = the rank's NIC share, 25 GB/s)."""
     for op in ("gather", "scatter"):
-        assert alpha_beta_time_us(op, "linear", TWO_NODES, N) == pytest.approx(414.0)
+        assert alpha_beta_time_us(op, "linear", TWO_NODES, N) == pytest.approx(174.0)
 
 
 def test_gather_binomial_across_nodes():
@@ -75,12 +78,20 @@ def test_nvl72_domain_alltoall_stays_on_nvlink():
     assert bound.limited_by == "intra-node links" and bound.busbw_gbps == pytest.approx(900.0)
 
 
-@pytest.mark.parametrize("op", ["alltoall", "gather", "scatter"])
-def test_split_op_bound(op):
+def test_alltoall_bound():
     """busbw <= f / max((d-1)/p / B_intra, (p-d)/p / B_net) = (15/16) / max(7/1600, 8/400) = 46.875 GB/s
     = B_net (p-1)/(p-d) = 25 x 15/8."""
-    bound = algorithm_bound(op, "pairwise", TWO_NODES)
+    bound = algorithm_bound("alltoall", "pairwise", TWO_NODES)
     assert bound.busbw_gbps == pytest.approx(25.0 * 15 / 8) and bound.limited_by == "NICs"
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_rooted_op_bound_takes_the_roots_node_nics(op):
+    """The root's remote peers use its node's NICs (200 GB/s), capped at its intra-node rate (100 GB/s, a link
+    given as is): (15/16) / max(7/16 / 100, 8/16 / 100) = 187.5 GB/s, the network's half binding; 4 x alltoall's
+    bound, whose ranks share the NICs."""
+    bound = algorithm_bound(op, "pairwise", TWO_NODES)
+    assert bound.busbw_gbps == pytest.approx(187.5) and bound.limited_by == "NICs"
 
 
 def test_sendrecv_bound():
@@ -203,12 +214,51 @@ def test_p2p_alltoall_across_racks_is_bound_by_the_nic_share():
     assert choice.expected_busbw_gbps == pytest.approx(100 * 127 / 128 * 0.8, rel=0.01)
 
 
-@pytest.mark.parametrize("op", ["gather", "scatter", "sendrecv", "all_reduce"])
-def test_p2p_model_is_only_for_the_op_it_was_fitted_on(op):
+@pytest.mark.parametrize("op", ["all_reduce", "hypercube"])
+def test_p2p_model_is_only_for_grouped_point_to_point_ops_with_a_traffic_pattern(op):
     from collscope.analysis.nccl_model.p2p import p2p_choice
     assert p2p_choice(_gb200_params(8, 2, 72), op, 1 << 30) is None
-    doc = predict(op, gpu="GB200", nranks=8, nnodes=2, nvl_domain=72, sizes=[1 << 30]).to_dict()
-    assert all(c["algo"] != "P2P" for c in doc["nccl_choice"])
+
+
+def _h100_params(nranks: int, nnodes: int, **kw):
+    from collscope.analysis.params import link_params
+    return link_params(None, gpu="H100", nranks=nranks, nnodes=nnodes, **kw)
+
+
+def test_p2p_sendrecv_across_nodes_is_one_nic_at_the_fitted_efficiency():
+    """16 H100 on 2 nodes, a 400 Gb/s NIC per GPU: the last rank of a node sends the whole size to the next node
+    over its own NIC (50 GB/s, below NVLink's 370); at 16 GiB (ramp 256 KiB on 16 GiB) busbw = 50 x 0.8 (the
+    published 2- and 4-node B200 sendrecv: 43-44 GB/s, together-nccl-tests)."""
+    from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
+    choice = p2p_choice(_h100_params(16, 2, nic_gbit=400.0), "sendrecv", 16 << 30)
+    assert choice is not None and choice.algo == "P2P"
+    assert choice.expected_busbw_gbps == pytest.approx(50.0 * P2P_EFFICIENCY, rel=0.002)
+
+
+def test_p2p_sendrecv_on_one_node_is_nvlink():
+    """On one node every rank sends to a peer over NVLink: 450 x 370/450 = 370 GB/s x 0.8 at a large size."""
+    from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
+    choice = p2p_choice(_h100_params(8, 1), "sendrecv", 16 << 30)
+    assert choice is not None
+    assert choice.expected_busbw_gbps == pytest.approx(370.0 * P2P_EFFICIENCY, rel=0.002)
+
+
+@pytest.mark.parametrize("op", ["gather", "scatter"])
+def test_p2p_rooted_op_across_nodes_uses_the_roots_node_nics(op):
+    """16 A100 on 2 p4d-like nodes, 4 x 100 Gb/s NICs per node (50 GB/s together): the root moves 8/16 of the size
+    across at 50 GB/s (PXN spreads it over the node's NICs) and 7/16 over NVLink (300 x 370/450 = 247 GB/s: not
+    binding), so algbw = 2 x 50 x 0.8 and busbw x 15/16 = 75 GB/s at 2 GiB within 0.5% (ramp 256 KiB on 128 MiB
+    per peer, launch 20 us of 27 ms). The published scatter on p4d is 80.6 GB/s there (awsome-distributed-training
+    slurm-104.out); an alltoall rank, sharing the NICs with its node's 7 others, would get a quarter of that."""
+    from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
+    from collscope.analysis.params import link_params
+    params = link_params(None, gpu="A100", nranks=16, nnodes=2, nic_gbit=100.0, nics_per_node=4)
+    size = 2 << 30
+    choice = p2p_choice(params, op, size)
+    assert choice is not None
+    assert choice.expected_busbw_gbps == pytest.approx(2 * 50.0 * P2P_EFFICIENCY * 15 / 16, rel=0.005)
+    alltoall = p2p_choice(params, "alltoall", size)
+    assert alltoall is not None and alltoall.expected_busbw_gbps < choice.expected_busbw_gbps / 3.5
 
 
 def test_p2p_alltoall_needs_a_gpu_generation():
