@@ -51,7 +51,8 @@ __all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclI
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
 SOURCE_LOGGED = "NCCL log"
-SOURCE_P2P = "collscope's model of NCCL's grouped point-to-point (nccl_model.p2p, fitted on published alltoall results)"
+SOURCE_P2P = ("collscope's model of NCCL's grouped point-to-point (nccl_model.p2p, its terms fitted on published "
+              "alltoall results)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,8 +162,9 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
             return found
     p2p = p2p_choice(params, op, size) if on_nccl and params.gpu is not None else None
     if p2p is not None:
+        pattern = next(iter(ALPHA_BETA_MODELS[op]))  # its exchange: alltoall pairwise, gather linear, sendrecv shift
         return Expected(model=f"{p2p.algo}/{p2p.proto}", kind="nccl", algo_source=SOURCE_P2P,
-                        busbw_gbps=p2p.expected_busbw_gbps, bound=algorithm_bound(op, "pairwise", params))
+                        busbw_gbps=p2p.expected_busbw_gbps, bound=algorithm_bound(op, pattern, params))
     if ab_model is None:
         return None
     if on_nccl:

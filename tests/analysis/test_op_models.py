@@ -265,3 +265,25 @@ def test_p2p_alltoall_needs_a_gpu_generation():
     """With explicit link figures only (no GPU), the fitted terms do not apply: alpha-beta alone, no choice."""
     doc = predict("alltoall", nranks=8, nnodes=1, alpha_us=5.0, bw_gbps=100.0, sizes=[1 << 30]).to_dict()
     assert doc["nccl_choice"] == [] and {p["model"] for p in doc["predictions"]} == {"alpha-beta"}
+
+
+SENDRECV_2X8 = ALLTOALL_2X4.parent / "sendrecv_perf-2x8-b200-one-nic-per-gpu.txt"
+"""Our own sendrecv_perf output of the shape published B200 runs have (16 rank lines on 2 hosts, 1 MiB to
+256 MiB, busbw rising to about 41.5 GB/s over one 400 Gb/s NIC per GPU)."""
+
+
+def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_nic():
+    """analyze takes the same P2P model as predict for sendrecv: each size's expected busbw is the last rank of a node
+    sending the whole size over its own NIC (50 GB/s x 0.8 at large sizes, less the launch and ramp below), the
+    bound is that NIC (50 GB/s, "shift"), and a run at 99-104% of the model reads normal."""
+    out = CliRunner().invoke(main, ["analyze", str(SENDRECV_2X8), "--gpu", "B200", "--nic-gbit", "400", "--json"])
+    assert out.exit_code == 0, out.output
+    rows = [r for r in json.loads(out.output)["sizes"] if not r["in_place"]]
+    assert len(rows) == 9 and all(r["model"] == "P2P/Simple" for r in rows)
+    assert all(r["bound_algo"] == "shift" and r["bound_limited_by"] == "NICs" for r in rows)
+    assert all(r["bound_busbw_gbps"] == pytest.approx(50.0) for r in rows)
+    big = max(rows, key=lambda r: r["size_bytes"])
+    assert big["model_busbw_gbps"] == pytest.approx(40.0, rel=0.01)
+    assert all(0.95 < r["efficiency"] < 1.06 and r["verdict"] == "normal" for r in rows)
+    small = min(rows, key=lambda r: r["size_bytes"])
+    assert small["model_busbw_gbps"] < 0.55 * big["model_busbw_gbps"]  # the 20 us launch and the ramp at 1 MiB
