@@ -160,6 +160,25 @@ def test_trace_gives_alltoall_a_model_figure(tmp_path):
     assert rows and all(r["model_busbw_gbps"] for r in rows)
 
 
+def test_trace_gives_send_and_recv_the_p2p_model_of_predict(tmp_path):
+    """A trace's send/recv calls (NCCL's SendRecv kernels) are sendrecv: trace's model figure is predict's P2P
+    expected busbw for the same size and geometry (2 A100 on one node: one peer over NVLink), not an alpha-beta
+    figure of its own."""
+    for rank in (0, 1):
+        text = json.dumps(fx.nccl_kernel_metadata(rank))
+        for old, new in (('"allreduce"', '"send"'), ("c10d::allreduce_", "c10d::send"),
+                         ("nccl:all_reduce", "nccl:send"), ("AllReduce_Sum_f32_RING_LL", "SendRecv")):
+            text = text.replace(old, new)
+        (tmp_path / f"rank{rank}.json").write_text(text)
+    out = CliRunner().invoke(main, ["trace", str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    row = next(r for r in json.loads(out.output)["summary"] if r["op"] == "sendrecv")
+    doc = predict("sendrecv", gpu="A100", nranks=row["nranks"], nnodes=1, sizes=[row["size_bytes"]]).to_dict()
+    (choice,) = doc["nccl_choice"]
+    assert choice["algo"] == "P2P"
+    assert row["model_busbw_gbps"] == pytest.approx(choice["expected_busbw_gbps"], rel=1e-6)
+
+
 def test_predict_says_an_op_without_a_model_is_known():
     with pytest.raises(ConfigError, match=r"no model yet for 'hypercube'; valid: all_reduce, .*alltoall"):
         predict("hypercube", gpu="H100", nranks=8, nnodes=1)
