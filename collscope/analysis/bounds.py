@@ -29,9 +29,9 @@ one rank's own links, with d the ranks of its NVLink domain and B_net the rate o
 for alltoall :func:`.models.p2p_net_gbps` (the node's NICs shared by its ranks, at most one NIC: the per-GPU NIC rate
 with one NIC per GPU) [derived; sjeaugey in https://github.com/NVIDIA/nccl-tests/issues/130: "On 2 nodes, 50% of the
 traffic is inter-node so you should see BusBW = 2x network bandwidth per GPU ... general formula is N/(N-1)x the
-bandwidth per GPU, N being the number of nodes", which is B_net (p-1)/(p-d) for large p]; for the root of gather and
-scatter :func:`.models.p2p_root_net_gbps` (its node's NICs together, through PXN); for sendrecv
-:func:`.models.p2p_pair_net_gbps` (the crossing rank's own NIC). B_intra is the NVLink line rate here (a bound), the
+bandwidth per GPU, N being the number of nodes", which is B_net (p-1)/(p-d) for large p]; for a scatter's root
+:func:`.models.p2p_root_net_gbps` (its node's NICs together, through PXN); for a gather's root and sendrecv
+:func:`.models.p2p_pair_net_gbps` (the rank's own NIC). B_intra is the NVLink line rate here (a bound), the
 models take NCCL's effective rate (:data:`.models.NVLINK_P2P_EFFICIENCY`):
 
 =====================  ===========================================  ==========================================

@@ -250,19 +250,21 @@ def p2p_net_gbps(p: LinkParams) -> float:
 
 
 def p2p_root_net_gbps(p: LinkParams) -> float:
-    """The root's rate to peers in other NVLink domains in a rooted grouped op (gather, scatter): its node's NICs
-    together, at most its NVLink rate. Only the root sends (or receives) across, to peers on every rail, and NCCL's
-    PXN (default since NCCL 2.12, ``NCCL_P2P_PXN_LEVEL`` 2) moves each transfer over NVLink to the GPU of the node
-    whose NIC is on the peer's rail; without the node's NIC total (``--bw-gbps`` only), :func:`p2p_net_gbps`."""
+    """The rate at which a scatter's root sends to peers in other NVLink domains: its node's NICs together, at most
+    its NVLink rate. Only the root crosses, to peers on every rail, and NCCL sends each transfer through the NIC of
+    its node that is local to the GPU of the peer's index, over NVLink to that GPU first (PXN: src/graph/search.cc
+    ``ncclTopoGetNetDev`` picks "the remote rank preferred device", ``NCCL_P2P_PXN_LEVEL`` default 2). Without the
+    node's NIC total (``--bw-gbps`` only), :func:`p2p_net_gbps`."""
     if p.ndomains == 1 or p.inter_bw_gbps is None:
         return p2p_net_gbps(p)
     return min(p.inter_bw_gbps, p2p_intra_gbps(p))
 
 
 def p2p_pair_net_gbps(p: LinkParams) -> float:
-    """The rate of one rank's transfer to a single peer in another NVLink domain while no other rank of its node
-    crosses (sendrecv: the last rank of a domain sends to the first of the next): its own NIC, at most its NVLink
-    rate; without a NIC rate, :func:`p2p_net_gbps`."""
+    """The rate of one rank's own NIC, at most its NVLink rate, for the transfers across the network that only it
+    makes at a time: sendrecv's last rank of a domain sending to the first of the next, and a gather's root
+    receiving from every peer of the other domains (NCCL has no PXN on receive, src/transport/net.cc ``recvSetup``:
+    the receiver uses its own local NIC). Without a NIC rate, :func:`p2p_net_gbps`."""
     if p.ndomains == 1 or p.nic_gbps is None:
         return p2p_net_gbps(p)
     return min(p.nic_gbps, p2p_intra_gbps(p))
@@ -270,12 +272,15 @@ def p2p_pair_net_gbps(p: LinkParams) -> float:
 
 def p2p_op_net_gbps(p: LinkParams, op: str) -> float:
     """The rate of the transfers across the network of the rank that sets a grouped point-to-point op's time:
-    :func:`p2p_pair_net_gbps` when each rank has one peer (sendrecv), :func:`p2p_root_net_gbps` for a rooted op's
-    root (gather, scatter), else :func:`p2p_net_gbps` (alltoall: every rank crosses at once)."""
+    :func:`p2p_root_net_gbps` for a root that sends a block to every peer (scatter), :func:`p2p_pair_net_gbps` for
+    a rank with one peer (sendrecv) or a root that receives from every peer (gather), else :func:`p2p_net_gbps`
+    (alltoall: every rank crosses at once)."""
     facts = op_facts(op)
-    if facts.one_peer:
+    if facts.rooted and facts.send_blocks_nranks:
+        return p2p_root_net_gbps(p)
+    if facts.one_peer or facts.rooted:
         return p2p_pair_net_gbps(p)
-    return p2p_root_net_gbps(p) if facts.rooted else p2p_net_gbps(p)
+    return p2p_net_gbps(p)
 
 
 def p2p_spread(p: LinkParams) -> tuple[int, int]:
@@ -284,20 +289,23 @@ def p2p_spread(p: LinkParams) -> tuple[int, int]:
     return p.domain_ranks - 1, p.nranks - p.domain_ranks
 
 
-def _exchange(p: LinkParams, n: float, *, root: bool = False) -> float:
-    """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter,
-    ``root``: the root, whose link carries all the traffic and whose remote peers use its node's NICs,
-    :func:`p2p_root_net_gbps`). Time: (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra, (p-d)/p n / B_net),
-    B_intra = :func:`p2p_intra_gbps`, B_net = :func:`p2p_net_gbps` (alltoall) or :func:`p2p_root_net_gbps`."""
+def _exchange(p: LinkParams, n: float, *, op: str = "alltoall") -> float:
+    """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter:
+    the root, whose link carries all the traffic). Time: (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra,
+    (p-d)/p n / B_net), B_intra = :func:`p2p_intra_gbps`, B_net = :func:`p2p_op_net_gbps` of ``op`` (alltoall: the
+    rank's NIC share; a scatter's root: its node's NICs; a gather's root: its own NIC)."""
     local, remote = p2p_spread(p)
     r = p.nranks
-    net = p2p_root_net_gbps(p) if root else p2p_net_gbps(p)
-    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, net) if remote else 0.0)
+    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, p2p_op_net_gbps(p, op)) if remote else 0.0)
     return local * p.alpha_us + remote * p.alpha_net_us + wire
 
 
-def _rooted_exchange(p: LinkParams, n: float) -> float:
-    return _exchange(p, n, root=True)
+def _gather_linear(p: LinkParams, n: float) -> float:
+    return _exchange(p, n, op="gather")
+
+
+def _scatter_linear(p: LinkParams, n: float) -> float:
+    return _exchange(p, n, op="scatter")
 
 
 def _gather_binomial(p: LinkParams, n: float) -> float:
@@ -335,8 +343,8 @@ ALPHA_BETA_MODELS: dict[str, dict[str, Callable[[LinkParams, float], float]]] = 
     "broadcast": {"binomial": _bc_binomial, "scatter_allgather": _bc_scatter_allgather, "ring": _bc_ring},
     "reduce": {"binomial": _reduce_binomial, "rabenseifner": _reduce_rabenseifner, "ring": _reduce_ring},
     "sendrecv": {"shift": _sendrecv_shift},
-    "gather": {"linear": _rooted_exchange, "binomial": _gather_binomial},
-    "scatter": {"linear": _rooted_exchange, "binomial": _gather_binomial},
+    "gather": {"linear": _gather_linear, "binomial": _gather_binomial},
+    "scatter": {"linear": _scatter_linear, "binomial": _gather_binomial},
 }
 """op -> algorithm -> time_us(params, size_bytes)."""
 

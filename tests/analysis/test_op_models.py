@@ -38,13 +38,14 @@ def test_alltoall_across_nodes_is_bound_by_the_nic_share():
     assert alpha_beta_time_us("alltoall", "pairwise", TWO_NODES, N) == pytest.approx(414.0)
 
 
-def test_gather_and_scatter_linear_are_the_roots_exchange():
-    """The root receives (gather) or sends (scatter) a block of n/p with every other rank, as an alltoall rank does,
-    but it is the only rank crossing the network, to peers on every rail: its node's NICs carry it (PXN), at most
-    its NVLink rate: B_net = min(200, 100) = 100 GB/s, so 14 + 80 + max(70, 8/16 x 1.6e7 / 1e5 = 80) = 174 us
-    (alltoall's 414 us has B_net = the rank's NIC share, 25 GB/s)."""
-    for op in ("gather", "scatter"):
-        assert alpha_beta_time_us(op, "linear", TWO_NODES, N) == pytest.approx(174.0)
+def test_scatter_and_gather_linear_are_the_roots_exchange():
+    """The root sends (scatter) or receives (gather) a block of n/p with every other rank, as an alltoall rank does,
+    but it is the only rank crossing the network. A scatter's root sends to peers on every rail through its node's
+    NICs (PXN), at most its NVLink rate: B_net = min(200, 100) = 100 GB/s, so 14 + 80 + max(70, 8/16 x 1.6e7 / 1e5
+    = 80) = 174 us. A gather's root receives on its own NIC (no PXN on receive): B_net = 25, so 14 + 80 + 320 =
+    414 us, alltoall's time, whose ranks get a 25 GB/s share of the NICs here."""
+    assert alpha_beta_time_us("scatter", "linear", TWO_NODES, N) == pytest.approx(174.0)
+    assert alpha_beta_time_us("gather", "linear", TWO_NODES, N) == pytest.approx(414.0)
 
 
 def test_gather_binomial_across_nodes():
@@ -85,13 +86,14 @@ def test_alltoall_bound():
     assert bound.busbw_gbps == pytest.approx(25.0 * 15 / 8) and bound.limited_by == "NICs"
 
 
-@pytest.mark.parametrize("op", ["gather", "scatter"])
-def test_rooted_op_bound_takes_the_roots_node_nics(op):
-    """The root's remote peers use its node's NICs (200 GB/s), capped at its intra-node rate (100 GB/s, a link
-    given as is): (15/16) / max(7/16 / 100, 8/16 / 100) = 187.5 GB/s, the network's half binding; 4 x alltoall's
-    bound, whose ranks share the NICs."""
-    bound = algorithm_bound(op, "pairwise", TWO_NODES)
-    assert bound.busbw_gbps == pytest.approx(187.5) and bound.limited_by == "NICs"
+def test_rooted_op_bounds_scatter_by_the_node_nics_gather_by_the_roots_nic():
+    """A scatter's root sends through its node's NICs (200 GB/s), capped at its intra-node rate (100 GB/s, a link
+    given as is): (15/16) / max(7/16 / 100, 8/16 / 100) = 187.5 GB/s, the network's half binding, 4 x alltoall's
+    bound. A gather's root receives on its own 25 GB/s NIC: alltoall's 46.875 GB/s."""
+    scatter = algorithm_bound("scatter", "linear", TWO_NODES)
+    assert scatter.busbw_gbps == pytest.approx(187.5) and scatter.limited_by == "NICs"
+    gather = algorithm_bound("gather", "linear", TWO_NODES)
+    assert gather.busbw_gbps == pytest.approx(25.0 * 15 / 8) and gather.limited_by == "NICs"
 
 
 def test_sendrecv_bound():
@@ -262,22 +264,23 @@ def test_p2p_sendrecv_on_one_node_is_nvlink():
     assert choice.expected_busbw_gbps == pytest.approx(370.0 * P2P_EFFICIENCY, rel=0.002)
 
 
-@pytest.mark.parametrize("op", ["gather", "scatter"])
-def test_p2p_rooted_op_across_nodes_uses_the_roots_node_nics(op):
-    """16 A100 on 2 p4d-like nodes, 4 x 100 Gb/s NICs per node (50 GB/s together): the root moves 8/16 of the size
-    across at 50 GB/s (PXN spreads it over the node's NICs) and 7/16 over NVLink (300 x 370/450 = 247 GB/s: not
-    binding), so algbw = 2 x 50 x 0.8 and busbw x 15/16 = 75 GB/s at 2 GiB within 0.5% (ramp 256 KiB on 128 MiB
-    per peer, launch 20 us of 27 ms). The published scatter on p4d is 80.6 GB/s there (awsome-distributed-training
-    slurm-104.out); an alltoall rank, sharing the NICs with its node's 7 others, would get a quarter of that."""
+def test_p2p_scatter_across_nodes_uses_the_roots_node_nics_gather_its_own():
+    """16 A100 on 2 p4d-like nodes, 4 x 100 Gb/s NICs per node (50 GB/s together), 2 GiB. A scatter's root moves
+    8/16 of the size across at 50 GB/s (NCCL sends each transfer through the NIC on the peer's rail, PXN) and 7/16
+    over NVLink (300 x 370/450 = 247 GB/s: not binding), so algbw = 2 x 50 x 0.8 and busbw x 15/16 = 75 GB/s within
+    0.5% (ramp 256 KiB on 128 MiB per peer, launch 20 us of 27 ms); the published scatter on p4d is 80.6 GB/s there
+    (awsome-distributed-training slurm-104.out). A gather's root receives all of it on its own 12.5 GB/s NIC (no PXN
+    on receive): busbw 2 x 12.5 x 0.8 x 15/16 = 18.75 GB/s; an alltoall rank, sharing the NICs with its node's 7
+    others, gets half of that."""
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     from collscope.analysis.params import link_params
     params = link_params(None, gpu="A100", nranks=16, nnodes=2, nic_gbit=100.0, nics_per_node=4)
     size = 2 << 30
-    choice = p2p_choice(params, op, size)
-    assert choice is not None
-    assert choice.expected_busbw_gbps == pytest.approx(2 * 50.0 * P2P_EFFICIENCY * 15 / 16, rel=0.005)
-    alltoall = p2p_choice(params, "alltoall", size)
-    assert alltoall is not None and alltoall.expected_busbw_gbps < choice.expected_busbw_gbps / 3.5
+    scatter, gather, alltoall = (p2p_choice(params, op, size) for op in ("scatter", "gather", "alltoall"))
+    assert scatter is not None and gather is not None and alltoall is not None
+    assert scatter.expected_busbw_gbps == pytest.approx(2 * 50.0 * P2P_EFFICIENCY * 15 / 16, rel=0.005)
+    assert gather.expected_busbw_gbps == pytest.approx(2 * 12.5 * P2P_EFFICIENCY * 15 / 16, rel=0.005)
+    assert alltoall.expected_busbw_gbps == pytest.approx(gather.expected_busbw_gbps / 2, rel=0.01)
 
 
 def test_p2p_alltoall_needs_a_gpu_generation():

@@ -18,9 +18,10 @@ prints the fit and the held-out count against the pairwise alpha-beta model's):
 Only alltoall is fitted (:data:`P2P_FITTED_OPS`). gather, scatter and sendrecv are the same mechanism (grouped
 ``ncclSend``/``ncclRecv``, nccl-tests src/gather.cu, scatter.cu, sendrecv.cu) with another traffic pattern, so
 :data:`P2P_MODELLED_OPS` applies the three alltoall terms to the bytes of the rank that sets their time
-(:func:`p2p_wire_us`): the root of gather and scatter (a block of size / nranks with each peer, its node's NICs for
-the peers across the network), and for sendrecv a rank sending the whole size to one peer (its own NIC when that
-peer is in another NVLink domain). Their published rows were never used to fit anything: they are the check.
+(:func:`p2p_wire_us`): the root of gather and scatter (a block of size / nranks with each peer; across the network a
+scatter's root sends through all its node's NICs, PXN, and a gather's root receives through its own NIC), and for
+sendrecv a rank sending the whole size to one peer (its own NIC when that peer is in another NVLink domain). Their
+published rows were never used to fit anything: they are the check.
 docs/reading-results.md shows the rows, and the systems where it is still off (a 128-rank job whose every size up to
 32 MiB takes about 500 us, alltoall between NVL72 racks, sendrecv on a fabric its source reports congested).
 """
@@ -55,8 +56,8 @@ def p2p_wire_us(params: LinkParams, op: str, size_bytes: int) -> tuple[float, fl
     """(time at the p2p bound in us, bytes per peer) of the rank that sets ``op``'s time, ``size_bytes`` as
     nccl-tests prints it: one peer and the whole size for an op whose ranks each send to one peer (sendrecv: the
     NVLink rate, and across NVLink domains the rank's own NIC); else size / nranks with each peer of the rank, the
-    peers in its NVLink domain at the NVLink rate and the others at its NIC share (alltoall) or, for the root of a
-    rooted op, at its node's NICs, whichever class is slower (the network rates:
+    peers in its NVLink domain at the NVLink rate and the others at its NIC share (alltoall), its node's NICs (a
+    scatter's root) or its own NIC (a gather's root), whichever class is slower (the network rates:
     :func:`~collscope.analysis.models.p2p_op_net_gbps`)."""
     intra = p2p_intra_gbps(params) * 1e3
     net = p2p_op_net_gbps(params, op) * 1e3
