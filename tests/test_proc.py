@@ -17,11 +17,12 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie still answers kill(0); read its state to tell.
+    # A zombie still answers kill(0); read its state to tell. The process may be reaped between the two calls: the
+    # read then fails with ESRCH (ProcessLookupError) or the file is gone.
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 

@@ -17,7 +17,9 @@ Schemes are tried in this order, the first whose variables are present wins (``s
 Master address and port, when the scheme has none of its own: ``MASTER_ADDR``/``MASTER_PORT`` from the
 environment win; otherwise the address is ``127.0.0.1`` when every rank is on this node (local size equals
 world size) and the port is derived from the job's identity (``SLURM_JOB_ID``/``SLURM_STEP_ID`` or
-``PMIX_NAMESPACE``), the same number on every rank of one job, in 20000..39999. Either may stay ``None``
+``PMIX_NAMESPACE``), the same number on every rank of one job, in 20000..32767: below Linux's ephemeral range
+(``net.ipv4.ip_local_port_range``, default 32768-60999), whose ports any outgoing connection of the node may be
+holding when rank 0 binds (EADDRINUSE). Either may stay ``None``
 when nothing determines it (a multi-node mpirun without ``MASTER_ADDR``); the torch harness then says so.
 """
 
@@ -36,7 +38,8 @@ __all__ = ["RankInfo", "RankSource", "rank_info", "expand_nodelist", "select_cud
 RankSource = Literal["torchrun", "openmpi", "pmi", "pmix", "slurm", "single"]
 
 _PORT_BASE = 20000
-_PORT_SPAN = 20000
+_PORT_SPAN = 12768
+"""Derived rendezvous ports are 20000..32767, below Linux's default ephemeral range (32768-60999)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,11 +35,22 @@ def test_openmpi_single_node_gets_loopback_and_a_port_from_the_job():
     assert info.master_addr is None  # two nodes: rank 0's host cannot be told from this environment
     one_node = rank_info({**OPENMPI, "OMPI_COMM_WORLD_LOCAL_SIZE": "4"})
     assert one_node.master_addr == "127.0.0.1" and one_node.nnodes == 1
-    assert 20000 <= one_node.master_port < 40000
+    assert 20000 <= one_node.master_port < 32768  # below Linux's ephemeral ports
     other_rank = rank_info({**OPENMPI, "OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "0"})
     assert other_rank.master_port == one_node.master_port  # the same number on every rank of one job
     next_job = rank_info({**OPENMPI, "PMIX_NAMESPACE": "prterun-vm-11474@2"})
     assert next_job.master_port != one_node.master_port
+
+
+@given(job=st.integers(min_value=1, max_value=10**9), step=st.sampled_from(["", "0", "1", "batch", "42"]))
+def test_derived_port_stays_below_linux_ephemeral_ports(job, step):
+    """A port derived from the Slurm job and step is in 20000..32767: Linux hands out 32768-60999 to outgoing
+    connections (net.ipv4.ip_local_port_range), so a derived port there can be held when rank 0 binds it (a CI run
+    saw EADDRINUSE on 37124)."""
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_ID": str(job), "SLURM_STEP_ID": step,
+           "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_NNODES": "2"}
+    port = rank_info(env).master_port
+    assert port is not None and 20000 <= port < 32768
 
 
 def test_master_env_overrides_derived_values():
@@ -63,7 +74,7 @@ def test_slurm():
     info = rank_info(SLURM)
     assert info == RankInfo(rank=6, world_size=8, local_rank=2, local_size=4, node_rank=1, nnodes=2,
                             master_addr="gpu07", master_port=info.master_port, source="slurm")
-    assert 20000 <= info.master_port < 40000
+    assert 20000 <= info.master_port < 32768
 
 
 def test_slurm_job_nodelist_when_no_step_list():
