@@ -148,17 +148,24 @@ def test_analyze_gives_alltoall_an_efficiency():
     assert all("point-to-point" in r["algo_source"] for r in rows)
 
 
-def test_trace_gives_alltoall_a_model_figure(tmp_path):
-    """A PyTorch trace whose large call is an all_to_all (NCCL's SendRecv kernels) gets a model figure."""
+def _trace_summary_as(tmp_path, title: str, c10d: str, nccl: str) -> list[dict]:
+    """trace's summary of the 2-rank A100 kernel fixture with its all_reduce renamed to another call (whose kernels
+    are NCCL's SendRecv): the PyTorch title, the c10d op and the nccl: record name."""
     for rank in (0, 1):
         text = json.dumps(fx.nccl_kernel_metadata(rank))
-        for old, new in (('"allreduce"', '"all_to_all"'), ("c10d::allreduce_", "c10d::alltoall_base_"),
-                         ("nccl:all_reduce", "nccl:all_to_all"), ("AllReduce_Sum_f32_RING_LL", "SendRecv")):
+        for old, new in (('"allreduce"', f'"{title}"'), ("c10d::allreduce_", c10d), ("nccl:all_reduce", nccl),
+                         ("AllReduce_Sum_f32_RING_LL", "SendRecv")):
             text = text.replace(old, new)
         (tmp_path / f"rank{rank}.json").write_text(text)
     out = CliRunner().invoke(main, ["trace", str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json"])
     assert out.exit_code == 0, out.output
-    rows = [r for r in json.loads(out.output)["summary"] if r["op"] == "alltoall"]
+    return json.loads(out.output)["summary"]
+
+
+def test_trace_gives_alltoall_a_model_figure(tmp_path):
+    """A PyTorch trace whose large call is an all_to_all (NCCL's SendRecv kernels) gets a model figure."""
+    summary = _trace_summary_as(tmp_path, "all_to_all", "c10d::alltoall_base_", "nccl:all_to_all")
+    rows = [r for r in summary if r["op"] == "alltoall"]
     assert rows and all(r["model_busbw_gbps"] for r in rows)
 
 
@@ -166,15 +173,8 @@ def test_trace_gives_send_and_recv_the_p2p_model_of_predict(tmp_path):
     """A trace's send/recv calls (NCCL's SendRecv kernels) are sendrecv: trace's model figure is predict's P2P
     expected busbw for the same size and geometry (2 A100 on one node: one peer over NVLink), not an alpha-beta
     figure of its own."""
-    for rank in (0, 1):
-        text = json.dumps(fx.nccl_kernel_metadata(rank))
-        for old, new in (('"allreduce"', '"send"'), ("c10d::allreduce_", "c10d::send"),
-                         ("nccl:all_reduce", "nccl:send"), ("AllReduce_Sum_f32_RING_LL", "SendRecv")):
-            text = text.replace(old, new)
-        (tmp_path / f"rank{rank}.json").write_text(text)
-    out = CliRunner().invoke(main, ["trace", str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json"])
-    assert out.exit_code == 0, out.output
-    row = next(r for r in json.loads(out.output)["summary"] if r["op"] == "sendrecv")
+    summary = _trace_summary_as(tmp_path, "send", "c10d::send", "nccl:send")
+    row = next(r for r in summary if r["op"] == "sendrecv")
     doc = predict("sendrecv", gpu="A100", nranks=row["nranks"], nnodes=1, sizes=[row["size_bytes"]]).to_dict()
     (choice,) = doc["nccl_choice"]
     assert choice["algo"] == "P2P"
