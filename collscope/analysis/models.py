@@ -67,6 +67,7 @@ __all__ = [
     "p2p_root_net_gbps",
     "p2p_pair_net_gbps",
     "p2p_op_net_gbps",
+    "p2p_wire_us",
     "NVLINK_P2P_EFFICIENCY",
     "p2p_spread",
 ]
@@ -289,15 +290,29 @@ def p2p_spread(p: LinkParams) -> tuple[int, int]:
     return p.domain_ranks - 1, p.nranks - p.domain_ranks
 
 
+def p2p_wire_us(p: LinkParams, op: str, size_bytes: float) -> tuple[float, float]:
+    """(time at the p2p bound in us, bytes per peer) of the rank that sets ``op``'s time, ``size_bytes`` as
+    nccl-tests prints it: one peer and the whole size for an op whose ranks each send to one peer (sendrecv: the
+    NVLink rate, and across NVLink domains the rank's own NIC); else size / nranks with each peer of the rank, the
+    peers in its NVLink domain at the NVLink rate and the others at its NIC share (alltoall), its node's NICs (a
+    scatter's root) or its own NIC (a gather's root), whichever class is slower (the network rates:
+    :func:`p2p_op_net_gbps`). The models of nccl_model.p2p and :func:`_exchange` both take it."""
+    intra = p2p_intra_gbps(p) * 1e3
+    net = p2p_op_net_gbps(p, op) * 1e3
+    if op_facts(op).one_peer:
+        return max(size_bytes / intra, size_bytes / net if p.ndomains > 1 else 0.0), float(size_bytes)
+    local, remote = p2p_spread(p)
+    per_peer = size_bytes / p.nranks
+    return max(local * per_peer / intra, remote * per_peer / net if remote else 0.0), per_peer
+
+
 def _exchange(p: LinkParams, n: float, *, op: str = "alltoall") -> float:
     """One rank exchanges a block of n / p with each of the p - 1 others (alltoall: every rank; gather and scatter:
     the root, whose link carries all the traffic). Time: (d-1) a + (p-d) a_net + max((d-1)/p n / B_intra,
     (p-d)/p n / B_net), B_intra = :func:`p2p_intra_gbps`, B_net = :func:`p2p_op_net_gbps` of ``op`` (alltoall: the
     rank's NIC share; a scatter's root: its node's NICs; a gather's root: its own NIC)."""
     local, remote = p2p_spread(p)
-    r = p.nranks
-    wire = max(_us(local / r * n, p2p_intra_gbps(p)), _us(remote / r * n, p2p_op_net_gbps(p, op)) if remote else 0.0)
-    return local * p.alpha_us + remote * p.alpha_net_us + wire
+    return local * p.alpha_us + remote * p.alpha_net_us + p2p_wire_us(p, op, n)[0]
 
 
 def _gather_linear(p: LinkParams, n: float) -> float:

@@ -18,10 +18,10 @@ prints the fit and the held-out count against the pairwise alpha-beta model's):
 Only alltoall is fitted (:data:`P2P_FITTED_OPS`). gather, scatter and sendrecv are the same mechanism (grouped
 ``ncclSend``/``ncclRecv``, nccl-tests src/gather.cu, scatter.cu, sendrecv.cu) with another traffic pattern, so
 :data:`P2P_MODELLED_OPS` applies the three alltoall terms to the bytes of the rank that sets their time
-(:func:`p2p_wire_us`): the root of gather and scatter (a block of size / nranks with each peer; across the network a
-scatter's root sends through all its node's NICs, PXN, and a gather's root receives through its own NIC), and for
-sendrecv a rank sending the whole size to one peer (its own NIC when that peer is in another NVLink domain). Their
-published rows were never used to fit anything: they are the check.
+(:func:`.models.p2p_wire_us`): the root of gather and scatter (a block of size / nranks with each peer; across the
+network a scatter's root sends through all its node's NICs, PXN, and a gather's root receives through its own NIC),
+and for sendrecv a rank sending the whole size to one peer (its own NIC when that peer is in another NVLink domain).
+Their published rows were never used to fit anything: they are the check.
 docs/reading-results.md shows the rows, and the systems where it is still off (a 128-rank job whose every size up to
 32 MiB takes about 500 us, alltoall between NVL72 racks, sendrecv on a fabric its source reports congested).
 """
@@ -29,12 +29,11 @@ docs/reading-results.md shows the rows, and the systems where it is still off (a
 from __future__ import annotations
 
 from collscope.analysis.model_types import LinkParams, make_prediction
-from collscope.analysis.models import p2p_intra_gbps, p2p_op_net_gbps, p2p_spread
+from collscope.analysis.models import p2p_wire_us
 from collscope.analysis.nccl_model.model import NcclChoice
-from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
-           "P2P_ALGO", "P2P_PROTO", "p2p_wire_us", "p2p_time_us", "p2p_choice"]
+           "P2P_ALGO", "P2P_PROTO", "p2p_time_us", "p2p_choice"]
 
 P2P_LAUNCH_US = 20.0
 """Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
@@ -52,25 +51,9 @@ P2P_PROTO = "Simple"
 """NCCL's point-to-point transfers above NCCL_P2P_LL_THRESHOLD (16 KiB per peer) use the Simple protocol."""
 
 
-def p2p_wire_us(params: LinkParams, op: str, size_bytes: int) -> tuple[float, float]:
-    """(time at the p2p bound in us, bytes per peer) of the rank that sets ``op``'s time, ``size_bytes`` as
-    nccl-tests prints it: one peer and the whole size for an op whose ranks each send to one peer (sendrecv: the
-    NVLink rate, and across NVLink domains the rank's own NIC); else size / nranks with each peer of the rank, the
-    peers in its NVLink domain at the NVLink rate and the others at its NIC share (alltoall), its node's NICs (a
-    scatter's root) or its own NIC (a gather's root), whichever class is slower (the network rates:
-    :func:`~collscope.analysis.models.p2p_op_net_gbps`)."""
-    intra = p2p_intra_gbps(params) * 1e3
-    net = p2p_op_net_gbps(params, op) * 1e3
-    if op_facts(op).one_peer:
-        return max(size_bytes / intra, size_bytes / net if params.ndomains > 1 else 0.0), float(size_bytes)
-    local, remote = p2p_spread(params)
-    per_peer = size_bytes / params.nranks
-    return max(local * per_peer / intra, remote * per_peer / net if remote else 0.0), per_peer
-
-
 def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
                 efficiency: float = P2P_EFFICIENCY, ramp_bytes: float = P2P_RAMP_BYTES_PER_PEER) -> float | None:
-    """The time nccl-tests measures for ``op`` at ``size_bytes``: the launch, then :func:`p2p_wire_us` at the
+    """The time nccl-tests measures for ``op`` at ``size_bytes``: the launch, then :func:`.models.p2p_wire_us` at the
     efficiency, ramped by the bytes per peer; None for an op without this model or a size <= 0. The keywords are
     the fitted terms (bench/p2p_fit.py refits them)."""
     if op not in P2P_MODELLED_OPS or size_bytes <= 0:
