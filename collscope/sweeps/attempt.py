@@ -49,7 +49,7 @@ from collscope.vocab.engines import engine_row
 from collscope.vocab.secrets import redact_env
 
 __all__ = ["PointOutcome", "run_point", "conclude_attempt", "collect_records", "record_cancelled", "RESUMED_REASONS",
-           "QUICK_LAUNCH_FAILURE_S", "resumed_failure"]
+           "QUICK_LAUNCH_FAILURE_S", "QUICK_RETRY_PAUSE_S", "resumed_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,10 @@ QUICK_LAUNCH_FAILURE_S = 10.0
 """A launch that fails within this many seconds with a launcher error (:func:`launcher_failure`: a task killed, a
 step not created, a PMIx error) is started once more before it counts: on a node that just came back (a requeued
 job) the first step can die 0.1 s in, with nothing measured."""
+
+QUICK_RETRY_PAUSE_S = 2.0
+"""The pause before that second start: a node that just came back (slurmd restarted) may still be clearing the
+steps of the job's first run."""
 
 RESUMED_REASONS = ("cancelled", "launch error")
 """Failure reasons that say nothing about the point: a resume (the same command, a requeued job) runs such a point
@@ -109,6 +113,7 @@ def run_point(results: ResultsDir, plan: Plan, point: Point, options: RunOptions
                 "started once more")
         log.warning("point %s: %s", point.point_id, note)
         results.append_log(point.point_id, f"=== collscope: {note}\n")
+        time.sleep(QUICK_RETRY_PAUSE_S)
         attempt = _launch(results, plan, point, options)
         if isinstance(attempt, PointOutcome):
             return attempt
@@ -177,6 +182,10 @@ def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) 
         if diagnosis:
             detail += f" ({diagnosis})"
         failure = ("timeout" if result.timed_out else "exit code", detail)
+    elif not records and launcher_failure(attempt_text):
+        # srun can exit 0 after aborting a step whose tasks never started: the launch failed, not the engine
+        failure = ("exit code", f"exit code {result.returncode} with nothing measured "
+                                f"({launch_diagnosis(attempt_text) or launcher_failure(attempt_text)})")
     return _Attempt(records, parse_problem, failure, attempt_text, duration)
 
 

@@ -24,6 +24,10 @@ _TASK = re.compile(r"srun: error: (\S+): tasks? ([0-9,\-]+): (Killed|Segmentatio
                    r"Terminated|Aborted)")
 _NO_STEP = re.compile(r"srun: error: (Unable to create step for job \S+: .*)")
 _STEP_TIMEOUT = "srun: error: Timed out waiting for job step to complete"
+_TASK_LAUNCH = re.compile(r"srun: error: tasks? ([0-9,\-]+) launch failed: ([^\n]*)")
+"""srun's words for a task slurmd could not start (Slurm's launch/slurm plugin); srun then aborts the step ("StepId=N.M
+aborted before step completely launched") and can exit 0 with nothing run: seen on a node just back in a requeued
+job, where the revived slurmd still held the steps of the job's first run."""
 _PMIX_LISTENER = "The PMIx server's listener thread failed to start"
 # NCCL src/init.cc (initTransportsRank) before 2.30: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA
 # device %lx"); from 2.30: WARN("Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to
@@ -57,6 +61,15 @@ def _no_step(message: str) -> str:
     return f"the job was ending: {words}" if _JOB_ENDING in message else words
 
 
+def _tasks_not_started(text: str) -> str | None:
+    """srun's "task N launch failed" lines in words, or None."""
+    failed = dict.fromkeys(f"task {tasks} ({why.strip() or 'no reason given'})"
+                           for tasks, why in _TASK_LAUNCH.findall(text))
+    if not failed:
+        return None
+    return f"srun could not start {', '.join(failed)}: the step was aborted before all its tasks ran"
+
+
 def launcher_failure(text: str) -> str | None:
     """The launcher's own error in ``text`` (srun, slurmstepd, Open MPI's runtime, PMIx), in words, or None: what
     says the launch failed, not the measurement (a task killed, a step not created, a node or daemon lost, PMIx)."""
@@ -69,6 +82,9 @@ def launcher_failure(text: str) -> str | None:
     match = _NO_STEP.search(text)
     if match:
         found.append(_no_step(match.group(1)))
+    not_started = _tasks_not_started(text)
+    if not_started:
+        found.append(not_started)
     pmix = _PMIX_ERROR.search(text)
     if pmix:
         line = text[text.rfind("\n", 0, pmix.start()) + 1:].split("\n", 1)[0].strip()
@@ -114,6 +130,9 @@ def launch_diagnosis(text: str) -> str | None:
     match = _NO_STEP.search(text)
     if match:
         found.append(_no_step(match.group(1)))
+    not_started = _tasks_not_started(text)
+    if not_started:
+        found.append(not_started)
     if _STEP_TIMEOUT in text:
         found.append("a node is not answering: srun timed out waiting for the step's tasks to end")
     if _PMIX_LISTENER in text:

@@ -34,7 +34,9 @@ HUNG_REASON = "configuration hung"
 OUTPUT = NCCL_TESTS_FIXTURES / "all_reduce_perf-v2.19.6-1x2-8to64B-nccl-info-ring.txt"
 
 # FAKE_BEHAVIOUR: ok | hang_first (the first call hangs) | killed_first (the first call dies as srun reports a
-# task killed by the runtime) | hang_ring (hangs whenever NCCL_ALGO=Ring).
+# task killed by the runtime) | aborted_first (the first call prints what srun 24.x printed in a CI run when a revived
+# node's slurmd could not start task 1 of a requeued job's step, and exits 0 as srun did) | hang_ring (hangs whenever
+# NCCL_ALGO=Ring).
 _FAKE = r'''#!{python} -S
 import os, sys
 calls = {calls!r}
@@ -48,6 +50,12 @@ if (mode == "hang_first" and n == 0) or (mode == "hang_ring" and os.environ.get(
 if mode == "killed_first" and n == 0:
     sys.stderr.write("srun: error: node1: task 0: Killed\n")
     sys.exit(137)
+if mode == "aborted_first" and n == 0:
+    sys.stderr.write("srun: error: task 1 launch failed: Unspecified error\n"
+                     "srun: launch/slurm: launch_p_step_launch: StepId=127.1 aborted before step completely launched.\n"
+                     "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+                     "srun: error: Timed out waiting for job step to complete\n")
+    sys.exit(0)
 sys.stdout.write(open({output!r}).read())
 '''
 
@@ -111,6 +119,7 @@ def test_a_point_cancelled_by_sigterm_is_measured_again_by_a_resume(tmp_path, fa
 def test_a_launch_killed_within_seconds_is_started_once_more(tmp_path, fake_nccl_tests, monkeypatch):
     bin_dir, calls, _ = fake_nccl_tests
     monkeypatch.setenv("FAKE_BEHAVIOUR", "killed_first")
+    monkeypatch.setattr(attempt, "QUICK_RETRY_PAUSE_S", 0.0)
     plan = _plan(_spec(bin_dir), [{}])
     outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
     assert [(o.status, o.reason) for o in outcome.outcomes] == [("done", None)]
@@ -119,6 +128,35 @@ def test_a_launch_killed_within_seconds_is_started_once_more(tmp_path, fake_nccl
     assert "launcher error (node1: task 0: killed); started once more" in log
     assert log.count("=== collscope attempt") == 2 and len(calls.read_text().splitlines()) == 2
     assert not results.failures_path.exists()
+
+
+def test_a_step_aborted_before_its_tasks_started_is_a_launch_failure_started_once_more(tmp_path, fake_nccl_tests,
+                                                                                       monkeypatch):
+    """srun exits 0 after aborting a step whose task 1 never started: not "the engine wrote no records" (a parse
+    error that fails the sweep) but a launcher error, started once more."""
+    bin_dir, calls, _ = fake_nccl_tests
+    monkeypatch.setenv("FAKE_BEHAVIOUR", "aborted_first")
+    monkeypatch.setattr(attempt, "QUICK_RETRY_PAUSE_S", 0.0)
+    plan = _plan(_spec(bin_dir), [{}])
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert [(o.status, o.reason) for o in outcome.outcomes] == [("done", None)]
+    log = ResultsDir(tmp_path / "res").log_path(plan.points[0].point_id).read_text()
+    assert "srun could not start task 1 (Unspecified error): the step was aborted before all its tasks ran" in log
+    assert len(calls.read_text().splitlines()) == 2
+
+
+def test_a_step_aborted_after_the_quick_window_is_an_exit_code_failure_not_a_parse_error(tmp_path, fake_nccl_tests,
+                                                                                         monkeypatch):
+    bin_dir, calls, _ = fake_nccl_tests
+    monkeypatch.setenv("FAKE_BEHAVIOUR", "aborted_first")
+    monkeypatch.setattr(attempt, "QUICK_LAUNCH_FAILURE_S", 0.0, raising=False)
+    plan = _plan(_spec(bin_dir), [{}])
+    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
+    assert [(o.status, o.reason) for o in outcome.outcomes] == [("failed", "exit code")]
+    detail = outcome.outcomes[0].detail
+    assert detail.startswith("exit code 0 with nothing measured (srun could not start task 1 (Unspecified error)")
+    assert "srun timed out waiting for the step's tasks to end" in detail
+    assert len(calls.read_text().splitlines()) == 1
 
 
 def test_a_launch_error_after_the_quick_window_counts_at_once(tmp_path, fake_nccl_tests, monkeypatch):
