@@ -7,9 +7,11 @@ NCCL's model's choice at that size when the model runs, else the best alpha-beta
 refuses (unknown GPU, an op without a model, nodes without NIC rates) is shown as refused with the library's reason.
 The yardstick is the published figure: a prediction counts when it is within 15% of it. The script prints the
 rows, the share within 15% per system and overall; ``--markdown`` prints the table that docs/reading-results.md
-carries, ``--csv`` one CSV row per published row.
+carries, ``--csv`` one CSV row per published row, ``--accuracy`` the published accuracy per size band and scope
+that ``predict`` states and ``analyze``'s verdicts allow for (collscope/data/model_accuracy.csv; regenerate it with
+``bench/scorecard.py --accuracy > collscope/data/model_accuracy.csv`` after a change of the models or the rows).
 
-    .venv/bin/python bench/scorecard.py [--markdown | --csv] [--data bench/scorecard/published.csv]
+    .venv/bin/python bench/scorecard.py [--markdown | --csv | --accuracy | --accuracy-markdown] [--data CSV]
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from collscope.analysis.model_accuracy import (  # noqa: E402
+    AccuracySample,
+    BandAccuracy,
+    accuracy_table,
+    model_family,
+    render_accuracy_csv,
+)
 from collscope.analysis.nccl_model.constants import VERSIONS  # noqa: E402
 from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
@@ -146,6 +155,8 @@ class ScoredRow:
     """Which prediction: ``"NCCL ring/simple"`` (NCCL's model's choice) or ``"alpha-beta ring"``; empty if refused."""
     refused: str | None = None
     """The library's reason when it gives no prediction."""
+    across_domains: bool = False
+    """The geometry spans more than one NVLink domain (``LinkParams.ndomains`` > 1): the network carries part."""
 
     @property
     def ratio(self) -> float | None:
@@ -237,17 +248,20 @@ def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[Scored
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))
             continue
         choice = {c.size_bytes: c for c in result.nccl_choice}
+        across = result.params.ndomains > 1
         for r in members:
             if r.size_bytes in choice:
                 c = choice[r.size_bytes]
-                scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.expected_busbw_gbps, model=f"NCCL {c.algo}/{c.proto}")
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.expected_busbw_gbps, model=f"NCCL {c.algo}/{c.proto}",
+                                          across_domains=across)
                 continue
             best = max((p for p in result.predictions if p.model == "alpha-beta" and p.size_bytes == r.size_bytes),
                        key=lambda p: p.busbw_gbps, default=None)
             if best is None:
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused="no model predicts this size")
             else:
-                scored[id(r)] = ScoredRow(row=r, predicted_gbps=best.busbw_gbps, model=f"alpha-beta {best.algo}")
+                scored[id(r)] = ScoredRow(row=r, predicted_gbps=best.busbw_gbps, model=f"alpha-beta {best.algo}",
+                                          across_domains=across)
     return [scored[id(r)] for r in rows]
 
 
@@ -368,11 +382,39 @@ def render_csv(scored: Sequence[ScoredRow]) -> str:
     return out.getvalue()
 
 
+def accuracy_samples(scored: Iterable[ScoredRow]) -> list[AccuracySample]:
+    """The rows the models claim whose prediction is the models' expected measurement (NCCL's model with the
+    measured terms, or the grouped point-to-point model; not an alpha-beta fallback), as published / predicted."""
+    return [AccuracySample(family=model_family(s.row.op), across_domains=s.across_domains, size_bytes=s.row.size_bytes,
+                           measured_over_model=s.row.busbw_gbps / s.predicted_gbps)
+            for s in scored if s.claimed and s.predicted_gbps and s.model.startswith("NCCL ")]
+
+
+ACCURACY_HEADER = ["model", "scope", "size", "published figures", "within 15%",
+                   "published / expected, 10th-90th percentile (median)"]
+
+
+def render_accuracy_markdown(table: Sequence[BandAccuracy]) -> str:
+    """The bands of :func:`accuracy_samples` as docs/reading-results.md carries them."""
+    lines = ["| " + " | ".join(ACCURACY_HEADER) + " |", "|" + "---|" * len(ACCURACY_HEADER)]
+    for b in table:
+        model = "NCCL's model" if b.family == "nccl" else "grouped point-to-point"
+        scope = "across NVLink domains" if b.across_domains else "one NVLink domain"
+        lines.append(f"| {model} | {scope} | {b.band} | {b.rows} | {b.within_15pct} | "
+                     f"{b.measured_over_model_p10:.2f}-{b.measured_over_model_p90:.2f} "
+                     f"({b.measured_over_model_p50:.2f}) |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--markdown", action="store_true", help="the markdown table of docs/reading-results.md")
     mode.add_argument("--csv", action="store_true", help="one CSV row per published row, with the prediction")
+    mode.add_argument("--accuracy", action="store_true",
+                      help="the published accuracy per size band and scope (collscope/data/model_accuracy.csv)")
+    mode.add_argument("--accuracy-markdown", action="store_true",
+                      help="the same as the markdown table of docs/reading-results.md")
     parser.add_argument("--data", type=Path, default=DATA, help="the published measurements (CSV)")
     parser.add_argument("--version", default="2.30", choices=VERSIONS, help="NCCL cost-model version")
     args = parser.parse_args(argv)
@@ -382,6 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"scorecard: {exc}", file=sys.stderr)
         return 2
     scored = score(rows, version=args.version)
+    if args.accuracy or args.accuracy_markdown:
+        table = accuracy_table(accuracy_samples(scored))
+        sys.stdout.write(render_accuracy_csv(table) if args.accuracy else render_accuracy_markdown(table) + "\n")
+        return 0
     render = render_markdown if args.markdown else render_csv if args.csv else render_text
     sys.stdout.write(render(scored).rstrip("\n") + "\n")
     return 0

@@ -92,6 +92,10 @@ class AnalyzeOptions:
     (sm90: 40 -> 45 -> 48 GB/s across nodes is 6-12%, 50 -> 60 inside a node 20%): which step NCCL lands on is
     what collscope's approximation of that search (:mod:`.nccl_model.search`) can get wrong, and the model's
     tables are NCCL's tuning heuristic, not a calibrated predictor."""
+    published_margins: bool = True
+    """Widen ``nccl_model_error``, per size band and scope, to how far published healthy systems fall from NCCL's
+    model there (:mod:`.model_accuracy`, from bench/scorecard: the 10th and 90th percentile of published / model,
+    in bands of at least 20 published figures); never narrower than ``nccl_model_error``. False: the flat margin."""
     alpha_beta_error: float = 0.10
     """The margin of the alpha-beta models: their bandwidth term is the links' data rate, which a collective
     cannot beat; 10% covers the latency constants (NCCL's hwLatencies, not measured here) and timer noise."""
@@ -338,7 +342,8 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     sizes = aggregate(df)
     configs = fit_alpha_beta(sizes)
     used: dict[str, Any] = {}
-    margins = Margins(nccl=opts.nccl_model_error, alpha_beta=opts.alpha_beta_error, link=opts.link_tolerance)
+    margins = Margins(nccl=opts.nccl_model_error, alpha_beta=opts.alpha_beta_error, link=opts.link_tolerance,
+                      published=opts.published_margins)
     add_expected(sizes, _settings_by_config(df), params, margins, notes, used, logged)
     first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
     configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None

@@ -72,8 +72,10 @@ EFFICIENCY_FROM = ("from: log = NCCL's TUNING lines in the point's log (or its s
 def efficiency_intro(analysis: Analysis) -> str:
     """What the efficiency table's figures and verdicts mean, with this analysis' margins."""
     opts = analysis.options
+    widened = (" or wider where published systems of that size and scope fall further from it"
+               if opts.published_margins else "")
     return (f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
-            f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}, alpha-beta "
+            f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}{widened}, alpha-beta "
             f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
             f"the algorithm's own bound by more than {opts.link_tolerance:.0%}")
 

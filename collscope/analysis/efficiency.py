@@ -17,7 +17,10 @@ is used and ``algo_source`` says so.
 
 Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
 the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than
-the margin; else ``normal``. The margins and why they are what they are: :class:`~.compare.AnalyzeOptions`.
+the margin; else ``normal``. The margins and why they are what they are: :class:`~.compare.AnalyzeOptions`; for
+NCCL's model they are widened, per size band and scope, to how far published healthy systems fall from it
+(:mod:`.model_accuracy`: at 1-8 MiB across nodes 22% below to 37% above), so that ``low`` means lower than
+published systems of that size and scope reach against the model, not one flat 15%.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
+from collscope.analysis.model_accuracy import published_accuracy
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
 from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
@@ -177,10 +181,13 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
     return _alpha_beta_expected(op, size, ab_model, params, source)
 
 
-def verdict(busbw_gbps: float, expected: Expected, *, margin: float, link_tolerance: float) -> Verdict:
-    """normal / low / suspicious (module doc)."""
+def verdict(busbw_gbps: float, expected: Expected, *, margin: float, link_tolerance: float,
+            margin_above: float | None = None) -> Verdict:
+    """normal / low / suspicious (module doc); ``margin`` below the model, ``margin_above`` above it (None: the
+    same)."""
     eff = busbw_gbps / expected.busbw_gbps
-    if eff > 1 + margin or busbw_gbps > expected.bound.busbw_gbps * (1 + link_tolerance):
+    above = margin if margin_above is None else margin_above
+    if eff > 1 + above or busbw_gbps > expected.bound.busbw_gbps * (1 + link_tolerance):
         return "suspicious"
     return "low" if eff < 1 - margin else "normal"
 
@@ -250,16 +257,29 @@ class Margins:
     nccl: float
     alpha_beta: float
     link: float
+    published: bool = False
+    """Widen ``nccl`` per size band and scope to how far published systems fall from the model
+    (:meth:`~.model_accuracy.BandAccuracy.margins`), never narrow it."""
+
+    def for_nccl(self, op: str, size_bytes: int, params: LinkParams) -> tuple[float, float]:
+        """(below, above) the model of NCCL's choice at ``size_bytes`` on ``params``."""
+        band = published_accuracy(op, across_domains=params.ndomains > 1, size_bytes=size_bytes) \
+            if self.published else None
+        widened = band.margins if band is not None else None
+        if widened is None:
+            return self.nccl, self.nccl
+        return max(self.nccl, widened[0]), max(self.nccl, widened[1])
 
 
 def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]], source: ParamsSource,
                  margins: Margins, notes: list[str], used: dict[str, Any], logged: Logged | None = None) -> None:
     """Fill, in place, per sizes row: ``model``, ``model_kind``, ``algo_source``, ``model_busbw_gbps``,
-    ``efficiency``, ``bound_algo``, ``bound_busbw_gbps``, ``bound_limited_by``, ``margin`` and ``verdict``."""
+    ``efficiency``, ``bound_algo``, ``bound_busbw_gbps``, ``bound_limited_by``, ``margin`` (below the model),
+    ``margin_above`` and ``verdict``."""
     n = len(sizes)
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("model", "model_kind", "algo_source", "bound_algo",
                                                           "bound_limited_by", "verdict")}
-    nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin")}
+    nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above")}
     cache: dict[tuple[int, Any], LinkParams | None] = {}
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
@@ -283,14 +303,14 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             continue
         if inputs is not None and exp.kind == "nccl":
             modelled.setdefault((id(inputs), op), (inputs, []))[1].append((exp.model.split("/")[0], size))
-        margin = margins.nccl if exp.kind == "nccl" else margins.alpha_beta
+        margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
         cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
-        nums["margin"][i] = margin
+        nums["margin"][i], nums["margin_above"][i] = margin, above
         busbw = float(row["busbw_gbps"])
         if math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
-            cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link)
+            cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
     for k, v in cols.items():
         sizes[k] = v
     for k, a in nums.items():

@@ -4,7 +4,7 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
      "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us",
-                      "expected_busbw_gbps", "held_to_bound", "floor_from_bytes"}, ...],
+                      "expected_busbw_gbps", "held_to_bound", "floor_from_bytes", "published_accuracy"}, ...],
      "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
@@ -14,7 +14,10 @@ cost, NVLS's cost per rank of a domain larger than a board), at least 1/k of the
 (``floor_from_bytes`` names that size, else 0), with the bandwidth held to the algorithm's bound on the links where
 NCCL's model exceeds it (``bounds.held_to_bound``; ``held_to_bound`` then says so, else it is empty): what analyze,
 trace and the scorecard compare against. NCCL's model needs a GPU generation; without one
-(explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why.
+(explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why. ``published_accuracy`` says how far
+published systems fall from that expected measurement at the size's band and scope (:mod:`.model_accuracy`: rows,
+within 15%, the 10th/50th/90th percentile of measured / model, and a sentence), null where the scorecard holds no
+published figure.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
+from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.choice import nccl_choice
@@ -67,16 +71,24 @@ class PredictResult:
     defects: tuple[str, ...] = ()
     """The notes of known NCCL defects that hit NCCL's choice here (:mod:`.nccl_model.known_defects`); also
     among :attr:`notes`."""
+    accuracy: tuple[BandAccuracy | None, ...] = ()
+    """Per :attr:`nccl_choice` entry, how published systems scatter around the model at that size and scope
+    (:mod:`.model_accuracy`); None where the scorecard holds no published figure."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``collscope predict --json``."""
         return {
             "predictions": [p.to_dict() for p in self.predictions],
-            "nccl_choice": [c.to_dict() for c in self.nccl_choice],
+            "nccl_choice": [{**c.to_dict(), "published_accuracy": None if a is None else a.to_dict()}
+                            for c, a in zip(self.nccl_choice, self._accuracy(), strict=True)],
             "params": {**self.params.to_dict(), "ring_bound_busbw_gbps": self.ring_bound_busbw_gbps,
                        "nccl_version": self.nccl_version, "nccl_graphs": self.nccl_graphs,
                        "notes": list(self.notes)},
         }
+
+
+    def _accuracy(self) -> tuple[BandAccuracy | None, ...]:
+        return self.accuracy or (None,) * len(self.nccl_choice)
 
 
 def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str | None = None, nranks: int,
@@ -140,9 +152,11 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
         notes.extend(nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version))
+    accuracy = tuple(published_accuracy(op, across_domains=params.ndomains > 1, size_bytes=c.size_bytes)
+                     for c in choices)
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
-                         nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects))
+                         nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects), accuracy=accuracy)
 
 
 def _graph_dict(g: Any) -> dict[str, Any]:
@@ -192,4 +206,8 @@ def render_predict_text(prediction: PredictResult) -> str:
                         f"{format_size(c['floor_from_bytes'])}, as a larger message is not faster per byte")
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
                          f"GB/s ({how})")
+        if size in choice:
+            band = choice[size]["published_accuracy"]
+            lines.append(f"  {band['sentence']}" if band else "  published: no figure in collscope's scorecard at "
+                         "this size and scope, so how far real systems fall from this model here is not known")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from collscope.topo.samples import sample_path
 
 PRED_KEYS = {"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}
 CHOICE_KEYS = {"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us", "expected_busbw_gbps",
-               "held_to_bound", "floor_from_bytes"}
+               "held_to_bound", "floor_from_bytes", "published_accuracy"}
 
 
 def _run(*args: str):
@@ -36,6 +36,11 @@ def test_json_keys_exactly():
     assert all(set(c) == CHOICE_KEYS for c in doc["nccl_choice"])
     assert doc["nccl_choice"][0]["algo"] == "Ring" and doc["nccl_choice"][-1]["algo"] == "NVLS"
     assert doc["params"]["gpu"] == "H100" and doc["params"]["source"]
+    # no published figure below 1 MiB; one node is inside one NVLink domain
+    assert doc["nccl_choice"][0]["published_accuracy"] is None
+    band = doc["nccl_choice"][-1]["published_accuracy"]
+    assert (band["family"], band["across_domains"], band["lo_bytes"], band["hi_bytes"]) == ("nccl", False, 512 << 20,
+                                                                                            None)
 
 
 def test_library_function_returns_the_cli_document():

@@ -15,6 +15,7 @@ from types import ModuleType
 import pytest
 
 from collscope.analysis import predict as predict_module
+from collscope.analysis.model_accuracy import accuracy_table, parse_accuracy_csv, render_accuracy_csv
 from collscope.errors import ConfigError
 from collscope.vocab.ops import OPS
 
@@ -188,7 +189,8 @@ def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored:
     docs = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
     start = docs.index("## Scorecard")
     section = docs[start:docs.index("\n## ", start)]
-    lines = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    table = section[section.index("| " + " | ".join(scorecard.HEADER) + " |"):]
+    lines = [line for line in table.splitlines() if line.startswith("| ")][1:]
     expected = scorecard.render_markdown(scored).splitlines()[2:2 + len(scored)]
     assert len(lines) == len(scored)
 
@@ -198,3 +200,18 @@ def test_the_docs_table_holds_every_published_row(scorecard: ModuleType, scored:
 
     assert [published(line) for line in lines] == [published(line) for line in expected]
     assert "bench/scorecard.py --markdown" in section
+
+
+def test_the_shipped_accuracy_table_is_what_the_scorecard_gives_now(scorecard: ModuleType, scored: list) -> None:
+    """collscope/data/model_accuracy.csv (what predict states and analyze's margins use) is regenerated with
+    `bench/scorecard.py --accuracy` whenever the models or the published rows change."""
+    shipped = (ROOT / "collscope" / "data" / "model_accuracy.csv").read_text()
+    now = render_accuracy_csv(accuracy_table(scorecard.accuracy_samples(scored)))
+    assert shipped == now, ("regenerate: .venv/bin/python bench/scorecard.py --accuracy > "
+                            "collscope/data/model_accuracy.csv")
+
+
+def test_the_docs_accuracy_table_is_the_shipped_one(scorecard: ModuleType) -> None:
+    docs = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
+    shipped = parse_accuracy_csv((ROOT / "collscope" / "data" / "model_accuracy.csv").read_text())
+    assert scorecard.render_accuracy_markdown(shipped) in docs
