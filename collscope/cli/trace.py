@@ -20,7 +20,7 @@ from collscope.cli.options import (
 )
 from collscope.errors import ConfigError, ParseError
 from collscope.files import check_output_dir
-from collscope.traces.compare import BenchCurves, ModelFn, bench_curves
+from collscope.traces.compare import BenchCurves, ModelFigure, ModelFn, bench_curves
 from collscope.traces.geometry import traces_gpu
 from collscope.traces.load import read_traces
 from collscope.traces.render import render_text
@@ -49,7 +49,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
 
     topology = load_topology(topo, gpu=gpu) if topo else None
 
-    def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
+    def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, ModelFigure]:
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit,
@@ -59,11 +59,12 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
             return {}
         cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
         if result.nccl_choice:
-            return {c.size_bytes: c.expected_busbw_gbps for c in result.nccl_choice}
+            return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.sentence())
+                    for c, band in zip(result.nccl_choice, result.accuracy, strict=True)}
         best: dict[int, float] = {}
         for p in result.predictions:
             best[p.size_bytes] = max(best.get(p.size_bytes, 0.0), p.busbw_gbps)
-        return best
+        return {size: ModelFigure(bw) for size, bw in best.items()}
 
     return busbw
 

@@ -16,11 +16,21 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-__all__ = ["BenchCurves", "ModelFn", "bench_curves", "interpolate_log"]
+__all__ = ["BenchCurves", "ModelFn", "ModelFigure", "bench_curves", "interpolate_log"]
 
-ModelFn = Callable[[str, int, int, list[int]], dict[int, float]]
-"""(op, nranks, nnodes, sizes) -> busbw (GB/s) per size, from a cost model: nranks and nnodes of the call's
-process group (never the world's, never "one node" by default)."""
+@dataclass(frozen=True, slots=True)
+class ModelFigure:
+    """A cost model's busbw at one size, with how far published systems fall from that model there."""
+
+    busbw_gbps: float
+    published_spread: str | None = None
+    """The model's published accuracy at that size and scope in words
+    (:meth:`collscope.analysis.model_accuracy.BandAccuracy.sentence`); None when none is known."""
+
+
+ModelFn = Callable[[str, int, int, list[int]], dict[int, ModelFigure]]
+"""(op, nranks, nnodes, sizes) -> the model's figure per size: nranks and nnodes of the call's process group
+(never the world's, never "one node" by default)."""
 
 
 @dataclass(frozen=True, slots=True)

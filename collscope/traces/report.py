@@ -15,7 +15,7 @@ from statistics import median
 from typing import Any
 
 from collscope.geometry import Geometry, Known
-from collscope.traces.compare import BenchCurves, ModelFn
+from collscope.traces.compare import BenchCurves, ModelFigure, ModelFn
 from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_stats
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
@@ -56,6 +56,8 @@ class SummaryRow:
     """Step time saved at the sweep's (else the model's) busbw, exposed time only (:mod:`collscope.traces.whatif`)."""
     waiting_us_per_step: float | None = None
     """Step time saved had no rank arrived late to these calls."""
+    model_published_spread: str | None = None
+    """How far published systems fall from the model at this size and scope, in words (None: not known)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__slots__}
@@ -318,7 +320,7 @@ def _group_warnings(groups: Any) -> list[str]:
 def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_steps: int,
              bench: BenchCurves | None, model: ModelFn | None, nranks_traced: int, geometry: Geometry,
              warnings: list[str]) -> list[SummaryRow]:
-    model_bw: dict[tuple[str, int, int | None], float] = {}
+    model_bw: dict[tuple[str, int, int | None], ModelFigure] = {}
     if model is not None:
         by_group: dict[tuple[str, int, int], list[int]] = defaultdict(list)
         no_nodes: set[tuple[str, int]] = set()
@@ -340,7 +342,8 @@ def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_s
     for (op, size, n), cell in sorted(per_size.items(), key=lambda kv: -kv[1]["total_us"]):
         busbw = median(cell["busbw"]) if cell["busbw"] else None
         bench_bw = bench.busbw_at(op, n, size) if bench is not None and n is not None else None
-        model_b = model_bw.get((op, size, n))
+        figure = model_bw.get((op, size, n))
+        model_b = figure.busbw_gbps if figure is not None else None
         ref = bench_bw if bench_bw else model_b
         ratio = busbw / ref if busbw is not None and ref else None
         exposed = cell["exposed_us"] / rank_steps if rank_steps else None
@@ -349,7 +352,8 @@ def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_s
         row = SummaryRow(op=op, size_bytes=size, nranks=n, nnodes=nodes.value, calls=cell["calls"],
                          total_us=cell["total_us"], busbw_gbps=busbw, bench_busbw_gbps=bench_bw,
                          model_busbw_gbps=model_b, goodput_ratio=ratio, exposed_us_per_step=exposed,
-                         calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence)
+                         calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence,
+                         model_published_spread=figure.published_spread if figure is not None else None)
         out.append(_with_verdict(row, rank_steps > 0))
     return out
 
@@ -392,4 +396,4 @@ def _above_bench(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
 def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
     return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
                                         row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
-                                        has_steps=has_steps))
+                                        has_steps=has_steps, model_spread=row.model_published_spread))

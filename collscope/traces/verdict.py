@@ -25,7 +25,8 @@ def human_us(us: float) -> str:
 
 
 def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float | None, bench: float | None,
-            model: float | None, exposed_per_step_us: float | None, *, has_steps: bool = True) -> str:
+            model: float | None, exposed_per_step_us: float | None, *, has_steps: bool = True,
+            model_spread: str | None = None) -> str:
     what = f"{op} {format_size(size_bytes)}"
     if calls_per_step and calls_per_step >= 1.5:
         what += f" (x{calls_per_step:.3g} {'per step' if has_steps else 'per rank in the trace'})"
@@ -36,6 +37,8 @@ def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float
                 f"({busbw:.3g} vs {bench:.3g} GB/s busbw in the sweep)")
     elif model:
         head = f"{what}: {busbw / model:.0%} of the model's {model:.3g} GB/s busbw ({busbw:.3g} GB/s)"
+        if model_spread:
+            head += f" [{model_spread}]"
     else:
         head = f"{what}: {busbw:.3g} GB/s busbw (no sweep or model to compare with)"
     if exposed_per_step_us is not None:

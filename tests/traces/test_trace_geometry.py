@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.errors import ParseError
+from collscope.traces.compare import ModelFigure
 from collscope.traces.load import read_traces
 from collscope.traces.report import analyze_traces
 from tests.traces import trace_fixtures as fx
@@ -106,9 +107,9 @@ def test_models_are_never_given_one_node_by_default():
 def test_models_get_the_nodes_each_group_spans():
     asked: list[tuple[str, int, int]] = []
 
-    def model(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
+    def model(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, ModelFigure]:
         asked.append((op, nranks, nnodes))
-        return {s: 100.0 for s in sizes}
+        return {s: ModelFigure(100.0) for s in sizes}
 
     report = analyze_traces(read_traces([META]), model=model, overrides={"nnodes": 16})
     assert sorted(asked) == [("all_gather", 64, 8), ("all_reduce", 128, 16)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from collscope.traces.compare import BenchCurves
+from collscope.traces.compare import BenchCurves, ModelFigure
 from collscope.traces.render import render_text
 from collscope.traces.report import analyze_traces
 from tests.traces.rank_traces import call, rank_trace
@@ -59,9 +59,9 @@ def test_a_sweep_slower_than_the_job_saves_nothing():
 
 
 def test_the_model_is_the_reference_without_a_sweep():
-    def model(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, float]:
+    def model(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, ModelFigure]:
         assert (op, nranks, nnodes) == ("all_reduce", 2, 1)
-        return {s: 20.0 for s in sizes}
+        return {s: ModelFigure(20.0) for s in sizes}
     report = analyze_traces(_job(), model=model, overrides={"nranks": 2, "nnodes": 1})
     assert report.what_if["reference"] == "model"
     assert report.what_if["network_us_per_step"] == pytest.approx(200.0)  # 400 -> 200 us, rank 0 exposes 200
