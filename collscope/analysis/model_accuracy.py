@@ -107,6 +107,12 @@ class BandAccuracy:
                 f"{TOLERANCE:.0%} of this model; the middle 80% measured {self.measured_over_model_p10:.2f}-"
                 f"{self.measured_over_model_p90:.2f}x it (median {self.measured_over_model_p50:.2f}x){few}")
 
+    def brief(self) -> str:
+        """The band in a clause, for a line that already names the model's figure (trace's verdicts)."""
+        return (f"published systems measure {self.measured_over_model_p10:.2f}-{self.measured_over_model_p90:.2f}x "
+                f"the model at {self.band} {self.scope.split(' (')[0]}, {self.within_15pct} of {self.rows} within "
+                f"{TOLERANCE:.0%}")
+
     def to_dict(self) -> dict[str, object]:
         return {"family": self.family, "across_domains": self.across_domains, "lo_bytes": self.lo_bytes,
                 "hi_bytes": self.hi_bytes, "rows": self.rows, "within_15pct": self.within_15pct,

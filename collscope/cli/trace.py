@@ -59,7 +59,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
             return {}
         cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
         if result.nccl_choice:
-            return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.sentence())
+            return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief())
                     for c, band in zip(result.nccl_choice, result.accuracy, strict=True)}
         best: dict[int, float] = {}
         for p in result.predictions:

@@ -25,7 +25,7 @@ class ModelFigure:
     busbw_gbps: float
     published_spread: str | None = None
     """The model's published accuracy at that size and scope in words
-    (:meth:`collscope.analysis.model_accuracy.BandAccuracy.sentence`); None when none is known."""
+    (:meth:`collscope.analysis.model_accuracy.BandAccuracy.brief`); None when none is known."""
 
 
 ModelFn = Callable[[str, int, int, list[int]], dict[int, ModelFigure]]

@@ -24,11 +24,12 @@ def test_text_and_json(tmp_path):
     assert res.exit_code == 0, res.output
     assert "all_reduce 4M" in res.output and "of the model's" in res.output
     # how far published systems fall from the model at 4 MiB inside one node (collscope/data/model_accuracy.csv)
-    assert "[published figures at 1M-8M, inside one NVLink domain: " in res.output
+    assert "[published systems measure " in res.output and "the model at 1M-8M inside one NVLink domain, " in res.output
     assert "nnodes: 1 (--nnodes 1 (as passed))" in res.output
     modelled = json.loads(_run(str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json").output)
     spread = modelled["summary"][0]["model_published_spread"]
-    assert spread.startswith("published figures at 1M-8M, inside one NVLink domain: ")
+    assert spread.startswith("published systems measure ")
+    assert " the model at 1M-8M inside one NVLink domain, " in spread
     doc = json.loads(_run(str(tmp_path), "--json").output)
     assert set(doc) == {"world_size", "backend", "ranks", "sources", "verdict", "geometry", "process_groups",
                         "collectives", "steps", "summary", "late_ranks", "what_if", "outside_window",
