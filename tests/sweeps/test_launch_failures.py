@@ -116,33 +116,26 @@ def test_a_point_cancelled_by_sigterm_is_measured_again_by_a_resume(tmp_path, fa
     assert _alive(marker) == []
 
 
-def test_a_launch_killed_within_seconds_is_started_once_more(tmp_path, fake_nccl_tests, monkeypatch):
+@pytest.mark.parametrize(("behaviour", "words"), [
+    ("killed_first", "launcher error (node1: task 0: killed); started once more"),
+    # srun exits 0 after aborting a step whose task 1 never started: not "the engine wrote no records" (a parse
+    # error that fails the sweep) but a launcher error
+    ("aborted_first", "launcher error (srun could not start task 1 (Unspecified error): the step was aborted "
+                      "before all its tasks ran); started once more"),
+])
+def test_a_launch_failure_within_seconds_is_started_once_more(tmp_path, fake_nccl_tests, monkeypatch, behaviour,
+                                                              words):
     bin_dir, calls, _ = fake_nccl_tests
-    monkeypatch.setenv("FAKE_BEHAVIOUR", "killed_first")
+    monkeypatch.setenv("FAKE_BEHAVIOUR", behaviour)
     monkeypatch.setattr(attempt, "QUICK_RETRY_PAUSE_S", 0.0)
     plan = _plan(_spec(bin_dir), [{}])
     outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
     assert [(o.status, o.reason) for o in outcome.outcomes] == [("done", None)]
     results = ResultsDir(tmp_path / "res")
     log = results.log_path(plan.points[0].point_id).read_text()
-    assert "launcher error (node1: task 0: killed); started once more" in log
+    assert words in log
     assert log.count("=== collscope attempt") == 2 and len(calls.read_text().splitlines()) == 2
     assert not results.failures_path.exists()
-
-
-def test_a_step_aborted_before_its_tasks_started_is_a_launch_failure_started_once_more(tmp_path, fake_nccl_tests,
-                                                                                       monkeypatch):
-    """srun exits 0 after aborting a step whose task 1 never started: not "the engine wrote no records" (a parse
-    error that fails the sweep) but a launcher error, started once more."""
-    bin_dir, calls, _ = fake_nccl_tests
-    monkeypatch.setenv("FAKE_BEHAVIOUR", "aborted_first")
-    monkeypatch.setattr(attempt, "QUICK_RETRY_PAUSE_S", 0.0)
-    plan = _plan(_spec(bin_dir), [{}])
-    outcome = run_sweep(plan, tmp_path / "res", _options(), meta={})
-    assert [(o.status, o.reason) for o in outcome.outcomes] == [("done", None)]
-    log = ResultsDir(tmp_path / "res").log_path(plan.points[0].point_id).read_text()
-    assert "srun could not start task 1 (Unspecified error): the step was aborted before all its tasks ran" in log
-    assert len(calls.read_text().splitlines()) == 2
 
 
 def test_a_step_aborted_after_the_quick_window_is_an_exit_code_failure_not_a_parse_error(tmp_path, fake_nccl_tests,
