@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from collscope.analysis.model_accuracy import (  # noqa: E402
+    TOLERANCE,
     AccuracySample,
     BandAccuracy,
     accuracy_table,
@@ -82,8 +83,6 @@ FIT_TIME_SOURCES = (
 """The sources in bench/scorecard/published.csv when the measured terms (the size ramp, the LL step, the network
 cost, the NVLS rank cost, the alltoall terms) were last chosen. Rows of any other source were added after and are
 out of sample: the models never saw them. A refit that uses them must add them here."""
-TOLERANCE = 0.15
-"""A prediction within 15% of the published busbw counts (issue 24's yardstick)."""
 FAR = 0.30
 """Off by more than 30%: the row's note must say what the model does not cover."""
 
@@ -399,8 +398,7 @@ def render_accuracy_markdown(table: Sequence[BandAccuracy]) -> str:
     lines = ["| " + " | ".join(ACCURACY_HEADER) + " |", "|" + "---|" * len(ACCURACY_HEADER)]
     for b in table:
         model = "NCCL's model" if b.family == "nccl" else "grouped point-to-point"
-        scope = "across NVLink domains" if b.across_domains else "one NVLink domain"
-        lines.append(f"| {model} | {scope} | {b.band} | {b.rows} | {b.within_15pct} | "
+        lines.append(f"| {model} | {b.scope} | {b.band} | {b.rows} | {b.within_15pct} | "
                      f"{b.measured_over_model_p10:.2f}-{b.measured_over_model_p90:.2f} "
                      f"({b.measured_over_model_p50:.2f}) |")
     return "\n".join(lines)

@@ -89,7 +89,7 @@ class BandAccuracy:
 
     @property
     def scope(self) -> str:
-        return "across NVLink domains (the network)" if self.across_domains else "inside one NVLink domain"
+        return "across NVLink domains" if self.across_domains else "inside one NVLink domain"
 
     @property
     def margins(self) -> tuple[float, float] | None:
@@ -103,14 +103,15 @@ class BandAccuracy:
         """The band in words, as predict and analyze print it."""
         few = (f"; only {self.rows} published figure(s), too few to widen analyze's margins"
                if self.margins is None else "")
-        return (f"published figures at {self.band}, {self.scope}: {self.within_15pct} of {self.rows} within "
+        network = " (the network)" if self.across_domains else ""
+        return (f"published figures at {self.band}, {self.scope}{network}: {self.within_15pct} of {self.rows} within "
                 f"{TOLERANCE:.0%} of this model; the middle 80% measured {self.measured_over_model_p10:.2f}-"
                 f"{self.measured_over_model_p90:.2f}x it (median {self.measured_over_model_p50:.2f}x){few}")
 
     def brief(self) -> str:
         """The band in a clause, for a line that already names the model's figure (trace's verdicts)."""
         return (f"published systems measure {self.measured_over_model_p10:.2f}-{self.measured_over_model_p90:.2f}x "
-                f"the model at {self.band} {self.scope.split(' (')[0]}, {self.within_15pct} of {self.rows} within "
+                f"the model at {self.band} {self.scope}, {self.within_15pct} of {self.rows} within "
                 f"{TOLERANCE:.0%}")
 
     def to_dict(self) -> dict[str, object]:

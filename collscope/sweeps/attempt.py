@@ -182,10 +182,10 @@ def _launch(results: ResultsDir, plan: Plan, point: Point, options: RunOptions) 
         if diagnosis:
             detail += f" ({diagnosis})"
         failure = ("timeout" if result.timed_out else "exit code", detail)
-    elif not records and launcher_failure(attempt_text):
+    elif not records and (launcher := launcher_failure(attempt_text)):
         # srun can exit 0 after aborting a step whose tasks never started: the launch failed, not the engine
         failure = ("exit code", f"exit code {result.returncode} with nothing measured "
-                                f"({launch_diagnosis(attempt_text) or launcher_failure(attempt_text)})")
+                                f"({launch_diagnosis(attempt_text) or launcher})")
     return _Attempt(records, parse_problem, failure, attempt_text, duration)
 
 

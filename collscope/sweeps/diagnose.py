@@ -61,13 +61,17 @@ def _no_step(message: str) -> str:
     return f"the job was ending: {words}" if _JOB_ENDING in message else words
 
 
-def _tasks_not_started(text: str) -> str | None:
-    """srun's "task N launch failed" lines in words, or None."""
+def _step_not_run(text: str) -> list[str]:
+    """In words: a step srun could not create, and tasks it could not start ("task N launch failed")."""
+    found = []
+    match = _NO_STEP.search(text)
+    if match:
+        found.append(_no_step(match.group(1)))
     failed = dict.fromkeys(f"task {tasks} ({why.strip() or 'no reason given'})"
                            for tasks, why in _TASK_LAUNCH.findall(text))
-    if not failed:
-        return None
-    return f"srun could not start {', '.join(failed)}: the step was aborted before all its tasks ran"
+    if failed:
+        found.append(f"srun could not start {', '.join(failed)}: the step was aborted before all its tasks ran")
+    return found
 
 
 def launcher_failure(text: str) -> str | None:
@@ -79,12 +83,7 @@ def launcher_failure(text: str) -> str | None:
     killed = [f"{node}: task {task}: killed" for node, task, state in _TASK.findall(text) if state == "Killed"]
     if killed:
         found.append("; ".join(dict.fromkeys(killed)))
-    match = _NO_STEP.search(text)
-    if match:
-        found.append(_no_step(match.group(1)))
-    not_started = _tasks_not_started(text)
-    if not_started:
-        found.append(not_started)
+    found.extend(_step_not_run(text))
     pmix = _PMIX_ERROR.search(text)
     if pmix:
         line = text[text.rfind("\n", 0, pmix.start()) + 1:].split("\n", 1)[0].strip()
@@ -127,12 +126,7 @@ def launch_diagnosis(text: str) -> str | None:
     tasks = [f"{node}: task {task}: {state.lower()}" for node, task, state in _TASK.findall(text)]
     if tasks:
         found.append("; ".join(dict.fromkeys(tasks)))
-    match = _NO_STEP.search(text)
-    if match:
-        found.append(_no_step(match.group(1)))
-    not_started = _tasks_not_started(text)
-    if not_started:
-        found.append(not_started)
+    found.extend(_step_not_run(text))
     if _STEP_TIMEOUT in text:
         found.append("a node is not answering: srun timed out waiting for the step's tasks to end")
     if _PMIX_LISTENER in text:
