@@ -28,6 +28,10 @@ _TASK_LAUNCH = re.compile(r"srun: error: tasks? ([0-9,\-]+) launch failed: ([^\n
 """srun's words for a task slurmd could not start (Slurm's launch/slurm plugin); srun then aborts the step ("StepId=N.M
 aborted before step completely launched") and can exit 0 with nothing run: seen on a node just back in a requeued
 job, where the revived slurmd still held the steps of the job's first run."""
+_STEP_LAUNCH = re.compile(r"srun: error: Task launch for (\S+) failed on node (\S+): ([^\n]*)")
+"""The same failure in the words other Slurm versions print ("Task launch for StepId=N.M failed on node X: <why>",
+then "Application launch failed: <why>"), as published in Slurm users' CI logs (a lost slurmd connection, a CPU
+layout srun could not build)."""
 _PMIX_LISTENER = "The PMIx server's listener thread failed to start"
 # NCCL src/init.cc (initTransportsRank) before 2.30: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA
 # device %lx"); from 2.30: WARN("Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to
@@ -67,8 +71,10 @@ def _step_not_run(text: str) -> list[str]:
     match = _NO_STEP.search(text)
     if match:
         found.append(_no_step(match.group(1)))
-    failed = dict.fromkeys(f"task {tasks} ({why.strip() or 'no reason given'})"
-                           for tasks, why in _TASK_LAUNCH.findall(text))
+    failed = dict.fromkeys([f"task {tasks} ({why.strip() or 'no reason given'})"
+                            for tasks, why in _TASK_LAUNCH.findall(text)]
+                           + [f"the tasks of step {step} on {node} ({why.strip() or 'no reason given'})"
+                              for step, node, why in _STEP_LAUNCH.findall(text)])
     if failed:
         found.append(f"srun could not start {', '.join(failed)}: the step was aborted before all its tasks ran")
     return found

@@ -278,3 +278,21 @@ def test_a_rank_that_crashed_inside_mpi_init_is_a_launch_failure():
     in_allreduce = crash.replace("ompi_mpi_init+0x6d2", "ompi_coll_base_allreduce_intra_ring+0x1f").replace(
         "PMPI_Init_thread+0xbf", "PMPI_Allreduce+0x3a")
     assert launcher_failure(in_allreduce) is None
+
+
+def test_srun_task_launch_failures_in_each_slurm_wording_are_launcher_failures():
+    """Slurm 22-24 print "task N launch failed: <why>" (this project's CI); others print "Task launch for
+    StepId=N.M failed on node X: <why>" then "Application launch failed: <why>" (published CI logs): both say the
+    step's tasks never ran, which no configuration causes."""
+    from collscope.sweeps.diagnose import launch_diagnosis, launcher_failure
+
+    ours = "srun: error: task 1 launch failed: Unspecified error\n"
+    theirs = ("srun: error: Task launch for StepId=4411.7 failed on node gpu-a17: Communication connection failure\n"
+              "srun: error: Application launch failed: Communication connection failure\n")
+    assert launcher_failure(ours) == ("srun could not start task 1 (Unspecified error): the step was aborted "
+                                      "before all its tasks ran")
+    assert launcher_failure(theirs) == ("srun could not start the tasks of step StepId=4411.7 on gpu-a17 "
+                                        "(Communication connection failure): the step was aborted before all its "
+                                        "tasks ran")
+    assert launch_diagnosis(theirs) == launcher_failure(theirs)
+    assert launcher_failure("# nccl-tests stand-in\n# Avg bus bandwidth    : 0.005\n") is None
