@@ -61,7 +61,7 @@ from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, ncc
 from collscope.collectives.record import busbw_factor
 from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
-__all__ = ["Bound", "algorithm_bound", "held_to_bound", "held_time_us"]
+__all__ = ["Bound", "algorithm_bound", "held_to_bound", "held_time_us", "excess_time_us"]
 
 _AB_TO_NCCL = {"double_binary_tree": "Tree"}
 _TRAFFIC_OP = OP_BY_NCCL_FUNC["AllReduce"]
@@ -116,6 +116,23 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
                  limited_by="NICs" if nic_t > intra_t else "intra-node links")
 
+
+
+def excess_time_us(size_bytes: int, time_us: float, next_size_bytes: int, next_time_us: float, *,
+                   busbw_factor: float, bound_busbw_gbps: float) -> float:
+    """How much longer a size took than a larger size of the same collective allows: the larger size's time less
+    the time its extra bytes take at the bound, subtracted from the smaller size's time (us; <= 0 when consistent).
+
+    A larger message costs at least its extra bus bytes (``busbw_factor`` x the extra size) at the bound more than a
+    smaller one, whatever algorithm NCCL picks at either size (the one picked at the smaller size is at least as fast
+    there as the larger size's algorithm would be). So when the larger size took less than that more, the smaller
+    size's time holds time that is not data movement: a stall, a warm-up, or a slower algorithm chosen there.
+    E.g. sendrecv on A100 NVLink (bound 300 GB/s per direction): 128 MiB in 1211 us and 256 MiB in 1423 us means
+    134 MB more in 212 us, 633 GB/s on the margin; at 300 GB/s they take 447 us, so 128 MiB holds >= 235 us extra."""
+    if next_size_bytes <= size_bytes or bound_busbw_gbps <= 0:
+        raise ValueError("excess_time_us needs a larger next size and a positive bound")
+    extra_us = busbw_factor * (next_size_bytes - size_bytes) / (bound_busbw_gbps * 1e3)
+    return time_us - (next_time_us - extra_us)
 
 
 _BIG_BYTES = 1 << 40

@@ -21,7 +21,10 @@ Per configuration (:data:`~.fit.CONFIG_KEYS`) and size, from :func:`~.fit.aggreg
 * **anomalies** ``{kind, op, config, size_bytes, detail}`` (plus backend, nranks, nnodes, in_place):
   ``dip`` (busbw below both neighbours by more than ``dip_threshold``), ``non_monotone`` (busbw falls more than
   ``drop_threshold`` below the best of the smaller sizes, dips aside; once per configuration), both only beyond
-  noise (the noise rule at one size: >= 3 repeats each side, the fall larger than the combined spread), ``spread``
+  noise (the noise rule at one size: >= 3 repeats each side, the fall larger than the combined spread),
+  ``excess_time`` (a size slower than the next measured size allows at the link bound, by more than
+  ``excess_time_threshold`` of its time, fastest repeat against slowest: physically impossible as data movement,
+  so claimed from one measurement per size too, like ``above_link_limit``), ``spread``
   (run-to-run spread above ``spread_threshold``, measured as the noise rule measures it: (max - min) / median
   busbw, for cells with the rule's >= 3 repeats; fewer repeats: a note, no claim),
   ``wrong_values`` (records with ok false), ``not_applied`` (a forced setting that did not take effect),
@@ -41,11 +44,13 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
 
+from collscope.analysis.bounds import excess_time_us
 from collscope.analysis.crossovers import Crossover, find_crossovers, sample
 from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
@@ -64,11 +69,13 @@ from collscope.analysis.placement import (
 from collscope.analysis.size_zero import size_zero_note
 from collscope.analysis.sources import SourceComparison, compare_sources
 from collscope.errors import ConfigError
+from collscope.vocab.ops import busbw_factor
 
 __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource",
            "model_name"]
 
-AnomalyKind = Literal["dip", "non_monotone", "spread", "wrong_values", "not_applied", "failure", "above_link_limit"]
+AnomalyKind = Literal["dip", "non_monotone", "excess_time", "spread", "wrong_values", "not_applied", "failure",
+                      "above_link_limit"]
 _NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure", "input"})
 
 
@@ -80,6 +87,11 @@ class AnalyzeOptions:
     """A size whose busbw is below both neighbours by more than this is a dip."""
     drop_threshold: float = 0.2
     """A curve that falls more than this below the best busbw of smaller sizes is non-monotone."""
+    excess_time_threshold: float = 0.10
+    """A size whose time holds more than this fraction of time that the next larger size shows is not data movement
+    (:func:`.bounds.excess_time_us`, at the link bound of the algorithms that ran) is ``excess_time``. Its fastest
+    repeat is held against the larger size's slowest, so run-to-run spread only weakens the claim; 10% is the
+    run-to-run spread that is itself reported, so a single measurement per size is not flagged for less."""
     spread_threshold: float = 0.10
     """Run-to-run spread above this is reported."""
     link_tolerance: float = 0.05
@@ -103,8 +115,8 @@ class AnalyzeOptions:
     """A crossover needs the new leader to beat the old one by more than this (and than the noise)."""
 
     def __post_init__(self) -> None:
-        for name in ("dip_threshold", "drop_threshold", "spread_threshold", "link_tolerance", "min_gain",
-                     "nccl_model_error", "alpha_beta_error"):
+        for name in ("dip_threshold", "drop_threshold", "excess_time_threshold", "spread_threshold", "link_tolerance",
+                     "min_gain", "nccl_model_error", "alpha_beta_error"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 10:
                 raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
@@ -262,6 +274,48 @@ def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptio
     return out
 
 
+EXCESS_TIME_MIN_BOUND_SHARE = 0.5
+"""``excess_time`` is claimed only where the larger size reaches this share of the bound: there it moves data for
+most of its time and its timer is steady; below, the latency side's jitter of a few microseconds (a shared node's
+5%) against a small extra transfer would read as excess."""
+
+
+def _excess_time_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
+    """Sizes that took longer than the next measured size allows at the link bound (:func:`.bounds.excess_time_us`)
+    by more than ``excess_time_threshold`` of their own time: the smaller size's fastest repeat against the larger
+    size's slowest, at the larger of the two sizes' bounds, where the larger size reaches
+    :data:`EXCESS_TIME_MIN_BOUND_SHARE` of that bound. Needs the bounds (link parameters) and the rank count."""
+    nranks = key.get("nranks")
+    if nranks is None or pd.isna(nranks):
+        return []
+    factor = busbw_factor(str(key["op"]), int(nranks))
+    rows = sorted((r for r in _rows(cell) if int(r["size_bytes"]) > 0
+                   and all(math.isfinite(float(r[c])) for c in ("time_min_us", "time_max_us", "bound_busbw_gbps"))),
+                  key=lambda r: int(r["size_bytes"]))
+    out: list[Anomaly] = []
+    for small, large in pairwise(rows):
+        s, s_next = int(small["size_bytes"]), int(large["size_bytes"])
+        t, t_next = float(small["time_min_us"]), float(large["time_max_us"])
+        bound = max(float(small["bound_busbw_gbps"]), float(large["bound_busbw_gbps"]))
+        if float(large["busbw_gbps"]) < EXCESS_TIME_MIN_BOUND_SHARE * bound:
+            continue
+        excess = excess_time_us(s, t, s_next, t_next, busbw_factor=factor, bound_busbw_gbps=bound)
+        if excess <= opts.excess_time_threshold * t:
+            continue
+        binding = max((small, large), key=lambda r: float(r["bound_busbw_gbps"]))
+        margin = (f"took no longer ({num_text(t_next - t)} us)" if t_next <= t else
+                  f"took only {num_text(t_next - t)} us more for {size_text(s_next - s)} more: "
+                  f"{num_text(factor * (s_next - s) / ((t_next - t) * 1e3))} GB/s busbw on the margin, above the "
+                  f"{num_text(bound)} GB/s bound of the {binding['bound_limited_by']}")
+        repeats = ("one measurement per size" if int(small["n"]) < MIN_REPEATS or int(large["n"]) < MIN_REPEATS
+                   else "its fastest repeat against the slowest of the larger size")
+        out.append(_anomaly("excess_time", key, s,
+                            f"{num_text(t)} us holds at least {num_text(excess)} us ({excess / t:.0%}) that is not "
+                            f"data movement: {size_text(s_next)} {margin} ({repeats}); a stall, a warm-up, or a "
+                            f"slower algorithm chosen at {size_text(s)}"))
+    return out
+
+
 def _anomaly(kind: AnomalyKind, key: Mapping[str, Any], size: int | None, detail: str) -> Anomaly:
     nnodes = key.get("nnodes")
     return Anomaly(kind=kind, op=str(key["op"]), config=str(key["config"]), size_bytes=size, detail=detail,
@@ -360,6 +414,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         peak_eff.append(float(eff[np.nanargmax(b)]) if np.isfinite(b).any() else math.nan)
         fit_time[cell.index.to_numpy()] = alpha + beta * s
         anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
+        anomalies.extend(_excess_time_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
     sizes["fit_time_us"] = fit_time
     sizes["residual"] = sizes["time_us"] / sizes["fit_time_us"] - 1.0
     configs["peak_busbw_gbps"] = [p[0] for p in peaks]

@@ -179,7 +179,8 @@ def render_text(analysis: Analysis, *, max_per_kind: int = 8, max_rows: int = 40
                 continue
             where = "" if a.size_bytes is None else f" at {_size(a.size_bytes)}"
             source = f" ({a.input})" if several and a.input else ""
-            out.append(f"  {a.kind}: {a.op} {a.config}{source}{where}: {a.detail}")
+            place = " in-place" if a.in_place else ""
+            out.append(f"  {a.kind}: {a.op} {a.config}{place}{source}{where}: {a.detail}")
     if analysis.notes:
         out += ["", "Notes", *(f"  {n}" for n in analysis.notes)]
     return "\n".join(out) + "\n"

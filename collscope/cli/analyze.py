@@ -41,8 +41,9 @@ def analyze_command(paths: tuple[Path, ...], topo: tuple[str, ...], gpu: str | N
     busbw. The geometry of each job (ranks, nodes, ranks per node, NVLink domain) is printed with its
     evidence; the models take it from there (--nranks, --nnodes, --nvl-domain win), and a job whose nodes
     nobody knows gets no efficiency until --nnodes says.
-    Anomalies: dips, non-monotone curves, run-to-run spread above 10%, wrong values, forced settings that
-    did not apply, failed points, busbw above the link limit.
+    Anomalies: dips, non-monotone curves, a size slower than the next size allows at the link bound
+    (time that is not data movement), run-to-run spread above 10%, wrong values, forced settings that did
+    not apply, failed points, busbw above the link limit.
 
     Each path is kept apart: a configuration that two paths measured (a sweep and a check run) is shown
     side by side, with whether they differ beyond noise, never pooled. Configurations measured on
