@@ -8,10 +8,12 @@ refuses (unknown GPU, an op without a model, nodes without NIC rates) is shown a
 The yardstick is the published figure: a prediction counts when it is within 15% of it. The script prints the
 rows, the share within 15% per system and overall; ``--markdown`` prints the table that docs/reading-results.md
 carries, ``--csv`` one CSV row per published row, ``--accuracy`` the published accuracy per size band and scope
-that ``predict`` states and ``analyze``'s verdicts allow for (collscope/data/model_accuracy.csv; regenerate it with
-``bench/scorecard.py --accuracy > collscope/data/model_accuracy.csv`` after a change of the models or the rows).
+that ``predict`` states and ``analyze``'s verdicts allow for, ``--write-accuracy`` the same into
+collscope/data/model_accuracy.csv after a change of the models or the rows (a shell redirect into that file would
+empty it before the predictions, which read it, run).
 
-    .venv/bin/python bench/scorecard.py [--markdown | --csv | --accuracy | --accuracy-markdown] [--data CSV]
+    .venv/bin/python bench/scorecard.py [--markdown | --csv | --accuracy | --accuracy-markdown | --write-accuracy]
+                                        [--data CSV]
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from collscope.units import format_size, parse_size  # noqa: E402
 from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
+SHIPPED_ACCURACY = ROOT / "collscope" / "data" / "model_accuracy.csv"
+"""The accuracy table the package ships (collscope.analysis.model_accuracy reads it)."""
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
            "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
@@ -411,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--csv", action="store_true", help="one CSV row per published row, with the prediction")
     mode.add_argument("--accuracy", action="store_true",
                       help="the published accuracy per size band and scope (collscope/data/model_accuracy.csv)")
+    mode.add_argument("--write-accuracy", action="store_true",
+                      help=f"write the --accuracy table into {SHIPPED_ACCURACY.relative_to(ROOT)}")
     mode.add_argument("--accuracy-markdown", action="store_true",
                       help="the same as the markdown table of docs/reading-results.md")
     parser.add_argument("--data", type=Path, default=DATA, help="the published measurements (CSV)")
@@ -422,8 +428,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"scorecard: {exc}", file=sys.stderr)
         return 2
     scored = score(rows, version=args.version)
-    if args.accuracy or args.accuracy_markdown:
+    if args.accuracy or args.accuracy_markdown or args.write_accuracy:
         table = accuracy_table(accuracy_samples(scored))
+        if args.write_accuracy:
+            SHIPPED_ACCURACY.write_text(render_accuracy_csv(table), encoding="utf-8")
+            print(f"wrote {SHIPPED_ACCURACY.relative_to(ROOT)} ({len(table)} bands)")
+            return 0
         sys.stdout.write(render_accuracy_csv(table) if args.accuracy else render_accuracy_markdown(table) + "\n")
         return 0
     render = render_markdown if args.markdown else render_csv if args.csv else render_text

@@ -207,11 +207,39 @@ def test_the_shipped_accuracy_table_is_what_the_scorecard_gives_now(scorecard: M
     `bench/scorecard.py --accuracy` whenever the models or the published rows change."""
     shipped = (ROOT / "collscope" / "data" / "model_accuracy.csv").read_text()
     now = render_accuracy_csv(accuracy_table(scorecard.accuracy_samples(scored)))
-    assert shipped == now, ("regenerate: .venv/bin/python bench/scorecard.py --accuracy > "
-                            "collscope/data/model_accuracy.csv")
+    assert shipped == now, "regenerate: .venv/bin/python bench/scorecard.py --write-accuracy"
 
 
 def test_the_docs_accuracy_table_is_the_shipped_one(scorecard: ModuleType) -> None:
     docs = (ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8")
     shipped = parse_accuracy_csv((ROOT / "collscope" / "data" / "model_accuracy.csv").read_text())
     assert scorecard.render_accuracy_markdown(shipped) in docs
+
+
+def test_a_reason_that_cites_excess_time_is_the_librarys_finding(scorecard: ModuleType) -> None:
+    """A stated reason that the source's own curve holds time that is not data movement is only as good as the check
+    ``analyze`` runs: the row and the next size of its curve must give an excess beyond the check's threshold at the
+    library's bound for that geometry."""
+    from collscope.analysis.bounds import algorithm_bound, excess_time_us
+    from collscope.analysis.compare import AnalyzeOptions
+    from collscope.vocab.ops import busbw_factor
+
+    rows = scorecard.read_published()
+    cited = [r for r in rows if "excess_time" in r.off_reason]
+    assert cited, "the li-plus sendrecv row at 128 MiB cites it"
+    threshold = AnalyzeOptions().excess_time_threshold
+    for row in cited:
+        curve = sorted((r for r in rows if (r.system, r.op, r.nranks, r.source_url)
+                        == (row.system, row.op, row.nranks, row.source_url) and r.size_bytes > row.size_bytes),
+                       key=lambda r: r.size_bytes)
+        assert curve, f"line {row.line}: no larger size of its curve"
+        nxt = curve[0]
+        result = predict_module.predict(row.op, gpu=row.gpu, nranks=row.nranks, nnodes=row.nnodes,
+                                        nvl_domain=row.nvl_domain, sizes=[row.size_bytes, nxt.size_bytes])
+        algo = result.nccl_choice[0].algo
+        bound = algorithm_bound(row.op, algo, result.params).busbw_gbps
+        f = busbw_factor(row.op, row.nranks)
+        time_us, next_us = (f * r.size_bytes / (r.busbw_gbps * 1e3) for r in (row, nxt))
+        excess = excess_time_us(row.size_bytes, time_us, nxt.size_bytes, next_us, busbw_factor=f,
+                                bound_busbw_gbps=bound)
+        assert excess > threshold * time_us, f"line {row.line}: {excess:.0f} us of {time_us:.0f}"
