@@ -25,7 +25,7 @@ from collscope.collectives.record import Measurement, write_jsonl
 MIB = 1 << 20
 STALLED = (FIXTURES / "nccl-tests" / "published"
            / "sendrecv_perf-readme-excerpt-command-g8-no-header-first-size-slow.txt")
-GEOMETRY = ("--gpu", "A100", "--nranks", "8", "--nnodes", "1")
+GEOMETRY = ("--gpu", "A100")  # 8 ranks on 1 node: the bare command line says it
 
 
 def _anomalies(path: Path, *extra: str) -> list[dict]:  # type: ignore[type-arg]

@@ -363,3 +363,33 @@ def test_the_op_is_read_from_the_concluded_line_when_the_top_was_cut():
     assert run.op == "all_reduce" and run.nranks == 16  # from busbw/algbw = 2 x 15/16
     with pytest.raises(ParseError, match="output of all_gather"):
         parse_nccl_tests(text, op="all_gather")
+
+
+BARE = PUB / "sendrecv_perf-readme-excerpt-command-g8-no-header-first-size-slow.txt"
+
+
+def test_a_binary_run_without_a_launcher_is_one_process_on_one_node():
+    """A README excerpt (li-plus/playground cuda/nccl.md's shape): the command ``./build/sendrecv_perf ... -g 8``, no
+    header, no rank lines, and sendrecv's busbw/algbw of 1 says nothing of the ranks. Before: 'pass --nranks'."""
+    run = parse_nccl_tests(BARE.read_text())
+    assert (run.op, run.nranks, run.nnodes, len(run.records)) == ("sendrecv", 8, 1, 8)
+    says = ("the binary run without a launcher (./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8): one process x "
+            "nThread 1 x nGpus 8")
+    assert says in run.geometry.nranks.evidence and says in run.geometry.nnodes.evidence
+
+
+@pytest.mark.parametrize(("prefix", "nranks"), [
+    ("$ NCCL_DEBUG=WARN ./build/sendrecv_perf -b 128M -e 1G -f 2 -g 4 -t 2\n", 8),  # a prompt, a variable, -t x -g
+    ("Running: CUDA_VISIBLE_DEVICES=0,1 sendrecv_perf_mpi -g 2\n", 2),
+    ("mpirun -np 16 ./build/sendrecv_perf -b 128M -e 1G -f 2 -g 1\n./build/sendrecv_perf -g 8\n", 16),  # launcher wins
+    ("./build/sendrecv_perf -g 8\n./build/sendrecv_perf -g 4\n", None),  # two bare commands that disagree: no clue
+    ("# Collective test starting: sendrecv_perf\n", None),  # nccl-tests' own line names the binary, not a launch
+])
+def test_what_a_bare_command_line_says(prefix: str, nranks: int | None):
+    body = "\n".join(line for line in BARE.read_text().split("\n") if "_perf" not in line)
+    if nranks is None:
+        with pytest.raises(ParseError, match="number of ranks"):
+            parse_nccl_tests(prefix + body)
+        return
+    run = parse_nccl_tests(prefix + body)
+    assert run.nranks == nranks

@@ -12,7 +12,8 @@ Read here (docs/formats.md, "Geometry"):
   NVLink domain as one node: M domains of L ranks), ``MNNVL 1 cliqueId .. cliqueSize C .. nvlDomainSize D``
   (``src/mnnvl.cc``), ``NVLS Created Multicast group .. nranks N`` (``src/transport/nvls.cc``): the NVLink
   domain joins at least that many GPUs;
-* the launch command line when the log holds it (``mpirun -np N``, ``srun -N M -n P``), and the launcher's
+* the launch command line when the log holds it (``mpirun -np N``, ``srun -N M -n P``; with none, the binary run
+  bare, ``./build/sendrecv_perf -g 8``: one process on one node), and the launcher's
   variables of a ``-J`` file's ``env`` (``OMPI_COMM_WORLD_SIZE``, ``SLURM_STEP_NUM_NODES``, ...): processes,
   times nccl-tests' ``nThread x nGpus`` ranks each;
 * the rows: busbw/algbw solved for n (:func:`.nranks.nranks_from_bandwidths`) and size/count.
@@ -54,9 +55,16 @@ _LAUNCH = re.compile(r"(?:^|[\s/'\"])(mpirun|mpiexec|orterun|prterun|srun)\s(.*)
 _CLUE_WORDS = ("NCCL", "nranks", "nRanks", "MNNVL", *_LAUNCHERS)
 
 
+_BARE_BINARY = re.compile(r"^\s*(?:[$#>]\s*|Running:\s*)?(?:[A-Za-z_]\w*=\S*\s+)*(?:\S*/)?[a-z_]+_perf(?:_mpi)?"
+                          r"(?:\s+-\S.*)?\s*$")
+"""A test binary run with no launcher, as a README shows it: ``./build/sendrecv_perf -b 128M -e 1G -f 2 -g 8``
+(after a shell prompt, ``Running:``, or ``VAR=value`` assignments)."""
+
+
 def is_clue_line(line: str) -> bool:
     """Whether a line that is not a table row may hold a geometry clue (the parser keeps those for this module)."""
-    return any(word in line for word in _CLUE_WORDS) or line.rstrip().endswith("\\")
+    return (any(word in line for word in _CLUE_WORDS) or line.rstrip().endswith("\\")
+            or _BARE_BINARY.match(line) is not None)
 
 
 # ------------------------------------------------------------------------------------------------ the rank lines
@@ -235,8 +243,12 @@ def _ranks_per_process(command: str, header: NcclTestsHeader) -> tuple[int, str]
 
 def _launch_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header: NcclTestsHeader) -> None:
     """``mpirun -np P [-npernode PPN]`` / ``srun -N M -n P [--ntasks-per-node PPN]``: P processes of nThread x
-    nGpus ranks each (the header's, else the binary's ``-t``/``-g``), M nodes."""
-    for command in _command_lines(lines):
+    nGpus ranks each (the header's, else the binary's ``-t``/``-g``), M nodes. With no launcher line, the binary
+    run bare (:data:`_BARE_BINARY`) is one process on one node."""
+    commands = _command_lines(lines)
+    if not commands:
+        _bare_clues(ev, lines, header)
+    for command in commands:
         launcher = command.split(None, 1)[0]
         args = re.split(r"\S*_perf(?:_mpi)?\b", command, maxsplit=1)[0]  # the launcher's options, before the binary
         if launcher == "srun":
@@ -254,6 +266,20 @@ def _launch_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header
         if ppn and int(ppn[1] or ppn[2]) >= 1:
             value = int(ppn[1] or ppn[2])
             ev.exact("ranks_per_node", value * per, f"{launcher} {ppn[0].strip()}{scale} on the command line")
+
+
+def _bare_clues(ev: GeometryEvidence, lines: Sequence[tuple[int, str]], header: NcclTestsHeader) -> None:
+    """The test binary run without a launcher (one command, not two that disagree): one process of nThread x
+    nGpus ranks, on one node."""
+    bare = {line.strip() for _, line in lines if _BARE_BINARY.match(line)}
+    counts = {each for each in (_ranks_per_process(command, header) for command in bare) if each is not None}
+    if len(counts) != 1:
+        return
+    per, scale = counts.pop()
+    command = min(bare, key=len)
+    says = f"the binary run without a launcher ({command}): one process{scale or ' of one rank'}"
+    ev.exact("nranks", per, says)
+    ev.exact("nnodes", 1, says)
 
 
 _ENV_WORLD = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
