@@ -279,6 +279,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         gamma_gbps=gamma_gbps, intra_bw_gbps=intra, inter_bw_gbps=inter, nics_per_node=nics, nic_gbps=nic_gbps,
         gpu=gen.name if gen is not None else None, sm=gen.sm if gen is not None else None, intra_link=kind,
         nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,
-        nvswitch=node_for_gpus.has_nvswitch if node_for_gpus is not None else bool(gen and gen.nvlink_links >= 12),
+        nvswitch=(node_for_gpus.has_nvswitch if node_for_gpus is not None
+                  else gen is not None and gen.nvlink_links > 0 and gen.nvlink_fabric == "nvswitch"),
         pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources), caveats=tuple(caveats),
     )

@@ -237,6 +237,24 @@ def test_link_params_from_a_gpu_name_and_explicit_values():
     assert "given" in q.source
 
 
+@pytest.mark.parametrize(("gpu", "nvswitch", "nvls"), [
+    ("H800", True, True),  # 8 NVLinks to the HGX board's NVSwitches (not 12 or more): NVLS, as NCCL runs it there
+    ("A800", True, False),  # an NVSwitch board of sm80: no NVLS
+    ("H100 NVL", False, False),  # 12 NVLinks through a bridge to one peer: no switch, no multicast
+    ("A100 PCIe", False, False),
+    ("H200 NVL", False, False),
+    ("H100", True, True),
+])
+def test_the_gpu_tables_fabric_says_whether_a_switch_joins_the_gpus(gpu: str, nvswitch: bool, nvls: bool):
+    """Without a topology the NVSwitch comes from the table's fabric (topo.rates: nvswitch, bridge, mesh), not from
+    the link count: an H100 NVL pair's bridge was read as a switch and offered NVLS, an H800 board's switch as none."""
+    from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+
+    p = link_params(None, gpu=gpu, nranks=2, nnodes=1)
+    assert p.nvswitch is nvswitch
+    assert (graph_inputs_from_topology(p).nvls is not None) is nvls
+
+
 def test_link_params_errors_say_what_to_pass():
     with pytest.raises(ConfigError, match="--topo PATH.*--gpu NAME.*--alpha-us"):
         link_params(None, nranks=8, nnodes=1)
