@@ -163,6 +163,9 @@ def held_to_bound(op: str, choice: NcclChoice, params: LinkParams, inputs: NcclG
                   version: str = "2.30") -> NcclChoice:
     """``choice`` with its expected measurement's bandwidth held to its algorithm's bound (:func:`held_time_us`)
     where NCCL's model exceeds it; ``held_to_bound`` says so."""
+    if choice.near_ties:
+        choice = replace(choice, near_ties=tuple(held_to_bound(op, t, params, inputs, version=version)
+                                                 for t in choice.near_ties))
     if choice.expected_time_us <= 0:
         return choice
     time, bound = held_time_us(op, choice.algo, choice.proto, choice.size_bytes, choice.expected_time_us, params,

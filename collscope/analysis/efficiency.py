@@ -40,7 +40,7 @@ from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
 from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import measured_extra_us, nvls_rank_notes
-from collscope.analysis.nccl_model.model import NcclGraphInputs, nccl_time_us
+from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting
@@ -70,6 +70,23 @@ class Expected:
     """How the algorithm that ran was known (module doc)."""
     busbw_gbps: float
     bound: Bound
+    near_ties: tuple[Expected, ...] = ()
+    """NCCL's model's near ties of a modelled choice (:data:`.nccl_model.choice.NEAR_TIE`): when the measurement is
+    outside the margin of the choice but inside one of these, that pair is what ran as far as collscope can tell."""
+
+
+def _from_choice(op: str, choice: NcclChoice, params: LinkParams, source: str) -> Expected:
+    """The expected measurement of a modelled choice, with its near ties."""
+    ties = tuple(Expected(model=f"{t.algo}/{t.proto}", kind="nccl",
+                          algo_source=(f"{source}: its near tie {t.algo}/{t.proto} "
+                                       f"({t.time_us / choice.time_us - 1:.1%} slower in NCCL's model than "
+                                       f"{choice.algo}/{choice.proto}, closer than collscope calls), which the "
+                                       "measurement matches"),
+                          busbw_gbps=t.expected_busbw_gbps, bound=algorithm_bound(op, t.algo, params))
+                 for t in choice.near_ties)
+    return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
+                    busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params),
+                    near_ties=ties)
 
 
 class NcclInputsCache:
@@ -127,9 +144,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
                 choice = None
             if choice is not None:
                 choice = held_to_bound(op, choice, params, inputs)
-                return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl",
-                                algo_source=f"{SOURCE_LOGGED} (algorithm; protocol from the model)",
-                                busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, algo, params))
+                return _from_choice(op, choice, params, f"{SOURCE_LOGGED} (algorithm; protocol from the model)")
     forced = ", ".join(t for t in (algo_text, proto_text) if t)
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
@@ -137,9 +152,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
     except ConfigError:
         return None
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
-    choice = held_to_bound(op, choice, params, inputs)
-    return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
-                    busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params))
+    return _from_choice(op, held_to_bound(op, choice, params, inputs), params, source)
 
 
 def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, source: str) -> Expected:
@@ -190,6 +203,21 @@ def verdict(busbw_gbps: float, expected: Expected, *, margin: float, link_tolera
     if eff > 1 + above or busbw_gbps > expected.bound.busbw_gbps * (1 + link_tolerance):
         return "suspicious"
     return "low" if eff < 1 - margin else "normal"
+
+
+def matched_tie(busbw_gbps: float, expected: Expected, *, margin: float, link_tolerance: float,
+                margin_above: float | None = None) -> Expected:
+    """``expected``, or the near tie (:attr:`Expected.near_ties`) the measurement is normal against when it is not
+    normal against ``expected`` (of several, the one closest to it); measurements that are no number stay with
+    ``expected``."""
+    if not expected.near_ties or not math.isfinite(busbw_gbps) or not expected.busbw_gbps > 0:
+        return expected
+    def judged(e: Expected) -> Verdict:
+        return verdict(busbw_gbps, e, margin=margin, link_tolerance=link_tolerance, margin_above=margin_above)
+    if judged(expected) == "normal":
+        return expected
+    normal = [t for t in expected.near_ties if t.busbw_gbps > 0 and judged(t) == "normal"]
+    return min(normal, key=lambda t: abs(math.log(busbw_gbps / t.busbw_gbps)), default=expected)
 
 
 # ---- per configuration x size rows ---------------------------------------------------------------------------
@@ -301,14 +329,15 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                              (logged or {}).get((config, op, size)))
         if exp is None:
             continue
+        busbw = float(row["busbw_gbps"])
+        margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
+        exp = matched_tie(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
         if inputs is not None and exp.kind == "nccl":
             modelled.setdefault((id(inputs), op), (inputs, []))[1].append((exp.model.split("/")[0], size))
-        margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
         cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
         nums["margin"][i], nums["margin_above"][i] = margin, above
-        busbw = float(row["busbw_gbps"])
         if math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
             cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
     for k, v in cols.items():

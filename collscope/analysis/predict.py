@@ -4,7 +4,8 @@ The result is a :class:`PredictResult`; its ``to_dict()`` is what ``collscope pr
 
     {"predictions": [{"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}, ...],
      "nccl_choice": [{"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us",
-                      "expected_busbw_gbps", "held_to_bound", "floor_from_bytes", "published_accuracy"}, ...],
+                      "expected_busbw_gbps", "held_to_bound", "floor_from_bytes", "near_ties": [{the same
+                      fields}, ...], "published_accuracy"}, ...],
      "params": {LinkParams fields, "ppn", "ring_bound_busbw_gbps", "nccl_version", "nccl_graphs", "notes"}}
 
 ``model`` is ``"alpha-beta"`` (``proto`` null) or ``"nccl"``. ``nccl_choice``'s ``time_us``/``busbw_gbps`` are NCCL's
@@ -17,7 +18,8 @@ trace and the scorecard compare against. NCCL's model needs a GPU generation; wi
 (explicit alpha/bandwidth only) ``nccl_choice`` is empty and a note says why. ``published_accuracy`` says how far
 published systems fall from that expected measurement at the size's band and scope (:mod:`.model_accuracy`: rows,
 within 15%, the 10th/50th/90th percentile of measured / model, and a sentence), null where the scorecard holds no
-published figure.
+published figure. ``near_ties`` are the pairs within ``nccl_model.choice.NEAR_TIE`` of the choice in NCCL's model,
+each with its own expected measurement (which of them runs is closer than collscope calls).
 """
 
 from __future__ import annotations
@@ -206,6 +208,10 @@ def render_predict_text(prediction: PredictResult) -> str:
                         f"{format_size(c['floor_from_bytes'])}, as a larger message is not faster per byte")
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
                          f"GB/s ({how})")
+            for t in c["near_ties"]:
+                lines.append(f"  near tie: {t['algo']}/{t['proto']} is {t['time_us'] / c['time_us'] - 1:.1%} slower in "
+                             f"NCCL's model, closer than collscope calls (NCCL versions move such thresholds): "
+                             f"{t['expected_busbw_gbps']:.2f} GB/s expected if it runs")
         if size in choice:
             band = choice[size]["published_accuracy"]
             lines.append(f"  {band['sentence']}" if band else "  published: no figure in collscope's scorecard at "

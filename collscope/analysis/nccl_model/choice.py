@@ -7,13 +7,21 @@ measurement is collscope's: NCCL's time plus :func:`.measured.measured_extra_us`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from collscope.analysis.model_types import Prediction
 from collscope.analysis.nccl_model import measured
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_predictions
 from collscope.errors import ConfigError
 
-__all__ = ["FLOOR_FACTORS", "size_floor_us", "nccl_choice"]
+__all__ = ["FLOOR_FACTORS", "NEAR_TIE", "size_floor_us", "nccl_choice"]
+
+NEAR_TIE = 0.05
+"""A lead in NCCL's model smaller than this (5% of the choice's time) is not one collscope calls: NCCL's versions move
+the protocol and algorithm thresholds by that much. Between NCCL 2.19's and 2.30's tables collscope's model changes
+its choice at 51 of the 505 distinct scorecard sizes (bench/scorecard/published.csv), and at 18 of those the other
+version's pick is within 5% of the choice in 2.30's model; the sources ran 2.18 to 2.29. Derived from the tables,
+not fitted on published figures."""
 
 
 FLOOR_FACTORS = (2, 4, 8, 16, 32, 64)
@@ -25,13 +33,17 @@ Azure's published curve rises from 109 to 133 GB/s. Derived, not fitted; up to 6
 model switches protocol."""
 
 
+def _ranked(inputs: NcclGraphInputs, op: str, size_bytes: int, version: str, algos: Iterable[str] | None,
+            protos: Iterable[str] | None) -> list[Prediction]:
+    """The enabled (algorithm, protocol) pairs fastest first in NCCL's model; ties keep index order."""
+    preds = nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos)
+    return sorted(preds, key=lambda p: p.time_us)
+
+
 def _best(inputs: NcclGraphInputs, op: str, size_bytes: int, version: str, algos: Iterable[str] | None,
           protos: Iterable[str] | None) -> Prediction | None:
-    best: Prediction | None = None
-    for pred in nccl_predictions(inputs, op, [size_bytes], version=version, algos=algos, protos=protos):
-        if best is None or pred.time_us < best.time_us:
-            best = pred
-    return best
+    ranked = _ranked(inputs, op, size_bytes, version, algos, protos)
+    return ranked[0] if ranked else None
 
 
 def _expected_us(inputs: NcclGraphInputs, op: str, best: Prediction, version: str) -> float:
@@ -61,14 +73,23 @@ def nccl_choice(inputs: NcclGraphInputs, op: str, size_bytes: int, *, version: s
     time plus :func:`.measured.measured_extra_us`, at least :func:`size_floor_us`."""
     algos = list(algos) if algos is not None else None
     protos = list(protos) if protos is not None else None
-    best = _best(inputs, op, int(size_bytes), version, algos, protos)
-    if best is None:
+    ranked = _ranked(inputs, op, int(size_bytes), version, algos, protos)
+    if not ranked:
         raise ConfigError(f"no NCCL algorithm/protocol is enabled for {op} with these inputs")
-    expected, floor_from = _expected_us(inputs, op, best, version), 0
     floor, larger = size_floor_us(inputs, op, size_bytes, version=version, algos=algos, protos=protos)
+    best, *others = ranked
+    ties = tuple(_choice(inputs, op, p, version, floor, larger) for p in others
+                 if p.time_us <= best.time_us * (1 + NEAR_TIE))
+    return replace(_choice(inputs, op, best, version, floor, larger), near_ties=ties)
+
+
+def _choice(inputs: NcclGraphInputs, op: str, pred: Prediction, version: str, floor: float,
+            larger: int) -> NcclChoice:
+    """``pred`` as a choice, with its expected measurement: NCCL's time plus the measured terms, at least the floor."""
+    expected, floor_from = _expected_us(inputs, op, pred, version), 0
     if floor > expected * (1 + 1e-9):
         expected, floor_from = floor, larger
-    return NcclChoice(size_bytes=int(size_bytes), algo=best.algo, proto=best.proto or "", time_us=best.time_us,
-                      busbw_gbps=best.busbw_gbps, expected_time_us=expected,
-                      expected_busbw_gbps=best.busbw_gbps * best.time_us / expected if expected > 0 else 0.0,
+    return NcclChoice(size_bytes=pred.size_bytes, algo=pred.algo, proto=pred.proto or "", time_us=pred.time_us,
+                      busbw_gbps=pred.busbw_gbps, expected_time_us=expected,
+                      expected_busbw_gbps=pred.busbw_gbps * pred.time_us / expected if expected > 0 else 0.0,
                       floor_from_bytes=floor_from)

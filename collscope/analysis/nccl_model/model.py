@@ -121,9 +121,14 @@ class NcclChoice:
     floor_from_bytes: int = 0
     """The larger size k x ``size_bytes`` whose expected time / k raised this size's expected time
     (:data:`FLOOR_FACTORS`); 0 when none did."""
+    near_ties: tuple[NcclChoice, ...] = ()
+    """The other (algorithm, protocol) pairs whose time in NCCL's model is within :data:`.choice.NEAR_TIE` of this
+    one's, each with its own expected measurement: which of them runs is closer than collscope can call."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["near_ties"] = [t.to_dict() for t in self.near_ties]  # lists, as JSON reads them back
+        return out
 
 
 def _func(op: str) -> str:

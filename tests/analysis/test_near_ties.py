@@ -1,0 +1,68 @@
+"""Near ties in NCCL's model (nccl_model.choice.NEAR_TIE): a pair within 5% of NCCL's choice is shown by predict with
+its own expected measurement, and analyze judges a measurement that matches it against it, not against the choice.
+
+The case is published: 8 H100 of one node, reduce_scatter at 32 MiB. NCCL's model puts Ring/Simple 1.9% ahead of
+Ring/LL128; with Simple's size ramp the expected measurement is 168 GB/s, with LL128 229 GB/s, and published healthy
+nodes measure 247 and 263 GB/s (together-nccl-tests and xxrjun/nccl-tests-cluster in bench/scorecard/published.csv),
+which the choice alone called 'suspicious'.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collscope.analysis.compare import analyze
+from collscope.analysis.load import load_results
+from collscope.analysis.nccl_model.choice import NEAR_TIE
+from collscope.analysis.params import link_params
+from collscope.analysis.predict import predict, render_predict_text
+from collscope.collectives.record import Measurement, write_jsonl
+
+MIB = 1 << 20
+H100_8 = link_params(None, gpu="H100", nranks=8, nnodes=1)
+
+
+def test_predict_shows_the_near_tie_with_its_own_expectation() -> None:
+    result = predict("reduce_scatter", gpu="H100", nranks=8, nnodes=1, sizes=[32 * MIB])
+    choice = result.nccl_choice[0]
+    assert (choice.algo, choice.proto) == ("Ring", "Simple")
+    assert [(t.algo, t.proto) for t in choice.near_ties] == [("Ring", "LL128")]
+    tie = choice.near_ties[0]
+    assert choice.time_us < tie.time_us <= choice.time_us * (1 + NEAR_TIE)
+    assert tie.expected_busbw_gbps > 1.3 * choice.expected_busbw_gbps  # LL128 has no size ramp
+    assert "near tie: Ring/LL128 is 1.9% slower in NCCL's model" in render_predict_text(result)
+    assert result.to_dict()["nccl_choice"][0]["near_ties"][0]["proto"] == "LL128"
+    # at 1 GiB Simple leads by far: no tie
+    assert predict("reduce_scatter", gpu="H100", nranks=8, nnodes=1, sizes=[1 << 30]).nccl_choice[0].near_ties == ()
+
+
+def _analysed(tmp_path: Path, busbw_gbps: float, settings: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    size = 32 * MIB
+    time_us = size * 7 / 8 / (busbw_gbps * 1e3)
+    records = [Measurement.from_timing(op="reduce_scatter", size_bytes=size, nranks=8, time_us=time_us,
+                                       engine="nccl-tests", backend="nccl", count=size // 4 // 8, dtype="float",
+                                       redop="sum", root=None, in_place=False, nnodes=1, wrong=0, ok=True, iters=20,
+                                       warmup=5, repeat=r, settings=settings or {}, point_id="p", sweep_id="s",
+                                       hosts=("n1",)) for r in range(3)]
+    path = tmp_path / "rs.jsonl"
+    write_jsonl(path, records)
+    return analyze(load_results(path), params=H100_8).sizes.iloc[0]
+
+
+def test_a_measurement_that_matches_the_near_tie_is_judged_against_it(tmp_path: Path) -> None:
+    row = _analysed(tmp_path, 250.0)
+    assert (row["model"], row["verdict"]) == ("Ring/LL128", "normal")
+    assert "near tie Ring/LL128" in row["algo_source"] and row["efficiency"] == pytest.approx(250.0 / 228.95, 1e-3)
+
+
+def test_a_slow_measurement_stays_against_the_choice(tmp_path: Path) -> None:
+    row = _analysed(tmp_path, 120.0)
+    assert (row["model"], row["verdict"]) == ("Ring/Simple", "low")
+    assert "near tie" not in row["algo_source"]
+
+
+def test_a_forced_protocol_leaves_no_tie_to_match(tmp_path: Path) -> None:
+    row = _analysed(tmp_path, 250.0, {"NCCL_PROTO": "Simple"})
+    assert (row["model"], row["verdict"]) == ("Ring/Simple", "suspicious")
