@@ -46,6 +46,8 @@ def _group(row: Any) -> str:
 
 def _source_label(source: Any) -> str:
     text = str(source)
+    if "near tie" in text:
+        return "near tie"
     for prefix, label in (("NCCL log", "log"), ("forced", "forced"), ("collscope's model", "modelled"),
                           ("alpha-beta", "alpha-beta")):
         if text.startswith(prefix):
@@ -65,8 +67,9 @@ def _span(texts: list[str], *, sort: bool = False) -> str:
 EFFICIENCY_HEADER = ["op", "config", "ranks", "sizes", "busbw", "algorithm", "from", "model", "eff", "bound",
                      "verdict"]
 EFFICIENCY_FROM = ("from: log = NCCL's TUNING lines in the point's log (or its settings check); forced = the "
-                   "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; alpha-beta = "
-                   "no NCCL model (Open MPI, or no GPU generation)")
+                   "configuration's NCCL_ALGO/NCCL_PROTO; modelled = collscope's model of NCCL's choice; near tie = "
+                   "a pair within 5% of that choice in NCCL's model, which the measurement matches (predict shows "
+                   "both); alpha-beta = no NCCL model (Open MPI, or no GPU generation)")
 
 
 def efficiency_intro(analysis: Analysis) -> str:

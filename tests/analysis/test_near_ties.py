@@ -66,3 +66,14 @@ def test_a_slow_measurement_stays_against_the_choice(tmp_path: Path) -> None:
 def test_a_forced_protocol_leaves_no_tie_to_match(tmp_path: Path) -> None:
     row = _analysed(tmp_path, 250.0, {"NCCL_PROTO": "Simple"})
     assert (row["model"], row["verdict"]) == ("Ring/Simple", "suspicious")
+
+
+def test_the_text_table_says_near_tie(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    _analysed(tmp_path, 250.0)  # writes rs.jsonl
+    out = CliRunner().invoke(main, ["analyze", str(tmp_path / "rs.jsonl"), "--gpu", "H100", "--nnodes", "1"]).output
+    row = next(line for line in out.splitlines() if line.startswith("reduce_scatter") and "Ring/" in line)
+    assert "Ring/LL128" in row and "near tie" in row and row.rstrip().endswith("normal")
