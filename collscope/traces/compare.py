@@ -26,6 +26,9 @@ class ModelFigure:
     published_spread: str | None = None
     """The model's published accuracy at that size and scope in words
     (:meth:`collscope.analysis.model_accuracy.BandAccuracy.brief`); None when none is known."""
+    near_ties: str | None = None
+    """NCCL's model's near ties of its choice with their expected busbw (``Ring/LL128 229 GB/s``;
+    :data:`collscope.analysis.nccl_model.choice.NEAR_TIE`); None when the choice leads by more."""
 
 
 ModelFn = Callable[[str, int, int, list[int]], dict[int, ModelFigure]]

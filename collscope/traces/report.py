@@ -58,6 +58,8 @@ class SummaryRow:
     """Step time saved had no rank arrived late to these calls."""
     model_published_spread: str | None = None
     """How far published systems fall from the model at this size and scope, in words (None: not known)."""
+    model_near_ties: str | None = None
+    """NCCL's model's near ties of the pair it chose, with their expected busbw (None: the choice leads by more)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__slots__}
@@ -353,7 +355,8 @@ def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_s
                          total_us=cell["total_us"], busbw_gbps=busbw, bench_busbw_gbps=bench_bw,
                          model_busbw_gbps=model_b, goodput_ratio=ratio, exposed_us_per_step=exposed,
                          calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence,
-                         model_published_spread=figure.published_spread if figure is not None else None)
+                         model_published_spread=figure.published_spread if figure is not None else None,
+                         model_near_ties=figure.near_ties if figure is not None else None)
         out.append(_with_verdict(row, rank_steps > 0))
     return out
 
@@ -396,4 +399,5 @@ def _above_bench(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
 def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
     return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
                                         row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
-                                        has_steps=has_steps, model_spread=row.model_published_spread))
+                                        has_steps=has_steps, model_spread=row.model_published_spread,
+                                        model_near_ties=row.model_near_ties))

@@ -83,3 +83,17 @@ def test_workload_out_meets_recommend_reader(tmp_path):
     workload = read_workload(out)
     assert [(e.op, e.size_bytes, e.calls, e.nranks) for e in workload.entries] == \
         [("all_reduce", 4194304, 1, 2), ("all_gather", 8000, 1, 2)]
+
+
+def test_the_model_figure_carries_nccls_near_ties():
+    """8 H100 of one node, reduce_scatter at 32 MiB: Ring/Simple leads Ring/LL128 by 1.9% in NCCL's model
+    (tests/analysis/test_near_ties.py); the trace's verdict names the tie with its own expected busbw."""
+    from collscope.cli.trace import _model
+    from collscope.traces.verdict import verdict
+
+    figure = _model((), "H100", None, [])("reduce_scatter", 8, 1, [32 << 20, 1 << 30])  # type: ignore[misc]
+    assert figure[32 << 20].near_ties == "Ring/LL128 229 GB/s" and figure[1 << 30].near_ties is None
+    line = verdict("reduce_scatter", 32 << 20, 1.0, 250.0, None, figure[32 << 20].busbw_gbps, None,
+                   model_near_ties=figure[32 << 20].near_ties)
+    assert "149% of the model's 168 GB/s busbw" in line
+    assert "(a near tie in NCCL's model, closer than collscope calls: Ring/LL128 229 GB/s if it runs)" in line
