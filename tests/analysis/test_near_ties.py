@@ -77,3 +77,29 @@ def test_the_text_table_says_near_tie(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["analyze", str(tmp_path / "rs.jsonl"), "--gpu", "H100", "--nnodes", "1"]).output
     row = next(line for line in out.splitlines() if line.startswith("reduce_scatter") and "Ring/" in line)
     assert "Ring/LL128" in row and "near tie" in row and row.rstrip().endswith("normal")
+
+
+def test_the_threshold_figures_are_the_scripts(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/near_tie_versions.py prints the figures NEAR_TIE's docstring and docs/reading-results.md cite (51
+    differing sizes of 505, 18 of them within 5%): a change of the model or the rows that moves them moves the text."""
+    import importlib.util
+    import sys
+
+    from collscope.analysis.nccl_model import choice
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("near_tie_versions", root / "bench" / "near_tie_versions.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    assert module.main() == 0
+    out = capsys.readouterr().out
+    total = int(out.split(" distinct scorecard sizes")[0])
+    differ = int(out.split("another at ")[1].split("\n")[0])
+    near = int(out.split("2.30's model at ")[1].split(" ")[0])
+    source = " ".join(Path(choice.__file__).read_text().split())
+    assert f"changes its choice at {differ} of the {total} distinct scorecard sizes" in source
+    assert f"and at {near} of those the other version's pick is within 5%" in source
+    docs = " ".join((root / "docs" / "reading-results.md").read_text().split())
+    assert f"the choice changes at {differ} of the scorecard's {total} sizes, {near} of them" in docs
