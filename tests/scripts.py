@@ -1,8 +1,10 @@
-"""Load one of the project's scripts (``scripts/*.py``) as a module, for tests that call its functions."""
+"""Load one of the project's scripts (``scripts/*.py``, ``bench/*.py``) as a module, for tests that call its
+functions."""
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,5 +16,17 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_bench(name: str, as_name: str | None = None) -> ModuleType:
+    """``bench/<name>.py`` imported as a module named ``as_name`` (default ``name``), registered in ``sys.modules``
+    (its dataclasses resolve their module by name); a different ``as_name`` gives a module of its own."""
+    module_name = as_name or name
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module

@@ -4,10 +4,8 @@ given by hand, and the scorecard's use of them."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -22,6 +20,7 @@ from collscope.analysis.params import link_params
 from collscope.analysis.predict import predict
 from collscope.cli import main
 from collscope.errors import ConfigError
+from tests.scripts import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 KIB = 1024
@@ -100,12 +99,7 @@ def test_cli_takes_the_nic_rate_and_refuses_a_nic_count_without_it() -> None:
 
 @pytest.fixture(scope="module")
 def scorecard() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scorecard_terms", ROOT / "bench" / "scorecard.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("scorecard", "scorecard_terms")
 
 
 def test_the_fitted_terms_help_on_rows_they_were_not_fitted_on(scorecard: ModuleType,
@@ -180,12 +174,7 @@ def test_the_network_cost_is_paid_once_per_call_across_nvlink_domains_only() -> 
 
 def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixture[str]) -> None:
     """bench/net_term_fit.py: the shipped cost beats no cost on the multi-node rows, and held out source by source."""
-    spec = importlib.util.spec_from_file_location("net_term_fit", ROOT / "bench" / "net_term_fit.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    assert module.main() == 0
+    assert load_bench("net_term_fit").main() == 0
     out = capsys.readouterr().out
     yardstick = int(out.split("(the yardstick): ")[1].split("/")[0])
     shipped = int(out.split("us: ")[1].split("/")[0])
@@ -226,13 +215,8 @@ def test_the_nvls_rank_cost_brings_ocis_64_gpu_mid_sizes_within_15_percent(score
 def test_no_other_ramp_form_predicts_better_out_of_sample(capsys: pytest.CaptureFixture[str]) -> None:
     """bench/ramp_form_fit.py: the form and size chosen leaving one source out do no better on the left-out sources
     than the shipped ramp (the reason the shipped one stays), and the script puts the shipped ramp back."""
-    spec = importlib.util.spec_from_file_location("ramp_form_fit", ROOT / "bench" / "ramp_form_fit.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
     shipped = measured.ramp_us
-    spec.loader.exec_module(module)
-    assert module.main() == 0
+    assert load_bench("ramp_form_fit").main() == 0
     out = capsys.readouterr().out
     assert "(shipped)" in out
     held, shipped_held = out.split("leaving one source out: ")[1].split(" within 15%")[0], out.split(

@@ -82,18 +82,11 @@ def test_the_text_table_says_near_tie(tmp_path: Path) -> None:
 def test_the_threshold_figures_are_the_scripts(capsys: pytest.CaptureFixture[str]) -> None:
     """bench/near_tie_versions.py prints the figures NEAR_TIE's docstring and docs/reading-results.md cite (51
     differing sizes of 505, 18 of them within 5%): a change of the model or the rows that moves them moves the text."""
-    import importlib.util
-    import sys
-
     from collscope.analysis.nccl_model import choice
+    from tests.scripts import ROOT as root
+    from tests.scripts import load_bench
 
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("near_tie_versions", root / "bench" / "near_tie_versions.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    assert module.main() == 0
+    assert load_bench("near_tie_versions").main() == 0
     out = capsys.readouterr().out
     total = int(out.split(" distinct scorecard sizes")[0])
     differ = int(out.split("another at ")[1].split("\n")[0])

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, P2P_LAUNCH_US, P2P_RAMP_BYTES_PER_PEER
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_bench
 
 
 @pytest.fixture(scope="module")
 def fit() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("p2p_fit", ROOT / "bench" / "p2p_fit.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("p2p_fit")
 
 
 def test_the_shipped_terms_are_the_grids_best_and_beat_the_pairwise_model(fit: ModuleType) -> None:
