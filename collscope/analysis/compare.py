@@ -42,22 +42,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from itertools import pairwise
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from collscope.analysis.bounds import excess_time_us
-from collscope.analysis.crossovers import Crossover, find_crossovers, sample
+from collscope.analysis.analyze_options import AnalyzeOptions
+from collscope.analysis.anomalies import (
+    Anomaly,
+    AnomalyKind,
+    cell_anomalies,
+    curve_anomalies,
+    excess_time_anomalies,
+    lost_points,
+)
+from collscope.analysis.crossovers import Crossover, find_crossovers
 from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
-from collscope.analysis.formats import num_text, size_text
 from collscope.analysis.job_geometry import GroupGeometry, host_backends
 from collscope.analysis.load import RECORD_COLUMNS
-from collscope.analysis.noise import MIN_REPEATS, cell_verdict, relative_spread
+from collscope.analysis.noise import MIN_REPEATS
 from collscope.analysis.placement import (
     COMPARED_KEYS,
     ConfigHosts,
@@ -69,75 +74,11 @@ from collscope.analysis.placement import (
 from collscope.analysis.size_zero import size_zero_note
 from collscope.analysis.sources import SourceComparison, compare_sources
 from collscope.errors import ConfigError
-from collscope.vocab.ops import busbw_factor
 
 __all__ = ["analyze", "Analysis", "AnalyzeOptions", "Anomaly", "Crossover", "AnomalyKind", "ParamsSource",
            "model_name"]
 
-AnomalyKind = Literal["dip", "non_monotone", "excess_time", "spread", "wrong_values", "not_applied", "failure",
-                      "above_link_limit"]
 _NOT_KNOBS = frozenset({*RECORD_COLUMNS, "settings", "config", "applied", "failure", "input"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnalyzeOptions:
-    """Thresholds of the anomaly checks (fractions, 0.1 = 10%)."""
-
-    dip_threshold: float = 0.2
-    """A size whose busbw is below both neighbours by more than this is a dip."""
-    drop_threshold: float = 0.2
-    """A curve that falls more than this below the best busbw of smaller sizes is non-monotone."""
-    excess_time_threshold: float = 0.10
-    """A size whose time holds more than this fraction of time that the next larger size shows is not data movement
-    (:func:`.bounds.excess_time_us`, at the link bound of the algorithms that ran) is ``excess_time``. Its fastest
-    repeat is held against the larger size's slowest, so run-to-run spread only weakens the claim; 10% is the
-    run-to-run spread that is itself reported, so a single measurement per size is not flagged for less."""
-    spread_threshold: float = 0.10
-    """Run-to-run spread above this is reported."""
-    link_tolerance: float = 0.05
-    """busbw above the bound of the algorithm that ran (:mod:`.bounds`) by more than this is ``above_link_limit``
-    (and ``suspicious``). The bound is bytes on the busiest link over its data rate: 5% covers the rates' rounding
-    (NVLink 25 GB/s per link, NIC 400 Gb/s = 50 GB/s) and the timer."""
-    nccl_model_error: float = 0.15
-    """The error margin of NCCL's cost model as collscope computes it: a busbw more than this above (below) the
-    model is ``suspicious`` (``low``). 15% is one step of the per-channel speed list NCCL's topology search walks
-    (sm90: 40 -> 45 -> 48 GB/s across nodes is 6-12%, 50 -> 60 inside a node 20%): which step NCCL lands on is
-    what collscope's approximation of that search (:mod:`.nccl_model.search`) can get wrong, and the model's
-    tables are NCCL's tuning heuristic, not a calibrated predictor."""
-    published_margins: bool = True
-    """Widen ``nccl_model_error``, per size band and scope, to how far published healthy systems fall from NCCL's
-    model there (:mod:`.model_accuracy`, from bench/scorecard: the 10th and 90th percentile of published / model,
-    in bands of at least 20 published figures); never narrower than ``nccl_model_error``. False: the flat margin."""
-    alpha_beta_error: float = 0.10
-    """The margin of the alpha-beta models: their bandwidth term is the links' data rate, which a collective
-    cannot beat; 10% covers the latency constants (NCCL's hwLatencies, not measured here) and timer noise."""
-    min_gain: float = 0.03
-    """A crossover needs the new leader to beat the old one by more than this (and than the noise)."""
-
-    def __post_init__(self) -> None:
-        for name in ("dip_threshold", "drop_threshold", "excess_time_threshold", "spread_threshold", "link_tolerance",
-                     "min_gain", "nccl_model_error", "alpha_beta_error"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 <= value < 10:
-                raise ConfigError(f"{name} must be a fraction >= 0 (0.1 = 10%), got {value!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Anomaly:
-    kind: AnomalyKind
-    op: str
-    config: str
-    size_bytes: int | None
-    detail: str
-    backend: str | None = None
-    nranks: int | None = None
-    nnodes: int | None = None
-    in_place: bool | None = None
-    input: str | None = None
-    """The input (results directory or file) the configuration's records were read from."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,132 +177,6 @@ def _half_peak(sizes: np.ndarray, bw: np.ndarray) -> tuple[float, float, float |
     return float(b[peak_i]), float(s[peak_i]), float(2 ** (x0 + frac * (x1 - x0)))
 
 
-def _curve_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
-    """Dips and non-monotone curves, each claimed only beyond noise: the higher cell must beat the lower one by
-    more than the threshold and than their combined spread, with >= 3 repeats each (the noise rule at one size;
-    a dip is one size by definition)."""
-    out: list[Anomaly] = []
-    rows = [r for r in _rows(cell) if math.isfinite(float(r["busbw_gbps"]))]
-    s = [int(r["size_bytes"]) for r in rows]
-    b = [float(r["busbw_gbps"]) for r in rows]
-    cells = [sample(r) for r in rows]
-
-    def above(hi: int, lo: int, threshold: float) -> bool:
-        # "hi beats lo by more than threshold", as a busbw ratio: b[lo] < (1 - threshold) * b[hi]
-        return cell_verdict(cells[hi], cells[lo], 1 / (1 - threshold) - 1) == "beats"
-
-    dips = set()
-    for i in range(1, len(b) - 1):
-        lower = min(b[i - 1], b[i + 1])
-        if above(i - 1, i, opts.dip_threshold) and above(i + 1, i, opts.dip_threshold):
-            dips.add(i)
-            out.append(_anomaly("dip", key, s[i], f"busbw {num_text(b[i])} GB/s, neighbours {num_text(b[i - 1])} and "
-                                f"{num_text(b[i + 1])} GB/s ({b[i] / lower - 1:+.0%})"))
-    best = -math.inf
-    best_i = -1
-    for i in range(len(b)):
-        if i in dips:
-            continue
-        if best_i >= 0 and best > 0 and above(best_i, i, opts.drop_threshold):
-            below = sum(1 for j in range(i, len(b)) if j not in dips and b[j] < (1 - opts.drop_threshold) * best)
-            out.append(_anomaly("non_monotone", key, s[i],
-                                f"busbw falls from {num_text(best)} GB/s at {size_text(s[best_i])} to "
-                                f"{num_text(b[i])} GB/s "
-                                f"({b[i] / best - 1:+.0%}); {below} size(s) from here stay below"))
-            break
-        if b[i] > best:
-            best, best_i = b[i], i
-    return out
-
-
-EXCESS_TIME_MIN_BOUND_SHARE = 0.5
-"""``excess_time`` is claimed only where the larger size reaches this share of the bound: there it moves data for
-most of its time and its timer is steady; below, the latency side's jitter of a few microseconds (a shared node's
-5%) against a small extra transfer would read as excess."""
-
-
-def _excess_time_anomalies(key: dict[str, Any], cell: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
-    """Sizes that took longer than the next measured size allows at the link bound (:func:`.bounds.excess_time_us`)
-    by more than ``excess_time_threshold`` of their own time: the smaller size's fastest repeat against the larger
-    size's slowest, at the larger of the two sizes' bounds, where the larger size reaches
-    :data:`EXCESS_TIME_MIN_BOUND_SHARE` of that bound. Needs the bounds (link parameters) and the rank count."""
-    nranks = key.get("nranks")
-    if nranks is None or pd.isna(nranks):
-        return []
-    factor = busbw_factor(str(key["op"]), int(nranks))
-    rows = sorted((r for r in _rows(cell) if int(r["size_bytes"]) > 0
-                   and all(math.isfinite(float(r[c])) for c in ("time_min_us", "time_max_us", "bound_busbw_gbps"))),
-                  key=lambda r: int(r["size_bytes"]))
-    out: list[Anomaly] = []
-    for small, large in pairwise(rows):
-        s, s_next = int(small["size_bytes"]), int(large["size_bytes"])
-        t, t_next = float(small["time_min_us"]), float(large["time_max_us"])
-        bound = max(float(small["bound_busbw_gbps"]), float(large["bound_busbw_gbps"]))
-        if float(large["busbw_gbps"]) < EXCESS_TIME_MIN_BOUND_SHARE * bound:
-            continue
-        excess = excess_time_us(s, t, s_next, t_next, busbw_factor=factor, bound_busbw_gbps=bound)
-        if excess <= opts.excess_time_threshold * t:
-            continue
-        binding = max((small, large), key=lambda r: float(r["bound_busbw_gbps"]))
-        margin = (f"took no longer ({num_text(t_next - t)} us)" if t_next <= t else
-                  f"took only {num_text(t_next - t)} us more for {size_text(s_next - s)} more: "
-                  f"{num_text(factor * (s_next - s) / ((t_next - t) * 1e3))} GB/s busbw on the margin, above the "
-                  f"{num_text(bound)} GB/s bound of the {binding['bound_limited_by']}")
-        repeats = ("one measurement per size" if int(small["n"]) < MIN_REPEATS or int(large["n"]) < MIN_REPEATS
-                   else "its fastest repeat against the slowest of the larger size")
-        out.append(_anomaly("excess_time", key, s,
-                            f"{num_text(t)} us holds at least {num_text(excess)} us ({excess / t:.0%}) that is not "
-                            f"data movement: {size_text(s_next)} {margin} ({repeats}); a stall, a warm-up, or a "
-                            f"slower algorithm chosen at {size_text(s)}"))
-    return out
-
-
-def _anomaly(kind: AnomalyKind, key: Mapping[str, Any], size: int | None, detail: str) -> Anomaly:
-    nnodes = key.get("nnodes")
-    return Anomaly(kind=kind, op=str(key["op"]), config=str(key["config"]), size_bytes=size, detail=detail,
-                   backend=None if key.get("backend") is None else str(key["backend"]),
-                   nranks=None if key.get("nranks") is None else int(key["nranks"]),
-                   nnodes=None if nnodes is None or pd.isna(nnodes) else int(nnodes),
-                   in_place=None if key.get("in_place") is None else bool(key["in_place"]),
-                   input=None if key.get("input") is None or pd.isna(key["input"]) else str(key["input"]))
-
-
-def _cell_anomalies(sizes: pd.DataFrame, opts: AnalyzeOptions) -> list[Anomaly]:
-    out: list[Anomaly] = []
-    not_applied: dict[tuple[Any, ...], int] = {}
-    failures: dict[tuple[Any, ...], set[str]] = {}
-    for row in _rows(sizes):
-        size = int(row["size_bytes"])
-        n = int(row["n"])
-        spread = relative_spread(sample(row))
-        if n >= MIN_REPEATS and spread > opts.spread_threshold:
-            out.append(_anomaly("spread", row, size, f"run-to-run spread {spread:.0%} ((max-min)/median busbw) over "
-                                f"{n} repeats, time {num_text(row['time_min_us'])}..{num_text(row['time_max_us'])} us"))
-        if row["n_not_ok"]:
-            out.append(_anomaly("wrong_values", row, size, f"{row['n_not_ok']} of {row['n_total']} record(s) with "
-                                "ok=false (wrong values or out-of-bounds)"))
-        limit = float(row["bound_busbw_gbps"])
-        if math.isfinite(limit) and row["busbw_gbps"] > limit * (1 + opts.link_tolerance):
-            out.append(_anomaly("above_link_limit", row, size, f"busbw {num_text(row['busbw_gbps'])} GB/s above "
-                                f"{num_text(limit)} GB/s, the bound of {row['bound_algo']} (set by its "
-                                f"{row['bound_limited_by']}; algorithm: {row['algo_source']}), by more than the "
-                                f"{opts.link_tolerance:.0%} link tolerance"))
-        key = tuple(row[k] for k in CONFIG_KEYS)
-        if row["n_not_applied"]:
-            not_applied[key] = not_applied.get(key, 0) + int(row["n_not_applied"])
-        failure = row.get("failure")
-        if failure is not None and not pd.isna(failure) and failure not in ("wrong values", "setting not applied"):
-            failures.setdefault(key, set()).add(str(failure))
-    for key, count in not_applied.items():
-        out.append(_anomaly("not_applied", dict(zip(CONFIG_KEYS, key, strict=True)), None,
-                            f"a forced setting did not take effect in {count} record(s) "
-                            "(points/<id>.check.json); they are left out of fits and comparisons"))
-    for key, reasons in failures.items():
-        out.append(_anomaly("failure", dict(zip(CONFIG_KEYS, key, strict=True)), None,
-                            f"point(s) of this configuration failed: {', '.join(sorted(reasons))}"))
-    return out
-
-
 def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
     few = int(((sizes["n"] > 0) & (sizes["n"] < MIN_REPEATS)).sum())
     if not few:
@@ -369,15 +184,6 @@ def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
     return (f"{few} configuration x size cell(s) have fewer than {MIN_REPEATS} usable repeats: their noise is unknown, "
             "so no crossover, win or spread is claimed from them (measure again with 3 repeats: "
             "`collscope sweep run --repeats 3`)")
-
-
-def _lost_points(df: pd.DataFrame) -> list[Anomaly]:
-    out = []
-    for entry in df.attrs.get("failures", []) or []:
-        key = {"op": entry.get("op") or "?", "config": entry.get("config") or "?"}
-        out.append(_anomaly("failure", key, None, f"point {entry.get('point_id')} failed without records: "
-                            f"{entry.get('reason')}: {entry.get('detail')}"))
-    return out
 
 
 def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None,
@@ -413,16 +219,17 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
         eff = cell["efficiency"].to_numpy(dtype=float)
         peak_eff.append(float(eff[np.nanargmax(b)]) if np.isfinite(b).any() else math.nan)
         fit_time[cell.index.to_numpy()] = alpha + beta * s
-        anomalies.extend(_curve_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
-        anomalies.extend(_excess_time_anomalies(dict(zip(CONFIG_KEYS, key, strict=True)), cell, opts))
+        config_key = dict(zip(CONFIG_KEYS, key, strict=True))
+        anomalies.extend(curve_anomalies(config_key, cell, opts))
+        anomalies.extend(excess_time_anomalies(config_key, cell, opts))
     sizes["fit_time_us"] = fit_time
     sizes["residual"] = sizes["time_us"] / sizes["fit_time_us"] - 1.0
     configs["peak_busbw_gbps"] = [p[0] for p in peaks]
     configs["peak_size_bytes"] = [p[1] for p in peaks]
     configs["n_half_measured_bytes"] = [math.nan if p[2] is None else p[2] for p in peaks]
     configs["peak_efficiency"] = peak_eff
-    anomalies.extend(_cell_anomalies(sizes, opts))
-    anomalies.extend(_lost_points(df))
+    anomalies.extend(cell_anomalies(sizes, opts))
+    anomalies.extend(lost_points(df))
     few = _few_repeats_note(sizes)
     if few:
         notes.append(few)

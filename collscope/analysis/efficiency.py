@@ -17,7 +17,7 @@ is used and ``algo_source`` says so.
 
 Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
 the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than
-the margin; else ``normal``. The margins and why they are what they are: :class:`~.compare.AnalyzeOptions`; for
+the margin; else ``normal``. The margins and why they are what they are: :class:`~.analyze_options.AnalyzeOptions`; for
 NCCL's model they are widened, per size band and scope, to how far published healthy systems fall from it
 (:mod:`.model_accuracy`: at 1-8 MiB across nodes 22% below to 37% above), so that ``low`` means lower than
 published systems of that size and scope reach against the model, not one flat 15%.
@@ -280,7 +280,7 @@ def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: lis
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Margins:
-    """The error margins of the verdict (fractions); :class:`~.compare.AnalyzeOptions` says why."""
+    """The error margins of the verdict (fractions); :class:`~.analyze_options.AnalyzeOptions` says why."""
 
     nccl: float
     alpha_beta: float
