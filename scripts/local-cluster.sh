@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real multi-node Slurm cluster on this one machine, made of network namespaces, for collscope's tests.
 #
-#   scripts/local-cluster.sh up [--nodes N] [--rails R]   N nodes (4), R rails (2); idempotent when already up; a fresh
-#                                                        slurmctld state every time (-c: no job of an earlier `up`)
+#   scripts/local-cluster.sh up [--nodes N] [--rails R]   N nodes (4), R rails (2); idempotent when already up; clears
+#                                                        a stale one (nothing alive in it); a fresh slurmctld state
+#                                                        every time (-c: no job of an earlier `up`)
 #   scripts/local-cluster.sh down                         stop what `up` started, delete the namespaces
 #   scripts/local-cluster.sh status                       daemons, links and `sinfo`; exit 3 when not healthy
 #   scripts/local-cluster.sh exec CMD...                  run CMD where the Slurm clients live (sbatch, srun)
@@ -54,7 +55,7 @@ DEFAULT_RATE=200mbit
 
 log() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { printf 'local-cluster: error: %s\n' "$*" >&2; exit 1; }
-usage() { sed -n '2,13p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit "$1"; }
+usage() { sed -n '2,15p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit "$1"; }
 need_root() { [ "$(id -u)" -eq 0 ] || die "$1 needs root (network namespaces, slurmd)"; }
 bounded() { timeout --kill-after=5 "$@"; }
 
@@ -329,22 +330,26 @@ cmd_up() {
     || die "--nodes must be 1..250, got '$want_nodes'"
   [[ "$want_rails" =~ ^[0-9]+$ ]] && [ "$want_rails" -ge 1 ] && [ "$want_rails" -le 8 ] \
     || die "--rails must be 1..8, got '$want_rails'"
-  if [ -s "$LAYOUT" ] && ns_exists "$NS_SW"; then
+  local left_ns
+  left_ns=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true)
+  if [ -n "$left_ns" ] && remnant_is_stale; then
+    log "stale cluster namespaces, nothing alive in them (a reboot, or a run killed before 'down'); clearing them"
+    cmd_down >&2
+  elif [ -s "$LAYOUT" ] && ns_exists "$NS_SW"; then
     read_layout
     [ "$NODES" = "$want_nodes" ] && [ "$RAILS" = "$want_rails" ] \
       || die "a cluster of $NODES nodes x $RAILS rails is up; '$0 down' first"
     log "cluster already up ($NODES nodes x $RAILS rails)"
     cmd_status >&2 && { cat "$ENV_FILE"; return 0; }
     die "the cluster is up but not healthy; '$0 down' then '$0 up'"
+  elif [ -n "$left_ns" ]; then
+    die "namespaces cs-* exist without a running cluster and still hold processes: '$0 down' first"
   fi
   for tool in slurmctld slurmd sinfo scontrol munged nsenter unshare ip tc; do
     command -v "$tool" >/dev/null 2>&1 || install_packages
   done
   NODES=$want_nodes
   RAILS=$want_rails
-  if ip netns list 2>/dev/null | awk '{print $1}' | grep -qE '^cs-(sw|ctl|node[0-9]+)$'; then
-    die "namespaces cs-* exist without a running cluster: '$0 down' first"
-  fi
   install -d -m 0755 "$STATE_DIR" "$STATE_DIR/ctld" "$STATE_DIR/nodes" "$STATE_DIR/roottmp"
   for dir in $SHARED; do
     case "$dir" in /tmp/?*) install -d -m 1777 "$dir" ;; esac
@@ -400,6 +405,23 @@ kill_ns_pids() {
     kill -KILL $pids 2>/dev/null || true
     sleep 0.2
   done
+}
+
+# True when what an earlier `up` left behind has nothing alive in it: no slurmctld or slurmd of ours and no
+# process in any cs-* namespace (munged, in the root namespace, is reused as it is). Such a remnant (after a
+# reboot, or a run killed before its `down`) holds nothing to lose, so `up` clears it; anything alive is left to
+# the user's `down`.
+remnant_is_stale() {
+  local node ns
+  ctld_pid >/dev/null && return 1
+  if [ -s "$LAYOUT" ]; then
+    read_layout
+    for node in $(seq -f 'node%g' 1 "$NODES"); do slurmd_pid "$node" >/dev/null && return 1; done
+  fi
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true); do
+    [ -z "$(ip netns pids "$ns" 2>/dev/null || true)" ] || return 1
+  done
+  return 0
 }
 
 cmd_down() {
