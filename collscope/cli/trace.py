@@ -60,8 +60,9 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
         cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief(),
-                                              ", ".join(f"{t.algo}/{t.proto} {t.expected_busbw_gbps:.3g} GB/s"
-                                                        for t in c.near_ties) or None)
+                                              choice=f"{c.algo}/{c.proto}",
+                                              ties=tuple((f"{t.algo}/{t.proto}", t.expected_busbw_gbps)
+                                                         for t in c.near_ties))
                     for c, band in zip(result.nccl_choice, result.accuracy, strict=True)}
         best: dict[int, float] = {}
         for p in result.predictions:

@@ -26,9 +26,16 @@ class ModelFigure:
     published_spread: str | None = None
     """The model's published accuracy at that size and scope in words
     (:meth:`collscope.analysis.model_accuracy.BandAccuracy.brief`); None when none is known."""
-    near_ties: str | None = None
-    """NCCL's model's near ties of its choice with their expected busbw (``Ring/LL128 229 GB/s``;
-    :data:`collscope.analysis.nccl_model.choice.NEAR_TIE`); None when the choice leads by more."""
+    choice: str | None = None
+    """The (algorithm, protocol) NCCL's model chooses, ``Ring/Simple``; None for an alpha-beta figure."""
+    ties: tuple[tuple[str, float], ...] = ()
+    """NCCL's model's near ties of its choice (:data:`collscope.analysis.nccl_model.choice.NEAR_TIE`): each pair
+    with its own expected busbw, ``("Ring/LL128", 229.0)``; empty when the choice leads by more."""
+
+    @property
+    def near_ties(self) -> str | None:
+        """The near ties in words, ``Ring/LL128 229 GB/s``; None when there are none."""
+        return ", ".join(f"{pair} {bw:.3g} GB/s" for pair, bw in self.ties) or None
 
 
 ModelFn = Callable[[str, int, int, list[int]], dict[int, ModelFigure]]

@@ -20,6 +20,7 @@ from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_s
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
 from collscope.traces.match import Matched, match_calls
+from collscope.traces.ran_pair import pick_figure, ran_pairs
 from collscope.traces.record import CollectiveCall, RankTrace
 from collscope.traces.verdict import headline, verdict
 from collscope.traces.wait import CallSplit, split_matched
@@ -60,6 +61,13 @@ class SummaryRow:
     """How far published systems fall from the model at this size and scope, in words (None: not known)."""
     model_near_ties: str | None = None
     """NCCL's model's near ties of the pair it chose, with their expected busbw (None: the choice leads by more)."""
+    ran: str | None = None
+    """The (algorithm, protocol) NCCL ran the calls with, as the trace says (``Ring/LL128``; mixed:
+    ``NVLS/Simple x3, Ring/LL128 x1``); None when the trace does not say (:mod:`collscope.traces.ran_pair`)."""
+    model_pair: str | None = None
+    """The pair ``model_busbw_gbps`` is for: the model's choice, or the near tie NCCL ran (None: alpha-beta)."""
+    model_note: str | None = None
+    """How the pair NCCL ran relates to the model's choice, in words (None: the trace does not say)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__slots__}
@@ -151,7 +159,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
     rows: list[dict[str, Any]] = []
     per_size: dict[tuple[str, int, int | None], dict[str, Any]] = defaultdict(
         lambda: {"calls": 0, "total_us": 0.0, "busbw": [], "exposed_us": 0.0, "in_steps": 0, "nodes": None,
-                 "wait_us": None, "exposed_transfer_us": 0.0, "exposed_wait_us": 0.0})
+                 "wait_us": None, "exposed_transfer_us": 0.0, "exposed_wait_us": 0.0, "ran": []})
     groups: dict[tuple[str | None, int | None, tuple[int, ...] | None], dict[str, Any]] = {}
     shared: dict[tuple[int, ...] | None, list[int] | None] = {}  # one list per group, not one per call
     saved: list[tuple[CollectiveCall, CallSplit, float | None]] = []
@@ -174,7 +182,8 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                          "process_group": call.process_group, "seq": call.seq,
                          "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
                          "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
-                         "exposed_us": call.exposed_us, "stream": call.stream, **_split_fields(split)})
+                         "exposed_us": call.exposed_us, "stream": call.stream, "algorithm": call.algorithm,
+                         "protocol": call.protocol, **_split_fields(split)})
             key = (call.process_group, call.group_size, call.group_ranks)
             if key not in groups:
                 groups[key] = _group_row(call, geometry, hosts)
@@ -185,6 +194,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
             cell = per_size[(call.op, call.size_bytes, call.group_size)]
             cell["nodes"] = _same_nodes(cell["nodes"], group_nodes(call, geometry, hosts))
             cell["calls"] += 1
+            cell["ran"].append((call.algorithm, call.protocol))
             cell["total_us"] += call.duration_us or 0.0
             if split is not None:
                 cell["wait_us"] = (cell["wait_us"] or 0.0) + split.wait_us
@@ -345,7 +355,9 @@ def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_s
         busbw = median(cell["busbw"]) if cell["busbw"] else None
         bench_bw = bench.busbw_at(op, n, size) if bench is not None and n is not None else None
         figure = model_bw.get((op, size, n))
-        model_b = figure.busbw_gbps if figure is not None else None
+        ran = ran_pairs(cell["ran"])
+        pick = pick_figure(figure, ran) if figure is not None else None
+        model_b = pick.busbw_gbps if pick is not None else None
         ref = bench_bw if bench_bw else model_b
         ratio = busbw / ref if busbw is not None and ref else None
         exposed = cell["exposed_us"] / rank_steps if rank_steps else None
@@ -356,7 +368,9 @@ def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_s
                          model_busbw_gbps=model_b, goodput_ratio=ratio, exposed_us_per_step=exposed,
                          calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence,
                          model_published_spread=figure.published_spread if figure is not None else None,
-                         model_near_ties=figure.near_ties if figure is not None else None)
+                         model_near_ties=figure.near_ties if figure is not None else None,
+                         ran=ran.describe(), model_pair=pick.pair if pick is not None else None,
+                         model_note=pick.note if pick is not None else None)
         out.append(_with_verdict(row, rank_steps > 0))
     return out
 
@@ -400,4 +414,4 @@ def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
     return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
                                         row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
                                         has_steps=has_steps, model_spread=row.model_published_spread,
-                                        model_near_ties=row.model_near_ties))
+                                        model_near_ties=row.model_near_ties, model_note=row.model_note))

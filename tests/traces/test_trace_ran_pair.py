@@ -1,0 +1,91 @@
+"""A trace that says which (algorithm, protocol) NCCL ran (NCCL Inspector's coll_algo/coll_proto) is judged
+against the model's figure for that pair: the choice's, a near tie's own, or the choice's with the reason the
+pair that ran is neither."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from collscope.cli import main
+from collscope.traces.compare import ModelFigure
+from collscope.traces.ran_pair import pick_figure, ran_pairs
+
+FIGURE = ModelFigure(168.0, choice="Ring/Simple", ties=(("Ring/LL128", 229.0),))
+"""8 H100 of one node, reduce_scatter at 32 MiB: Ring/Simple leads Ring/LL128 by 1.9% in NCCL's model
+(tests/analysis/test_near_ties.py), each with its expected busbw."""
+
+
+@pytest.mark.parametrize(("ran", "busbw", "pair", "words"), [
+    ([("Ring", "LL128")] * 3, 229.0, "Ring/LL128", "a near tie of the model's choice Ring/Simple (168 GB/s)"),
+    ([("Ring", "Simple")] * 2, 168.0, "Ring/Simple", "NCCL ran Ring/Simple, the model's choice"),
+    ([("NVLS", "Simple")], 168.0, "Ring/Simple", "neither chooses nor finds near here (its choice Ring/Simple)"),
+    ([("Ring", "LL128"), ("Ring", "Simple"), ("Ring", "LL128")], 168.0, "Ring/Simple",
+     "NCCL ran Ring/LL128 x2, Ring/Simple x1; the figure is the model's choice, Ring/Simple"),
+    ([("Ring", "LL128"), (None, None)], 168.0, "Ring/Simple", "Ring/LL128 x1, unknown x1"),
+    ([("Ring", None)], 168.0, "Ring/Simple", "NCCL ran Ring, not with which protocol"),
+    ([("NVLS", None)], 168.0, "Ring/Simple", "NCCL ran NVLS/?, which NCCL's model neither chooses"),
+], ids=["near-tie", "choice", "neither", "mixed", "some-unknown", "algo-only-ambiguous", "algo-only-other"])
+def test_the_figure_follows_the_pair_nccl_ran(ran, busbw, pair, words):
+    pick = pick_figure(FIGURE, ran_pairs(ran))
+    assert (pick.busbw_gbps, pick.pair) == (busbw, pair)
+    assert pick.note is not None and words in pick.note, pick.note
+
+
+def test_a_trace_that_does_not_say_keeps_the_choice_and_says_nothing():
+    pick = pick_figure(FIGURE, ran_pairs([(None, None)] * 4))
+    assert (pick.busbw_gbps, pick.pair, pick.note) == (168.0, "Ring/Simple", None)
+    alpha_beta = pick_figure(ModelFigure(100.0), ran_pairs([("Ring", "LL")]))  # no pair to compare with
+    assert (alpha_beta.busbw_gbps, alpha_beta.pair, alpha_beta.note) == (100.0, None, None)
+
+
+def _inspector_line(rank: int, coll: str, algo: str, proto: str, per_rank_bytes: int, time_us: float) -> str:
+    """One NCCL Inspector v4.2 record (tests/fixtures/inspector-v4x/v4.2-*.log is the same shape)."""
+    return json.dumps({
+        "header": {"id": "0x51c0ffee00d2", "comm_name": "TP", "rank": rank, "n_ranks": 8, "nnodes": 1},
+        "metadata": {"inspector_output_format_version": "v4.2", "git_rev": "v2.30.7-1", "rec_mechanism":
+                     "nccl_profiler_interface", "dump_timestamp_us": 1764640900000412, "hostname": "hgx-b07",
+                     "pid": 7100 + rank},
+        "coll_perf": {"coll": coll, "coll_algo": algo, "coll_proto": proto, "coll_sn": 11,
+                      "coll_msg_size_bytes": per_rank_bytes, "coll_exec_time_us": time_us,
+                      "coll_timing_source": "kernel_gpu", "coll_algobw_gbs": 0.0, "coll_busbw_gbs": 0.0}}) + "\n"
+
+
+def test_trace_judges_a_near_tie_nccl_ran_against_the_ties_own_figure(tmp_path):
+    """A reduce_scatter of 32 MiB on 8 H100 that NCCL ran as Ring/LL128 at 220 GB/s busbw: 96% of the tie's
+    229 GB/s, where the choice's 168 GB/s would have read it as 131%."""
+    time_us = round((32 << 20) * 7 / 8 / 220e3, 1)  # busbw 220 GB/s: (n-1)/n of the total at algbw
+    path = tmp_path / "nccl-inspector-rank0.log"
+    path.write_text(_inspector_line(0, "ReduceScatter", "RING", "LL128", 4 << 20, time_us))
+    res = CliRunner().invoke(main, ["trace", str(path), "--gpu", "H100", "--nnodes", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(res.output)["summary"]
+    assert (row["op"], row["size_bytes"], row["ran"], row["model_pair"]) == \
+        ("reduce_scatter", 32 << 20, "Ring/LL128", "Ring/LL128")
+    assert row["model_busbw_gbps"] == pytest.approx(229, rel=0.01)
+    assert row["goodput_ratio"] == pytest.approx(220 / 229, rel=0.01)
+    assert "96% of the model's 229 GB/s busbw" in row["verdict"]
+    assert "a near tie of the model's choice Ring/Simple (168 GB/s)" in row["verdict"]
+    assert "if it runs" not in row["verdict"]  # the trace settled which pair ran
+    [call] = json.loads(res.output)["collectives"]
+    assert (call["algorithm"], call["protocol"]) == ("Ring", "LL128")
+
+
+def test_trace_says_when_nccl_ran_a_pair_the_model_does_not_choose(tmp_path):
+    """tests/fixtures/inspector-v4x/v4.2: NCCL ran the 128 MiB reduce_scatter as Ring/LL128, which NCCL's model
+    does not choose for 8 H100 at 128 MiB (Ring/Simple, no near tie there); NVLS/Simple at 1 GiB is its choice."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "inspector-v4x" / "v4.2-dgx-h100-a07-pid41122.log"
+    res = CliRunner().invoke(main, ["trace", str(fixture), "--gpu", "H100", "--nnodes", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {(r["op"], r["size_bytes"]): r for r in json.loads(res.output)["summary"]}
+    scatter = rows[("reduce_scatter", 128 << 20)]
+    assert (scatter["ran"], scatter["model_pair"]) == ("Ring/LL128", "Ring/Simple")
+    assert "neither chooses nor finds near here (its choice Ring/Simple)" in scatter["verdict"]
+    assert "NCCL_ALGO/NCCL_PROTO" in scatter["verdict"]
+    big = rows[("all_reduce", 1 << 30)]
+    assert (big["ran"], big["model_pair"]) == ("NVLS/Simple", "NVLS/Simple")
+    assert "the trace says NCCL ran NVLS/Simple, the model's choice" in big["verdict"]
