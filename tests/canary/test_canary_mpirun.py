@@ -91,11 +91,17 @@ def test_a_planted_regression_is_found_at_its_sizes_and_not_elsewhere(tmp_path):
     rules.write_text(RULES)
     same.write_text(SAME_RULES)
     out = tmp_path / "planted"
-    code, text, doc = _canary([*BASE, "--a-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
-                               "--a-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={same}",
-                               "--b-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
-                               "--b-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={rules}",
-                               "--blocks", "8", "--out", str(out)])
+    args = [*BASE, "--a-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+            "--a-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={same}",
+            "--b-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+            "--b-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={rules}", "--out", str(out)]
+    code, text, doc = _canary([*args, "--blocks", "8"])
+    if doc["verdict"] == "inconclusive" and not _losing(doc):
+        # A loaded machine (one CI run measured an A/A noise of 74% per block) can blur the ranges at 8 blocks;
+        # the user's answer to an inconclusive canary is more blocks into the same --out, which keeps the 8
+        # finished ones. Found at 16 or not at all: the test still fails when the regression goes unseen.
+        code, text, doc = _canary([*args, "--blocks", "16"])
+        assert len(read_canary(out).points) == 32, text
     losing = _losing(doc)
     assert losing, text
     assert min(lo for lo, _ in losing) >= 256 << 10 and max(hi for _, hi in losing) <= 512 << 10, text
