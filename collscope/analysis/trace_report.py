@@ -113,13 +113,16 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "
 
 
 def _table(report: TraceReport) -> str:
-    head = ("op", "size", "ranks", "nodes", "calls", "job busbw (GB/s)", "sweep", "model", "goodput",
+    head = ("op", "size", "ranks", "nodes", "calls", "NCCL ran", "job busbw (GB/s)", "sweep", "model", "goodput",
             "wait share", "exposed/step (us)", "network saves/step (us)", "no late rank saves/step (us)")
     rows = []
     for r in report.summary:
         rows.append((r.op, size_text(r.size_bytes), "?" if r.nranks is None else str(r.nranks),
-                     "?" if r.nnodes is None else str(r.nnodes), str(r.calls), num_text(r.busbw_gbps),
-                     num_text(r.bench_busbw_gbps), num_text(r.model_busbw_gbps), pct_text(r.goodput_ratio),
+                     "?" if r.nnodes is None else str(r.nnodes), str(r.calls), r.ran or "not in the trace",
+                     num_text(r.busbw_gbps), num_text(r.bench_busbw_gbps),
+                     num_text(r.model_busbw_gbps) + (f" ({r.model_pair})" if r.model_busbw_gbps is not None
+                                                     and r.model_pair else ""),
+                     pct_text(r.goodput_ratio),
                      pct_text(r.wait_us / r.total_us if r.wait_us is not None and r.total_us else None),
                      num_text(r.exposed_us_per_step), num_text(r.network_us_per_step),
                      num_text(r.waiting_us_per_step)))

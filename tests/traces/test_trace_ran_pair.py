@@ -71,6 +71,11 @@ def test_trace_judges_a_near_tie_nccl_ran_against_the_ties_own_figure(tmp_path):
     assert "if it runs" not in row["verdict"]  # the trace settled which pair ran
     [call] = json.loads(res.output)["collectives"]
     assert (call["algorithm"], call["protocol"]) == ("Ring", "LL128")
+    report = CliRunner().invoke(main, ["trace", str(path), "--gpu", "H100", "--nnodes", "1",
+                                       "--report", str(tmp_path / "report")])
+    assert report.exit_code == 0, report.output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "<th>NCCL ran</th>" in page and "<td>Ring/LL128</td>" in page and "<td>229 (Ring/LL128)</td>" in page
 
 
 def test_trace_says_when_nccl_ran_a_pair_the_model_does_not_choose(tmp_path):
