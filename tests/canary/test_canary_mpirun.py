@@ -179,3 +179,20 @@ def test_a_killed_canary_resumes_without_measuring_finished_points_again(tmp_pat
         log = (out / "points" / name.replace(".jsonl", ".log")).read_text()
         assert log.count("=== collscope attempt") == 1, name
     assert not any("planned blocks" in c for c in judge_canary(out).verdict.caveats)
+
+
+def test_more_blocks_into_the_same_out_keep_the_blocks_already_measured(tmp_path):
+    """docs/canary.md: an inconclusive canary is rerun with ``--blocks <blocks + needed_blocks>`` on the same --out;
+    the blocks already measured are kept, not measured again."""
+    out = tmp_path / "grow"
+    args = [*BASE, "--max-bytes", "128K", "--out", str(out)]
+    code, text, _ = _canary([*args, "--blocks", "2"])
+    assert code in (0, 1, 3), text
+    before = _points_done(out)
+    assert len(before) == 4
+    code, text, doc = _canary([*args, "--blocks", "3"])
+    assert code in (0, 1, 3), text
+    after = _points_done(out)
+    assert len(after) == 6 == len(read_canary(out).points) and read_canary(out).blocks_planned == 3
+    assert {name: after[name] for name in before} == before  # the first two blocks untouched
+    assert doc["blocks"] == 3  # the verdict is on all three
