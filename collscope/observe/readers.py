@@ -235,6 +235,7 @@ class _TraceRow(msgspec.Struct):
     nnodes: int | None = None
     goodput_ratio: float | None = None
     bench_busbw_gbps: float | None = None
+    ran: str | None = None
 
 
 class _TraceDoc(msgspec.Struct):
@@ -282,7 +283,8 @@ def _read_trace(data: bytes, source: Source, ctx: ReadContext, mtime: float) -> 
         "algbw_gbps": algbw, "busbw_gbps": [r.busbw_gbps for r in rows], "ok": [True] * len(rows),
         "repeat": [0] * len(rows),
         "tags": [[(k, str(v)) for k, v in (("calls", r.calls), ("goodput_ratio", r.goodput_ratio),
-                                           ("bench_busbw_gbps", r.bench_busbw_gbps)) if v is not None]
+                                           ("bench_busbw_gbps", r.bench_busbw_gbps), ("ran", r.ran))
+                  if v is not None]
                  for r in rows]})
 
 

@@ -97,7 +97,8 @@ RECORD_COLUMNS: tuple[Column, ...] = (
            "'default' when none (collscope.vocab.configs.config_of)", True),
     Column("settings", _MAP, "the same settings as a map (variable -> value)", True),
     Column("tags", _MAP, "facts of the input kind that are neither settings nor provenance (locate: test_kind, "
-           "rail, status, round; trace: calls, goodput_ratio; Inspector: comm_id, rank)"),
+           "rail, status, round; trace: calls, goodput_ratio, bench_busbw_gbps, ran (the (algorithm, protocol) "
+           "NCCL ran, where the trace says); Inspector: comm_id, rank, algorithm, protocol)"),
     # -- provenance
     Column("hosts", pa.list_(_STR), "the node set, in rank order as far as the input shows it; [] unknown", True),
     Column("gpu", _STR, "GPU model as the tools print it (NVIDIA H200); null unknown", True),

@@ -94,3 +94,22 @@ def test_trace_says_when_nccl_ran_a_pair_the_model_does_not_choose(tmp_path):
     big = rows[("all_reduce", 1 << 30)]
     assert (big["ran"], big["model_pair"]) == ("NVLS/Simple", "NVLS/Simple")
     assert "the trace says NCCL ran NVLS/Simple, the model's choice" in big["verdict"]
+
+
+def test_the_pair_that_ran_goes_into_the_fleet_history(tmp_path):
+    """``collscope trace --json`` ingested by ``observe``: each summary row's ``ran`` is a tag the history can
+    query, next to its goodput."""
+    from pathlib import Path
+
+    from collscope.observe import ingest, query
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "inspector-v4x" / "v4.2-dgx-h100-a07-pid41122.log"
+    res = CliRunner().invoke(main, ["trace", str(fixture), "--gpu", "H100", "--nnodes", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "job-trace.json").write_text(res.output)
+    ingest([tmp_path / "job-trace.json"], tmp_path / "store")
+    rows = query(tmp_path / "store", "SELECT op, size_bytes, tags['ran'] AS ran FROM records WHERE kind = 'trace' "
+                                     "ORDER BY op, size_bytes").to_pylist()
+    assert [(r["op"], r["size_bytes"], r["ran"]) for r in rows] == [
+        ("all_reduce", 64 << 10, "Ring/LL"), ("all_reduce", 1 << 30, "NVLS/Simple"),
+        ("reduce_scatter", 128 << 20, "Ring/LL128")]
