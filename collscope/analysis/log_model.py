@@ -105,15 +105,17 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
         if op is None:
             out.append(ChoiceVsModel(choice=choice, model_time_us=None, model_pick=None))
             continue
+        size = choice.op_size_bytes(ranks)  # the model counts all_gather/reduce_scatter sizes as totals
+        assert size is not None  # ranks is known here
         try:
-            time_us: float | None = nccl_time_us(inputs, op, choice.algorithm, choice.protocol, choice.size_bytes,
+            time_us: float | None = nccl_time_us(inputs, op, choice.algorithm, choice.protocol, size,
                                                  version=version)
         except (ConfigError, KeyError, ValueError):
             time_us = None
         if time_us is not None and time_us == float("inf"):
             time_us = None
         func = OP_FUNC[op]
-        pick = nccl_choice(inputs, op, choice.size_bytes, version=version,
+        pick = nccl_choice(inputs, op, size, version=version,
                            algos=_allowed(log, func, "NCCL_ALGO", ALGORITHMS, notes),
                            protos=_allowed(log, func, "NCCL_PROTO", PROTOCOLS, notes))
         out.append(ChoiceVsModel(choice=choice, model_time_us=time_us, model_pick=f"{pick.algo}/{pick.proto}"))

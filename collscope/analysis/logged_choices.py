@@ -21,26 +21,34 @@ import pandas as pd
 
 from collscope.analysis.efficiency import Logged
 from collscope.analysis.point_evidence import checked_algorithms, point_logs
+from collscope.collectives.nccl_log.choices import SizeChoice
 from collscope.vocab.nccl import OP_FUNC
 
 __all__ = ["logged_choices"]
 
-_SIZE_SCALED = frozenset({"all_gather", "reduce_scatter"})
-
-
-def _log_choices(points_dir: Path, point_id: str, op: str) -> dict[int, tuple[str, str]]:
-    """Size -> (algorithm, protocol) from the first of the point's logs that has per-size choices for ``op``."""
+def _log_choices(points_dir: Path, point_id: str, op: str) -> list[SizeChoice]:
+    """The choices for ``op`` of the first of the point's logs that has any, the most-logged one per size."""
     func = OP_FUNC.get(op, "").lower()
     for log in point_logs(points_dir, point_id):
-        best: dict[int, tuple[int, str, str]] = {}
+        best: dict[tuple[int, bool], SizeChoice] = {}
         for c in log.size_choices:
             if c.op is not None and c.op.lower() != func:
                 continue
-            if c.size_bytes not in best or c.calls > best[c.size_bytes][0]:
-                best[c.size_bytes] = (c.calls, c.algorithm, c.protocol)
+            key = (c.size_bytes, c.counts_one_rank)
+            if key not in best or c.calls > best[key].calls:
+                best[key] = c
         if best:
-            return {size: (algo, proto) for size, (_, algo, proto) in best.items()}
-    return {}
+            return list(best.values())
+    return []
+
+
+def _choice_at(choices: list[SizeChoice], size_bytes: int, nranks: int) -> tuple[str, str] | None:
+    """The (algorithm, protocol) logged for a record's size: the log's size counted as the records count it
+    (:meth:`SizeChoice.op_size_bytes`: one rank's share of an all_gather in NCCL >= 2.24 lines, the total before)."""
+    for c in choices:
+        if c.op_size_bytes(nranks if nranks > 0 else None) == size_bytes:
+            return c.algorithm, c.protocol
+    return None
 
 
 def _check_algorithm(points_dir: Path, point_id: str) -> str | None:
@@ -68,9 +76,7 @@ def logged_choices(directories: Iterable[Path | str], frame: pd.DataFrame) -> Lo
                 continue
             for size, nranks in zip(group["size_bytes"], group["nranks"], strict=True):
                 size = int(size)
-                found = choices.get(size)
-                if found is None and str(op) in _SIZE_SCALED and int(nranks) > 0:
-                    found = choices.get(size // int(nranks))
+                found = _choice_at(choices, size, int(nranks))
                 if found is None and algo is not None:
                     found = (algo, "")
                 if found is not None:

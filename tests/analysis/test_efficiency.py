@@ -202,6 +202,33 @@ def test_the_point_log_says_per_size_which_algorithm_ran(tmp_path: Path) -> None
     assert set(sizes["algo_source"]) == {"NCCL log"}
 
 
+def test_an_all_gather_log_line_of_nccl_2_24_is_one_ranks_share(tmp_path: Path) -> None:
+    """NCCL >= 2.24 logs an AllGather's count argument (one rank's share, src/enqueue.cc); the records count the
+    total (nccl-tests' size). On 16 ranks the 4 MiB line is the 64 MiB record and the 64 MiB line the 1 GiB one:
+    matching the log's 64 MiB to the 64 MiB record would give it the 1 GiB call's choice."""
+    from collscope.analysis.logged_choices import logged_choices
+    from collscope.collectives.record import Measurement
+    from collscope.results.store import ResultsDir
+
+    results = ResultsDir(tmp_path / "r")
+    results.points_dir.mkdir(parents=True)
+    point_id = "all-gather-default-r0"
+    records = [Measurement.from_timing(op="all_gather", size_bytes=size, nranks=16, nnodes=2, time_us=time,
+                                       engine="nccl-tests", backend="nccl", count=size // 16 // 4, dtype="float",
+                                       redop=None, root=None, in_place=False, wrong=0, ok=True, iters=20,
+                                       warmup=5, repeat=0, settings={}, point_id=point_id, sweep_id="ag",
+                                       hosts=("gpu-a01", "gpu-a02"), nccl_version="2.24.3")
+               for size, time in ((64 << 20, 420.0), (1 << 30, 4100.0))]
+    results.finish_point(point_id, records)
+    (results.points_dir / f"{point_id}.log").write_text("NCCL version 2.24.3+cuda12.4\n" + "".join(
+        f"gpu-a01:41000:41000 [0] NCCL INFO AllGather: {size} Bytes -> Algo RING proto {proto} channel{{Lo..Hi}}="
+        f"{{0..15}}\n" for size, proto in ((4 << 20, "LL128"), (64 << 20, "SIMPLE"))))
+    results.sweep_json.write_text('{"sweep_id": "ag", "plan": {"points": []}}')
+    logged = logged_choices([results.root], load_results([results.root]))
+    assert logged == {("default", "all_gather", 64 << 20): ("Ring", "LL128"),
+                      ("default", "all_gather", 1 << 30): ("Ring", "Simple")}
+
+
 def test_a_check_file_naming_one_algorithm_is_used_and_damaged_evidence_is_skipped(tmp_path: Path) -> None:
     from collscope.analysis.logged_choices import logged_choices
 

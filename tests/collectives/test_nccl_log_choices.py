@@ -32,6 +32,28 @@ def test_per_size_choices_keep_size_channels_and_nccl_prediction() -> None:
     assert small.nccl_time_us == pytest.approx(8.6 + 8 / 6.2e3)
 
 
+def test_an_allgather_line_of_nccl_2_24_counts_one_ranks_share() -> None:
+    """2.24's line prints the count argument in bytes (src/enqueue.cc ``task->count * ncclTypeSize``): for the
+    fixture's AllGather of count 1048576 floats on 16 ranks, 4 MiB of one rank, 64 MiB in all. NCCL's time from
+    its TUNING table is for the total (Ring/Simple 36.0 us / 46.0 GB/s); the records count the total too."""
+    log = parse_nccl_log(FIXTURE.read_text(), source=FIXTURE.name)
+    (gather,) = [c for c in log.size_choices if c.op == "AllGather"]
+    assert (gather.size_bytes, gather.counts_one_rank, log.nranks) == (4 << 20, True, 16)
+    assert gather.op_size_bytes(16) == 64 << 20 and gather.op_size_bytes(None) is None
+    assert gather.nccl_time_us == pytest.approx(36.0 + (64 << 20) / 46.0e3)
+    (mid,) = [c for c in log.size_choices if (c.op, c.size_bytes) == ("AllReduce", 1048576)]
+    assert mid.op_size_bytes(16) == mid.op_size_bytes(None) == 1048576  # an all_reduce's size is its buffer
+
+
+def test_an_allgather_line_of_nccl_2_23_is_already_the_total() -> None:
+    """2.21-2.23 print ``nBytes``, count x nRanks for AllGather/ReduceScatter (2.21 src/include/info.h)."""
+    text = ("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+            "h:1:1 [0] NCCL INFO AllGather: 67108864 Bytes -> Algo 1 proto 2 time 251.5\n")
+    (choice,) = parse_nccl_log(text).size_choices
+    assert (choice.counts_one_rank, choice.op_size_bytes(8), choice.op_size_bytes(None)) == \
+        (False, 64 << 20, 64 << 20)
+
+
 def test_logged_time_of_older_nccl_is_kept() -> None:
     text = ("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
             "h:1:1 [0] NCCL INFO AllReduce: 8589934592 Bytes -> Algo 1 proto 2 time 86069.968750\n"
@@ -84,6 +106,7 @@ def test_cli_prints_choices_rails_and_model_comparison() -> None:
     assert text.exit_code == 0, text.output
     assert "per size" in text.output and "Ring/LL128" in text.output and "72.8 us" in text.output
     assert "gpu-node-01   mlx5_3     ranks 0 (ch 1), 7 (ch 1)" in text.output
+    assert "(one rank's share of 64M)" in text.output  # the 2.24 AllGather line, 16 ranks
     doc = json.loads(runner.invoke(main, ["nccl-log", str(FIXTURE), "--json"]).output)
     assert {c["size_bytes"] for c in doc["choices"]} == {8, 1048576, 268435456, 4194304}
     assert doc["rank_nics"][1]["via_proxy"] == [0]
@@ -102,3 +125,23 @@ def test_model_pick_follows_the_forced_algorithm() -> None:
     assert all(row.model_time_us is not None and row.model_time_us > 0 for row in result.rows)
     with pytest.raises(ConfigError, match="needs the NIC rates"):
         choices_against_model(log, gpu="H100")
+
+
+def test_the_model_prices_an_allgather_line_at_the_total_size() -> None:
+    """The model counts an all_gather by its total (nccl-tests' size); the 2.24 line logs one rank's share."""
+    from collscope.analysis.nccl_model.constants import model_version_for
+    from collscope.analysis.nccl_model.model import nccl_time_us
+    from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+    from collscope.analysis.params import link_params
+
+    log = parse_nccl_log(FIXTURE.read_text())
+    topology = load_one_node([sample_path()])
+    (row,) = [r for r in choices_against_model(log, topology=topology).rows if r.choice.op == "AllGather"]
+    version = model_version_for(log.nccl_version)
+    inputs = graph_inputs_from_topology(link_params(topology, nranks=16, nnodes=2), version=version)
+
+    def model_us(size: int) -> float:
+        return nccl_time_us(inputs, "all_gather", "Ring", "Simple", size, version=version)
+
+    assert row.model_time_us == pytest.approx(model_us(64 << 20))
+    assert row.model_time_us != pytest.approx(model_us(4 << 20))

@@ -320,7 +320,7 @@ class LogBuilder:
             env=dict(self.env),
             tuning=tuning,
             algo_proto_calls=dict(self.choices or self.traced),
-            size_choices=size_choices(self.size_lines, self.size_times, tuning),
+            size_choices=size_choices(self.size_lines, self.size_times, tuning, nranks),
             rank_nics=ranks,
             calls_logged=dict(self.calls),
             net=self._net(),

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from collscope.collectives.nccl_log.messages import Connection
 from collscope.collectives.nccl_log.tuning import TuningTable
+from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
 __all__ = ["SizeChoice", "RankNic", "ChoiceKey", "size_choices", "rank_nics", "channel_warnings"]
 
@@ -34,7 +35,11 @@ class SizeChoice:
     op: str | None
     """NCCL's function name (``AllReduce``); ``None`` where the lines do not name it (2.21-2.22)."""
     size_bytes: int
-    """The operation's size as NCCL logs it (bytes of one rank's buffer)."""
+    """The operation's size as NCCL logs it: NCCL >= 2.24 (``channel{Lo..Hi}`` lines) prints its count argument
+    in bytes (``task->count * ncclTypeSize``, src/enqueue.cc), which for AllGather and ReduceScatter is one rank's
+    share; 2.21-2.23 print ``nBytes``, for those two functions the count x nRanks (2.21 src/include/info.h
+    ``nBytes *= nRanks``; 2.23 src/enqueue.cc ``ncclFuncMaxSendRecvCount``). :meth:`op_size_bytes` gives the
+    size as collscope's records count it."""
     algorithm: str
     protocol: str
     channels: int | None
@@ -44,6 +49,21 @@ class SizeChoice:
     nccl_time_us: float | None
     """NCCL's own predicted time: the logged ``time`` (2.21-2.23), else latency + size/bandwidth of the
     logged TUNING table for this algorithm and protocol; ``None`` when neither is in the log."""
+
+    @property
+    def counts_one_rank(self) -> bool:
+        """The logged size of AllGather/ReduceScatter is one rank's share (the NCCL >= 2.24 line, the one that
+        names channels); else it is the total."""
+        return self.channels is not None
+
+    def op_size_bytes(self, nranks: int | None) -> int | None:
+        """The size as nccl-tests and collscope's records count it: the total over ranks for the ops whose size
+        is the total (:data:`collscope.vocab.ops.OP_TABLE` ``size_is_total``); None when the logged size is one
+        rank's share and ``nranks`` is unknown."""
+        op = OP_BY_NCCL_FUNC.get(self.op or "")
+        if op is None or not op_facts(op).size_is_total or not self.counts_one_rank:
+            return self.size_bytes
+        return None if nranks is None else self.size_bytes * nranks
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "size_bytes": self.size_bytes, "algorithm": self.algorithm,
@@ -70,17 +90,19 @@ class RankNic:
 
 
 def size_choices(lines: Mapping[ChoiceKey, int], times: Mapping[ChoiceKey, float],
-                 table: TuningTable | None) -> tuple[SizeChoice, ...]:
-    """One SizeChoice per distinct choice line, sorted by function then size."""
+                 table: TuningTable | None, nranks: int | None = None) -> tuple[SizeChoice, ...]:
+    """One SizeChoice per distinct choice line, sorted by function then size. NCCL's time from the TUNING table
+    is for the total bytes (``nBytes``), so a one-rank size is scaled by ``nranks`` first (unknown: no time)."""
     out = []
     for key, calls in lines.items():
         op, size, algo, proto, lo, hi = key
-        predicted = times.get(key)
-        if predicted is None and table is not None and op is not None:
-            predicted = table.predicted_time_us(op, algo, proto, size)
-        out.append(SizeChoice(op=op, size_bytes=size, algorithm=algo, protocol=proto,
-                              channels=None if lo is None or hi is None else hi - lo + 1, calls=calls,
-                              nccl_time_us=predicted))
+        choice = SizeChoice(op=op, size_bytes=size, algorithm=algo, protocol=proto,
+                            channels=None if lo is None or hi is None else hi - lo + 1, calls=calls,
+                            nccl_time_us=times.get(key))
+        total = choice.op_size_bytes(nranks)
+        if choice.nccl_time_us is None and table is not None and op is not None and total is not None:
+            choice = replace(choice, nccl_time_us=table.predicted_time_us(op, algo, proto, total))
+        out.append(choice)
     return tuple(sorted(out, key=lambda c: (c.op or "", c.size_bytes, -c.calls)))
 
 

@@ -104,8 +104,11 @@ def _size_choices(log: NcclLog) -> list[str]:
     for c in log.size_choices:
         channels = "?" if c.channels is None else str(c.channels)
         time = "?" if c.nccl_time_us is None else f"{c.nccl_time_us:.1f} us"
+        total = c.op_size_bytes(log.nranks)
+        share = "" if total == c.size_bytes else (
+            f"  (one rank's share of {format_size(total)})" if total is not None else "  (one rank's share)")
         lines.append(f"    {c.op or '?':<13} {format_size(c.size_bytes):>9}  {c.algorithm + '/' + c.protocol:<16} "
-                     f"{channels:>3} ch  {time:>12}  x{c.calls}")
+                     f"{channels:>3} ch  {time:>12}  x{c.calls}{share}")
     return lines
 
 
