@@ -76,6 +76,10 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
 @click.argument("paths", nargs=-1, required=True, metavar="FILE|DIR...")
 @click.option("--against", default=None, metavar="RESULTS_DIR",
               help="A sweep (results directory or Measurement/nccl-tests files) of the same fabric to compare with.")
+@click.option("--nccl-log", "nccl_logs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="The job's NCCL_DEBUG=INFO log with NCCL_DEBUG_SUBSYS including TUNING "
+                                   "(repeatable): which algorithm/protocol NCCL ran per op and size, for calls "
+                                   "whose trace does not say; the model figure is then that pair's.")
 @topo_option()
 @gpu_option
 @geometry_options("nranks", "nnodes", "nvl_domain")
@@ -88,7 +92,8 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
               metavar="DIR", help="Write a report: per-step timeline (exposed communication in its own colour), "
                                   "busbw per call against the sweep, index.html.")
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
-                  nranks: int | None, nnodes: int | None, nvl_domain: int | None, alpha_us: float | None,
+                  nranks: int | None, nnodes: int | None, nvl_domain: int | None, nccl_logs: tuple[Path, ...],
+                  alpha_us: float | None,
                   bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None, as_json: bool,
                   workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
@@ -102,7 +107,9 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     per step. The job's geometry (ranks, nodes)
     and each call's process group (its size and ranks) are read from the traces, with their evidence;
     --nranks, --nnodes and --nvl-domain override them. Sizes and busbw use the call's group, the model the
-    nodes that group spans.
+    nodes that group spans. Where Inspector's records or the job's NCCL log (--nccl-log) say which algorithm
+    and protocol NCCL ran, the model figure is that pair's (the choice's or a near tie's), or the choice's with
+    the reason when NCCL ran a pair its model does not pick.
 
     \b
     Example:
@@ -110,6 +117,7 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
       collscope trace rank0.pt.trace.json.gz rank1.pt.trace.json.gz --gpu A100 --json
       collscope trace traces/ --against results/ --report trace-report/
       collscope trace traces/ --gpu H100 --nnodes 16
+      collscope trace traces/ --gpu H100 --nnodes 2 --nccl-log nccl-rank0.log
     """
     if workload_out is not None:
         check_output_file(workload_out, "--workload-out")
@@ -124,7 +132,13 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
         if gpu is not None:
             cautions.append(f"the model's GPU, {gpu}: {why}")
     model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node)
-    report = analyze_traces(traces, bench=bench, model=model, overrides=overrides)
+    logged = None
+    if nccl_logs:
+        from collscope.collectives.nccl_log.parse import read_nccl_log
+        from collscope.traces.ran_pair import logged_pairs
+
+        logged = logged_pairs([read_nccl_log(path) for path in nccl_logs])
+    report = analyze_traces(traces, bench=bench, model=model, overrides=overrides, logged=logged)
     if cautions:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *cautions))))
     if not report.collectives:

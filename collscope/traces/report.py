@@ -20,7 +20,7 @@ from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_s
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
 from collscope.traces.match import Matched, match_calls
-from collscope.traces.ran_pair import pick_figure, ran_pairs
+from collscope.traces.ran_pair import LOG, TRACE, LoggedPairs, pick_figure, ran_pairs
 from collscope.traces.record import CollectiveCall, RankTrace
 from collscope.traces.verdict import headline, verdict
 from collscope.traces.wait import CallSplit, split_matched
@@ -120,6 +120,15 @@ class TraceReport:
         return {"workload": entries}
 
 
+def _ran(call: CollectiveCall, logged: LoggedPairs | None) -> tuple[str | None, str | None, str]:
+    """The call's (algorithm, protocol, source): the trace's own, else the NCCL log's for its op and size."""
+    if call.algorithm is None and logged is not None and call.size_bytes is not None:
+        found = logged.pair(call.op, call.size_bytes, call.group_size)
+        if found is not None:
+            return found[0], found[1], LOG
+    return call.algorithm, call.protocol, TRACE
+
+
 def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, float | None]:
     """algbw and busbw of a call, busbw with the factor of its group's size (never the world's)."""
     if call.size_bytes is None or time_us is None or time_us <= 0:
@@ -131,13 +140,16 @@ def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, f
 
 
 def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = None,
-                   model: ModelFn | None = None, overrides: Mapping[str, int | None] | None = None) -> TraceReport:
+                   model: ModelFn | None = None, overrides: Mapping[str, int | None] | None = None,
+                   logged: LoggedPairs | None = None) -> TraceReport:
     """Match the ranks' calls, split them into wait and transfer, sum the steps, find the late ranks, compare per
     (op, size) of each group size, and say what a faster collective would save.
 
     ``overrides``: the user's ``nranks`` / ``nnodes`` / ``nvl_domain`` (``--nranks`` ...), which win over the
     traces' evidence; the model of a row gets the nodes its group spans, and no figure when that is unknown.
-    Calls in groups of 1 rank are no communication: listed apart (``no_communication``), nowhere else."""
+    Calls in groups of 1 rank are no communication: listed apart (``no_communication``), nowhere else.
+    ``logged``: the job's NCCL logs (``--nccl-log``), which say the (algorithm, protocol) of calls whose trace
+    does not (:mod:`collscope.traces.ran_pair`)."""
     geometry = job_geometry(traces, overrides, ", ".join(t.source for t in traces[:3])
                             + (", ..." if len(traces) > 3 else ""))
     hosts = rank_hosts(traces)
@@ -175,6 +187,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                 from_duration += 1
             alg, bus = _busbw(call, t_us)
             split = splits.get(id(own))
+            ran = _ran(call, logged)
             rows.append({"rank": call.rank, "op": call.op, "size_bytes": own.size_bytes,
                          "matched_size_bytes": m.size_bytes, "dtype": call.dtype,
                          "group_size": call.group_size,
@@ -182,8 +195,9 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                          "process_group": call.process_group, "seq": call.seq,
                          "step": call.step, "start_us": call.start_us, "duration_us": call.duration_us,
                          "transfer_us": time_us, "skew_us": m.skew_us, "algbw_gbps": alg, "busbw_gbps": bus,
-                         "exposed_us": call.exposed_us, "stream": call.stream, "algorithm": call.algorithm,
-                         "protocol": call.protocol, **_split_fields(split)})
+                         "exposed_us": call.exposed_us, "stream": call.stream, "algorithm": ran[0],
+                         "protocol": ran[1], "pair_source": ran[2] if ran[0] is not None else None,
+                         **_split_fields(split)})
             key = (call.process_group, call.group_size, call.group_ranks)
             if key not in groups:
                 groups[key] = _group_row(call, geometry, hosts)
@@ -194,7 +208,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
             cell = per_size[(call.op, call.size_bytes, call.group_size)]
             cell["nodes"] = _same_nodes(cell["nodes"], group_nodes(call, geometry, hosts))
             cell["calls"] += 1
-            cell["ran"].append((call.algorithm, call.protocol))
+            cell["ran"].append(ran)
             cell["total_us"] += call.duration_us or 0.0
             if split is not None:
                 cell["wait_us"] = (cell["wait_us"] or 0.0) + split.wait_us
@@ -206,6 +220,8 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                     cell["exposed_wait_us"] += split.exposed_wait_us
         if m_bus is not None:
             per_size[(first.op, first.size_bytes or 0, first.group_size)]["busbw"].append(m_bus)
+    if logged is not None:
+        warnings.extend(logged.warnings())
     if from_duration:
         warnings.append(f"{from_duration} calls have no transfer time (one rank known, or ranks unmatched): their "
                         "bandwidth is computed from their own duration, which includes waiting for peers")
