@@ -132,42 +132,42 @@ def _nccl_log(lines: list[str]) -> str:
     return "\n".join(head + [f"gpu-a01:4100:4100 [0] NCCL INFO {line}" for line in lines]) + "\n"
 
 
-def test_trace_takes_the_pair_from_the_jobs_nccl_log(tmp_path):
-    """--nccl-log: the TUNING choice lines say the pair of calls whose Kineto trace does not. NCCL >= 2.24 logs an
-    AllGather's one-rank share (4000 B of the 8000 B the records count); the notes say the log said it."""
+def _trace_with_log(tmp_path, lines: list[str]) -> dict:
+    """``collscope trace --json`` of the two-rank Kineto job with an NCCL log of these lines."""
     job = _kineto_job(tmp_path / "job")
     log = tmp_path / "nccl.log"
-    log.write_text(_nccl_log(["AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..1}",
-                              "AllGather: 4000 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"]))
+    log.write_text(_nccl_log(lines))
     res = CliRunner().invoke(main, ["trace", str(job), "--gpu", "A100", "--nnodes", "1", "--nccl-log", str(log),
                                     "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    return json.loads(res.output)
+
+
+def test_trace_takes_the_pair_from_the_jobs_nccl_log(tmp_path):
+    """--nccl-log: the TUNING choice lines say the pair of calls whose Kineto trace does not. NCCL >= 2.24 logs an
+    AllGather's one-rank share (4000 B of the 8000 B the records count); the notes say the log said it."""
+    doc = _trace_with_log(tmp_path, ["AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..1}",
+                                     "AllGather: 4000 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"])
     rows = {r["op"]: r for r in doc["summary"]}
     assert (rows["all_reduce"]["ran"], rows["all_gather"]["ran"]) == ("Ring/LL128", "Ring/LL")
     assert "the NCCL log says NCCL ran Ring/LL128" in rows["all_reduce"]["verdict"]
     assert {(c["op"], c["algorithm"], c["protocol"], c["pair_source"]) for c in doc["collectives"]} == {
         ("all_reduce", "Ring", "LL128", "the NCCL log"), ("all_gather", "Ring", "LL", "the NCCL log")}
-    plain = json.loads(CliRunner().invoke(main, ["trace", str(job), "--gpu", "A100", "--nnodes", "1",
+    plain = json.loads(CliRunner().invoke(main, ["trace", str(tmp_path / "job"), "--gpu", "A100", "--nnodes", "1",
                                                  "--json"]).output)
     assert all(r["ran"] is None and r["model_note"] is None for r in plain["summary"])  # without it: not said
 
 
 def test_a_log_that_shows_several_pairs_for_one_size_says_none(tmp_path):
     """The choice lines name no communicator: two pairs for one (op, size) leave the calls' pair unknown, said."""
-    job = _kineto_job(tmp_path / "job")
-    log = tmp_path / "nccl.log"
-    log.write_text(_nccl_log(["AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..1}",
-                              "AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}"]))
-    res = CliRunner().invoke(main, ["trace", str(job), "--gpu", "A100", "--nnodes", "1", "--nccl-log", str(log),
-                                    "--json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = _trace_with_log(tmp_path, ["AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..1}",
+                                     "AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}"])
     assert {r["op"]: r["ran"] for r in doc["summary"]} == {"all_reduce": None, "all_gather": None}
     assert any("several (algorithm, protocol) for all_reduce 4194304 B" in w for w in doc["warnings"])
     bare = tmp_path / "bare.log"
     bare.write_text(_nccl_log(["Channel 00/02 :    0   1"]))
-    res = CliRunner().invoke(main, ["trace", str(job), "--gpu", "A100", "--nnodes", "1", "--nccl-log", str(bare)])
+    res = CliRunner().invoke(main, ["trace", str(tmp_path / "job"), "--gpu", "A100", "--nnodes", "1",
+                                    "--nccl-log", str(bare)])
     assert res.exit_code == 0, res.output
     assert "no per-operation choice line" in res.output and "NCCL_DEBUG_SUBSYS=INIT,TUNING" in res.output
 
