@@ -179,3 +179,17 @@ def test_a_file_that_is_no_nccl_log_is_refused_by_name(tmp_path):
     res = CliRunner().invoke(main, ["trace", str(job), "--nccl-log", str(notes)])
     assert res.exit_code == 2, res.output
     assert str(notes) in res.output and "NCCL_DEBUG=INFO log" in res.output and "Traceback" not in res.output
+
+
+def test_choice_lines_that_name_no_function_are_left_out_and_counted():
+    """NCCL 2.21-2.22 print ``1024 Bytes -> Algo 1 proto 2 time 12.5`` without the function: no op to give it."""
+    from collscope.collectives.nccl_log.parse import parse_nccl_log
+    from collscope.traces.ran_pair import logged_pairs
+
+    log = parse_nccl_log(_nccl_log(["4194304 Bytes -> Algo 1 proto 2 time 40.5",
+                                    "4194304 Bytes -> Algo 1 proto 2 time 40.5",
+                                    "AllGather: 67108864 Bytes -> Algo 1 proto 2 time 251.5"]), "rank0.log")
+    pairs = logged_pairs([log])
+    assert pairs.pair("all_reduce", 4 << 20, 2) is None  # the function is not said
+    assert pairs.pair("all_gather", 64 << 20, 2) == ("Ring", "Simple")  # a 2.23 line: already the total
+    assert pairs.warnings() == ["2 choice line(s) of the NCCL log name no function (NCCL 2.21-2.22): left out"]
