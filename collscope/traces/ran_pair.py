@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from collscope.collectives.nccl_log.choices import SizeChoice
 from collscope.collectives.nccl_log.records import NcclLog
 from collscope.traces.compare import ModelFigure
+from collscope.traces.record import CollectiveCall
 from collscope.vocab.ops import OP_BY_NCCL_FUNC
 
-__all__ = ["RanPairs", "ran_pairs", "ModelPick", "pick_figure", "LoggedPairs", "logged_pairs", "TRACE", "LOG"]
+__all__ = ["RanPairs", "ran_pairs", "ModelPick", "pick_figure", "LoggedPairs", "logged_pairs", "call_pair", "TRACE",
+           "LOG"]
 
 UNKNOWN = "?"
 TRACE = "the trace"
@@ -68,6 +70,15 @@ def logged_pairs(logs: Sequence[NcclLog]) -> LoggedPairs:
     named = tuple(c for log in logs for c in log.size_choices if c.op is not None)
     unnamed = sum(c.calls for log in logs for c in log.size_choices if c.op is None)
     return LoggedPairs(named, tuple(log.source for log in logs), unnamed)
+
+
+def call_pair(call: CollectiveCall, logged: LoggedPairs | None) -> tuple[str | None, str | None, str]:
+    """A call's (algorithm, protocol, source): the trace's own, else the NCCL log's for its op and size."""
+    if call.algorithm is None and logged is not None and call.size_bytes is not None:
+        found = logged.pair(call.op, call.size_bytes, call.group_size)
+        if found is not None:
+            return found[0], found[1], LOG
+    return call.algorithm, call.protocol, TRACE
 
 
 @dataclass(frozen=True, slots=True)

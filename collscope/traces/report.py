@@ -11,68 +11,24 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import median
 from typing import Any
 
 from collscope.geometry import Geometry, Known
-from collscope.traces.compare import BenchCurves, ModelFigure, ModelFn
+from collscope.traces.compare import BenchCurves, ModelFn
 from collscope.traces.exposure import RankSpans, StepStat, rank_exposure, step_stats
 from collscope.traces.geometry import group_nodes, job_geometry, rank_hosts
 from collscope.traces.late import RankTiming, late_ranks
 from collscope.traces.match import Matched, match_calls
-from collscope.traces.ran_pair import LOG, TRACE, LoggedPairs, pick_figure, ran_pairs
+from collscope.traces.ran_pair import LoggedPairs, call_pair
 from collscope.traces.record import CollectiveCall, RankTrace
-from collscope.traces.verdict import headline, verdict
+from collscope.traces.summary import SummaryRow, above_bench, bench_gaps, summary_rows
+from collscope.traces.verdict import headline
 from collscope.traces.wait import CallSplit, split_matched
 from collscope.traces.whatif import Saving, call_saving, per_step
 from collscope.units import algbw_gbps
 from collscope.vocab.ops import busbw_factor
 
 __all__ = ["TraceReport", "SummaryRow", "analyze_traces"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SummaryRow:
-    op: str
-    size_bytes: int
-    nranks: int | None
-    """Ranks in the calls' process group (None: the trace does not say)."""
-    nnodes: int | None
-    """Nodes that group spans (None: unknown; then no model figure)."""
-    calls: int
-    total_us: float
-    busbw_gbps: float | None
-    bench_busbw_gbps: float | None
-    model_busbw_gbps: float | None
-    goodput_ratio: float | None
-    exposed_us_per_step: float | None
-    calls_per_step: float | None
-    verdict: str
-    nnodes_evidence: tuple[str, ...] = ()
-    wait_us: float | None = None
-    """The calls' summed wait for a late peer (:mod:`collscope.traces.wait`); None when no call has a split."""
-    exposed_transfer_us_per_step: float | None = None
-    exposed_wait_us_per_step: float | None = None
-    network_us_per_step: float | None = None
-    """Step time saved at the sweep's (else the model's) busbw, exposed time only (:mod:`collscope.traces.whatif`)."""
-    waiting_us_per_step: float | None = None
-    """Step time saved had no rank arrived late to these calls."""
-    model_published_spread: str | None = None
-    """How far published systems fall from the model at this size and scope, in words (None: not known)."""
-    model_near_ties: str | None = None
-    """NCCL's model's near ties of the pair it chose, with their expected busbw (None: the choice leads by more)."""
-    ran: str | None = None
-    """The (algorithm, protocol) NCCL ran the calls with, as the trace says (``Ring/LL128``; mixed:
-    ``NVLS/Simple x3, Ring/LL128 x1``); None when the trace does not say (:mod:`collscope.traces.ran_pair`)."""
-    model_pair: str | None = None
-    """The pair ``model_busbw_gbps`` is for: the model's choice, or the near tie NCCL ran (None: alpha-beta)."""
-    model_note: str | None = None
-    """How the pair NCCL ran relates to the model's choice, in words (None: the trace does not say)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f: getattr(self, f) for f in self.__slots__}
-        out["nnodes_evidence"] = list(self.nnodes_evidence)
-        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,15 +74,6 @@ class TraceReport:
         entries = [{"op": r.op, "size_bytes": r.size_bytes, "calls": max(1, round(r.calls_per_step or 0.0)),
                     "nranks": r.nranks} for r in self.summary if r.nranks and r.nranks > 1 and r.size_bytes > 0]
         return {"workload": entries}
-
-
-def _ran(call: CollectiveCall, logged: LoggedPairs | None) -> tuple[str | None, str | None, str]:
-    """The call's (algorithm, protocol, source): the trace's own, else the NCCL log's for its op and size."""
-    if call.algorithm is None and logged is not None and call.size_bytes is not None:
-        found = logged.pair(call.op, call.size_bytes, call.group_size)
-        if found is not None:
-            return found[0], found[1], LOG
-    return call.algorithm, call.protocol, TRACE
 
 
 def _busbw(call: CollectiveCall, time_us: float | None) -> tuple[float | None, float | None]:
@@ -187,7 +134,7 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
                 from_duration += 1
             alg, bus = _busbw(call, t_us)
             split = splits.get(id(own))
-            ran = _ran(call, logged)
+            ran = call_pair(call, logged)
             rows.append({"rank": call.rank, "op": call.op, "size_bytes": own.size_bytes,
                          "matched_size_bytes": m.size_bytes, "dtype": call.dtype,
                          "group_size": call.group_size,
@@ -230,12 +177,12 @@ def analyze_traces(traces: Sequence[RankTrace], *, bench: BenchCurves | None = N
         warnings.append("no ProfilerStep#N spans: no per-step figures, and the workload counts each rank's calls "
                         "over the whole trace as one step")
     warnings.extend(_group_warnings(groups.values()))
-    summary = _summary(per_size, rank_steps, bench, model, len({t.rank for t in traces}), geometry, warnings)
+    summary = summary_rows(per_size, rank_steps, bench, model, len({t.rank for t in traces}), geometry, warnings)
     n_steps = len({s.step for s in steps})
     summary, what_if = _what_if(summary, per_size, saved, rank_steps, n_steps)
     if bench is not None:
-        warnings.extend(_bench_gaps(summary, bench))
-        warnings.extend(_above_bench(summary, bench))
+        warnings.extend(bench_gaps(summary, bench))
+        warnings.extend(above_bench(summary, bench))
     table = late_ranks(lates, timing)
     backends: list[str] = sorted({t.backend for t in traces if t.backend != "unknown"}) or ["unknown"]
     outside = {"kernels": sum(t.outside_window_kernels for t in traces),
@@ -343,91 +290,3 @@ def _group_warnings(groups: Any) -> list[str]:
                    f"whole job ({assumed[0]['group_size']} ranks, distributedInfo.world_size); a sub-group's "
                    "busbw would then be wrong")
     return out
-
-
-def _summary(per_size: dict[tuple[str, int, int | None], dict[str, Any]], rank_steps: int,
-             bench: BenchCurves | None, model: ModelFn | None, nranks_traced: int, geometry: Geometry,
-             warnings: list[str]) -> list[SummaryRow]:
-    model_bw: dict[tuple[str, int, int | None], ModelFigure] = {}
-    if model is not None:
-        by_group: dict[tuple[str, int, int], list[int]] = defaultdict(list)
-        no_nodes: set[tuple[str, int]] = set()
-        for (op, size, n), cell in per_size.items():
-            spans = cell["nodes"].value if cell["nodes"] is not None else None
-            if n is not None and n > 1 and spans is not None:
-                by_group[(op, n, spans)].append(size)
-            elif n is not None and n > 1:
-                no_nodes.add((op, n))
-        for (op, n, spans), sizes in by_group.items():
-            for size, bw in model(op, n, spans, sorted(set(sizes))).items():
-                model_bw[(op, size, n)] = bw
-        if no_nodes:
-            warnings.append("no model figure for " + ", ".join(f"{op} on {n} ranks" for op, n in sorted(no_nodes))
-                            + ": the nodes their group spans are unknown (the models never assume one node; "
-                            f"nnodes: {geometry.nnodes.describe()}; pass --nnodes N, which places the ranks of "
-                            "each group the trace lists in blocks of nranks / nnodes per node)")
-    out = []
-    for (op, size, n), cell in sorted(per_size.items(), key=lambda kv: -kv[1]["total_us"]):
-        busbw = median(cell["busbw"]) if cell["busbw"] else None
-        bench_bw = bench.busbw_at(op, n, size) if bench is not None and n is not None else None
-        figure = model_bw.get((op, size, n))
-        ran = ran_pairs(cell["ran"])
-        pick = pick_figure(figure, ran) if figure is not None else None
-        model_b = pick.busbw_gbps if pick is not None else None
-        ref = bench_bw if bench_bw else model_b
-        ratio = busbw / ref if busbw is not None and ref else None
-        exposed = cell["exposed_us"] / rank_steps if rank_steps else None
-        per_step = cell["in_steps"] / rank_steps if rank_steps else cell["calls"] / max(nranks_traced, 1)
-        nodes: Known = cell["nodes"] if cell["nodes"] is not None else Known(None)
-        row = SummaryRow(op=op, size_bytes=size, nranks=n, nnodes=nodes.value, calls=cell["calls"],
-                         total_us=cell["total_us"], busbw_gbps=busbw, bench_busbw_gbps=bench_bw,
-                         model_busbw_gbps=model_b, goodput_ratio=ratio, exposed_us_per_step=exposed,
-                         calls_per_step=per_step, verdict="", nnodes_evidence=nodes.evidence,
-                         model_published_spread=figure.published_spread if figure is not None else None,
-                         model_near_ties=figure.near_ties if figure is not None else None,
-                         ran=ran.describe(), model_pair=pick.pair if pick is not None else None,
-                         model_note=pick.note if pick is not None else None)
-        out.append(_with_verdict(row, rank_steps > 0))
-    return out
-
-
-def _bench_gaps(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
-    """Which rows have no sweep figure, and why: the op / rank count is not in the sweep, or the size is outside."""
-    missing = sorted({(r.op, r.nranks) for r in summary
-                      if r.nranks is not None and (r.op, r.nranks) not in bench.curves and r.nranks > 1})
-    outside = sorted({(r.op, r.nranks or 0) for r in summary
-                      if (r.op, r.nranks) in bench.curves and r.bench_busbw_gbps is None})
-    out = []
-    if missing:
-        out.append(f"the sweep ({bench.source}) has no " + ", ".join(f"{op} on {n} ranks" for op, n in missing)
-                   + ": no benchmark figure for them")
-    if outside:
-        out.append(f"some sizes of {', '.join(op for op, _ in outside)} are outside the sweep's measured range "
-                   f"({bench.source}): no benchmark figure there")
-    return out
-
-
-ABOVE_BENCH_RATIO = 1.25
-"""A job's busbw this far above the sweep's at its size is no longer sweep noise: the sweep is not its bound."""
-
-
-def _above_bench(summary: list[SummaryRow], bench: BenchCurves) -> list[str]:
-    """A warning when the job beats the sweep: then the goodput figures do not mean "share of the fabric"."""
-    above = [r for r in summary if r.goodput_ratio is not None and r.goodput_ratio > ABOVE_BENCH_RATIO]
-    if not above:
-        return []
-    worst = max(above, key=lambda r: r.goodput_ratio or 0.0)
-    return [f"the job's busbw is above the sweep's ({bench.source}) by more than {ABOVE_BENCH_RATIO - 1:.0%} at "
-            f"{len(above)} of {sum(r.goodput_ratio is not None for r in summary)} op/size rows (up to "
-            f"{worst.goodput_ratio:.1f}x, {worst.op} {worst.size_bytes} B): that sweep is not a bound for this job, "
-            "so its goodput figures are not shares of what the fabric gives. Likely causes: a noisy sweep (few "
-            "iterations or repeats, a loaded machine: rerun it with more), a sweep of other nodes, rank layout or "
-            "settings than the job's, or the job's transfer time taken as the minimum over ranks, which leaves "
-            "out the wait of the rank that arrived last"]
-
-
-def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
-    return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
-                                        row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
-                                        has_steps=has_steps, model_spread=row.model_published_spread,
-                                        model_near_ties=row.model_near_ties, model_note=row.model_note))
