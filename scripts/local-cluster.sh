@@ -95,6 +95,7 @@ node_index() {
   printf '%s\n' "$i"
 }
 ns_exists() { [ -e "/run/netns/$1" ]; }
+cluster_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true; }
 
 # ---- running things inside a namespace ---------------------------------------------------------------
 # A new mount + UTS namespace inside the network namespace NS, set up by `_inner`, then CMD.
@@ -331,7 +332,7 @@ cmd_up() {
   [[ "$want_rails" =~ ^[0-9]+$ ]] && [ "$want_rails" -ge 1 ] && [ "$want_rails" -le 8 ] \
     || die "--rails must be 1..8, got '$want_rails'"
   local left_ns
-  left_ns=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true)
+  left_ns=$(cluster_namespaces)
   if [ -n "$left_ns" ] && remnant_is_stale; then
     log "stale cluster namespaces, nothing alive in them (a reboot, or a run killed before 'down'); clearing them"
     cmd_down >&2
@@ -418,7 +419,7 @@ remnant_is_stale() {
     read_layout
     for node in $(seq -f 'node%g' 1 "$NODES"); do slurmd_pid "$node" >/dev/null && return 1; done
   fi
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true); do
+  for ns in $(cluster_namespaces); do
     [ -z "$(ip netns pids "$ns" 2>/dev/null || true)" ] || return 1
   done
   return 0
@@ -433,7 +434,7 @@ cmd_down() {
   fi
   stop_pid slurmctld "$STATE_DIR/slurmctld.pid"
   stop_pid munged "$MUNGE_DIR/munged.pid"
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cs-(sw|ctl|node[0-9]+)$' || true); do
+  for ns in $(cluster_namespaces); do
     kill_ns_pids "$ns"
     ip netns del "$ns"
   done
