@@ -241,12 +241,20 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
     return rows
 
 
+ModelInputs = tuple[str, str, int, int, int, float | None, int | None, str]
+
+
+def model_inputs(row: PublishedRow) -> ModelInputs:
+    """What the prediction of a row depends on besides its size: op, GPU, ranks, nodes, NVLink domain, the NICs and
+    the NCCL_ALGO the run forced. Rows that share it (and a size) get the same prediction."""
+    return (row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node, row.nccl_algo)
+
+
 def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[ScoredRow]:
     """Each row with the library's prediction; one ``predict`` call per geometry (all its sizes at once)."""
-    groups: dict[tuple[str, str, int, int, int, float | None, int | None, str], list[PublishedRow]] = {}
+    groups: dict[ModelInputs, list[PublishedRow]] = {}
     for row in rows:
-        groups.setdefault((row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node,
-                           row.nccl_algo), []).append(row)
+        groups.setdefault(model_inputs(row), []).append(row)
     scored: dict[int, ScoredRow] = {}
     for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, _), members in groups.items():
         try:
