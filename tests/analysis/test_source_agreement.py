@@ -106,3 +106,18 @@ def test_on_the_published_rows_no_model_beats_the_ceiling(agreement: ModuleType)
         assert all(s.claimed for s in g.rows)
         assert g.within <= g.ceiling <= len(g.rows)
     assert sum(g.agree for g in groups) > 0.9 * len(groups)
+
+
+def test_the_docs_paragraph_gives_todays_figures(agreement: ModuleType) -> None:
+    """docs/reading-results.md ("Whose misses") quotes the script's counts; a change of rows or models that moves
+    them must move the paragraph too."""
+    card = agreement.scorecard
+    groups = agreement.groups(card.score(card.read_published()))
+    rows = sum(len(g.rows) for g in groups)
+    text = " ".join((ROOT / "docs" / "reading-results.md").read_text(encoding="utf-8").split())
+    assert f"there are {len(groups)} such groups ({rows} rows)" in text
+    assert f"In {sum(g.agree for g in groups)} of them every source lies within 15% of one value" in text
+    assert (f"One value per group would place {sum(g.ceiling for g in groups)} of the {rows} rows within 15%; the "
+            f"models place {sum(g.within for g in groups)}.") in text
+    missed = [g for g in groups if g.agree and g.within < len(g.rows)]
+    assert f"Of the {len(missed)} groups where the sources agree and the models still miss" in text
