@@ -1,10 +1,11 @@
 """Two forms of the size ramp (collscope.analysis.nccl_model.measured.ramp_us) held against the published rows.
 
-The shipped ramp charges min(fill, S) bytes at the algorithm's bandwidth (fill = nranks x channels x 128 KiB, S the
-message): the whole fill once the message is larger, the message again when it is smaller. The smooth form charges
-fill x S / (fill + S), which is half the fill where S = fill instead of all of it. For each form and fill size the
-script scores the scorecard's rows that NCCL's model predicts (not alltoall, gather, scatter or sendrecv, which have
-their own terms, and not the rows whose ``off_reason`` states why they are off) of the sources the terms were chosen on
+The min form charges min(fill, S) bytes at the algorithm's bandwidth (fill = nranks x channels x k, S the message):
+the whole fill once the message is larger, the message again when it is smaller. The smooth form, shipped
+(``measured.RAMP_FORM``, k = ``measured.RAMP_BYTES_PER_RANK_CHANNEL``), charges fill x S / (fill + S), which is
+half the fill where S = fill instead of all of it. For each form and fill size the script scores the scorecard's
+rows that NCCL's model predicts (not alltoall, gather, scatter or sendrecv, which have their own terms, and not the
+rows whose ``off_reason`` states why they are off) of the sources the terms were chosen on
 (``scorecard.FIT_TIME_SOURCES``), then leaves one source (URL) out at a time: the form and size are chosen on the
 other sources and the left-out source is scored with them. It prints each candidate's count and the held-out count
 against the shipped ramp's on the same rows (the yardstick). The rows of the sources added since are not used to
@@ -31,9 +32,11 @@ from collscope.analysis.nccl_model import model as nccl  # noqa: E402
 
 KIB = 1024
 Candidate = tuple[str, int]
-SHIPPED: Candidate = ("min", measured.RAMP_BYTES_PER_RANK_CHANNEL)
-CANDIDATES: tuple[Candidate, ...] = (*(("min", k * KIB) for k in (64, 96, 128, 160, 192, 256)),
-                                     *(("smooth", k * KIB) for k in (96, 128, 160, 192, 224, 256, 320, 384)))
+SHIPPED: Candidate = (measured.RAMP_FORM, measured.RAMP_BYTES_PER_RANK_CHANNEL)
+CANDIDATES: tuple[Candidate, ...] = (SHIPPED, *(c for c in (
+    *(("min", k * KIB) for k in (64, 96, 128, 160, 192, 256)),
+    *(("smooth", k * KIB) for k in (96, 128, 160, 192, 224, 256, 320, 384))) if c != SHIPPED))
+"""The shipped ramp first: where candidates tie, the first is chosen."""
 
 
 def ramp_form(form: str, bytes_per_rank_channel: int) -> Callable[..., float]:

@@ -50,7 +50,9 @@ SHIPPED_ACCURACY = ROOT / "collscope" / "data" / "model_accuracy.csv"
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
            "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
-"""Rows whose figures fitted the size ramp (collscope.analysis.nccl_model.measured.RAMP_BYTES_PER_RANK_CHANNEL)."""
+"""Rows whose figures fitted the Ring/LL step latency (collscope.analysis.nccl_model.measured.hop_us) and first
+fitted the size ramp; the ramp's form and fill are now chosen on every row of :data:`FIT_TIME_SOURCES`
+(bench/ramp_form_fit.py), so the last two share lines, not the held-out one, are the ramp's out-of-sample check."""
 FIT_SYSTEMS = ("OCI GB300 NVL72, 16 trays (64 GPUs)",)
 """Systems whose rows fitted NVLS's cost per rank of a large domain
 (collscope.analysis.nccl_model.measured.NVLS_RANK_US)."""
@@ -314,9 +316,10 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
     claimed = [s for s in everything if s.claimed]
     unseen = [s for s in everything if s.row.source_url not in FIT_TIME_SOURCES]
     return out + [_share("all rows", everything),
-                  _share("held-out rows (all but the rows the size ramp, the NVLS rank cost and the alltoall terms "
-                         "were fitted on; the network term, fitted on every multi-node row, is checked source by "
-                         "source in bench/net_term_fit.py)", held_out),
+                  _share("held-out rows (all but the rows the LL step, the NVLS rank cost and the alltoall terms "
+                         "were fitted on; the size ramp, chosen on every row of FIT_TIME_SOURCES, is checked by the "
+                         "last two lines, the network term, fitted on every multi-node row, source by source in "
+                         "bench/net_term_fit.py)", held_out),
                   _share("rows the models claim (predicted, and no stated reason to be off)", claimed),
                   replace(_share("rows the models claim, within 15% of NCCL's choice or of a near tie (a pair "
                                  "within 5% of it in NCCL's model, which analyze judges a measurement against when "

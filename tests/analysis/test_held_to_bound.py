@@ -85,5 +85,5 @@ def test_report_and_analyze_agree_on_the_held_model(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(FIXTURE), "--out", str(out), "--nic-gbit", "200"])
     assert result.exit_code == 0, result.output
     text = CliRunner().invoke(main, ["analyze", str(FIXTURE), "--nic-gbit", "200"]).output
-    assert "| 4G-8G | 325-333 | NVLSTree/Simple | modelled |" in (out / "report.md").read_text()
-    assert "4G-8G  325-333  NVLSTree/Simple  modelled" in text
+    assert "| 2G-8G | 311-333 | NVLSTree/Simple | modelled |" in (out / "report.md").read_text()
+    assert "2G-8G  311-333  NVLSTree/Simple  modelled" in text

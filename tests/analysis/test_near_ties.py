@@ -2,9 +2,10 @@
 its own expected measurement, and analyze judges a measurement that matches it against it, not against the choice.
 
 The case is published: 8 H100 of one node, reduce_scatter at 32 MiB. NCCL's model puts Ring/Simple 1.9% ahead of
-Ring/LL128; with Simple's size ramp the expected measurement is 168 GB/s, with LL128 229 GB/s, and published healthy
-nodes measure 247 and 263 GB/s (together-nccl-tests and xxrjun/nccl-tests-cluster in bench/scorecard/published.csv),
-which the choice alone called 'suspicious'.
+Ring/LL128; with Simple's size ramp the expected measurement is 187 GB/s, with LL128 231 GB/s (LL128 has no ramp;
+it is held to half the time expected at 64 MiB), and published healthy nodes measure 247 and 263 GB/s
+(together-nccl-tests and xxrjun/nccl-tests-cluster in bench/scorecard/published.csv), which the choice alone called
+'suspicious'.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_predict_shows_the_near_tie_with_its_own_expectation() -> None:
     assert [(t.algo, t.proto) for t in choice.near_ties] == [("Ring", "LL128")]
     tie = choice.near_ties[0]
     assert choice.time_us < tie.time_us <= choice.time_us * (1 + NEAR_TIE)
-    assert tie.expected_busbw_gbps > 1.3 * choice.expected_busbw_gbps  # LL128 has no size ramp
+    assert tie.expected_busbw_gbps > 1.2 * choice.expected_busbw_gbps  # LL128 has no size ramp
     assert "near tie: Ring/LL128 is 1.9% slower in NCCL's model" in render_predict_text(result)
     assert result.to_dict()["nccl_choice"][0]["near_ties"][0]["proto"] == "LL128"
     # at 1 GiB Simple leads by far: no tie
@@ -54,7 +55,7 @@ def _analysed(tmp_path: Path, busbw_gbps: float, settings: dict[str, str] | None
 def test_a_measurement_that_matches_the_near_tie_is_judged_against_it(tmp_path: Path) -> None:
     row = _analysed(tmp_path, 250.0)
     assert (row["model"], row["verdict"]) == ("Ring/LL128", "normal")
-    assert "near tie Ring/LL128" in row["algo_source"] and row["efficiency"] == pytest.approx(250.0 / 228.95, 1e-3)
+    assert "near tie Ring/LL128" in row["algo_source"] and row["efficiency"] == pytest.approx(250.0 / 231.15, 1e-3)
 
 
 def test_a_slow_measurement_stays_against_the_choice(tmp_path: Path) -> None:
