@@ -5,30 +5,23 @@ agree and the models still miss."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from collscope.analysis.predict import predict
+from tests.scripts import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "bench" / "source_agreement.py"
 H100 = "NVIDIA H100 80GB HBM3"
 GIB, MIB = 1 << 30, 1 << 20
 
 
 @pytest.fixture(scope="module")
 def agreement() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("source_agreement_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("source_agreement", "source_agreement_under_test")
 
 
 def _write(agreement: ModuleType, path: Path, rows: list[tuple[str, str, float, str]]) -> Path:
