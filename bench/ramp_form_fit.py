@@ -17,6 +17,7 @@ stay out of sample (choosing on them would need a refit that names their sources
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +29,6 @@ sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' rea
 import scorecard  # noqa: E402
 
 from collscope.analysis.nccl_model import measured  # noqa: E402
-from collscope.analysis.nccl_model import model as nccl  # noqa: E402
 
 KIB = 1024
 Candidate = tuple[str, int]
@@ -39,19 +39,13 @@ CANDIDATES: tuple[Candidate, ...] = (SHIPPED, *(c for c in (
 """The shipped ramp first: where candidates tie, the first is chosen."""
 
 
+_SHIPPED_RAMP = measured.ramp_us
+"""The library's ramp, taken before any candidate stands in for it."""
+
+
 def ramp_form(form: str, bytes_per_rank_channel: int) -> Callable[..., float]:
-    """A stand-in for ``ramp_us`` with the given form and fill per rank and channel."""
-    def ramp(inputs: nccl.NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
-             version: str = "2.30") -> float:
-        if proto != "Simple" or size_bytes <= 0:
-            return 0.0
-        bw = nccl.nccl_bandwidth(inputs, op, algo, proto, version=version)
-        if bw <= 0:
-            return 0.0
-        fill = inputs.nranks * measured.runtime_channels(inputs, algo) * bytes_per_rank_channel
-        charged = min(fill, size_bytes) if form == "min" else fill * size_bytes / (fill + size_bytes)
-        return charged / (1000 * bw)
-    return ramp
+    """A stand-in for ``ramp_us``: the library's ramp with the given form and fill per rank and channel."""
+    return functools.partial(_SHIPPED_RAMP, form=form, bytes_per_rank_channel=bytes_per_rank_channel)
 
 
 def within_by_candidate(rows: Sequence[scorecard.PublishedRow]) -> dict[Candidate, list[bool]]:

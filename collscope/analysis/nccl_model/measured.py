@@ -26,6 +26,7 @@ from collscope.units import format_size
 __all__ = [
     "RAMP_BYTES_PER_RANK_CHANNEL",
     "RAMP_FORM",
+    "RAMP_FORMS",
     "runtime_channels",
     "ramp_us",
     "hop_us",
@@ -54,8 +55,9 @@ against 204. The shape is what published curves show where sources agree: on 2 x
 64 MiB, where min(F, S) charged the whole 136 us from 32 MiB. NCCL's own chunk-shrinking rule for small sizes
 (src/enqueue.cc) fits the published ramps worse."""
 RAMP_FORM = "smooth"
-"""How :func:`ramp_us` charges the fill: ``"smooth"``, F x S / (F + S) bytes (bench/ramp_form_fit.py compares it
-with ``"min"``, min(F, S))."""
+"""How :func:`ramp_us` charges the fill: ``"smooth"``, F x S / (F + S) bytes; ``"min"``, min(F, S), the form
+shipped before (bench/ramp_form_fit.py scores both)."""
+RAMP_FORMS = ("smooth", "min")
 
 
 def runtime_channels(inputs: NcclGraphInputs, algo: str) -> int:
@@ -73,18 +75,23 @@ def runtime_channels(inputs: NcclGraphInputs, algo: str) -> int:
 
 
 def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
-            version: str = "2.30") -> float:
+            version: str = "2.30", form: str = RAMP_FORM,
+            bytes_per_rank_channel: int = RAMP_BYTES_PER_RANK_CHANNEL) -> float:
     """The time a Simple-protocol collective loses to the size ramp (:data:`RAMP_BYTES_PER_RANK_CHANNEL`): F x S /
     (F + S) bytes at the algorithm's bandwidth, F = nranks x channels x 192 KiB, never more than the bandwidth
     time again (busbw at least half the peak). 0 for LL/LL128 (their published small-size figures are too few to
-    fit a term) and for sizes <= 0."""
+    fit a term) and for sizes <= 0. ``form`` and ``bytes_per_rank_channel`` are the fit's candidates
+    (bench/ramp_form_fit.py); the defaults are the shipped ramp."""
+    if form not in RAMP_FORMS:
+        raise ValueError(f"unknown ramp form {form!r}; valid: {', '.join(RAMP_FORMS)}")
     if proto != "Simple" or size_bytes <= 0:
         return 0.0
     bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
     if bw <= 0:
         return 0.0
-    fill_bytes = inputs.nranks * runtime_channels(inputs, algo) * RAMP_BYTES_PER_RANK_CHANNEL
-    return fill_bytes * size_bytes / (fill_bytes + size_bytes) / (1000 * bw)
+    fill_bytes = inputs.nranks * runtime_channels(inputs, algo) * bytes_per_rank_channel
+    charged = min(fill_bytes, size_bytes) if form == "min" else fill_bytes * size_bytes / (fill_bytes + size_bytes)
+    return charged / (1000 * bw)
 
 
 def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
