@@ -88,6 +88,8 @@ class ParseState:
         self.blocks: list[Block] = []
         self.layout: Layout | None = None
         self.seen: Seen = new_seen()
+        self.cut_row: tuple[str, int] | None = None
+        """A data row's head cut by NCCL's log lines, and its line, until its rest is read (:mod:`.cut_rows`)."""
 
     def is_last(self, lineno: int) -> bool:
         """Whether line ``lineno`` is the last line that is not blank (found when first asked)."""

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from collscope.collectives.nccl_tests.build import build_run
+from collscope.collectives.nccl_tests.cut_rows import hold_cut_row, rejoin_cut_row, unjoined_cut_row
 from collscope.collectives.nccl_tests.launch import average_from_argv, separate_processes
 from collscope.collectives.nccl_tests.lines import ParseState, read_other_line
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
@@ -67,6 +68,9 @@ def _table_row(st: ParseState, parts: list[str], lineno: int) -> None:
         st.layout = lay
         st.warnings.append(f"line {lineno}: no column header; columns inferred from the row shape: {lay.described}")
     n = len(parts)
+    if st.cut_row is not None and n < lay.ntokens:
+        parts = rejoin_cut_row(st, parts, lineno, lay.ntokens)
+        n = len(parts)
     try:
         if n == lay.ntokens:
             convert_block(lay, parts, 1, st.seen, st.blocks)
@@ -79,6 +83,8 @@ def _table_row(st: ParseState, parts: list[str], lineno: int) -> None:
         raise ParseError(st.source, lineno, str(exc), found=" ".join(parts)) from None
     except (ValueError, IndexError, OverflowError):
         pass
+    if hold_cut_row(st, parts, lineno):
+        return
     if st.is_last(lineno):
         st.warnings.append(f"line {lineno}: last row incomplete (output cut off); ignored")
         return
@@ -90,10 +96,18 @@ def _line(st: ParseState, line: str, lineno: int) -> None:
     parts = line.split()
     if not parts:
         return
-    if parts[0].isdigit():
+    if parts[0].isdigit() or (st.cut_row is not None and _is_number(parts[0])):  # a cut row's rest starts at a time
         _table_row(st, parts, lineno)
     else:
         read_other_line(st, line, lineno)
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _op_from_file_name(source: str, warnings: list[str]) -> str | None:
@@ -186,6 +200,7 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
         pos = end + 1
     if pos < len(text):
         _lines(st, text[pos:], lineno)
+    unjoined_cut_row(st)
 
     if not st.blocks and st.layout is None and not st.params and not st.devices and not st.complete:
         raise ParseError(source, None, "nccl-tests output (a results table, a '# nThread' header or the "
