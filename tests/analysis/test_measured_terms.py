@@ -131,7 +131,8 @@ def test_rows_with_nic_rates_and_forced_algorithms_are_predicted_as_published(sc
     # GB300 NVLink domain where NCCL's own choice at 8 GiB is NVLS
     nvls_off = [s for s in scored if s.row.nccl_algo == "Ring,Tree"]
     assert len(nvls_off) >= 5 and all(s.model.split()[1].split("/")[0] in ("Ring", "Tree") for s in nvls_off)
-    free = scorecard.score([dataclasses.replace(nvls_off[-1].row, nccl_algo="")])[0]
+    gb300 = [s for s in nvls_off if s.row.gpu == "NVIDIA GB300" and s.row.size_bytes == 8 << 30]
+    free = scorecard.score([dataclasses.replace(gb300[0].row, nccl_algo="")])[0]
     assert free.model.startswith("NCCL NVLS")
 
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import alpha_beta_time_us
+from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY
 from collscope.analysis.predict import load_topology, predict
 from collscope.cli import main
 from collscope.errors import ConfigError
@@ -122,7 +123,7 @@ def test_predict_alltoall_h100_two_nodes_is_nic_bound():
     # the expected measurement (nccl_model.p2p): the same bound at P2P_EFFICIENCY, the ramp negligible at 1 GiB/peer
     expected = {c["size_bytes"]: c for c in doc["nccl_choice"]}
     assert expected[16 << 30]["algo"] == "P2P"
-    assert expected[16 << 30]["expected_busbw_gbps"] == pytest.approx(93.75 * 0.8, rel=0.01)
+    assert expected[16 << 30]["expected_busbw_gbps"] == pytest.approx(93.75 * P2P_EFFICIENCY, rel=0.01)
     assert any("point-to-point" in n for n in doc["params"]["notes"])
     small = next(p for p in doc["predictions"] if p["size_bytes"] == 1024)
     assert small["time_us"] == pytest.approx(7 * doc["params"]["alpha_us"] + 8 * doc["params"]["alpha_inter_us"],
@@ -203,7 +204,7 @@ def _gb200_params(nranks: int, nnodes: int, nvl_domain: int, **kw):
 
 def test_p2p_alltoall_large_size_is_the_bound_at_the_fitted_efficiency():
     """64 GB200 on one NVL72 fabric, 16 GiB: the ramp is 256 KiB on 256 MiB per peer (0.1%), the launch 20 us of
-    about 30 ms, so busbw = p2p bound (900 x 370/450 GB/s) x 0.8, within 0.2%."""
+    about 30 ms, so busbw = p2p bound (900 x 370/450 GB/s) x P2P_EFFICIENCY, within 0.2%."""
     from collscope.analysis.models import p2p_intra_gbps
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     params = _gb200_params(64, 16, 72)
@@ -227,12 +228,12 @@ def test_p2p_alltoall_small_size_pays_the_launch_once_not_per_peer():
 
 def test_p2p_alltoall_across_racks_is_bound_by_the_nic_share():
     """2 racks of 64 GB200, one 400 Gb/s NIC per GPU: each rank sends 64/128 of the size over its NIC at 50 GB/s,
-    so the bound is algbw 100 GB/s, busbw 100 x 127/128; the model is 0.8 of it at 16 GiB."""
+    so the bound is algbw 100 GB/s, busbw 100 x 127/128; the model is P2P_EFFICIENCY of it at 16 GiB."""
     from collscope.analysis.nccl_model.p2p import p2p_choice
     params = _gb200_params(128, 32, 64, nic_gbit=400.0, nics_per_node=4)
     choice = p2p_choice(params, "alltoall", 16 << 30)
     assert choice is not None
-    assert choice.expected_busbw_gbps == pytest.approx(100 * 127 / 128 * 0.8, rel=0.01)
+    assert choice.expected_busbw_gbps == pytest.approx(100 * 127 / 128 * P2P_EFFICIENCY, rel=0.01)
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "hypercube"])
@@ -248,7 +249,7 @@ def _h100_params(nranks: int, nnodes: int, **kw):
 
 def test_p2p_sendrecv_across_nodes_is_one_nic_at_the_fitted_efficiency():
     """16 H100 on 2 nodes, a 400 Gb/s NIC per GPU: the last rank of a node sends the whole size to the next node
-    over its own NIC (50 GB/s, below NVLink's 370); at 16 GiB (ramp 256 KiB on 16 GiB) busbw = 50 x 0.8 (the
+    over its own NIC (50 GB/s, below NVLink's 370); at 16 GiB (ramp 256 KiB on 16 GiB) busbw = 50 x P2P_EFFICIENCY (the
     published 2- and 4-node B200 sendrecv: 43-44 GB/s, together-nccl-tests)."""
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     choice = p2p_choice(_h100_params(16, 2, nic_gbit=400.0), "sendrecv", 16 << 30)
@@ -257,7 +258,7 @@ def test_p2p_sendrecv_across_nodes_is_one_nic_at_the_fitted_efficiency():
 
 
 def test_p2p_sendrecv_on_one_node_is_nvlink():
-    """On one node every rank sends to a peer over NVLink: 450 x 370/450 = 370 GB/s x 0.8 at a large size."""
+    """On one node every rank sends to a peer over NVLink: 450 x 370/450 = 370 GB/s x P2P_EFFICIENCY at a large size."""
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     choice = p2p_choice(_h100_params(8, 1), "sendrecv", 16 << 30)
     assert choice is not None
@@ -267,11 +268,11 @@ def test_p2p_sendrecv_on_one_node_is_nvlink():
 def test_p2p_scatter_across_nodes_uses_the_roots_node_nics_gather_its_own():
     """16 A100 on 2 p4d-like nodes, 4 x 100 Gb/s NICs per node (50 GB/s together), 2 GiB. A scatter's root moves
     8/16 of the size across at 50 GB/s (NCCL sends each transfer through the NIC on the peer's rail, PXN) and 7/16
-    over NVLink (300 x 370/450 = 247 GB/s: not binding), so algbw = 2 x 50 x 0.8 and busbw x 15/16 = 75 GB/s within
-    0.5% (ramp 256 KiB on 128 MiB per peer, launch 20 us of 27 ms); the published scatter on p4d is 80.6 GB/s there
-    (awsome-distributed-training slurm-104.out). A gather's root receives all of it on its own 12.5 GB/s NIC (no PXN
-    on receive): busbw 2 x 12.5 x 0.8 x 15/16 = 18.75 GB/s; an alltoall rank, sharing the NICs with its node's 7
-    others, gets half of that."""
+    over NVLink (300 x 370/450 = 247 GB/s: not binding), so algbw = 2 x 50 x P2P_EFFICIENCY and busbw that x 15/16
+    within 0.5% (ramp 256 KiB on 128 MiB per peer, launch 20 us of 27 ms); the published scatter on p4d is 80.6 GB/s
+    there (awsome-distributed-training slurm-104.out). A gather's root receives all of it on its own 12.5 GB/s NIC
+    (no PXN on receive): busbw 2 x 12.5 x P2P_EFFICIENCY x 15/16; an alltoall rank, sharing the NICs with its
+    node's 7 others, gets half of that."""
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     from collscope.analysis.params import link_params
     params = link_params(None, gpu="A100", nranks=16, nnodes=2, nic_gbit=100.0, nics_per_node=4)
@@ -296,8 +297,8 @@ SENDRECV_2X8 = ALLTOALL_2X4.parent / "sendrecv_perf-2x8-b200-one-nic-per-gpu.txt
 
 def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_nic():
     """analyze takes the same P2P model as predict for sendrecv: each size's expected busbw is the last rank of a node
-    sending the whole size over its own NIC (50 GB/s x 0.8 at large sizes, less the launch and ramp below), the
-    bound is that NIC (50 GB/s, "shift"), and a run at 99-104% of the model reads normal."""
+    sending the whole size over its own NIC (50 GB/s x P2P_EFFICIENCY at large sizes, less the launch and ramp
+    below), the bound is that NIC (50 GB/s, "shift"), and a run at 99-104% of the model reads normal."""
     out = CliRunner().invoke(main, ["analyze", str(SENDRECV_2X8), "--gpu", "B200", "--nic-gbit", "400", "--json"])
     assert out.exit_code == 0, out.output
     rows = [r for r in json.loads(out.output)["sizes"] if not r["in_place"]]
@@ -305,7 +306,7 @@ def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_ni
     assert all(r["bound_algo"] == "shift" and r["bound_limited_by"] == "NICs" for r in rows)
     assert all(r["bound_busbw_gbps"] == pytest.approx(50.0) for r in rows)
     big = max(rows, key=lambda r: r["size_bytes"])
-    assert big["model_busbw_gbps"] == pytest.approx(40.0, rel=0.01)
+    assert big["model_busbw_gbps"] == pytest.approx(50.0 * P2P_EFFICIENCY, rel=0.01)
     assert all(0.95 < r["efficiency"] < 1.06 and r["verdict"] == "normal" for r in rows)
     small = min(rows, key=lambda r: r["size_bytes"])
     assert small["model_busbw_gbps"] < 0.55 * big["model_busbw_gbps"]  # the 20 us launch and the ramp at 1 MiB

@@ -50,7 +50,11 @@ def test_a_gpu_result_is_judged_with_the_gpu_its_rank_lines_name_and_the_verdict
     frame = load_results([B300])
     analysis = analyze(frame, params=job_params_source(frame, nic_gbit=800))
     rows = efficiency_rows(analysis)
-    assert rows and {r[-1] for r in rows} == {"low"}  # about 200 GB/s on 4 x 8 B300 at 800G: low at every size
+    # about 200 GB/s on 4 x 8 B300 at 800G: low from 128 MiB on, where the published band is narrow (below, the band
+    # across NVLink domains is wide enough that the verdicts follow the margin)
+    assert rows and {r[-1] for r in rows} <= {"low", "normal"} and "low" in {r[-1] for r in rows}
+    big = analysis.sizes[analysis.sizes["size_bytes"] >= 128 << 20]
+    assert set(big["verdict"]) == {"low"}
     table = markdown_table(EFFICIENCY_HEADER, rows)
     assert "\n".join(table) in part  # the same rows as analyze's, not a second computation
     assert "<h2>Against the model</h2>" in page and "Tree/LL128" in page

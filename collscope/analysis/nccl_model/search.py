@@ -7,13 +7,18 @@ searching paths, a channel count is derived from bandwidth budgets:
 * **Totals in NCCL's units**: NVLink per GPU = links x NCCL's per-link constant (A100 12 x 20 = 240, H100
   18 x 20.6 = 370.8 GB/s; ``GpuGeneration.nccl_nvlink_link_gbps``), else the GPU's PCIe link in NCCL's model
   (Gen3/4/5/6 x16 = 12/24/48/96). The NIC path is min(NIC rate, GPU PCIe link).
-* **Ring** (and Tree, which NCCL searches with the Ring's channel count; taken equal here): for each speed s of
-  the list (intra-node list on one node, inter-node list across nodes, per sm) with s <= the largest path
-  bandwidth, ``nCh(s) = min(32, floor(total / s), NICs x floor(NIC path / s))`` (the NIC term across nodes only);
+* **Ring** (and Tree, which NCCL searches with the Ring's channel count; taken equal here but for its intra-node
+  speed, below): for each speed s of the list (intra-node list on one node, inter-node list across nodes, per
+  sm) with s <= the largest path bandwidth, ``nCh(s) = min(32, floor(total / s), NICs x floor(NIC path / s))``
+  (the NIC term across nodes only);
   keep the best nCh x s, highest speed first on ties; stop when it reaches the total or when the next speed is
   below 0.49 x the best's (NCCL's pass-1 rule). Then the duplication rule (``ncclTopoDupChannels``): if
   s >= 25 and not (sm > 80 and s < 50 and nCh > 4), double the channels (up to 32) and halve s. Then pass 2
-  raises s while nCh x s still fits.
+  raises s while nCh x s still fits. For a tree, pass 2 raises only ``bwIntra``, up to twice ``bwInter``, while
+  the same channels fit the GPU's links (:func:`_tree_intra`); NCCL's tuning reads it on one or two nodes, so a
+  tree over two nodes whose NICs bound the ring gets up to twice the ring's speed inside the node (2 x 4 H100 on
+  4 x 200G: ring 4 x 24, tree 4 x 48/24; a 2-node NCCL 2.22 log of this shape reads 156 GB/s busbw, which no
+  ring over these NICs can carry).
   On a direct NVLink mesh (no NVSwitch) the largest path is one pair's links, total / (ppn - 1).
 * **NVLS** (sm90+, NVSwitch, NVLink): nCh = ppn (at most 32); each channel's head GPU carries 2 s and the others
   s, so s is the largest speed with (ppn + 1) s <= total; NCCL's pass 2 then raises ``bwInter`` while it is
@@ -126,6 +131,20 @@ def _nvls_graph(speeds: tuple[float, ...], ppn: int, total: float, max_bw: float
                      same_channels=False)
 
 
+def _tree_intra(speeds: tuple[float, ...], n_ch: int, bw: float, intra_max: float, total: float) -> float:
+    """The tree graph's ``bwIntra``: NCCL's search pass 2 raises it for trees ("increase bwIntra for trees (2 nodes
+    or collnet)", src/graph/search.cc ncclTopoCompute) from the speed list while it is below twice ``bwInter`` and
+    the same channels still fit the GPU's links; NCCL's tuning reads it for Tree on one or two nodes
+    (src/graph/tuning.cc: ``bw = nNodes <= 2 || collnet ? bwIntra : bwInter``)."""
+    intra = bw
+    for s in sorted(s for s in speeds if s > bw):
+        if intra < 2 * bw and s <= intra_max and n_ch * s <= total + 1e-9:
+            intra = s
+        else:
+            break
+    return intra
+
+
 def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | str | None = None, *,
                                collnet: bool = False, version: str = "2.30") -> NcclGraphInputs:
     """NCCL's graph inputs for the ranks of ``params`` (see the module doc for the approximation).
@@ -159,6 +178,7 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
         max_bw = total
         type_intra = "PXB"
         src = f"PCIe Gen{pcie_gen} x16 = {total:g} GB/s (NCCL's PCI model)"
+    intra_max = max_bw
     nic_path = None
     if multi:
         if params.nic_gbps is None or params.nics_per_node == 0:
@@ -180,15 +200,16 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
     if n_ch == 0:
         raise ConfigError(f"no NCCL channel fits these links ({src})")
     ring = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX")
-    tree = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX",
-                     pattern="balanced_tree")
+    tree = NcclGraph(n_channels=n_ch, bw_intra=_tree_intra(speeds, n_ch, bw, intra_max, total), bw_inter=bw,
+                     type_intra=type_intra, type_inter="PIX", pattern="balanced_tree")
     nvls = None
     if nvlink and params.nvswitch and sm >= 90 and ppn >= 2:
         nvls = _nvls_graph(speeds, ppn, total, total, nic_path, max_heads=NVLS_MAX_HEADS.get(version, MAX_CHANNELS),
                            nics=nics)
     chain = direct = None
     if collnet:
-        chain = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, pattern="tree")
+        chain = NcclGraph(n_channels=n_ch, bw_intra=tree.bw_intra, bw_inter=bw, type_intra=type_intra,
+                          pattern="tree")
         direct = NcclGraph(n_channels=min(ppn, MAX_CHANNELS), bw_intra=bw, bw_inter=bw, type_intra=type_intra,
                            pattern="collnet_direct")
         notes.append("CollNet graphs approximated by the ring's channels and speed")
