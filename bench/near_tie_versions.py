@@ -30,13 +30,14 @@ def version_gaps() -> tuple[int, list[float]]:
     seen: set[tuple[object, ...]] = set()
     same, gaps = 0, []
     for r in scorecard.read_published():
-        key = (r.op, r.gpu, r.nranks, r.nnodes, r.nvl_domain, r.nic_gbit, r.nics_per_node, r.nccl_algo, r.size_bytes)
+        key = (*scorecard.model_inputs(r), r.size_bytes)
         if not scorecard.on_nccl_model(r) or key in seen:
             continue
         seen.add(key)
         kwargs = dict(gpu=r.gpu, nranks=r.nranks, nnodes=r.nnodes, nvl_domain=r.nvl_domain, sizes=[r.size_bytes],
                       nic_gbit=r.nic_gbit if r.nnodes > 1 else None,
-                      nics_per_node=r.nics_per_node if r.nnodes > 1 else None, algos=r.algos, collnet=r.collnet)
+                      nics_per_node=r.nics_per_node if r.nnodes > 1 else None, algos=r.algos, protos=r.protos,
+                      collnet=r.collnet)
         try:
             new, old = predict(r.op, version="2.30", **kwargs), predict(r.op, version="2.19", **kwargs)  # type: ignore[arg-type]
         except CollscopeError:

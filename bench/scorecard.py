@@ -42,13 +42,14 @@ from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
+from collscope.vocab.nccl import PROTOCOLS  # noqa: E402
 from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
 SHIPPED_ACCURACY = ROOT / "collscope" / "data" / "model_accuracy.csv"
 """The accuracy table the package ships (collscope.analysis.model_accuracy reads it)."""
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
-           "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "off_reason")
+           "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "nccl_proto", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
 """Rows whose figures fitted the Ring/LL step latency (collscope.analysis.nccl_model.measured.hop_us) and first
 fitted the size ramp; the ramp's form and fill are now chosen on every row of :data:`FIT_TIME_SOURCES`
@@ -133,6 +134,10 @@ class PublishedRow:
     ``Ring,Tree`` for what a run left NCCL, e.g. NCCL_NVLS_ENABLE=0; empty: NCCL's own choice): the prediction is
     NCCL's model restricted to it, as the variable restricts NCCL (a CollNet algorithm with the CollNet plugin
     enabled, as the run had it)."""
+    nccl_proto: str = ""
+    """The NCCL_PROTO the run had (``Simple``, or a comma list), set by the source or by a net plugin the source
+    loads (aws-ofi-nccl sets ``simple`` where EFA does not deliver 128-byte lines in order); empty: NCCL's own
+    choice. The prediction is NCCL's model restricted to it."""
     off_reason: str = ""
     """A fact that explains why the model is far off (stated in the source or its thread), with its URL; empty if
     none is known."""
@@ -143,6 +148,11 @@ class PublishedRow:
     def algos(self) -> list[str] | None:
         """The algorithms NCCL could run (:attr:`nccl_algo` split), None for NCCL's own choice."""
         return self.nccl_algo.split(",") if self.nccl_algo else None
+
+    @property
+    def protos(self) -> list[str] | None:
+        """The protocols NCCL could run (:attr:`nccl_proto` split), None for NCCL's own choice."""
+        return self.nccl_proto.split(",") if self.nccl_proto else None
 
     @property
     def collnet(self) -> bool:
@@ -221,6 +231,10 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
             raise ValueError(f"{where}: source_url must be an https:// URL, got {record['source_url']!r}")
         if not record["system"].strip() or not record["gpu"].strip():
             raise ValueError(f"{where}: system and gpu must be named")
+        protos = [p for p in record["nccl_proto"].strip().split(",") if p]
+        if any(p not in PROTOCOLS for p in protos):
+            raise ValueError(f"{where}: nccl_proto {record['nccl_proto']!r}: each protocol among "
+                             f"{', '.join(PROTOCOLS)}")
         try:
             ints = {c: int(record[c]) for c in ("nranks", "nnodes", "nvl_domain")}
             size = parse_size(record["size_bytes"])
@@ -239,17 +253,19 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
                                  busbw_gbps=busbw, nccl_version=record["nccl_version"],
                                  source_url=record["source_url"], note=record["note"], nic_gbit=nic_gbit,
                                  nics_per_node=nics, nccl_algo=record["nccl_algo"].strip(),
+                                 nccl_proto=",".join(protos),
                                  off_reason=record["off_reason"].strip(), line=line, **ints))
     return rows
 
 
-ModelInputs = tuple[str, str, int, int, int, float | None, int | None, str]
+ModelInputs = tuple[str, str, int, int, int, float | None, int | None, str, str]
 
 
 def model_inputs(row: PublishedRow) -> ModelInputs:
     """What the prediction of a row depends on besides its size: op, GPU, ranks, nodes, NVLink domain, the NICs and
-    the NCCL_ALGO the run forced. Rows that share it (and a size) get the same prediction."""
-    return (row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node, row.nccl_algo)
+    the NCCL_ALGO and NCCL_PROTO the run had. Rows that share it (and a size) get the same prediction."""
+    return (row.op, row.gpu, row.nranks, row.nnodes, row.nvl_domain, row.nic_gbit, row.nics_per_node, row.nccl_algo,
+            row.nccl_proto)
 
 
 def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[ScoredRow]:
@@ -258,12 +274,12 @@ def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[Scored
     for row in rows:
         groups.setdefault(model_inputs(row), []).append(row)
     scored: dict[int, ScoredRow] = {}
-    for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, _), members in groups.items():
+    for (op, gpu, nranks, nnodes, nvl_domain, nic_gbit, nics, _, _), members in groups.items():
         try:
             result = predict(op, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=[r.size_bytes for r in members], version=version,
                              nic_gbit=nic_gbit if nnodes > 1 else None, nics_per_node=nics if nnodes > 1 else None,
-                             algos=members[0].algos, collnet=members[0].collnet)
+                             algos=members[0].algos, protos=members[0].protos, collnet=members[0].collnet)
         except CollscopeError as exc:
             for r in members:
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=None, model="", refused=str(exc))
@@ -403,7 +419,8 @@ def render_csv(scored: Sequence[ScoredRow]) -> str:
         r = s.row
         writer.writerow([r.system, r.gpu, r.nranks, r.nnodes, r.nvl_domain, r.op, r.size_bytes, r.busbw_gbps,
                          r.nccl_version, r.source_url, r.note, "" if r.nic_gbit is None else f"{r.nic_gbit:g}",
-                         "" if r.nics_per_node is None else r.nics_per_node, r.nccl_algo, r.off_reason,
+                         "" if r.nics_per_node is None else r.nics_per_node, r.nccl_algo, r.nccl_proto,
+                         r.off_reason,
                          "" if s.predicted_gbps is None else f"{s.predicted_gbps:.4g}", s.model,
                          "" if s.ratio is None else f"{s.ratio:.4f}", int(s.within), s.refused or ""])
     return out.getvalue()

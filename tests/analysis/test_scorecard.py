@@ -67,6 +67,7 @@ def test_published_rows_are_well_formed_and_cover_what_issue_24_asks(scorecard: 
 
 @pytest.mark.parametrize(("column", "value", "message"), [
     ("op", "allreduce", "unknown op 'allreduce'"),
+    ("nccl_proto", "Simple,ll", "nccl_proto 'Simple,ll': each protocol among LL, LL128, Simple"),
     ("source_url", "", "source_url must be an https:// URL"),
     ("size_bytes", "1.5Q", "not a size"),
     ("nnodes", "3", "multiple of nnodes"),
@@ -74,7 +75,7 @@ def test_published_rows_are_well_formed_and_cover_what_issue_24_asks(scorecard: 
 def test_a_malformed_row_is_refused_with_its_line(scorecard: ModuleType, tmp_path: Path, column: str, value: str,
                                                    message: str) -> None:
     good = dict(zip(scorecard.COLUMNS, ["box", "NVIDIA H100 80GB HBM3", "8", "1", "8", "all_reduce", "1G", "400",
-                                        "2.21.5", "https://example.org/run", "", "", "", "", ""], strict=True))
+                                        "2.21.5", "https://example.org/run", "", "", "", "", "", ""], strict=True))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=scorecard.COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -100,7 +101,7 @@ def test_predictions_are_the_librarys(scorecard: ModuleType, scored: list) -> No
                                             nvl_domain=r.nvl_domain, sizes=[r.size_bytes],
                                             nic_gbit=r.nic_gbit if multi else None,
                                             nics_per_node=r.nics_per_node if multi else None,
-                                            algos=r.algos, collnet=r.collnet)
+                                            algos=r.algos, protos=r.protos, collnet=r.collnet)
         except ConfigError as exc:
             assert s.refused == str(exc) and s.predicted_gbps is None
             continue

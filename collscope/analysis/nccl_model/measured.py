@@ -112,11 +112,12 @@ NET_EXTRA_US = 30.0
 Fitted, not NCCL's: the published 2-node all_reduce curves flatten at 85-160 us from 1 to 8 MiB (Nebius H100,
 Lambda and GCP B200, dstack's pages and yangwhale/gpu-tpu-pedia) where NCCL's latencies (``baseLat`` + ``hwLat[NET]``
 per network step, src/graph/tuning.cc) give 60-115 us. Chosen from 0-50 us by the rows within 15% and checked
-leaving one source out at a time (``bench/net_term_fit.py``). Since the models' bandwidth is held to the links'
-bound, 25 us scores one row more than 30 (108 against 107 of 140 multi-node rows) and is chosen whichever source is
-left out, the held-out sources gaining 9 rows; 30 stays because 25 puts one more row more than 30% off with no
-stated reason (Lambda's 2 x 8 B200 at 1 MiB: 1.32 x the published figure, 1.25 with 30): a one-row difference
-either way, inside what this fit can tell. 0 inside one domain, an NVL72 rack's trays included."""
+leaving one source out at a time (``bench/net_term_fit.py``): 25 us scores one row more than 30 (386 against 385 of
+516 multi-node rows) and the others choose it for 32 of the 36 sources left out, the held-out sources gaining one
+row (376 against 375 without the term; 10 rows before a 10-node H100 cluster's and SURF Snellius' rows came, which
+show no such cost); 30 stays because 25 puts one more row more than 30% off with no stated reason (Lambda's
+2 x 8 B200 at 1 MiB: 1.32 x the published figure, 1.25 with 30): a one-row difference either way, inside what this
+fit can tell. 0 inside one domain, an NVL72 rack's trays included."""
 
 
 def net_us(inputs: NcclGraphInputs) -> float:
