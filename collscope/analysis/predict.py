@@ -37,7 +37,7 @@ from collscope.analysis.nccl_model.constants import VERSIONS
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_predictions
-from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_choice
+from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_channel_notes, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError
@@ -135,6 +135,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                                     for c in choices], key=lambda pred: pred.size_bytes)
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
                          "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
+            notes.extend(p2p_channel_notes(params, op, size_list))
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:

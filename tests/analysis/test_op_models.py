@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import alpha_beta_time_us
-from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY
+from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, P2P_LAUNCH_US
 from collscope.analysis.predict import load_topology, predict
 from collscope.cli import main
 from collscope.errors import ConfigError
@@ -310,3 +310,34 @@ def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_ni
     assert all(0.95 < r["efficiency"] < 1.06 and r["verdict"] == "normal" for r in rows)
     small = min(rows, key=lambda r: r["size_bytes"])
     assert small["model_busbw_gbps"] < 0.55 * big["model_busbw_gbps"]  # the 20 us launch and the ramp at 1 MiB
+
+
+def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
+    """NCCL's rule (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc addP2pToPlan): on 8 H100 of one
+    node, 32 p2p channels and 32 per peer, halved to 4 to start for 8 ranks (8 for 4 ranks); a transfer doubles its
+    channels while its parts are larger than 32 x 512 KiB. The published one-node sendrecv curve steps with it
+    (80-82 GB/s at 32-64 MiB, 163 at 128 MiB, 299-367 from 256 MiB), and the expected rate is channels / 16 of the
+    p2p rate below 16 channels."""
+    from collscope.analysis.nccl_model.p2p import P2P_SATURATING_CHANNELS, p2p_channels, p2p_time_us
+    from collscope.analysis.params import link_params
+
+    mib = 1 << 20
+    eight = link_params(None, gpu="H100", nranks=8, nnodes=1)
+    four = link_params(None, gpu="H100", nranks=4, nnodes=1)
+    sizes = [32 * mib, 64 * mib, 128 * mib, 256 * mib, 512 * mib, 1024 * mib]
+    assert [p2p_channels(eight, "sendrecv", s) for s in sizes] == [4, 4, 8, 16, 32, 32]
+    assert [p2p_channels(four, "sendrecv", s) for s in sizes] == [8, 8, 8, 16, 32, 32]
+    # ops that send to every peer at once fill the channels together; across nodes parts are one chunk
+    assert p2p_channels(eight, "alltoall", 32 * mib) is None
+    two_nodes = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400)
+    assert p2p_channels(two_nodes, "sendrecv", 32 * mib) is None
+    full = p2p_time_us(eight, "sendrecv", 256 * mib)
+    quarter = p2p_time_us(eight, "sendrecv", 32 * mib)
+    assert full is not None and quarter is not None
+    # 32 MiB on 4 channels: the wire time of 32 MiB at 4/16 of the rate, i.e. half the 256 MiB one's at full rate
+    # (less the launch, and the ramp, negligible for one peer at these sizes)
+    assert (quarter - P2P_LAUNCH_US) == pytest.approx((full - P2P_LAUNCH_US) * (P2P_SATURATING_CHANNELS / 4) / 8,
+                                                      rel=0.01)
+    result = predict("sendrecv", gpu="H100", nranks=8, nnodes=1, sizes=[32 * mib, 1 << 30])
+    noted = [n for n in result.notes if "channels NCCL's p2p rule gives its size" in n]
+    assert len(noted) == 1 and "32M on 4" in noted[0] and "1G" not in noted[0]

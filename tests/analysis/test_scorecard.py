@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -220,16 +221,16 @@ def test_the_docs_accuracy_table_is_the_shipped_one(scorecard: ModuleType) -> No
 def test_a_reason_that_cites_excess_time_is_the_librarys_finding(scorecard: ModuleType) -> None:
     """A stated reason that the source's own curve holds time that is not data movement is only as good as the check
     ``analyze`` runs: the row and the next size of its curve must give an excess beyond the check's threshold at the
-    library's bound for that geometry."""
+    library's bound for that geometry. li-plus' 8 A100 sendrecv at 128 MiB is such a curve; its reason is gone since
+    NCCL's p2p channel rule (8 channels there, 16 at 256 MiB) is that time, so the row must read within 15%."""
     from collscope.analysis.bounds import algorithm_bound, excess_time_us
     from collscope.analysis.compare import AnalyzeOptions
     from collscope.vocab.ops import busbw_factor
 
     rows = scorecard.read_published()
-    cited = [r for r in rows if "excess_time" in r.off_reason]
-    assert cited, "the li-plus sendrecv row at 128 MiB cites it"
     threshold = AnalyzeOptions().excess_time_threshold
-    for row in cited:
+
+    def excess_share(row: Any) -> float:
         curve = sorted((r for r in rows if (r.system, r.op, r.nranks, r.source_url)
                         == (row.system, row.op, row.nranks, row.source_url) and r.size_bytes > row.size_bytes),
                        key=lambda r: r.size_bytes)
@@ -237,13 +238,17 @@ def test_a_reason_that_cites_excess_time_is_the_librarys_finding(scorecard: Modu
         nxt = curve[0]
         result = predict_module.predict(row.op, gpu=row.gpu, nranks=row.nranks, nnodes=row.nnodes,
                                         nvl_domain=row.nvl_domain, sizes=[row.size_bytes, nxt.size_bytes])
-        algo = result.nccl_choice[0].algo
-        bound = algorithm_bound(row.op, algo, result.params).busbw_gbps
+        bound = algorithm_bound(row.op, result.nccl_choice[0].algo, result.params).busbw_gbps
         f = busbw_factor(row.op, row.nranks)
         time_us, next_us = (f * r.size_bytes / (r.busbw_gbps * 1e3) for r in (row, nxt))
-        excess = excess_time_us(row.size_bytes, time_us, nxt.size_bytes, next_us, busbw_factor=f,
-                                bound_busbw_gbps=bound)
-        assert excess > threshold * time_us, f"line {row.line}: {excess:.0f} us of {time_us:.0f}"
+        return excess_time_us(row.size_bytes, time_us, nxt.size_bytes, next_us, busbw_factor=f,
+                              bound_busbw_gbps=bound) / time_us
+
+    for row in [r for r in rows if "excess_time" in r.off_reason]:
+        assert excess_share(row) > threshold, f"line {row.line}"
+    li_plus = next(r for r in rows if "li-plus" in r.system and r.size_bytes == 128 << 20)
+    assert not li_plus.off_reason and excess_share(li_plus) > threshold
+    assert scorecard.score([li_plus])[0].within
 
 
 def test_near_ties_are_counted_apart_from_the_scorecards_share(scorecard: ModuleType, scored: list) -> None:

@@ -30,12 +30,21 @@ docs/reading-results.md shows the rows, and the systems where it is still off (a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from collscope.analysis.model_types import LinkParams, make_prediction
 from collscope.analysis.models import p2p_wire_us
+from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclChoice
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.errors import ConfigError
+from collscope.topo.rates import gpu_generation
+from collscope.units import format_size
+from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
-           "P2P_ALGO", "P2P_PROTO", "p2p_time_us", "p2p_choice"]
+           "P2P_ALGO", "P2P_PROTO", "P2P_SATURATING_CHANNELS", "P2P_NVL_CHUNK_BYTES", "p2p_channels",
+           "p2p_channel_notes", "p2p_time_us", "p2p_choice"]
 
 P2P_LAUNCH_US = 20.0
 """Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
@@ -47,6 +56,18 @@ P2P_FITTED_OPS = ("alltoall",)
 """The op whose published rows fitted the three terms."""
 P2P_MODELLED_OPS = ("alltoall", "gather", "scatter", "sendrecv")
 """The grouped point-to-point ops with this model (nccl-tests' hypercube, whose peers change per step, has none)."""
+P2P_SATURATING_CHANNELS = 16
+"""The channels at which one point-to-point transfer over NVLink reaches the p2p rate (the bound x
+:data:`P2P_EFFICIENCY`); with fewer (:func:`p2p_channels`) it gets their share. Fitted, not NCCL's, on one node's
+sendrecv, whose rate steps with the channels NCCL's rule gives it: 8 H100 (xxrjun/nccl-tests-cluster, NCCL 2.29.2)
+read 80-82 GB/s on 4 channels (32-64 MiB), 163 on 8 (128 MiB), 299-367 on 16 and 32; 4 of them 149-163 on 8; 8 A100
+(li-plus/playground, -g 8) 111 on 8 channels (128 MiB) and 189-195 on 16 and 32. About 20 GB/s a channel on H100
+and 13 on A100: 1/16 of each one's p2p rate. Two sources, two GPU generations; alltoall, gather and scatter run a
+transfer to each peer at once, so their channels together reach the rate and the term leaves them as they are."""
+P2P_NVL_CHUNK_BYTES = 512 * 1024
+"""NCCL's p2p chunk between GPUs joined by NVLink (``NCCL_P2P_NVL_CHUNKSIZE``, 512 KiB, src/init.cc)."""
+_MAXCHANNELS = 64
+"""src/include/device.h MAXCHANNELS (2.30)."""
 P2P_ALGO = "P2P"
 """The name the choice carries: not an NCCL_ALGO value (NCCL_ALGO does not apply to point-to-point)."""
 P2P_PROTO = "Simple"
@@ -61,7 +82,51 @@ def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: floa
     if op not in P2P_MODELLED_OPS or size_bytes <= 0:
         return None
     wire_us, per_peer = p2p_wire_us(params, op, size_bytes)
+    channels = p2p_channels(params, op, size_bytes)
+    if channels is not None and channels < P2P_SATURATING_CHANNELS:
+        wire_us *= P2P_SATURATING_CHANNELS / channels
     return launch_us + wire_us / efficiency * (1.0 + ramp_bytes / per_peer)
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
+    """The channels NCCL gives the one transfer of a rank of ``op`` (an op whose ranks each send to one peer:
+    sendrecv) inside one NVLink domain over NVLink; None for other ops, across domains (NCCL's rule there splits a
+    transfer into parts of one chunk, so every channel is used from a few MiB) or without the GPU generation.
+
+    NCCL (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc addP2pToPlan and its caller): p2p channels
+    ``pow2Up(min(nChannels, MAXCHANNELS))``, the collective channels NCCL runs; per NVLink peer ``2 x links`` to it,
+    rounded up to a power of two, at most that; the minimum halved while it times the ranks exceeds the p2p channels;
+    a transfer of ``b`` bytes starts at ``min(minimum, b / (chunk / 8))`` channels and doubles them while a part is
+    larger than 32 chunks and the channels are at most half the per-peer ones. 8 H100 of one node: 32 p2p channels,
+    32 per peer, 4 to start: 4 channels up to 64 MiB, 8 at 128 MiB, 16 at 256 MiB, 32 from 512 MiB."""
+    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink" or not params.gpu:
+        return None
+    gen = gpu_generation(params.gpu)
+    if gen is None:
+        return None
+    try:
+        inputs = graph_inputs_from_topology(params, gen)
+    except ConfigError:
+        return None
+    p2p = _pow2_up(min(runtime_channels(inputs, "Ring"), _MAXCHANNELS))
+    links = params.nvlinks_per_gpu or gen.nvlink_links
+    if not params.nvswitch:
+        links = max(1, links // max(1, params.domain_ranks - 1))
+    per_peer = min(p2p, _pow2_up(2 * max(1, links)))
+    start = per_peer
+    while start * params.nranks > p2p and start > 1:
+        start //= 2
+    min_part, max_part = P2P_NVL_CHUNK_BYTES // 8, P2P_NVL_CHUNK_BYTES * 32
+    channels = min(start, -(-int(size_bytes) // min_part))
+    part = max(min_part, -(-int(size_bytes) // channels))
+    while part > max_part and channels <= per_peer // 2:
+        channels *= 2
+        part = -(-int(size_bytes) // channels)
+    return channels
 
 
 def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | None:
@@ -73,3 +138,17 @@ def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | Non
     busbw = make_prediction("nccl", P2P_ALGO, P2P_PROTO, op, size_bytes, time, params.nranks).busbw_gbps
     return NcclChoice(size_bytes=int(size_bytes), algo=P2P_ALGO, proto=P2P_PROTO, time_us=time, busbw_gbps=busbw,
                       expected_time_us=time, expected_busbw_gbps=busbw)
+
+
+def p2p_channel_notes(params: LinkParams, op: str, sizes: Iterable[int]) -> list[str]:
+    """A note naming the sizes where :func:`p2p_channels` gives the transfer fewer than
+    :data:`P2P_SATURATING_CHANNELS` channels, and the share of the p2p rate expected there; empty elsewhere."""
+    few = [(s, c) for s in sizes if (c := p2p_channels(params, op, s)) is not None and c < P2P_SATURATING_CHANNELS]
+    if not few:
+        return []
+    parts = ", ".join(f"{format_size(s)} on {c}" for s, c in few)
+    return [f"{op} inside one NVLink domain runs each transfer on the channels NCCL's p2p rule gives its size "
+            f"({parts}): fewer than {P2P_SATURATING_CHANNELS}, so the expected rate is that share of the p2p rate "
+            f"(P2P_SATURATING_CHANNELS, fitted on two published one-node sendrecv curves); NCCL_MIN_P2P_NCHANNELS "
+            f"(more p2p channels) and NCCL_P2P_NVL_CHUNKSIZE (larger parts) change it (src/graph/paths.cc, "
+            f"src/enqueue.cc)"]
