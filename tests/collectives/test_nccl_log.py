@@ -550,3 +550,24 @@ def test_cli_help_has_example():
     assert code == 0 and "Example" in out and "collscope nccl-log run.log" in out
     code, out, _ = run("--help")
     assert code == 0 and "nccl-log" in out
+
+
+# An NCCL line glued to an nccl-tests row head: nccl-tests prints size..root, runs the test, then the times, and with
+# NCCL >= 2.22 the connections made at first use print in between (an HPC centre's 2-node H100 log, NCCL 2.22.3).
+CUT_ROW = FIXTURES.parent / "nccl-tests" / "published" / "all_reduce_perf-v2.22-2x2-row-cut-by-lazy-connect-info.txt"
+
+
+def test_a_line_glued_to_an_nccl_tests_row_takes_its_threads_host():
+    log = read_nccl_log(CUT_ROW)
+    assert log.hosts == ("node-b1", "node-b2")  # not "-1node-b1" from the glued token
+    assert (log.nranks, log.nnodes) == (4, 2)
+
+
+def test_a_glued_line_of_a_thread_no_whole_line_names_leaves_its_host_out_and_says_so():
+    text = CUT_ROW.read_text().replace("-1node-b1:52011:52090", "-1node-b1:52011:99999")
+    notes: list[str] = []
+    glued = [line for line in iter_log_lines(text, notes) if line.tid == 99999]
+    assert len(glued) == 1 and glued[0].host is None and glued[0].level == "INFO"
+    assert notes == [f"line {glued[0].lineno}: an NCCL line glued to an nccl-tests row, whose thread (52011:99999) "
+                     "no whole line names: its host is left out"]
+    assert "-1node-b1" not in parse_nccl_log(text).hosts

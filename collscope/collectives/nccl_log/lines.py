@@ -5,10 +5,17 @@ source location (``[0] file.cc:123 NCCL WARN ...``) and traces a timestamp and f
 their own wrapping: a timestamp in front (``NCCL_DEBUG_TIMESTAMP_FORMAT``, log collectors), Open MPI's
 ``[1,0]<stdout>:``, srun's ``0: ``, an MPI rank tag ``[0] ``, or they lose the prefix entirely when pasted.
 CloudWatch puts each timestamp on a line of its own. Everything before the host part is ignored here.
+
+A log mixed with nccl-tests output can hold an NCCL line glued to the head of a table row (nccl-tests prints a
+row's size..root, runs the test, then the times, and connections NCCL >= 2.22 sets up at first use print in
+between: ``  2097152  524288  float  sum  -1node07:4711:4790 [0] NCCL INFO Channel ...``). The host of such a line is
+taken from a whole line of the same process and thread, never from the glued token; with none, it is left out and a
+note says so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +34,8 @@ _PREFIX = re.compile(  # the host starts a token ((?<![^\s:])): a search tried a
 _ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 _TIMESTAMP_LINE = re.compile(rf"^\s*\[?{_ISO_TIME}\]?\s*$")
 _LEADING_TIMESTAMP = re.compile(rf"^\s*\[?{_ISO_TIME}\]?\s+")
+_ROW_HEAD = re.compile(r"\s*\d+\s+\d+\s+[A-Za-z_]\w*\s+\S+\s+-?\d+")
+"""The head of an nccl-tests table row (size count type redop root) an NCCL line can be glued to."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,12 +93,37 @@ def split_line(raw: str, lineno: int) -> LogLine | None:
 
 def iter_log_lines(text: str, notes: list[str] | None = None) -> Iterator[LogLine]:
     """Every non-blank, non-timestamp line of ``text``, split; a line longer than
-    :data:`~collscope.line_cap.MAX_LINE_CHARS` is skipped (never matched), with a note in ``notes``."""
+    :data:`~collscope.line_cap.MAX_LINE_CHARS` is skipped (never matched), with a note in ``notes``. A line glued to
+    an nccl-tests row takes the host of its thread's whole lines (module doc)."""
+    threads: dict[tuple[int, int], str] | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if too_long(raw):
             if notes is not None:
                 notes.append(long_line_note(lineno, len(raw)))
             continue
         line = split_line(raw, lineno)
-        if line is not None:
-            yield line
+        if line is None:
+            continue
+        if line.host is not None and line.pid is not None and line.tid is not None and _ROW_HEAD.match(raw):
+            if threads is None:
+                threads = _thread_hosts(text)
+            host = threads.get((line.pid, line.tid))
+            if host is None or not line.host.endswith(host):
+                host = None
+                if notes is not None:
+                    notes.append(f"line {lineno}: an NCCL line glued to an nccl-tests row, whose thread "
+                                 f"({line.pid}:{line.tid}) no whole line names: its host is left out")
+            line = dataclasses.replace(line, host=host)
+        yield line
+
+
+def _thread_hosts(text: str) -> dict[tuple[int, int], str]:
+    """(pid, tid) -> host, from the lines whose NCCL prefix is not glued to an nccl-tests row (the first seen)."""
+    out: dict[tuple[int, int], str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if too_long(raw) or _ROW_HEAD.match(raw):
+            continue
+        line = split_line(raw, lineno)
+        if line is not None and line.host is not None and line.pid is not None and line.tid is not None:
+            out.setdefault((line.pid, line.tid), line.host)
+    return out
