@@ -71,10 +71,20 @@ def _losing(doc: dict) -> list[tuple[int, int]]:
     return [(r["min_bytes"], r["max_bytes"]) for r in doc["ranges"] if r["verdict"] == "loses"]
 
 
+def _more_blocks_if_blurred(args: list[str], code: int, text: str, doc: dict) -> tuple[int, str, dict, int]:
+    """8 blocks again, or 16 into the same --out when no range was called at 8: on a loaded machine (CI runs have
+    measured an A/A noise of 74% and 120% per block) noise can blur every range at 8 blocks, and the user's answer
+    is more blocks, which keeps the finished ones. The tests still fail when 16 blocks do not find what they plant."""
+    if _losing(doc):
+        return code, text, doc, 8
+    code, text, doc = _canary([*args, "--blocks", "16"])
+    return code, text, doc, 16
+
+
 def test_loopback_tcp_instead_of_shared_memory_is_a_no_go_naming_the_losing_ranges(tmp_path):
     out = tmp_path / "tcp"
-    code, text, doc = _canary([*BASE, "--b-env", "OMPI_MCA_btl=self,tcp", "--b-label", "tcp", "--blocks", "8",
-                               "--out", str(out)])
+    args = [*BASE, "--b-env", "OMPI_MCA_btl=self,tcp", "--b-label", "tcp", "--out", str(out)]
+    code, text, doc, blocks = _more_blocks_if_blurred(args, *_canary([*args, "--blocks", "8"]))
     assert code == 1, text
     assert doc["verdict"] == "no-go"
     assert _losing(doc), text
@@ -83,7 +93,7 @@ def test_loopback_tcp_instead_of_shared_memory_is_a_no_go_naming_the_losing_rang
     b_settings = {s for s in frame.loc[frame.side == "B", "OMPI_MCA_btl"]}
     assert b_settings == {"self,tcp"}  # what B's ranks were launched with, in every record
     assert set(frame.loc[frame.side == "A", "environment"]) == {"OMPI_MCA_btl=^ofi"}  # A ran as inherited
-    assert sorted(frame.groupby("side").block.nunique().items()) == [("A", 8), ("B", 8)]
+    assert sorted(frame.groupby("side").block.nunique().items()) == [("A", blocks), ("B", blocks)]
 
 
 def test_a_planted_regression_is_found_at_its_sizes_and_not_elsewhere(tmp_path):
@@ -95,13 +105,8 @@ def test_a_planted_regression_is_found_at_its_sizes_and_not_elsewhere(tmp_path):
             "--a-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={same}",
             "--b-env", "OMPI_MCA_coll_tuned_use_dynamic_rules=1",
             "--b-env", f"OMPI_MCA_coll_tuned_dynamic_rules_filename={rules}", "--out", str(out)]
-    code, text, doc = _canary([*args, "--blocks", "8"])
-    if doc["verdict"] == "inconclusive" and not _losing(doc):
-        # A loaded machine (one CI run measured an A/A noise of 74% per block) can blur the ranges at 8 blocks;
-        # the user's answer to an inconclusive canary is more blocks into the same --out, which keeps the 8
-        # finished ones. Found at 16 or not at all: the test still fails when the regression goes unseen.
-        code, text, doc = _canary([*args, "--blocks", "16"])
-        assert len(read_canary(out).points) == 32, text
+    code, text, doc, blocks = _more_blocks_if_blurred(args, *_canary([*args, "--blocks", "8"]))
+    assert len(read_canary(out).points) == 2 * blocks, text
     losing = _losing(doc)
     assert losing, text
     assert min(lo for lo, _ in losing) >= 256 << 10 and max(hi for _, hi in losing) <= 512 << 10, text
