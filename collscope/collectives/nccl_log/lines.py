@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from collscope.line_cap import long_line_note, too_long
 
-__all__ = ["LogLine", "split_line", "iter_log_lines", "is_timestamp_line"]
+__all__ = ["LogLine", "split_line", "iter_log_lines", "is_timestamp_line", "thread_hosts"]
 
 _MARKER = re.compile(r"\bNCCL (INFO|WARN|TRACE|CALL|ABORT|ERROR)\b ?")
 # Anchored at the end of the text before the marker: host:pid:tid, then [cudaDev], then at most two
@@ -106,7 +106,7 @@ def iter_log_lines(text: str, notes: list[str] | None = None) -> Iterator[LogLin
             continue
         if line.host is not None and line.pid is not None and line.tid is not None and _ROW_HEAD.match(raw):
             if threads is None:
-                threads = _thread_hosts(text)
+                threads = thread_hosts(text)
             host = threads.get((line.pid, line.tid))
             if host is None or not line.host.endswith(host):
                 host = None
@@ -117,7 +117,7 @@ def iter_log_lines(text: str, notes: list[str] | None = None) -> Iterator[LogLin
         yield line
 
 
-def _thread_hosts(text: str) -> dict[tuple[int, int], str]:
+def thread_hosts(text: str) -> dict[tuple[int, int], str]:
     """(pid, tid) -> host, from the lines whose NCCL prefix is not glued to an nccl-tests row (the first seen)."""
     out: dict[tuple[int, int], str] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):

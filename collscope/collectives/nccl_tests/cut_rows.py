@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from collscope.collectives.nccl_log.lines import thread_hosts
 from collscope.errors import ParseError
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _head(st: ParseState, text: str) -> list[str] | None:
     """The row's own tokens before the glued log line: what precedes the host of that line's process and thread."""
     m = _GLUED.search(text)
     assert m is not None
-    whole = re.search(rf"^(?:\[[^\]\n]*\][ \t]*)?(\S+):{m[1]}:{m[2]} \[\d+\] NCCL ", st.text, re.M)
-    if whole is None or not text[:m.start()].endswith(whole[1]):
+    host = thread_hosts(st.text).get((int(m[1]), int(m[2])))
+    if host is None or not text[:m.start()].endswith(host):
         return None
-    return _STAMP.sub("", text[:m.start() - len(whole[1])]).split()
+    return _STAMP.sub("", text[:m.start() - len(host)]).split()
