@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # scorecard.py, the published rows' rea
 import scorecard  # noqa: E402
 
 from collscope.analysis.nccl_model import measured  # noqa: E402
+from collscope.analysis.nccl_model.model import NcclGraphInputs  # noqa: E402
 
 KIB = 1024
 Candidate = tuple[str, int]
@@ -61,6 +62,55 @@ def within_by_candidate(rows: Sequence[scorecard.PublishedRow]) -> dict[Candidat
     return out
 
 
+RING_FILLS_KIB = (48, 64, 96, 128, 160, 192)
+"""Candidate fills for Ring alone in the per-algorithm check (:func:`per_algorithm_check`)."""
+OTHER_FILLS_KIB = (128, 160, 192, 224, 256)
+"""Candidate fills for the other algorithms (Tree, NVLS, NVLSTree, CollNet, PAT) in the same check."""
+
+
+def per_algorithm_ramp(ring_bytes: int, other_bytes: int) -> Callable[..., float]:
+    """A stand-in for ``ramp_us``: the shipped form, one fill for Ring and another for every other algorithm."""
+    def ramp(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *, version: str = "2.30",
+             **_: object) -> float:
+        fill = ring_bytes if algo == "Ring" else other_bytes
+        return _SHIPPED_RAMP(inputs, op, algo, proto, size_bytes, version=version, form=measured.RAMP_FORM,
+                             bytes_per_rank_channel=fill)
+    return ramp
+
+
+def per_algorithm_check(rows: Sequence[scorecard.PublishedRow]) -> None:
+    """Would a Ring fill apart from the other algorithms' pay? NCCL chunks them differently (src/enqueue.cc: Ring
+    Simple 2 MiB chunks of 512 KiB steps, NVLS chunks cut to 64, 32 and 16 KiB as the message shrinks), and at
+    8-512 MiB the models' Ring/Simple figures sit 6-13% below the published ones (geometric mean by op and scope)
+    where the NVLS and NVLSTree ones sit within 4%. Chosen on every claimed row of every source (no row is out of
+    sample here), then checked leaving one source out at a time; it prints the rows within 15% and the rows more
+    than 30% off with no stated reason, beside the shipped ramp's."""
+    shipped = measured.ramp_us
+    pairs = [(r * KIB, o * KIB) for r in RING_FILLS_KIB for o in OTHER_FILLS_KIB]
+    hits: dict[tuple[int, int], list[bool]] = {}
+    far: dict[tuple[int, int], int] = {}
+    try:
+        for pair in pairs:
+            measured.ramp_us = per_algorithm_ramp(*pair)
+            scored = scorecard.score(rows)
+            hits[pair] = [s.within for s in scored]
+            far[pair] = sum(s.unexplained for s in scored)
+    finally:
+        measured.ramp_us = shipped
+    base = (SHIPPED[1], SHIPPED[1])
+    best = max(pairs, key=lambda p: (sum(hits[p]), p == base))
+    held = 0
+    for source in sorted({r.source_url for r in rows}):
+        train = [i for i, r in enumerate(rows) if r.source_url != source]
+        test = [i for i, r in enumerate(rows) if r.source_url == source]
+        choice = max(pairs, key=lambda p: (sum(hits[p][i] for i in train), p == base))
+        held += sum(hits[choice][i] for i in test)
+    print(f"  per algorithm, on all {len(rows)} claimed rows of {len({r.source_url for r in rows})} sources: the "
+          f"shipped ramp {sum(hits[base])} within 15% ({far[base]} more than 30% off, unexplained); the best Ring "
+          f"fill {best[0] // KIB} KiB with {best[1] // KIB} KiB for the others {sum(hits[best])} ({far[best]}); "
+          f"leaving one source out {held}")
+
+
 def main() -> int:
     claimed = [r for r in scorecard.read_published() if scorecard.on_nccl_model(r) and not r.off_reason]
     rows = [r for r in claimed if r.source_url in scorecard.FIT_TIME_SOURCES]
@@ -90,6 +140,7 @@ def main() -> int:
         best_later = max(CANDIDATES, key=lambda c: sum(on_later[c]))
         print(f"  (the best candidate on them alone, {best_later[0]} {best_later[1] // KIB} KiB: "
               f"{sum(on_later[best_later])}; a refit that chooses on them makes them in-sample)")
+    per_algorithm_check(claimed)
     return 0
 
 
