@@ -223,6 +223,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
         nic_src = (f"{nics} NIC(s) per node at {rack.nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each "
                    f"(table: {rack.nic_source})")
+    nic_note = next((s.nic_note for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.nic_note), "")
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:
         sources.append(split or f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "
@@ -234,11 +235,13 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         elif inter is None and node is not None:
             lacking = _captures_lack(topology, "NIC rates", "ibstat")
             raise ConfigError(f"{nnodes} nodes need the NIC rates, but {lacking}: pass --nic-gbit R (each compute "
-                              "NIC's line rate; --nics-per-node N if not one per GPU), or --bw-gbps B")
+                              "NIC's line rate; --nics-per-node N if not one per GPU), or --bw-gbps B"
+                              + (f". {nic_note}" if nic_note else ""))
         elif inter is None:
             raise ConfigError(f"{nnodes} nodes need the NIC rates: pass --nic-gbit R (each compute NIC's line "
                               "rate; --nics-per-node N if not one per GPU), --topo with ibstat/ibv_devinfo "
-                              "captures (collscope topo collect), or --bw-gbps B")
+                              "captures (collscope topo collect), or --bw-gbps B"
+                              + (f". {nic_note}" if nic_note else ""))
         else:
             ring = min(intra, inter * (domain // ppn))
             sources.append(f"inter-node {inter:g} GB/s per node: {nic_src}; ring bound min(intra, NICs x NIC) = "
@@ -263,6 +266,8 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         sources.append(f"gamma {gamma_gbps:g} GB/s: given")
 
     caveats: list[str] = []
+    if nic_note and ndomains > 1:
+        caveats.append(nic_note)
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
     if gen is not None and racks and nvl_domain is None and ndomains > 1 and node is None:
         shapes = ", ".join(f"{s.name}: up to {s.nvl_domain} GPUs" for s in racks)

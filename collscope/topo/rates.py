@@ -80,10 +80,15 @@ class GpuGeneration:
 # (src/graph/topo.h ncclTopoNVLinkBw, NVIDIA/nccl 5067397). PCIe cards join pairs through NVLink bridges only
 # ("bridge"; links = bridge bandwidth bidirectional / 2 / 25): H100 PCIe and H100 NVL 600 GB/s = 12, H200 NVL
 # 900 GB/s = 18, A100 PCIe 600 GB/s = 12, A800/H800 PCIe 400 GB/s = 8 (NVIDIA product briefs).
+# GB10 (DGX Spark and its OEM twins, "NVIDIA GB10" in nccl-tests' rank lines): one Blackwell GPU per system, sm
+# 121 (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md builds NCCL with "-gencode=arch=compute_121,code=sm_121"),
+# joined to its Grace CPU by NVLink-C2C only: no NVLink to another GPU ("none"). Its PCIe generation is the
+# platform's, Gen5 (the same README: the ConnectX-7 port is "two PCIe Gen5 x4 endpoints").
 # Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100").
 GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("GB300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6, 53.125),
+    GpuGeneration("GB10", 121, None, 0, 0.0, 0.0, 5, None, "none"),
     GpuGeneration("B300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5, 53.125),
@@ -117,7 +122,8 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("K80", 37, None, 0, 0.0, 0.0, 3, None, "none"),
 )
 
-_BY_SM = {60: "P100", 70: "V100", 80: "A100", 86: "RTX A6000", 89: "L40S", 90: "H100", 100: "B200", 103: "B300"}
+_BY_SM = {60: "P100", 70: "V100", 80: "A100", 86: "RTX A6000", 89: "L40S", 90: "H100", 100: "B200", 103: "B300",
+          121: "GB10"}
 _QUALIFIERS = ("PCIE", "NVL")
 
 
@@ -220,6 +226,9 @@ class SystemShape:
     it from the captures."""
     nic_source: str = ""
     """Where ``nic_gbit`` comes from."""
+    nic_note: str = ""
+    """What a job across these nodes must know of their NICs that ibstat does not say, with its source; shown
+    with every model of such a job and with the refusal that asks for the NIC rates."""
 
 
 # NVL72: 18 compute trays x 4 GPUs (2 Grace + 4 Blackwell per tray) on one NVLink Switch fabric of 9 switch trays
@@ -245,6 +254,13 @@ SYSTEMS: tuple[SystemShape, ...] = (
     SystemShape("HGX A100", "A100", 8, 8, False),
     SystemShape("HGX A800", "A800", 8, 8, False, "8 NVLinks per GPU (export variant)"),
     SystemShape("PCIe box", "L40S", 8, 1, False, "no NVLink between the GPUs"),
+    SystemShape("DGX Spark", "GB10", 1, 1, False, "one GB10 per system, no NVLink to another system",
+                nic_note=("DGX Spark (GB10): its ConnectX-7 QSFP port carries at most 200 Gb/s per cable and shows "
+                          "as two RoCE devices, each a PCIe Gen5 x4 endpoint of about 100 Gb/s, although ibstat "
+                          "prints 'Rate: 200' for each; NCCL reaches 20-24 GB/s of busbw between two systems only "
+                          "with both in NCCL_IB_HCA (--nic-gbit 100 --nics-per-node 2) and about 12 GB/s with one "
+                          "(--nic-gbit 100 --nics-per-node 1) (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md "
+                          "and issue 102)")),
 )
 
 

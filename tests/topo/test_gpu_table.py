@@ -10,6 +10,8 @@ Max runs), "NVIDIA B300 SXM6 AC" (device name of B300 VMs, sm_103), "NVIDIA H100
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -46,6 +48,7 @@ from collscope.topo.rates import (
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000", 120, 0),
     ("NVIDIA RTX 6000 Ada Generation", "RTX 6000", 89, 0),
     ("NVIDIA GH200 480GB", "GH200", 90, 18),
+    ("NVIDIA GB10", "GB10", 121, 0),  # DGX Spark (NVIDIA/dgx-spark-playbooks issues 25 and 102, PR 103)
 ])
 def test_printed_names_map_to_their_rows(printed, row, sm, links):
     gen = gpu_generation(printed)
@@ -138,6 +141,30 @@ def test_systems():
     assert system_shape("PCIe box").nvl_domain == 1
     assert system_shape("no such system") is None
     assert all(gpu_generation(s.gpu) is not None for s in SYSTEMS)
+
+
+def test_dgx_spark_gb10_is_one_gpu_per_system_and_its_nic_fact_is_in_the_table():
+    assert gpu_generation("GB10").name == "GB10" and gpu_generation(sm=121).name == "GB10"
+    assert gpu_generation("NVIDIA GB100") is None  # GB10 is not a prefix match of a longer name
+    spark = system_shape("dgx spark")
+    assert (spark.gpu, spark.gpus_per_node, spark.nvl_domain, spark.mnnvl) == ("GB10", 1, 1, False)
+    assert "PCIe Gen5 x4" in spark.nic_note and "NCCL_IB_HCA" in spark.nic_note
+    assert default_nvl_domain("NVIDIA GB10", gpus_per_node=1)[0] == 1
+
+
+def test_predict_gb10_across_systems_asks_for_the_nics_with_the_spark_fact():
+    refused = _predict("--gpu", "NVIDIA GB10", "--nranks", "2", "--nnodes", "2")
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "--nic-gbit" in refused.output and "--nics-per-node 2" in refused.output
+    assert "Rate: 200" in refused.output  # what ibstat prints there, and why it is not the rate to give
+    result = CliRunner().invoke(main, ["predict", "--gpu", "NVIDIA GB10", "--op", "all_gather", "--nranks", "2",
+                                       "--nnodes", "2", "--sizes", "16G", "--nic-gbit", "100", "--nics-per-node",
+                                       "2", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert any("NCCL_IB_HCA" in c for c in doc["params"]["caveats"])
+    choice = doc["nccl_choice"][0]
+    assert 20.0 <= choice["expected_busbw_gbps"] <= 25.0  # the playbook's 20-24 GB/s with both halves
 
 
 def test_default_nvl_domain():
