@@ -459,3 +459,31 @@ def test_ingest_reads_the_real_shape_of_a_cut_row(tmp_path):
     assert "reads as one row with its rest on line 27" in res.output
     sizes = [json.loads(line)["size_bytes"] for line in out.read_text().splitlines()]
     assert sizes.count(2 << 20) == 2 and len(sizes) == 10
+
+
+# ---- a DGX Spark pair (nccl-tests >= 2.20, one GB10 per host) --------------------------------------------------
+SPARK = PUB / "all_gather_perf-v2.20-dgx-spark-2x1-gb10-hash-in-version.txt"
+"""Written for collscope in the shape two-Spark runs are published in (NVIDIA/dgx-spark-playbooks PR 103 and issue
+25): the version line carries nccl-tests' git hash in parentheses, the header ends in ``unalign: 0``, and each
+host's one rank line names an ``NVIDIA GB10``."""
+
+
+def test_a_dgx_spark_pair_reads_as_two_ranks_on_two_hosts_of_one_gb10_each():
+    run = parse_nccl_tests(SPARK.read_text(), source=SPARK.name)
+    assert (run.op, run.nranks, run.nnodes, len(run.records)) == ("all_gather", 2, 2, 14)
+    assert run.nccl_version == "2.31.2" and run.header.unalign == 0 and not run.warnings
+    assert {d.name for d in run.devices} == {"NVIDIA GB10"} and {d.host for d in run.devices} == {"spark-n01",
+                                                                                                    "spark-n02"}
+
+
+def test_analyze_of_a_dgx_spark_pair_asks_for_its_nics_then_models_them():
+    refused = CliRunner().invoke(main, ["analyze", str(SPARK)])
+    assert refused.exit_code == 0 and "unknown GPU" not in refused.output
+    assert "no efficiency" in refused.output and "--nics-per-node 2" in refused.output  # the Spark fact, in full
+    result = CliRunner().invoke(main, ["analyze", str(SPARK), "--nic-gbit", "100", "--nics-per-node", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    rows = [e for e in doc["sizes"] if e["size_bytes"] == 4 << 30]
+    assert len(rows) == 2 and all(e["verdict"] == "normal" for e in rows)  # 21.5-21.8 GB/s against two endpoints
+    assert all(23.0 <= e["model_busbw_gbps"] <= 25.0 for e in rows)
+    assert any("NCCL_IB_HCA" in n for n in doc["notes"])
