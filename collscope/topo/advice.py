@@ -71,10 +71,13 @@ def topology_warnings(node: TopologyView) -> list[str]:
 def _distant_nic_warnings(node: TopologyView, *, skip: list[str]) -> list[str]:
     out = []
     beyond: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    unsupported: dict[str, list[str]] = {}
     for gpu, item in gpu_nics(node).items():
         if gpu in skip or item.decision is None:
             continue
-        if item.decision.path == "SYS":
+        if item.decision.unsupported:  # the GPU table says no NCCL setting gives it (gdr.py)
+            unsupported.setdefault(item.decision.why, []).append(gpu)
+        elif item.decision.path == "SYS":
             out.append(
                 f"{gpu}: nearest NIC ({', '.join(item.nics)}) is only reachable across the SMP interconnect (SYS); "
                 "GPUDirect RDMA is not used at that distance by default (NCCL_NET_GDR_LEVEL), so PXN "
@@ -90,6 +93,8 @@ def _distant_nic_warnings(node: TopologyView, *, skip: list[str]) -> list[str]:
             "ncclTopoCheckGdr). NCCL_NET_GDR_LEVEL=PHB turns it on, at a cost: the NIC then reaches GPU memory "
             "through the CPU's root complex, often slower than staging; compare nccl-tests busbw both ways"
         )
+    for why, gpus in unsupported.items():
+        out.append(f"{', '.join(gpus)}: no GPUDirect RDMA, whatever NCCL_NET_GDR_LEVEL says: {why}")
     return out
 
 

@@ -92,10 +92,13 @@ class GdrDecision:
     """What changes the decision (``"NCCL_NET_GDR_LEVEL=PHB"``), with its cost when it turns GDR on."""
     read: str
     """What NCCL does for sends (GDR reads, ``NCCL_NET_GDR_READ``)."""
+    unsupported: bool = False
+    """The GPU's platform has no GPUDirect RDMA at all (the GPU table's ``no_gdr``): no variable changes ``gdr``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"nic": self.nic, "path": self.path, "nccl_path": self.nccl_path, "gdr_level": self.level,
-                "gdr": self.gdr, "why": self.why, "variable": self.variable, "gdr_read": self.read}
+                "gdr": self.gdr, "why": self.why, "variable": self.variable, "gdr_read": self.read,
+                "gdr_unsupported": self.unsupported}
 
 
 def _read_rule(sm: int | None, nvlink_peer: bool) -> str:
@@ -109,15 +112,22 @@ def _read_rule(sm: int | None, nvlink_peer: bool) -> str:
 
 
 def gdr_decision(gpu: str, nic: str, path: str, *, c2c: bool = False, level: str | None = None,
-                 sm: int | None = None, nvlink_peer: bool = False) -> GdrDecision | None:
+                 sm: int | None = None, nvlink_peer: bool = False, no_gdr: str = "") -> GdrDecision | None:
     """NCCL's GPUDirect RDMA decision for ``gpu`` and ``nic`` at ``nvidia-smi topo -m`` class ``path``.
 
     ``level`` is ``NCCL_NET_GDR_LEVEL`` as set (``None``: unset, NCCL's default); ``c2c`` says the GPU sits on a
-    Grace CPU over NVLink-C2C. ``None`` for a class a GPU-NIC pair cannot have (``X``, ``NV#``)."""
+    Grace CPU over NVLink-C2C; ``no_gdr`` is the GPU table's reason GPUDirect RDMA cannot work on this GPU at all
+    (``GpuGeneration.no_gdr``): then no level changes the answer. ``None`` for a class a GPU-NIC pair cannot have
+    (``X``, ``NV#``)."""
     nccl = nccl_path_type(path, c2c=c2c)
     if nccl is None:
         return None
     chosen = gdr_level(level)
+    if no_gdr:
+        return GdrDecision(gpu, nic, path, nccl, chosen, False, no_gdr,
+                           "none: no NCCL variable enables it on this GPU (NCCL_NET_GDR_LEVEL and NCCL_NET_GDR_C2C "
+                           "do not change it)", "sends: through host memory as well (no GPUDirect RDMA on this GPU)",
+                           unsupported=True)
     read = _read_rule(sm, nvlink_peer)
     condition = " (if nvidia_peermem or DMA-BUF is available to the NIC: not visible in these captures)"
     as_nccl = path if nccl == path else f"{path} (NCCL's {nccl})"
@@ -179,6 +189,13 @@ def _sm(attrs: dict[str, Any]) -> int | None:
     return gen.sm if gen else None
 
 
+def _no_gdr(attrs: dict[str, Any]) -> str:
+    """The GPU table's reason GPUDirect RDMA cannot work on this GPU (empty when none or the GPU is unknown)."""
+    sm = attrs.get("sm")
+    gen = gpu_generation(attrs.get("generation") or attrs.get("model"), sm=int(sm) if sm is not None else None)
+    return gen.no_gdr if gen else ""
+
+
 def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
     """Each GPU's NIC and NCCL's GPUDirect RDMA decision for it (``node``: a ``NodeTopology`` or any object with
     ``graph``, ``gpus``, ``nic_choices()``, ``nearest_nics()`` and ``path_class()``)."""
@@ -199,7 +216,7 @@ def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
             kinds = [d.get("kind") for _, _, d in g.edges(gpu, data=True)]
             peer = any(is_nvlink(node.path_class(gpu, o)) for o in node.gpus if o != gpu) or len(node.gpus) == 1
             decision = gdr_decision(gpu, nearest[0], cls, c2c=gpu_on_c2c(attrs, kinds), level=level,
-                                    sm=_sm(attrs), nvlink_peer=peer)
+                                    sm=_sm(attrs), nvlink_peer=peer, no_gdr=_no_gdr(attrs))
         out[gpu] = GpuNic(gpu, tuple(nearest), decision, tuple(passed))
     for gpu, item in out.items():
         if item.decision is not None and not item.decision.gdr:

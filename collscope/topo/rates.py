@@ -57,6 +57,16 @@ class GpuGeneration:
     domain reaches every other at the full per-GPU rate), ``"mesh"`` (P100/V100 hybrid cube mesh: direct links,
     no switch), ``"bridge"`` (PCIe cards joined in pairs by NVLink bridges: ``nvlink_links`` are the bridge's links
     to the GPU's one peer; a ring over more than the pair crosses PCIe), ``"none"``."""
+    no_gdr: str = ""
+    """Why GPUDirect RDMA cannot work on this GPU's platform whatever NCCL is told, with the source; empty where
+    NCCL's rule (:mod:`collscope.topo.gdr`) decides it."""
+
+
+_GB10_NO_GDR = ("GB10 (DGX Spark and its OEM twins): GPUDirect RDMA is not supported on this platform: its GPU "
+                "memory is the unified LPDDR5X, which PCIe devices cannot access coherently, so nvidia-peermem, "
+                "DMA-BUF and GDRCopy do not work (NVIDIA's answer on the NVIDIA developer forum thread 'DGX Spark "
+                "GPUDirect RDMA'); NCCL logs 'GPU Direct RDMA Disabled' for each HCA and stages every transfer "
+                "through host memory")
 
 
 # THE NVLink bandwidth of collscope: per link, per direction, DATA rate, decimal GB/s (``nvlink_link_gbps``).
@@ -83,12 +93,14 @@ class GpuGeneration:
 # GB10 (DGX Spark and its OEM twins, "NVIDIA GB10" in nccl-tests' rank lines): one Blackwell GPU per system, sm
 # 121 (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md builds NCCL with "-gencode=arch=compute_121,code=sm_121"),
 # joined to its Grace CPU by NVLink-C2C only: no NVLink to another GPU ("none"). Its PCIe generation is the
-# platform's, Gen5 (the same README: the ConnectX-7 port is "two PCIe Gen5 x4 endpoints").
+# platform's, Gen5 (the same README: the ConnectX-7 port is "two PCIe Gen5 x4 endpoints"; ServeTheHome, "The
+# NVIDIA GB10 ConnectX-7 200GbE Networking is Really Different": two 32 GT/s x4 links on DGX Spark, Dell Pro Max
+# GB10 and ASUS Ascent GX10 alike).
 # Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100").
 GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("GB300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6, 53.125),
-    GpuGeneration("GB10", 121, None, 0, 0.0, 0.0, 5, None, "none"),
+    GpuGeneration("GB10", 121, None, 0, 0.0, 0.0, 5, None, "none", no_gdr=_GB10_NO_GDR),
     GpuGeneration("B300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("B200", 100, 5, 18, 50.0, 40.1, 5, 53.125),
     GpuGeneration("B100", 100, 5, 18, 50.0, 40.1, 5, 53.125),

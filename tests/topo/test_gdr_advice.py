@@ -181,3 +181,32 @@ def test_gdr_read_rule() -> None:
     assert ": on (sm 70 < 80 but the GPU has an NVLink peer)" in read(70, True)
     assert ": off (sm 70 < 80 and no NVLink peer); NCCL_NET_GDR_READ=1" in read(70, False)
     assert "on for sm >= 80" in read(None, False)
+
+
+GB10 = [FIXTURES / "nvidia-smi" / "topo-tab-gb10-1gpu-4roce-written.txt",
+        FIXTURES / "nvidia-smi" / "query-gpu-gb10-written.csv"]
+"""A GB10 node as the GPU table knows it, written for collscope (no published ``topo -m`` of a DGX Spark was found):
+one GPU, the four RoCE devices of its ConnectX-7 (the names dgx-spark-playbooks' ibdev2netdev prints) at NODE."""
+
+
+def test_gb10_has_no_gdr_at_any_level_and_the_advice_does_not_offer_a_variable() -> None:
+    doc, text = show(*GB10)
+    nic = doc["gpus"][0]["nic"]
+    assert (nic["gdr"], nic["gdr_unsupported"]) == (False, True)
+    assert "not supported" in nic["why"] and "unified" in nic["why"]
+    assert nic["variable"].startswith("none:")
+    assert not any("NCCL_NET_GDR_LEVEL=PHB turns it on" in w for w in doc["warnings"])
+    assert any(w.startswith("GPU0: no GPUDirect RDMA, whatever NCCL_NET_GDR_LEVEL says") for w in doc["warnings"])
+    assert "GDR off for GPU0: GB10" in text
+    # the same matrix without the GPU model: NCCL's rule for a NODE NIC, with the variable
+    doc, _ = show(GB10[0])
+    assert doc["gpus"][0]["nic"]["gdr_unsupported"] is False
+    assert doc["gpus"][0]["nic"]["variable"].startswith("NCCL_NET_GDR_LEVEL=PHB turns it on")
+
+
+def test_the_platform_rule_wins_over_every_level_and_the_c2c_rule() -> None:
+    for level in (None, "PHB", "SYS", "5"):
+        for c2c in (False, True):
+            d = gdr_decision("GPU0", "rocep1s0f0", "NODE", c2c=c2c, level=level, sm=121, no_gdr="no GDR here")
+            assert d is not None and (d.gdr, d.unsupported, d.why) == (False, True, "no GDR here")
+    assert gdr_decision("GPU0", "mlx5_0", "PIX", sm=90).unsupported is False
