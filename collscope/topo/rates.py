@@ -96,7 +96,11 @@ _GB10_NO_GDR = ("GB10 (DGX Spark and its OEM twins): GPUDirect RDMA is not suppo
 # platform's, Gen5 (the same README: the ConnectX-7 port is "two PCIe Gen5 x4 endpoints"; ServeTheHome, "The
 # NVIDIA GB10 ConnectX-7 200GbE Networking is Really Different": two 32 GT/s x4 links on DGX Spark, Dell Pro Max
 # GB10 and ASUS Ascent GX10 alike).
-# Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100").
+# Ampere GA102 data-center cards (sm 86, PCIe Gen4 x16): A40 joins pairs by an NVLink bridge of 112.5 GB/s
+# bidirectional, 4 links as RTX A6000 (NVIDIA A40 data sheet; NVIDIA/nccl-tests#74 runs 8 of them); A10 and AWS's
+# A10G (g5 instances: 8 per g5.48xlarge, NVIDIA/nccl#1298) have no NVLink (NVIDIA A10 data sheet).
+# Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100"), and "A10G"
+# before "A10" (the base matches any name where no digit follows it).
 GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("GB300", 103, 5, 18, 50.0, 40.1, 6, 53.125),
     GpuGeneration("GB200", 100, 5, 18, 50.0, 40.1, 6, 53.125),
@@ -121,6 +125,9 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125, "mesh"),
     GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3, None, "mesh"),
     GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("A40", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("A10G", 86, None, 0, 0.0, 0.0, 4, None, "none"),
+    GpuGeneration("A10", 86, None, 0, 0.0, 0.0, 4, None, "none"),
     GpuGeneration("RTX 3090", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
     GpuGeneration("RTX PRO 6000", 120, None, 0, 0.0, 0.0, 5, None, "none"),
     GpuGeneration("RTX 6000", 89, None, 0, 0.0, 0.0, 4, None, "none"),

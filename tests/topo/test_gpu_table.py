@@ -49,11 +49,20 @@ from collscope.topo.rates import (
     ("NVIDIA RTX 6000 Ada Generation", "RTX 6000", 89, 0),
     ("NVIDIA GH200 480GB", "GH200", 90, 18),
     ("NVIDIA GB10", "GB10", 121, 0),  # DGX Spark (NVIDIA/dgx-spark-playbooks issues 25 and 102, PR 103)
+    ("NVIDIA A10G", "A10G", 86, 0),  # AWS g5.48xlarge (NVIDIA/nccl#1298)
+    ("NVIDIA A10", "A10", 86, 0),
+    ("NVIDIA A40", "A40", 86, 4),  # nvidia-smi's name column prints "A40" (NVIDIA/nccl-tests#74)
 ])
 def test_printed_names_map_to_their_rows(printed, row, sm, links):
     gen = gpu_generation(printed)
     assert gen is not None and gen.name == row
     assert (gen.sm, gen.nvlink_links) == (sm, links)
+
+
+def test_a10_is_not_a100_and_a40_is_not_rtx_a4000():
+    assert gpu_generation("NVIDIA A100-SXM4-80GB").name == "A100"
+    assert gpu_generation("NVIDIA RTX A4000") is None
+    assert gpu_generation("NVIDIA A40").nvlink_fabric == "bridge" and gpu_generation("NVIDIA A10G").pcie_gen == 4
 
 
 def test_short_names_and_sm_103():
@@ -84,6 +93,8 @@ def test_bridged_pcie_cards_use_nvlink_for_their_pair_only():
     box = link_params(None, gpu="NVIDIA H100 PCIe", nranks=8, nnodes=1)
     assert box.intra_link == "pcie" and "pairs only" in box.source
     assert link_params(None, gpu="NVIDIA H100 80GB HBM3", nranks=8, nnodes=1).intra_link == "nvlink"
+    assert link_params(None, gpu="NVIDIA A40", nranks=2, nnodes=1).intra_link == "nvlink"  # its bridged pair
+    assert link_params(None, gpu="NVIDIA A10G", nranks=8, nnodes=1).intra_link == "pcie"
 
 
 @pytest.mark.parametrize(("printed", "row", "per_link"), [
