@@ -213,6 +213,12 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     sources.append(f"intra-node bandwidth {intra:g} GB/s: {intra_src}")
 
     nics, nic_gbps, nic_src = _nics(node) if node is not None else (0, None, "")
+    system = next((s for s in SYSTEMS if gen is not None and s.gpu == gen.name and (s.nic_note or s.nic_cap_gbit)),
+                  None)
+    if system is not None and system.nic_cap_gbit and nic_gbps is not None and nic_gbps * 8 > system.nic_cap_gbit:
+        nic_gbps = system.nic_cap_gbit / 8.0
+        nic_src += (f"; each taken at {system.nic_cap_gbit:g} Gb/s = {nic_gbps:g} GB/s, the most one carries on "
+                    f"{system.name} (table: the note below)")
     if nic_gbit is not None:
         nics, nic_gbps = (nics_per_node or ppn), nic_gbit / 8.0
         nic_src = (f"{nics} NIC(s) per node at {nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each (given: --nic-gbit"
@@ -223,7 +229,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
         nic_src = (f"{nics} NIC(s) per node at {rack.nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each "
                    f"(table: {rack.nic_source})")
-    nic_note = next((s.nic_note for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.nic_note), "")
+    nic_note = system.nic_note if system is not None else ""
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:
         sources.append(split or f"NVLink domain of {nvl_domain} GPUs: {domain} of the ranks on one NVLink fabric, "

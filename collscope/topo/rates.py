@@ -248,6 +248,9 @@ class SystemShape:
     nic_note: str = ""
     """What a job across these nodes must know of their NICs that ibstat does not say, with its source; shown
     with every model of such a job and with the refusal that asks for the NIC rates."""
+    nic_cap_gbit: float | None = None
+    """The most one compute NIC of the node carries whatever rate its port reports (a PCIe link narrower than the
+    port), Gb/s: captured NIC rates above it are taken at it; ``--nic-gbit`` is taken as given."""
 
 
 # NVL72: 18 compute trays x 4 GPUs (2 Grace + 4 Blackwell per tray) on one NVLink Switch fabric of 9 switch trays
@@ -279,7 +282,8 @@ SYSTEMS: tuple[SystemShape, ...] = (
                           "prints 'Rate: 200' for each; NCCL reaches 20-24 GB/s of busbw between two systems only "
                           "with both in NCCL_IB_HCA (--nic-gbit 100 --nics-per-node 2) and about 12 GB/s with one "
                           "(--nic-gbit 100 --nics-per-node 1) (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md "
-                          "and issue 102)")),
+                          "and issue 102)"),
+                nic_cap_gbit=100.0),
 )
 
 

@@ -193,3 +193,25 @@ def test_unknown_gpu_in_the_topology_loader_uses_the_same_message():
 
     with pytest.raises(ConfigError, match="known but not modelled"):
         build_node(NodeCaptures(host="h"), gpu="AMD Instinct MI300X")
+
+
+def test_a_captured_spark_is_modelled_at_its_endpoints_not_at_ibstats_port_rate():
+    """ibstat on a GB10 prints 'Rate: 200' for each RoCE device (geerlingguy/sbc-reviews#92, a Dell GB10); the
+    fixture is written for collscope in that shape. Each device is a PCIe Gen5 x4 endpoint: the table caps it."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    topo = [fixtures / "nvidia-smi" / "topo-tab-gb10-1gpu-4roce-written.txt",
+            fixtures / "nvidia-smi" / "query-gpu-gb10-written.csv",
+            fixtures / "infiniband" / "ibstat-gb10-dgx-spark-4roce-2active-written.txt"]
+    args = [a for p in topo for a in ("--topo", str(p))]
+    result = CliRunner().invoke(main, ["predict", *args, "--op", "all_gather", "--nranks", "2", "--nnodes", "2",
+                                       "--sizes", "16G", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert "2 active NIC(s) at 200 Gb/s" in doc["params"]["source"]
+    assert "each taken at 100 Gb/s" in doc["params"]["source"]
+    assert 20.0 <= doc["nccl_choice"][0]["expected_busbw_gbps"] <= 25.0  # not the 48 GB/s of 2 x 200 Gb/s
+    given = CliRunner().invoke(main, ["predict", *args, "--op", "all_gather", "--nranks", "2", "--nnodes", "2",
+                                      "--sizes", "16G", "--nic-gbit", "200", "--nics-per-node", "2", "--json"])
+    assert json.loads(given.output)["nccl_choice"][0]["expected_busbw_gbps"] > 40.0  # --nic-gbit is taken as given
