@@ -182,18 +182,14 @@ class GpuNic:
         return {**out, **self.decision.to_dict()}
 
 
-def _sm(attrs: dict[str, Any]) -> int | None:
-    if attrs.get("sm") is not None:
-        return int(attrs["sm"])
-    gen = gpu_generation(attrs.get("generation") or attrs.get("model"))
-    return gen.sm if gen else None
-
-
-def _no_gdr(attrs: dict[str, Any]) -> str:
-    """The GPU table's reason GPUDirect RDMA cannot work on this GPU (empty when none or the GPU is unknown)."""
-    sm = attrs.get("sm")
-    gen = gpu_generation(attrs.get("generation") or attrs.get("model"), sm=int(sm) if sm is not None else None)
-    return gen.no_gdr if gen else ""
+def _sm_and_no_gdr(attrs: dict[str, Any]) -> tuple[int | None, str]:
+    """The GPU's sm (captured, else its table row's) and the table's reason GPUDirect RDMA cannot work on it (empty
+    when none or the GPU is unknown): one look-up of the GPU table, by name, else by the captured sm."""
+    sm = int(attrs["sm"]) if attrs.get("sm") is not None else None
+    gen = gpu_generation(attrs.get("generation") or attrs.get("model"), sm=sm)
+    if gen is None:
+        return sm, ""
+    return (sm if sm is not None else gen.sm), gen.no_gdr
 
 
 def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
@@ -215,8 +211,9 @@ def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
             attrs = g.nodes[gpu]
             kinds = [d.get("kind") for _, _, d in g.edges(gpu, data=True)]
             peer = any(is_nvlink(node.path_class(gpu, o)) for o in node.gpus if o != gpu) or len(node.gpus) == 1
+            sm, no_gdr = _sm_and_no_gdr(attrs)
             decision = gdr_decision(gpu, nearest[0], cls, c2c=gpu_on_c2c(attrs, kinds), level=level,
-                                    sm=_sm(attrs), nvlink_peer=peer, no_gdr=_no_gdr(attrs))
+                                    sm=sm, nvlink_peer=peer, no_gdr=no_gdr)
         out[gpu] = GpuNic(gpu, tuple(nearest), decision, tuple(passed))
     for gpu, item in out.items():
         if item.decision is not None and not item.decision.gdr:

@@ -258,6 +258,9 @@ class SystemShape:
 # manager puts them in one clique (MNNVL, NCCL_MNNVL_ENABLE, nccl-2025-2026.md section 4). GB200 NVL4: one board
 # of 2 Grace + 4 B200 joined by NVLink, no NVLink Switch tray (NVIDIA GB200 NVL4 announcement, SC24). HGX: 8 GPUs
 # on NVSwitch. PCIe boxes: no NVLink between GPUs (bridged pairs at most).
+_SPARK_ENDPOINT_GBIT = 100.0
+"""What one of a GB10's two ConnectX-7 RoCE devices carries: a PCIe Gen5 x4 endpoint (DGX Spark row below)."""
+
 SYSTEMS: tuple[SystemShape, ...] = (
     # Compute NICs per tray: "Cluster network: 4x NVIDIA ConnectX-7 single port 400G OSFP NIC"
     # (docs.nvidia.com/dgx/dgxgb200-user-guide/hardware.html); "4 ConnectX-8 Host Channel Adapters", 800 Gb/s each
@@ -278,12 +281,12 @@ SYSTEMS: tuple[SystemShape, ...] = (
     SystemShape("PCIe box", "L40S", 8, 1, False, "no NVLink between the GPUs"),
     SystemShape("DGX Spark", "GB10", 1, 1, False, "one GB10 per system, no NVLink to another system",
                 nic_note=("DGX Spark (GB10): its ConnectX-7 QSFP port carries at most 200 Gb/s per cable and shows "
-                          "as two RoCE devices, each a PCIe Gen5 x4 endpoint of about 100 Gb/s, although ibstat "
-                          "prints 'Rate: 200' for each; NCCL reaches 20-24 GB/s of busbw between two systems only "
-                          "with both in NCCL_IB_HCA (--nic-gbit 100 --nics-per-node 2) and about 12 GB/s with one "
-                          "(--nic-gbit 100 --nics-per-node 1) (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md "
-                          "and issue 102)"),
-                nic_cap_gbit=100.0),
+                          f"as two RoCE devices, each a PCIe Gen5 x4 endpoint of about {_SPARK_ENDPOINT_GBIT:g} "
+                          "Gb/s, although ibstat prints 'Rate: 200' for each; NCCL reaches 20-24 GB/s of busbw "
+                          f"between two systems only with both in NCCL_IB_HCA (--nic-gbit {_SPARK_ENDPOINT_GBIT:g} "
+                          f"--nics-per-node 2) and about 12 GB/s with one (--nic-gbit {_SPARK_ENDPOINT_GBIT:g} "
+                          "--nics-per-node 1) (NVIDIA/dgx-spark-playbooks nvidia/nccl/README.md and issue 102)"),
+                nic_cap_gbit=_SPARK_ENDPOINT_GBIT),
 )
 
 
