@@ -99,6 +99,14 @@ _GB10_NO_GDR = ("GB10 (DGX Spark and its OEM twins): GPUDirect RDMA is not suppo
 # Ampere GA102 data-center cards (sm 86, PCIe Gen4 x16): A40 joins pairs by an NVLink bridge of 112.5 GB/s
 # bidirectional, 4 links as RTX A6000 (NVIDIA A40 data sheet; NVIDIA/nccl-tests#74 runs 8 of them); A10 and AWS's
 # A10G (g5 instances: 8 per g5.48xlarge, NVIDIA/nccl#1298) have no NVLink (NVIDIA A10 data sheet).
+# More GA102 workstation cards (sm 86, PCIe Gen4 x16): RTX A5000 and RTX A4500 join pairs by an NVLink bridge of
+# 112.5 GB/s bidirectional, 4 links as RTX A6000; RTX A4000 has no NVLink (NVIDIA RTX A5000, A4500 and A4000 data
+# sheets; 4 x RTX A5000 in one host in NVIDIA/nccl#757).
+# Turing (sm 75, NVLink 2 at 25 GB/s per link per direction, PCIe Gen3 x16) joins pairs by NVLink bridges: Quadro
+# RTX 8000 and 6000, TITAN RTX and GeForce RTX 2080 Ti 100 GB/s bidirectional = 2 links, Quadro RTX 5000 50 GB/s =
+# 1 link (NVIDIA Quadro RTX 8000/6000/5000 data sheets, TITAN RTX and RTX 2080 Ti product pages; two 2080 Ti on a
+# bridge in NVIDIA/nccl-tests#44). NCCL's constant for sm 75 is SM70_NVLINK_BW. "Quadro RTX 6000" is not the
+# Ada "RTX 6000": its rows come first.
 # Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100"), and "A10G"
 # before "A10" (the base matches any name where no digit follows it).
 GENERATIONS: tuple[GpuGeneration, ...] = (
@@ -125,10 +133,18 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125, "mesh"),
     GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3, None, "mesh"),
     GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("RTX A5000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("RTX A4500", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("RTX A4000", 86, None, 0, 0.0, 0.0, 4, None, "none"),
     GpuGeneration("A40", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
     GpuGeneration("A10G", 86, None, 0, 0.0, 0.0, 4, None, "none"),
     GpuGeneration("A10", 86, None, 0, 0.0, 0.0, 4, None, "none"),
     GpuGeneration("RTX 3090", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
+    GpuGeneration("Quadro RTX 8000", 75, 2, 2, 25.0, 20.0, 3, None, "bridge"),
+    GpuGeneration("Quadro RTX 6000", 75, 2, 2, 25.0, 20.0, 3, None, "bridge"),
+    GpuGeneration("Quadro RTX 5000", 75, 2, 1, 25.0, 20.0, 3, None, "bridge"),
+    GpuGeneration("TITAN RTX", 75, 2, 2, 25.0, 20.0, 3, None, "bridge"),
+    GpuGeneration("RTX 2080 Ti", 75, 2, 2, 25.0, 20.0, 3, None, "bridge"),
     GpuGeneration("RTX PRO 6000", 120, None, 0, 0.0, 0.0, 5, None, "none"),
     GpuGeneration("RTX 6000", 89, None, 0, 0.0, 0.0, 4, None, "none"),
     GpuGeneration("L40S", 89, None, 0, 0.0, 0.0, 4, None, "none"),
@@ -223,7 +239,15 @@ def unknown_gpu_message(model: str) -> str:
                 f"per direction; RCCL's model {row.rccl_xgmi_link_gbps:g} per link), known but not modelled: "
                 f"{row.why}")
     known = [g.name for g in GENERATIONS] + [f"{r.name} (not modelled)" for r in UNMODELLED]
+    if _PLACEHOLDER.fullmatch(model.strip()):
+        return (f"GPU {model!r} is the placeholder a driver prints for a GPU it has no product name for (GB200 "
+                "trays printed it in published NVL72 runs, coreweave/nccl-tests pull request 43): the name does not "
+                f"say which GPU it is; pass --gpu NAME, one of: {', '.join(known)}")
     return f"unknown GPU {model!r}; known: {', '.join(known)}"
+
+
+_PLACEHOLDER = re.compile(r"(NVIDIA\s+)?Graphics\s+Device", re.IGNORECASE)
+"""The name nvidia-smi and CUDA give a GPU that the driver's name table does not list yet."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ def test_a_gpu_name_the_table_does_not_know_names_the_option(tmp_path: Path) -> 
     renamed.write_text(b300.read_text().replace("NVIDIA B300 SXM6 AC", "NVIDIA Graphics Device"))
     doc = json.loads(_run(str(renamed), "--nic-gbit", "800", "--json").stdout)
     assert not doc["params"] and all(r["efficiency"] is None for r in doc["sizes"])
-    (note,) = [n for n in doc["notes"] if "unknown GPU 'NVIDIA Graphics Device'" in n]
+    (note,) = [n for n in doc["notes"] if "GPU 'NVIDIA Graphics Device' is the placeholder" in n]
     assert "named by the records" in note and "--gpu NAME" in note
     doc = json.loads(_run(str(renamed), "--nic-gbit", "800", "--gpu", "B300", "--json").stdout)
     assert doc["params"]["32x4"]["gpu"] == "B300"

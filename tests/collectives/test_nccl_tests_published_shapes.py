@@ -487,3 +487,24 @@ def test_analyze_of_a_dgx_spark_pair_asks_for_its_nics_then_models_them():
     assert len(rows) == 2 and all(e["verdict"] == "normal" for e in rows)  # 21.5-21.8 GB/s against two endpoints
     assert all(23.0 <= e["model_busbw_gbps"] <= 25.0 for e in rows)
     assert any("NCCL_IB_HCA" in n for n in doc["notes"])
+
+
+# ---- an NVL72 rack whose driver names no product ("NVIDIA Graphics Device") -------------------------------------
+PLACEHOLDER = PUB / "all_reduce_perf-nvl72-72r-graphics-device-placeholder-last-rank-only.txt"
+"""Written for collscope in the shape of CoreWeave's published GB200 NVL72 run (coreweave/nccl-tests pull request
+43): no version line, only the last rank's line (``Rank 71``), a bus id printed ``[0x01]``, and the device named
+``NVIDIA Graphics Device``, the driver's placeholder for a GPU it has no product name for."""
+
+
+def test_a_placeholder_gpu_name_is_said_to_be_one_and_gpu_supplies_the_model():
+    run = parse_nccl_tests(PLACEHOLDER.read_text(), source=PLACEHOLDER.name)
+    assert (run.op, run.nranks, len(run.records)) == ("all_reduce", 72, 10)
+    assert {d.name for d in run.devices} == {"NVIDIA Graphics Device"}
+    geometry = ["--nnodes", "18", "--nvl-domain", "72"]
+    refused = CliRunner().invoke(main, ["analyze", str(PLACEHOLDER), *geometry])
+    assert refused.exit_code == 0, refused.output
+    assert "is the placeholder a driver prints" in refused.output and "unknown GPU" not in refused.output
+    result = CliRunner().invoke(main, ["analyze", str(PLACEHOLDER), *geometry, "--gpu", "GB200", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [e for e in json.loads(result.output)["sizes"] if e["size_bytes"] == 8 << 30]
+    assert len(rows) == 2 and all(e["verdict"] == "normal" for e in rows)  # 834-842 GB/s on one NVL72 rack

@@ -52,6 +52,12 @@ from collscope.topo.rates import (
     ("NVIDIA A10G", "A10G", 86, 0),  # AWS g5.48xlarge (NVIDIA/nccl#1298)
     ("NVIDIA A10", "A10", 86, 0),
     ("NVIDIA A40", "A40", 86, 4),  # nvidia-smi's name column prints "A40" (NVIDIA/nccl-tests#74)
+    ("NVIDIA RTX A5000", "RTX A5000", 86, 4),  # 4 in one host (NVIDIA/nccl#757)
+    ("NVIDIA RTX A4000", "RTX A4000", 86, 0),
+    ("Quadro RTX 6000", "Quadro RTX 6000", 75, 2),  # Turing, not the Ada "RTX 6000"
+    ("Quadro RTX 8000", "Quadro RTX 8000", 75, 2),
+    ("NVIDIA TITAN RTX", "TITAN RTX", 75, 2),
+    ("NVIDIA GeForce RTX 2080 Ti", "RTX 2080 Ti", 75, 2),  # two on a bridge (NVIDIA/nccl-tests#44)
 ])
 def test_printed_names_map_to_their_rows(printed, row, sm, links):
     gen = gpu_generation(printed)
@@ -61,7 +67,7 @@ def test_printed_names_map_to_their_rows(printed, row, sm, links):
 
 def test_a10_is_not_a100_and_a40_is_not_rtx_a4000():
     assert gpu_generation("NVIDIA A100-SXM4-80GB").name == "A100"
-    assert gpu_generation("NVIDIA RTX A4000") is None
+    assert gpu_generation("NVIDIA RTX A4000").nvlink_fabric == "none"  # not A40's bridge
     assert gpu_generation("NVIDIA A40").nvlink_fabric == "bridge" and gpu_generation("NVIDIA A10G").pcie_gen == 4
 
 
@@ -109,6 +115,25 @@ def test_amd_instinct_is_known_and_refused_with_the_reason(printed, row, per_lin
     message = unknown_gpu_message(printed)
     assert "unknown GPU" not in message and "known but not modelled" in message
     assert "RCCL" in message and "--alpha-us" in message
+
+
+def test_turing_cards_are_bridged_pairs_at_pcie_gen3_with_ncclS_sm70_constant():
+    quadro = gpu_generation("Quadro RTX 6000")
+    assert (quadro.nvlink_fabric, quadro.pcie_gen, quadro.nccl_nvlink_link_gbps) == ("bridge", 3, 20.0)
+    assert gpu_generation("NVIDIA RTX 6000 Ada Generation").sm == 89  # the Ada card keeps its row
+    assert gpu_generation("Quadro RTX 5000").nvlink_links == 1  # a 50 GB/s bridge
+    from collscope.analysis.params import link_params
+
+    assert link_params(None, gpu="Quadro RTX 8000", nranks=2, nnodes=1).intra_link == "nvlink"
+    assert link_params(None, gpu="Quadro RTX 8000", nranks=4, nnodes=1).intra_link == "pcie"
+
+
+def test_the_drivers_placeholder_name_says_it_names_no_gpu():
+    message = unknown_gpu_message("NVIDIA Graphics Device")
+    assert "placeholder" in message and "--gpu NAME" in message and "GB200" in message
+    assert not message.startswith("unknown GPU")
+    assert gpu_generation("NVIDIA Graphics Device") is None  # never guessed from the geometry
+    assert unknown_gpu_message("NVIDIA Graphics Device X1").startswith("unknown GPU")  # only the exact placeholder
 
 
 def test_unknown_name_lists_the_known_ones():
