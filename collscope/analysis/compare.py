@@ -58,10 +58,11 @@ from collscope.analysis.anomalies import (
     lost_points,
 )
 from collscope.analysis.crossovers import Crossover, find_crossovers
-from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
+from collscope.analysis.efficiency import SOURCE_MODELLED, Logged, Margins, ParamsSource, add_expected, model_name
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.job_geometry import GroupGeometry, host_backends
 from collscope.analysis.load import RECORD_COLUMNS
+from collscope.analysis.nccl_model.constants import pipeline_model_note
 from collscope.analysis.noise import MIN_REPEATS
 from collscope.analysis.placement import (
     COMPARED_KEYS,
@@ -186,6 +187,14 @@ def _few_repeats_note(sizes: pd.DataFrame) -> str | None:
             "`collscope sweep run --repeats 3`)")
 
 
+def _release_notes(df: pd.DataFrame, sizes: pd.DataFrame) -> list[str]:
+    """The releases of the records whose choices collscope's model of NCCL's choice does not reproduce."""
+    if "nccl_version" not in df or "algo_source" not in sizes or not (sizes["algo_source"] == SOURCE_MODELLED).any():
+        return []
+    releases = sorted({str(v) for v in df["nccl_version"].dropna()})
+    return [note for note in dict.fromkeys(pipeline_model_note(v) for v in releases) if note]
+
+
 def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None,
             logged: Logged | None = None) -> Analysis:
     """Fits, efficiency against the models, half-peak sizes, crossovers and anomalies of ``df``
@@ -205,6 +214,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     margins = Margins(nccl=opts.nccl_model_error, alpha_beta=opts.alpha_beta_error, link=opts.link_tolerance,
                       published=opts.published_margins)
     add_expected(sizes, _settings_by_config(df), params, margins, notes, used, logged)
+    notes.extend(_release_notes(df, sizes))
     first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
     configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None
     fit_time = np.full(len(sizes), np.nan)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.nccl_model.choice import nccl_choice
-from collscope.analysis.nccl_model.constants import model_version_for
+from collscope.analysis.nccl_model.constants import model_version_for, release_tables
 from collscope.analysis.nccl_model.model import nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -78,7 +78,12 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     ``version``: the model constants (:data:`VERSIONS`); by default the ones closest to the log's NCCL.
     ``nranks``/``nnodes``/``nvl_domain``: the user's overrides (``--nranks`` ...), which win over the log's lines.
     """
-    version = version or model_version_for(log.nccl_version)
+    release_notes: tuple[str, ...] = ()
+    if version is None:
+        try:
+            version, release_notes = release_tables(log.nccl_version or "")
+        except ValueError:  # no version, or one that does not read as a release: the newest tables
+            version = model_version_for(log.nccl_version)
     ranks = nranks if nranks is not None else log.nranks
     if ranks is None:
         raise ConfigError(f"{log.source}: the log does not say how many ranks the communicator has "
@@ -95,7 +100,7 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain)
     inputs = graph_inputs_from_topology(params, version=version)
     notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
-             f"{ranks} ranks on {nnodes} node(s), {params.gpu}"]
+             f"{ranks} ranks on {nnodes} node(s), {params.gpu}", *release_notes]
     limits = [f"{k}={v}" for k, v in log.env.items() if "NCHANNELS" in k or "CTAS" in k]
     if limits:
         notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")

@@ -33,7 +33,7 @@ from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.choice import nccl_choice
-from collscope.analysis.nccl_model.constants import VERSIONS
+from collscope.analysis.nccl_model.constants import release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_predictions
@@ -105,7 +105,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     ``nvl_domain``: GPUs one NVLink fabric joins when it spans nodes; ``nic_gbit`` / ``nics_per_node``: the
     compute NICs when no capture gives them (:func:`~.params.link_params`); ``algos`` / ``protos``: what NCCL's
     choice may pick, as NCCL_ALGO / NCCL_PROTO restrict it; ``collnet``: NCCL_COLLNET_ENABLE=1 with a CollNet
-    (SHARP) plugin, which adds CollNetDirect/CollNetChain and multi-node NVLS to the choice.
+    (SHARP) plugin, which adds CollNetDirect/CollNetChain and multi-node NVLS to the choice; ``version``: the job's
+    NCCL release (``"2.27.3"``) or a table name, mapped by :func:`~.nccl_model.constants.release_tables`.
     """
     if nnodes is None:
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
@@ -113,15 +114,17 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     if op not in ALPHA_BETA_MODELS:
         known = "no model yet for" if op in OPS else "unknown collective"
         raise ConfigError(f"{known} {op!r}; valid: {', '.join(ALPHA_BETA_MODELS)}")
-    if version not in VERSIONS:
-        raise ConfigError(f"unknown NCCL model version {version!r}; valid: {', '.join(VERSIONS)}")
+    try:
+        version, version_notes = release_tables(version)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     size_list = sorted(set(DEFAULT_SIZES if sizes is None else (int(s) for s in sizes)))
     if not size_list or size_list[0] < 0:
         raise ConfigError(f"sizes must be >= 0 bytes, got {size_list or 'none'}")
     params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
                          bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
     preds = alpha_beta_predictions(op, params, size_list)
-    notes: list[str] = list(params.caveats)
+    notes: list[str] = [*version_notes, *params.caveats]
     defects: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None

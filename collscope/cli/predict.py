@@ -50,7 +50,9 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @link_options
 @nic_options
 @click.option("--gamma-gbps", default=None, type=float, help="Reduction throughput, GB/s (default: free).")
-@click.option("--nccl-version", default="2.30", show_default=True, help="NCCL cost model: 2.30 or 2.19.")
+@click.option("--nccl-version", default="2.30", show_default=True, metavar="VERSION",
+              help="The job's NCCL release (e.g. 2.27.3) or a cost-model table (2.30, 2.19): releases up to 2.20 "
+                   "get NCCL 2.19.4's tables, later ones 2.30.7's; the notes say which.")
 @click.option("--collnet", is_flag=True,
               help="The job runs with a CollNet (SHARP) plugin and NCCL_COLLNET_ENABLE=1: model CollNetDirect, "
                    "CollNetChain and NVLS across nodes too.")

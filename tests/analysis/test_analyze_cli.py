@@ -130,3 +130,17 @@ def test_an_nvl72_run_without_its_nvlink_domain_says_what_was_assumed() -> None:
     # sit above the model, whose published yardstick there (CoreWeave's rack: 586-681 GB/s) ramps more slowly
     assert {r["verdict"] for r in doc["sizes"] if r["size_bytes"] >= 2 << 30} == {"normal"}
     assert not [a for a in doc["anomalies"] if a["kind"] == "above_link_limit"]
+
+
+def test_records_of_nccl_2_32_are_said_to_follow_a_model_collscope_does_not_reproduce(tmp_path: Path) -> None:
+    nvl72 = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / (
+        "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt")
+    text = nvl72.read_text()
+    assert "nccl-library=22703" in text
+    newer = tmp_path / "all_reduce_perf-nccl-2.32.6.txt"
+    newer.write_text(text.replace("nccl-headers=22703 nccl-library=22703", "nccl-headers=23206 nccl-library=23206"))
+    geometry = ("--nnodes", "18", "--nvl-domain", "72", "--json")
+    for path, said in ((nvl72, False), (newer, True)):
+        doc = json.loads(_run(str(path), *geometry).stdout)
+        assert any(r["efficiency"] is not None for r in doc["sizes"])
+        assert any("pipeline-based cost model" in n for n in doc["notes"]) == said

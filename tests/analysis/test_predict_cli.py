@@ -144,8 +144,36 @@ def test_bad_sizes_and_version():
     old = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1",
                "--nccl-version", "2.19", "--json")
     assert old.exit_code == 0 and json.loads(old.output)["params"]["nccl_version"] == "2.19"
-    with pytest.raises(ConfigError, match="valid: 2.30, 2.19"):
-        predict("all_reduce", gpu="H100", nranks=8, nnodes=1, version="2.20")
+    with pytest.raises(ConfigError, match=r"neither a release \(2.27.3\) nor one of collscope's tables \(2.30, 2.19\)"):
+        predict("all_reduce", gpu="H100", nranks=8, nnodes=1, version="2.x")
+    bad = _run("--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes", "1", "--nccl-version", "latest")
+    assert bad.exit_code == 2 and "'latest' is neither a release" in bad.output
+
+
+@pytest.mark.parametrize(("release", "tables", "pipeline"), [
+    ("2.20.5", "2.19", False),  # the last release with 2.19.4's constants (model_version_for)
+    ("2.21.5", "2.30", False),
+    ("2.27.3+cuda12.9", "2.30", False),
+    ("2.30.7", "2.30", False),
+    ("2.32.6-1", "2.30", True),  # the pipeline-based cost model of NCCL 2.32 (release notes)
+])
+def test_a_release_picks_the_nearest_tables_and_says_so(release, tables, pipeline):
+    result = predict("all_reduce", gpu="H100", nranks=8, nnodes=1, version=release, sizes=[1 << 30])
+    assert result.nccl_version == tables
+    said = [n for n in result.notes if n.startswith(f"NCCL {release}: collscope's model uses the tables")]
+    assert len(said) == (0 if release.startswith(tables) else 1)
+    assert any("pipeline-based cost model" in n for n in result.notes) == pipeline
+
+
+
+def test_the_tables_a_release_maps_to_are_the_ones_used():
+    """At 1 MiB on 8 H100 the 2.19.4 tables (NVLS NVLink latency 23 us, Hopper llMaxBws 87.7) pick NVLS and the
+    2.30.7 tables Ring/LL: a 2.20.5 job gets the first."""
+    def pick(version: str) -> str:
+        (c,) = predict("all_reduce", gpu="H100", nranks=8, nnodes=1, version=version, sizes=[1 << 20]).nccl_choice
+        return f"{c.algo}/{c.proto}"
+
+    assert pick("2.20.5") == pick("2.19") == "NVLS/Simple" and pick("2.27.3") == pick("2.30") == "Ring/LL"
 
 
 def test_help_has_an_example():

@@ -145,3 +145,17 @@ def test_the_model_prices_an_allgather_line_at_the_total_size() -> None:
 
     assert row.model_time_us == pytest.approx(model_us(64 << 20))
     assert row.model_time_us != pytest.approx(model_us(4 << 20))
+
+
+def test_a_log_of_nccl_2_32_says_its_choices_follow_a_model_collscope_does_not_reproduce() -> None:
+    text = FIXTURE.read_text()
+    assert "NCCL version 2.24.3" in text
+    topology = load_one_node([sample_path()])
+    old = choices_against_model(parse_nccl_log(text), topology=topology)
+    assert not any("pipeline-based" in n for n in old.notes)
+    new = choices_against_model(parse_nccl_log(text.replace("NCCL version 2.24.3", "NCCL version 2.32.6")),
+                                topology=topology)
+    assert any(n.startswith("NCCL 2.32 chooses algorithms and protocols with a pipeline-based cost model")
+               for n in new.notes)
+    tables = "NCCL 2.32.6+cuda12.4: collscope's model uses the tables of NCCL 2.30.7"
+    assert any(n.startswith(tables) for n in new.notes)

@@ -8,6 +8,7 @@ Values are NCCL's ``ncclTunerConstantsDefaults`` and friends (``src/graph/tuning
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,6 +29,8 @@ __all__ = [
     "TREE_CORRECTION",
     "NCCL_PCI_X16_GBPS",
     "model_version_for",
+    "release_tables",
+    "pipeline_model_note",
 ]
 
 NcclVersion = Literal["2.30", "2.19"]
@@ -188,3 +191,46 @@ def model_version_for(nccl_version: str | None) -> str:
     except ValueError:
         return VERSIONS[0]
     return "2.19" if (major, minor) < (2, 21) else "2.30"
+
+
+_TABLE_RELEASE = {"2.30": "2.30.7", "2.19": "2.19.4"}
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?")
+
+# NCCL 2.32.6 release notes (shared/reference/nccl-2025-2026.md): "pipeline-based cost model" for Ring, Tree,
+# NVLS and NVLSTree, with Vera Rubin tuning data; NCCL's source at that release was not available to collscope.
+PIPELINE_MODEL_FROM = (2, 32)
+
+
+def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
+    """The tables for an NCCL release as a user names it (``"2.27.3"``, ``"2.32.6-1+cuda13.0"``) or a table
+    name (``"2.30"``, ``"2.19"``), with notes saying what the tables are when they are not that release's own.
+
+    ValueError when ``release`` is neither. Releases up to 2.20 take the 2.19.4 tables, later ones the 2.30.7
+    tables (:func:`model_version_for`); from 2.32 NCCL chooses with a pipeline-based cost model that these
+    tables do not reproduce, and the note says so.
+    """
+    if release in _BY_VERSION:
+        return release, ()
+    match = _RELEASE.fullmatch(release.strip())
+    if match is None:
+        raise ValueError(f"NCCL version {release!r} is neither a release (2.27.3) nor one of collscope's tables "
+                         f"({', '.join(VERSIONS)})")
+    major, minor = int(match[1]), int(match[2])
+    tables = model_version_for(f"{major}.{minor}")
+    notes = [] if f"{major}.{minor}" == tables else [
+        f"NCCL {release}: collscope's model uses the tables of NCCL {_TABLE_RELEASE[tables]} (src/graph/tuning.cc), "
+        "the nearest it has"]
+    pipeline = pipeline_model_note(release)
+    return tables, (*notes, pipeline) if pipeline else tuple(notes)
+
+
+def pipeline_model_note(release: str) -> str | None:
+    """What to say of a model of NCCL's choice for ``release`` (``"2.32.6"``) when that release chooses with its
+    pipeline-based cost model; ``None`` for earlier or unreadable releases."""
+    match = _RELEASE.fullmatch(release.strip())
+    if match is None or (int(match[1]), int(match[2])) < PIPELINE_MODEL_FROM:
+        return None
+    return (f"NCCL {match[1]}.{match[2]} chooses algorithms and protocols with a pipeline-based cost model (NCCL "
+            "2.32.6 release notes) that collscope does not reproduce: its choice at a size may differ from "
+            "collscope's model of NCCL 2.30.7's; a run's own choices are in its NCCL_DEBUG_SUBSYS=TUNING log "
+            "(collscope nccl-log)")
