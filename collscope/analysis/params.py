@@ -13,6 +13,7 @@ protocol that reaches the bandwidth term (``hwLatencies``, nccl-facts 1.2): NVLi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from collscope.analysis.model_types import LinkParams
 from collscope.errors import ConfigError
@@ -121,10 +122,35 @@ def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
             rates[nic] = float(g.nodes[nic]["speed_gbps"])
     if not rates:
         return 0, None, ""
+    capped = {}
+    for nic, rate in rates.items():
+        pcie = _nic_pcie_gbps(g, nic)
+        if pcie is not None and rate / 8.0 > pcie * _PCIE_SIGNAL_OVER_NCCL:
+            capped[nic], rates[nic] = rate, pcie * 8.0
     fastest = max(rates.values())
     names = sorted((n for n, r in rates.items() if r == fastest), key=natural_key)
+    if any(n in capped for n in names):
+        ports = "/".join(f"{p:g}" for p in sorted({capped[n] for n in names if n in capped}))
+        return len(names), fastest / 8.0, (
+            f"{len(names)} active NIC(s) at {fastest / 8:g} GB/s each ({', '.join(names)}; slower NICs ignored): "
+            f"{ports} Gb/s ports on PCIe links that carry less, taken at the link's rate in NCCL's model (NCCL XML "
+            "link_speed x link_width, width * speed / 80), as NCCL's path search takes them")
     return len(names), fastest / 8.0, (f"{len(names)} active NIC(s) at {fastest:g} Gb/s = {fastest / 8:g} GB/s each "
                                        f"({', '.join(names)}; slower NICs ignored)")
+
+
+# NCCL's PCIe figure (width * speed / 80: Gen5 x16 48 GB/s, src/graph/topo.cc) is 3/4 of the link's signalling rate
+# (32 GT/s x 16 lanes / 8 = 64 GB/s). A NIC port faster than its link's signalling rate cannot run at the port rate:
+# a 200G port on a Gen5 x4 link (GB10), 400G on Gen4 x16, 200G on Gen3 x16. There NCCL's path bandwidth is the PCIe
+# link's, and so is collscope's; a 400G port on Gen5 x16 keeps its 50 GB/s.
+_PCIE_SIGNAL_OVER_NCCL = 4.0 / 3.0
+
+
+def _nic_pcie_gbps(graph: Any, nic: str) -> float | None:
+    """NCCL's bandwidth of the PCIe link a NIC hangs on (an NCCL XML capture's ``link_speed``/``link_width``),
+    ``None`` when no capture gives it."""
+    rates = [d["pcie_bw_gbps"] for _, _, d in graph.edges(nic, data=True) if d.get("pcie_bw_gbps")]
+    return min(rates) if rates else None
 
 
 def _captures_lack(topology: NodeTopology | Cluster | None, what: str, tool: str) -> str:

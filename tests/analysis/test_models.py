@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -266,3 +267,31 @@ def test_link_params_errors_say_what_to_pass():
     with pytest.raises(ConfigError, match="8 GPU"):
         link_params(node, nranks=16, nnodes=1)
     assert math.isclose(link_params(node, nranks=16, nnodes=2, bw_gbps=20.0).bw_gbps, 20.0)
+
+
+_NIC_ON_X16 = 'link_speed="32.0 GT/s PCIe" link_width="16">\n        <nic>'
+
+
+@pytest.mark.parametrize(("link", "port_mbps", "nic_gbps", "held"), [
+    ('link_speed="32.0 GT/s PCIe" link_width="16">', "400000", 50.0, False),  # Gen5 x16 (64 GB/s) carries 400G
+    ('link_speed="32.0 GT/s PCIe" link_width="4">', "200000", 12.0, True),  # a GB10 RoCE endpoint: Gen5 x4
+    ('link_speed="16.0 GT/s PCIe" link_width="16">', "400000", 24.0, True),  # 400G in a Gen4 x16 slot
+    ('link_speed="16.0 GT/s PCIe" link_width="16">', "200000", 25.0, False),  # Gen4 x16 (32 GB/s) carries 200G
+    ('link_speed="8.0 GT/s PCIe" link_width="16">', "200000", 12.0, True),  # HDR in a Gen3 x16 slot
+])
+def test_a_nic_whose_pcie_link_carries_less_than_its_port_is_taken_at_the_links_rate(tmp_path, link, port_mbps,
+                                                                                       nic_gbps, held):
+    """NCCL's path to a NIC crosses the NIC's PCIe link, at width * speed / 80 (src/graph/topo.cc): where that link
+    cannot carry the port (its signalling rate, 4/3 of NCCL's figure, is below the port rate), NCCL's bandwidth
+    is the link's, and collscope's too."""
+    from collscope.topo.load import load_topology
+
+    xml = (Path(__file__).resolve().parents[1] / "fixtures" / "nccl-xml"
+           / "h200-1gpu-4nvswitch-400g-nic-topo-dump-excerpt.xml").read_text()
+    assert xml.count(_NIC_ON_X16) == 1 and xml.count('speed="400000"') == 1
+    path = tmp_path / "topo.xml"
+    path.write_text(xml.replace(_NIC_ON_X16, link + "\n        <nic>").replace('speed="400000"',
+                                                                            f'speed="{port_mbps}"'))
+    params = link_params(load_topology([str(path)]), nranks=2, nnodes=2)
+    assert params.inter_bw_gbps == pytest.approx(nic_gbps)
+    assert ("PCIe links that carry less" in params.source) == held
