@@ -107,6 +107,10 @@ _GB10_NO_GDR = ("GB10 (DGX Spark and its OEM twins): GPUDirect RDMA is not suppo
 # 1 link (NVIDIA Quadro RTX 8000/6000/5000 data sheets, TITAN RTX and RTX 2080 Ti product pages; two 2080 Ti on a
 # bridge in NVIDIA/nccl-tests#44). NCCL's constant for sm 75 is SM70_NVLINK_BW. "Quadro RTX 6000" is not the
 # Ada "RTX 6000": its rows come first.
+# Volta and Pascal by form factor: the PCIe cards (Tesla V100-PCIE, V100S-PCIE, P100-PCIE) have no NVLink (NVIDIA
+# Tesla V100 and P100 PCIe data sheets: "Interconnect Bandwidth: PCIe 32 GB/s"); the SXM2 boards join 8 GPUs in the
+# hybrid cube mesh ("mesh"); the SXM3 boards of DGX-2/HGX-2 (Tesla V100-SXM3-32GB) join 16 GPUs through NVSwitches,
+# 6 links each (NVIDIA DGX-2 data sheet: "2.4 TB/s bisection bandwidth", 300 GB/s per GPU).
 # Row order matters: a row whose name has a qualifier ("H100 PCIe") is tried before its base ("H100"), and "A10G"
 # before "A10" (the base matches any name where no digit follows it).
 GENERATIONS: tuple[GpuGeneration, ...] = (
@@ -130,7 +134,10 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
     GpuGeneration("A800 PCIe", 80, 3, 8, 25.0, 20.0, 4, 25.0, "bridge"),
     GpuGeneration("A800", 80, 3, 8, 25.0, 20.0, 4, 25.0),
     GpuGeneration("A30", 80, 3, 4, 25.0, 20.0, 4, 25.0, "bridge"),
+    GpuGeneration("V100 PCIe", 70, None, 0, 0.0, 0.0, 3, None, "none"),
+    GpuGeneration("V100 SXM3", 70, 2, 6, 25.0, 20.0, 3, 25.78125),
     GpuGeneration("V100", 70, 2, 6, 25.0, 20.0, 3, 25.78125, "mesh"),
+    GpuGeneration("P100 PCIe", 60, None, 0, 0.0, 0.0, 3, None, "none"),
     GpuGeneration("P100", 60, 1, 4, 20.0, 18.0, 3, None, "mesh"),
     GpuGeneration("RTX A6000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
     GpuGeneration("RTX A5000", 86, 3, 4, 14.0625, 12.0, 4, None, "bridge"),
@@ -159,7 +166,7 @@ GENERATIONS: tuple[GpuGeneration, ...] = (
 
 _BY_SM = {60: "P100", 70: "V100", 80: "A100", 86: "RTX A6000", 89: "L40S", 90: "H100", 100: "B200", 103: "B300",
           121: "GB10"}
-_QUALIFIERS = ("PCIE", "NVL")
+_QUALIFIERS = ("PCIE", "NVL", "SXM3")
 
 
 def _name_matches(name: str, text: str) -> bool:

@@ -58,6 +58,12 @@ from collscope.topo.rates import (
     ("Quadro RTX 8000", "Quadro RTX 8000", 75, 2),
     ("NVIDIA TITAN RTX", "TITAN RTX", 75, 2),
     ("NVIDIA GeForce RTX 2080 Ti", "RTX 2080 Ti", 75, 2),  # two on a bridge (NVIDIA/nccl-tests#44)
+    ("Tesla V100-SXM2-32GB", "V100", 70, 6),  # DGX-1: hybrid cube mesh
+    ("Tesla V100-SXM3-32GB", "V100 SXM3", 70, 6),  # DGX-2: NVSwitch (shared/corpus broadcast_perf-dgx2-v100)
+    ("Tesla V100-PCIE-32GB", "V100 PCIe", 70, 0),  # the PCIe card has no NVLink
+    ("Tesla V100S-PCIE-32GB", "V100 PCIe", 70, 0),
+    ("Tesla P100-PCIE-16GB", "P100 PCIe", 60, 0),
+    ("Tesla P100-SXM2-16GB", "P100", 60, 4),
 ])
 def test_printed_names_map_to_their_rows(printed, row, sm, links):
     gen = gpu_generation(printed)
@@ -115,6 +121,15 @@ def test_amd_instinct_is_known_and_refused_with_the_reason(printed, row, per_lin
     message = unknown_gpu_message(printed)
     assert "unknown GPU" not in message and "known but not modelled" in message
     assert "RCCL" in message and "--alpha-us" in message
+
+
+def test_volta_and_pascal_by_form_factor():
+    assert gpu_generation("Tesla V100-SXM3-32GB").nvlink_fabric == "nvswitch"  # 16 GPUs of a DGX-2, all joined
+    assert gpu_generation("Tesla V100-SXM2-16GB").nvlink_fabric == "mesh"
+    from collscope.analysis.params import link_params
+
+    assert link_params(None, gpu="Tesla V100-PCIE-32GB", nranks=4, nnodes=1).intra_link == "pcie"
+    assert link_params(None, gpu="Tesla V100-SXM3-32GB", nranks=16, nnodes=1).intra_link == "nvlink"
 
 
 def test_turing_cards_are_bridged_pairs_at_pcie_gen3_with_ncclS_sm70_constant():
