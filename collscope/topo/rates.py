@@ -221,11 +221,22 @@ _RCCL_WHY = ("RCCL builds its rings over a fully connected xGMI mesh (no switch,
              "7 links of each GPU, RCCL's direct all-to-all kernels use all 7) and chooses algorithms, channels and "
              "protocols from its own tuning tables, which differ from NCCL's tuning.cc that collscope models; a "
              "figure would be a guess. Model a ring yourself with --alpha-us and --bw-gbps")
+# MI250X and MI250 (gfx90a): each package holds two GCDs that ROCm, RCCL and rccl-tests show as two GPUs. Infinity
+# Fabric links between GPUs run at 25 GT/s x 16 lanes = 50 GB/s (ROCm docs, "AMD Instinct MI250 microarchitecture");
+# the two GCDs of a package are joined by 200 GB/s (4 links), GCDs of different packages by 50-100 GB/s (1 or 2
+# links) (OLCF Frontier User Guide, 4 x MI250X per node). RCCL's model constant for gfx90a: 36 GB/s per link.
+_MI250_WHY = ("its GCDs are not a full mesh: the two GCDs of a package share 4 links, GCDs of different packages 1 or "
+              "2 (50-100 GB/s), so RCCL's rings and their bandwidth depend on which GCDs a job holds, and RCCL "
+              "chooses algorithms, channels and protocols from its own tuning tables, which differ from NCCL's "
+              "tuning.cc that collscope models; a figure would be a guess. Model a ring yourself with --alpha-us "
+              "and --bw-gbps")
 UNMODELLED: tuple[UnmodelledGpu, ...] = (
     UnmodelledGpu("MI355X", "gfx950", 7, 76.8, 48.0, _RCCL_WHY),
     UnmodelledGpu("MI350X", "gfx950", 7, 76.8, 48.0, _RCCL_WHY),
     UnmodelledGpu("MI325X", "gfx942", 7, 64.0, 48.0, _RCCL_WHY),
     UnmodelledGpu("MI300X", "gfx942", 7, 64.0, 48.0, _RCCL_WHY),
+    UnmodelledGpu("MI250X", "gfx90a", 4, 50.0, 36.0, _MI250_WHY),
+    UnmodelledGpu("MI250", "gfx90a", 4, 50.0, 36.0, _MI250_WHY),
 )
 
 

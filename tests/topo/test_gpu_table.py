@@ -151,6 +151,16 @@ def test_the_drivers_placeholder_name_says_it_names_no_gpu():
     assert unknown_gpu_message("NVIDIA Graphics Device X1").startswith("unknown GPU")  # only the exact placeholder
 
 
+def test_mi250x_gcds_are_known_and_refused_for_their_uneven_links():
+    """rocm-smi and rccl-tests name a Frontier/LUMI GCD 'AMD Instinct MI250X / MI250' (or '... MI250X')."""
+    for printed in ("AMD Instinct MI250X / MI250", "AMD Instinct MI250X"):
+        amd = unmodelled_gpu(printed)
+        assert amd is not None and (amd.name, amd.arch, amd.rccl_xgmi_link_gbps) == ("MI250X", "gfx90a", 36.0)
+    assert unmodelled_gpu("AMD Instinct MI250").name == "MI250"
+    message = unknown_gpu_message("AMD Instinct MI250X / MI250")
+    assert "known but not modelled" in message and "not a full mesh" in message and "--bw-gbps" in message
+
+
 def test_unknown_name_lists_the_known_ones():
     message = unknown_gpu_message("NVIDIA Z9000")
     assert message.startswith("unknown GPU 'NVIDIA Z9000'; known: ")
