@@ -21,7 +21,7 @@ import msgspec
 
 from collscope.errors import ParseError
 from collscope.traces.names import dtype_of, element_bytes, op_of
-from collscope.traces.record import Backend, CollectiveCall, RankTrace, TraceClue
+from collscope.traces.record import Backend, CollectiveCall, RankTrace, TraceClue, release_text
 from collscope.vocab.ops import SPLIT_OPS
 
 __all__ = ["FrEntry", "FrDump", "parse_flight_json", "looks_like_flight_json", "flight_recorder_from_doc"]
@@ -46,6 +46,11 @@ class FrEntry(msgspec.Struct, gc=False):
 class FrDump(msgspec.Struct, gc=False):
     entries: list[FrEntry] = []
     version: str | None = None
+    comm_lib_version: Any = None
+    """The communication library's version: NCCL's for an nccl process group (torch 2.13's FlightRecorder.hpp
+    ``comm_lib_version_key``)."""
+    nccl_version: Any = None
+    """The same under its earlier name (c10d FlightRecorder's ``nccl_version`` key)."""
     pg_config: dict[str, Any] | None = None
 
 
@@ -155,7 +160,9 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
                             f"default_pg lists {len(groups[name])} ranks in the Flight Recorder pg_config")
                   for name in defaults if groups.get(name))
     return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=world, backend=backend,
-                     device="cpu", calls=tuple(calls), warnings=tuple(warnings), clues=clues)
+                     device="cpu", calls=tuple(calls), warnings=tuple(warnings), clues=clues,
+                     nccl_version=release_text(dump.comm_lib_version or dump.nccl_version) if backend == "nccl"
+                     else None)
 
 
 def _is_default(process_group: list[str] | None) -> bool:

@@ -22,7 +22,7 @@ from collscope.geometry import Geometry, GeometryEvidence, Known
 from collscope.traces.record import CollectiveCall, RankTrace, TraceClue
 
 __all__ = ["job_geometry", "group_geometry", "group_nodes", "host_from_name", "kineto_clues", "rank_hosts",
-           "ranks_text", "traces_gpu"]
+           "ranks_text", "traces_gpu", "traces_nccl_version", "NO_NCCL_VERSION"]
 
 _HANDLER_NAME = re.compile(r"^(?:rank\d+_)?(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*)_(?P<pid>\d+)\.\d{16,}\.pt\.trace\.json"
                            r"(?:\.gz)?$")
@@ -74,6 +74,25 @@ def traces_gpu(traces: Iterable[RankTrace]) -> tuple[str | None, str]:
     name, ranks = next(iter(named.items()))
     which = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
     return name, f"named by the traces' deviceProperties ({which}); --gpu NAME overrides"
+
+
+NO_NCCL_VERSION = "the traces do not name their NCCL version"
+
+
+def traces_nccl_version(traces: Iterable[RankTrace]) -> tuple[str | None, str]:
+    """The NCCL release the traces name, and how that was found: ``(release, evidence)`` when every trace that
+    names one names the same; ``(None, why)`` when none does or they differ."""
+    named: dict[str, list[int]] = defaultdict(list)
+    for t in traces:
+        if t.nccl_version:
+            named[t.nccl_version].append(t.rank)
+    if not named:
+        return None, NO_NCCL_VERSION
+    if len(named) > 1:
+        return None, f"the traces name {len(named)} NCCL versions ({', '.join(sorted(named))})"
+    release, ranks = next(iter(named.items()))
+    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
+    return release, f"named by the traces ({which})"
 
 
 def rank_hosts(traces: Iterable[RankTrace]) -> dict[int, str]:

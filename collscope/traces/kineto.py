@@ -24,7 +24,7 @@ from collscope.traces.kineto_schema import Args, Event, RawEvent, TraceDoc, with
 from collscope.traces.names import element_bytes, is_nccl_kernel, kernel_runs, op_of
 from collscope.traces.nests import Nest, build_nests, is_comm_cpu_event
 from collscope.traces.pgroups import GroupFacts, PgInfo, call_group, pg_infos
-from collscope.traces.record import CollectiveCall, RankTrace, SizeSource, StepSpan
+from collscope.traces.record import CollectiveCall, RankTrace, SizeSource, StepSpan, release_text
 from collscope.traces.sizes import dtype_from_types, size_from_dims, size_from_nelems
 from collscope.traces.steps import StepIndex, parse_step
 from collscope.traces.windows import Launches, launches_of, split_window, step_periods
@@ -94,7 +94,7 @@ def parse_kineto(doc: TraceDoc, source: str, *, rank_hint: int | None = None) ->
                      calls=tuple(calls), steps=tuple(steps), compute_spans=tuple(compute),
                      warnings=tuple(warnings), host=host, clues=clues, kernels=window.kernels,
                      outside_window_kernels=window.outside, outside_window_comm_us=window.outside_comm_us,
-                     gpu=device_model(doc.deviceProperties))
+                     gpu=device_model(doc.deviceProperties), nccl_version=release_text(info.get("nccl_version")))
 
 
 def device_model(properties: Any) -> str | None:

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["CollectiveCall", "StepSpan", "KernelSpan", "RankTrace", "TraceClue", "Backend", "SizeSource"]
+__all__ = ["CollectiveCall", "StepSpan", "KernelSpan", "RankTrace", "TraceClue", "Backend", "SizeSource",
+           "release_text"]
 
 Backend = Literal["nccl", "gloo", "unknown"]
 SizeSource = Literal["kernel", "record_param_comms", "input_dims", "flight_recorder", "inspector", "none"]
@@ -115,6 +116,9 @@ class RankTrace:
     :func:`collscope.traces.geometry.job_geometry`."""
     gpu: str | None = None
     """The GPU the file names (Kineto's ``deviceProperties``), when it names exactly one model."""
+    nccl_version: str | None = None
+    """The NCCL release the file names: Kineto's ``distributedInfo.nccl_version`` (PyTorch writes it for the nccl
+    backend, torch/profiler/profiler.py), a Flight Recorder dump's ``nccl_version``; None where it names none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +130,9 @@ class TraceClue:
     low: int | None
     high: int | None
     says: str
+
+
+def release_text(value: object) -> str | None:
+    """A trace's NCCL version field as text (``"2.21.5"``); None when absent or empty (gloo jobs)."""
+    text = str(value).strip() if isinstance(value, (str, int, float)) else ""
+    return text or None

@@ -97,3 +97,33 @@ def test_the_model_figure_carries_nccls_near_ties():
                    model_near_ties=figure[32 << 20].near_ties)
     assert "134% of the model's 187 GB/s busbw" in line
     assert "(a near tie in NCCL's model, closer than collscope calls: Ring/LL128 231 GB/s if it runs)" in line
+
+
+def _versioned(tmp_path, *releases: str):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for r, release in enumerate(releases):
+        doc = fx.nccl_kernel_metadata(r, delay_us=250)
+        assert doc["distributedInfo"]["nccl_version"] == "2.21.5"  # what PyTorch writes for the nccl backend
+        doc["distributedInfo"]["nccl_version"] = release
+        fx.write(tmp_path / f"rank{r}.json", doc)
+    return _run(str(tmp_path), "--gpu", "A100", "--nnodes", "1", "--json")
+
+
+def test_the_model_follows_the_nccl_release_the_traces_name(tmp_path):
+    warnings = json.loads(_versioned(tmp_path / "a", "2.21.5", "2.21.5").output)["warnings"]
+    assert any(w.startswith("NCCL 2.21.5: collscope's model uses the tables of NCCL 2.30.7") for w in warnings)
+    assert not any("pipeline-based" in w for w in warnings)
+    old = json.loads(_versioned(tmp_path / "b", "2.18.5", "2.18.5").output)["warnings"]
+    assert any(w.startswith("NCCL 2.18.5: collscope's model uses the tables of NCCL 2.19.4") for w in old)
+
+
+def test_a_job_on_nccl_2_32_is_told_its_choices_follow_a_model_collscope_does_not_reproduce(tmp_path):
+    warnings = json.loads(_versioned(tmp_path, "2.32.6", "2.32.6").output)["warnings"]
+    assert any(w.startswith("NCCL 2.32 chooses algorithms and protocols with a pipeline-based cost model")
+               for w in warnings)
+
+
+def test_traces_naming_two_nccl_releases_are_not_modelled_as_either(tmp_path):
+    warnings = json.loads(_versioned(tmp_path, "2.21.5", "2.32.6").output)["warnings"]
+    assert "the traces name 2 NCCL versions (2.21.5, 2.32.6): the model uses NCCL 2.30.7's tables" in warnings
+    assert not any("pipeline-based" in w for w in warnings)

@@ -201,3 +201,22 @@ def test_gloo_workers_starting_out_of_issue_order_still_pair_and_match(tmp_path)
         assert [c.size_bytes for c in t.calls] == [4000, 8000]  # issue order, each with its own worker's size
     report = analyze_traces(traces)
     assert sorted(row["transfer_us"] for row in report.collectives) == [110.0, 110.0, 120.0, 120.0]
+
+
+def test_each_reader_keeps_the_nccl_release_its_file_names(tmp_path):
+    """Kineto: ``distributedInfo.nccl_version`` (nccl backend only); Flight Recorder: ``comm_lib_version`` (torch
+    2.13), ``nccl_version`` before it; a gloo job names none."""
+    fx.write(tmp_path / "rank0.json", fx.nccl_kernel_metadata(0))
+    fx.write(tmp_path / "gloo0.json", fx.gloo_trace(0))
+    fr = fx.flight_recorder(0)
+    fx.write(tmp_path / "nccl_trace_rank_0", fr)
+    older = {("nccl_version" if k == "comm_lib_version" else k): v for k, v in fr.items()}
+    older["comm_lib_version"] = None
+    (tmp_path / "older").mkdir()
+    fx.write(tmp_path / "older" / "nccl_trace_rank_0", older)
+    (kineto,) = read_traces([str(tmp_path / "rank0.json")])
+    (gloo,) = read_traces([str(tmp_path / "gloo0.json")])
+    (flight,) = read_traces([str(tmp_path / "nccl_trace_rank_0")])
+    (old,) = read_traces([str(tmp_path / "older" / "nccl_trace_rank_0")])
+    assert (kineto.nccl_version, gloo.nccl_version, flight.nccl_version, old.nccl_version) == (
+        "2.21.5", None, "2.21.5", "2.21.5")
