@@ -37,7 +37,7 @@ from collscope.analysis.model_accuracy import (  # noqa: E402
     model_family,
     render_accuracy_csv,
 )
-from collscope.analysis.nccl_model.constants import VERSIONS  # noqa: E402
+from collscope.analysis.nccl_model.constants import JUDGING_TABLES, VERSIONS  # noqa: E402
 from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
@@ -268,7 +268,7 @@ def model_inputs(row: PublishedRow) -> ModelInputs:
             row.nccl_proto)
 
 
-def score(rows: Sequence[PublishedRow], *, version: str = "2.30") -> list[ScoredRow]:
+def score(rows: Sequence[PublishedRow], *, version: str = JUDGING_TABLES) -> list[ScoredRow]:
     """Each row with the library's prediction; one ``predict`` call per geometry (all its sizes at once)."""
     groups: dict[ModelInputs, list[PublishedRow]] = {}
     for row in rows:
@@ -461,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--accuracy-markdown", action="store_true",
                       help="the same as the markdown table of docs/reading-results.md")
     parser.add_argument("--data", type=Path, default=DATA, help="the published measurements (CSV)")
-    parser.add_argument("--version", default="2.30", choices=VERSIONS, help="NCCL cost-model version")
+    parser.add_argument("--version", default=JUDGING_TABLES, choices=VERSIONS, help="NCCL cost-model version")
     args = parser.parse_args(argv)
     try:
         rows = read_published(args.data)

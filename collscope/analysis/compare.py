@@ -62,7 +62,7 @@ from collscope.analysis.efficiency import SOURCE_MODELLED, Logged, Margins, Para
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.job_geometry import GroupGeometry, host_backends
 from collscope.analysis.load import RECORD_COLUMNS
-from collscope.analysis.nccl_model.constants import pipeline_model_note
+from collscope.analysis.nccl_model.constants import judged_release_notes
 from collscope.analysis.noise import MIN_REPEATS
 from collscope.analysis.placement import (
     COMPARED_KEYS,
@@ -192,7 +192,7 @@ def _release_notes(df: pd.DataFrame, sizes: pd.DataFrame) -> list[str]:
     if "nccl_version" not in df or "algo_source" not in sizes or not (sizes["algo_source"] == SOURCE_MODELLED).any():
         return []
     releases = sorted({str(v) for v in df["nccl_version"].dropna()})
-    return [note for note in dict.fromkeys(pipeline_model_note(v) for v in releases) if note]
+    return list(dict.fromkeys(note for v in releases for note in judged_release_notes(v)))
 
 
 def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOptions | None = None,

@@ -37,7 +37,7 @@ def _bench(against: str | None) -> BenchCurves | None:
 
 def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cautions: list[str],
            alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
-           nics_per_node: int | None = None, release: str | None = None) -> ModelFn | None:
+           nics_per_node: int | None = None, releases: tuple[str, ...] = ()) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
     the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
     figure, and the known NCCL defects that its figure does not know, go to ``cautions``."""
@@ -45,23 +45,17 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
         return None
-    from collscope.analysis.nccl_model.constants import release_tables
+    from collscope.analysis.nccl_model.constants import JUDGING_TABLES, judged_release_notes
     from collscope.analysis.predict import load_topology, predict
 
     topology = load_topology(topo, gpu=gpu) if topo else None
-    version = "2.30"
-    if release is not None:
-        try:
-            version, said = release_tables(release)
-            cautions.extend(said)
-        except ValueError as exc:
-            cautions.append(f"{exc}: the model uses NCCL 2.30.7's tables")
+    cautions.extend(dict.fromkeys(note for release in releases for note in judged_release_notes(release)))
 
     def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, ModelFigure]:
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit,
-                             nics_per_node=nics_per_node, version=version)
+                             nics_per_node=nics_per_node, version=JUDGING_TABLES)
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
@@ -141,8 +135,9 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
             cautions.append(f"the model's GPU, {gpu}: {why}")
     release, why = traces_nccl_version(traces)
     if release is None and why != NO_NCCL_VERSION:
-        cautions.append(f"{why}: the model uses NCCL 2.30.7's tables")
-    model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, release)
+        cautions.append(f"{why}: the ranks of one job should run one NCCL release")
+    releases = tuple(sorted({t.nccl_version for t in traces if t.nccl_version}))
+    model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, releases)
     logged = None
     if nccl_logs:
         from collscope.collectives.nccl_log.parse import read_nccl_log

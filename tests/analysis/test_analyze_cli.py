@@ -139,8 +139,11 @@ def test_records_of_nccl_2_32_are_said_to_follow_a_model_collscope_does_not_repr
     assert "nccl-library=22703" in text
     newer = tmp_path / "all_reduce_perf-nccl-2.32.6.txt"
     newer.write_text(text.replace("nccl-headers=22703 nccl-library=22703", "nccl-headers=23206 nccl-library=23206"))
+    older = tmp_path / "all_reduce_perf-nccl-2.18.5.txt"
+    older.write_text(text.replace("nccl-headers=22703 nccl-library=22703", "nccl-headers=21805 nccl-library=21805"))
     geometry = ("--nnodes", "18", "--nvl-domain", "72", "--json")
-    for path, said in ((nvl72, False), (newer, True)):
+    for path, pipeline, own_tables in ((nvl72, False, False), (newer, True, False), (older, False, True)):
         doc = json.loads(_run(str(path), *geometry).stdout)
         assert any(r["efficiency"] is not None for r in doc["sizes"])
-        assert any("pipeline-based cost model" in n for n in doc["notes"]) == said
+        assert any("pipeline-based cost model" in n for n in doc["notes"]) == pipeline
+        assert any("collscope predict --nccl-version 2.18.5" in n for n in doc["notes"]) == own_tables

@@ -31,6 +31,8 @@ __all__ = [
     "model_version_for",
     "release_tables",
     "pipeline_model_note",
+    "judged_release_notes",
+    "JUDGING_TABLES",
 ]
 
 NcclVersion = Literal["2.30", "2.19"]
@@ -234,3 +236,27 @@ def pipeline_model_note(release: str) -> str | None:
             "2.32.6 release notes) that collscope does not reproduce: its choice at a size may differ from "
             "collscope's model of NCCL 2.30.7's; a run's own choices are in its NCCL_DEBUG_SUBSYS=TUNING log "
             "(collscope nccl-log)")
+
+
+JUDGING_TABLES = "2.30"
+"""The tables ``analyze`` and ``trace`` judge every run against, whatever its release: the terms collscope adds to
+NCCL's model (:mod:`.measured`) and the published margins (:mod:`collscope.analysis.model_accuracy`) were fitted
+and measured with them, and the scorecard scores them."""
+
+
+def judged_release_notes(release: str | None) -> tuple[str, ...]:
+    """What ``analyze`` and ``trace`` say of a run of NCCL ``release`` judged against :data:`JUDGING_TABLES`: that
+    an older release's own tables differ (and how to see them), and 2.32's :func:`pipeline_model_note`."""
+    if not release:
+        return ()
+    match = _RELEASE.fullmatch(release.strip())
+    if match is None:
+        return ()
+    notes = []
+    own = model_version_for(f"{match[1]}.{match[2]}")
+    if own != JUDGING_TABLES:
+        notes.append(f"NCCL {release}: judged against collscope's model with NCCL {_TABLE_RELEASE[JUDGING_TABLES]}'s "
+                     f"tables, as every run is (the terms and margins were fitted with them); `collscope predict "
+                     f"--nccl-version {release}` shows the model with NCCL {_TABLE_RELEASE[own]}'s")
+    pipeline = pipeline_model_note(release)
+    return (*notes, pipeline) if pipeline else tuple(notes)
