@@ -222,4 +222,7 @@ def test_the_cases_are_varied_and_reach_past_ingest(tmp_path: Path) -> None:
     assert min(drawn.values()) >= 20, drawn
     assert len(texts) >= CASES * 9 // 10  # seeded, yet nearly every case its own input
     assert mutate(7) == mutate(7)  # a case is reproducible from its number
-    assert accepted >= CASES // 3 and reported >= REPORT_CASES // 3, (accepted, reported)
+    # REPORTED is a seeded sample of the cases: it holds about REPORT_CASES x accepted / CASES readable ones (21.8
+    # for 109 of 300, give or take 3.7); half of that is the floor, so that adding a fixture, which redraws every
+    # case, cannot fail this check by the sample's chance alone
+    assert accepted >= CASES // 3 and reported >= REPORT_CASES * accepted // CASES // 2, (accepted, reported)
