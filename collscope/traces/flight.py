@@ -150,7 +150,8 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
         warnings.append(f"{source}: {untimed} Flight Recorder entries carry no duration (set "
                         "TORCH_NCCL_ENABLE_TIMING=1; gloo records none): sizes and order only")
     names = {e.profiling_name.partition(":")[0] for e in dump.entries}
-    backend: Backend = "nccl" if "nccl" in names else "gloo" if "gloo" in names else "unknown"
+    on_nccl = "nccl" in names  # the dump's library version is NCCL's only then
+    backend: Backend = "nccl" if on_nccl else "gloo" if "gloo" in names else "unknown"
     world = max(sizes.values()) if sizes else None  # the largest group declared: the default one
     defaults = [str(cfg.get("name") or key) for key, cfg in (dump.pg_config or {}).items()
                 if isinstance(cfg, dict) and cfg.get("desc") == "default_pg"]
@@ -161,8 +162,7 @@ def _trace(dump: FrDump, source: str, rank: int | None) -> RankTrace:
                   for name in defaults if groups.get(name))
     return RankTrace(source=source, kind="flight_recorder", rank=rank, world_size=world, backend=backend,
                      device="cpu", calls=tuple(calls), warnings=tuple(warnings), clues=clues,
-                     nccl_version=release_text(dump.comm_lib_version or dump.nccl_version) if backend == "nccl"
-                     else None)
+                     nccl_version=release_text(dump.comm_lib_version or dump.nccl_version) if on_nccl else None)
 
 
 def _is_default(process_group: list[str] | None) -> bool:
