@@ -59,12 +59,29 @@ def test_nccl_219_differences():
     assert nccl_latency_us(H100_1N, "all_reduce", "Tree", "Simple", version="2.19") == pytest.approx(392.0)
     # ring inter-node steps 2N = 4: 8.4 + 26 x 3.4 + 4 x 14 = 152.8
     assert nccl_latency_us(H100_2N, "all_reduce", "Ring", "Simple", version="2.19") == pytest.approx(152.8)
-    # Ring LL factor 1/3 on one node (2.30: 1/2): min(87.7, 360 / 3) = 87.7 bus -> x 8/14 alg
+    # Ring LL factor 1/4 for AllReduce (2.30: 1/2): min(87.7, 360 / 4) = 87.7 bus -> x 8/14 alg
     assert nccl_bandwidth(H100_1N, "all_reduce", "Ring", "LL", version="2.19") == pytest.approx(87.7 * 8 / 14)
     assert nccl_bandwidth(H100_1N, "all_reduce", "Ring", "LL") == pytest.approx(141.0 * 8 / 14)
     assert "PAT" not in nccl_constants("2.19").algos
     with pytest.raises(ValueError, match="valid: 2.30, 2.19"):
         nccl_constants("2.18")
+
+
+def test_nccl_219_rules_as_its_source_writes_them():
+    """src/graph/tuning.cc at v2.19.4-1 (and v2.20.5-1): Ring LL x 1/4 across nodes or for AllReduce/Reduce, else
+    x 1/3; NVLS's bandwidth x 5/6 for AllGather/ReduceScatter too; NVLSTree's NVLink latency 23 us; Tree's network
+    latency for one rank per node arrives only in 2.23."""
+    slow = NcclGraph(n_channels=2, bw_intra=30.0, bw_inter=30.0, type_intra="NVL")  # 60 GB/s bus: under llMaxBw
+    one_node = NcclGraphInputs(nranks=8, nnodes=1, sm=90, ring=slow, tree=slow, nvls=NVLS, nvswitch=True)
+    assert nccl_bandwidth(one_node, "all_reduce", "Ring", "LL", version="2.19") == pytest.approx(60 / 4 * 8 / 14)
+    assert nccl_bandwidth(one_node, "all_gather", "Ring", "LL", version="2.19") == pytest.approx(60 / 3 * 8 / 7)
+    assert nccl_bandwidth(one_node, "all_gather", "NVLS", "Simple", version="2.19") == pytest.approx(
+        8 * 40.0 * 5 / 6)  # nChannels x min(bwIntra, bwInter) x 5/6
+    assert nccl_constants("2.19").hw_latency_us["NVLINK"]["NVLSTree"][2] == 23.0
+    one_per_node = NcclGraphInputs(nranks=4, nnodes=4, sm=90, ring=RING, tree=TREE, nvls=None, nvswitch=False)
+    ring_ll = {v: nccl_latency_us(one_per_node, "all_gather", "Ring", "LL", version=v) for v in ("2.19", "2.30")}
+    assert ring_ll["2.19"] == pytest.approx(6.6 + 3 * 2.7)  # the Ring's own NET latency, 2.7 us per step
+    assert ring_ll["2.30"] == pytest.approx(6.6 + 3 * 5.0)  # Tree's, 5.0 us
 
 
 # ---- bandwidths ------------------------------------------------------------------------------------------------

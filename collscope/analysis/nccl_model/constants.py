@@ -110,8 +110,11 @@ _V230 = NcclConstants(
 
 def _v219() -> NcclConstants:
     """nccl-facts 1.7: Tree Simple base latency 0 (now 8.4); Tree Simple hw latency 28 on NVLINK, PCI and NET;
-    NVLS NVLINK 23 (now 25); NVLSTree NET 14 (now 20.9); Hopper llMaxBws 87.7/22.5/19.0; no PAT, no Blackwell
-    rows (Blackwell GPUs fall back to the Hopper row here). The other tables are kept as in 2.30 [uncertain]."""
+    NVLS and NVLSTree NVLINK 23 (now 25); NVLSTree NET 14 (now 20.9); Hopper llMaxBws 87.7/22.5/19.0; no PAT, no
+    Blackwell rows (Blackwell GPUs fall back to the Hopper row here). Every table was read again in
+    src/graph/tuning.cc at v2.19.4-1 and v2.20.5-1 (the same constants): the rest equal 2.30's Volta, Ampere and
+    Hopper rows; 2.19 has no perChMaxNVLSTreeBws and no nvlsEfficiency (its NVLS bandwidth rule is in
+    :func:`~.model.nccl_bandwidth`)."""
     base = dict(_BASE_230)
     base["Tree"] = (6.8, 14.0, 0.0)
     hw = {k: dict(v) for k, v in _HW_230.items()}
@@ -119,6 +122,7 @@ def _v219() -> NcclConstants:
         tree_ll, tree_ll128, _ = hw[name]["Tree"]
         hw[name]["Tree"] = (tree_ll, tree_ll128, 28.0)
     hw["NVLINK"]["NVLS"] = (0.0, 0.0, 23.0)
+    hw["NVLINK"]["NVLSTree"] = (0.0, 0.0, 23.0)
     hw["NET"]["NVLSTree"] = (0.0, 0.0, 14.0)
     hopper_ll = (87.7, 22.5, 19.0)
     ll = (_LL_MAX_230[0], _LL_MAX_230[1], hopper_ll, hopper_ll)

@@ -234,7 +234,8 @@ def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, v
     bus = g.n_channels * bw
     # 1.4 item 5 refinements (1.7 for 2.19)
     if algo == "Ring" and proto == "LL":
-        factor = (0.25 if nodes > 1 and func in ("AllReduce", "Reduce") else 1 / 3) if old else 0.5
+        # 2.19.4/2.20.5: x 1/4 across nodes and for AllReduce/Reduce, else x 1/3; 2.21 on: x 1/2
+        factor = (0.25 if nodes > 1 or func in ("AllReduce", "Reduce") else 1 / 3) if old else 0.5
         bus = min(ll_max, bus * factor)
     if algo == "Ring" and proto == "LL128":
         bus = min(bus * (0.7 if old and ppn < 2 else 0.92), g.n_channels * c.per_ch_max_ring_ll128_bw[cc][scale])
@@ -261,8 +262,8 @@ def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, v
                 bus *= 0.85
     if algo in ("NVLS", "CollNetDirect") and func in ("AllGather", "ReduceScatter") and nodes > 1:
         return 0.0  # needs a CollNet plugin with iallgather/ireducescatter: not modelled
-    # 1.4 item 6: bus -> algorithm bandwidth
-    if not (algo != "Ring" and func in ("AllGather", "ReduceScatter")):
+    # 1.4 item 6: bus -> algorithm bandwidth; 2.19.4/2.20.5 convert NVLS's AllGather/ReduceScatter too (x 5/6)
+    if not (algo != "Ring" and func in ("AllGather", "ReduceScatter")) or (old and algo in ("NVLS", "NVLSTree")):
         if algo == "Ring" or (algo in ("NVLS", "NVLSTree") and not old):
             bus *= n / _nsteps(func, n)
         elif algo in ("NVLS", "NVLSTree"):
@@ -284,7 +285,8 @@ def nccl_latency_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, 
     hw = intra_hw if nodes == 1 else "NET"
     lat = c.base_latency_us[algo][p]
     intra = c.hw_latency_us[intra_hw][algo][p]
-    inter = c.hw_latency_us["NET"]["Tree" if ppn == 1 else algo][p] + g.latency_inter_us
+    # one rank per node: Tree's network latency from 2.23.4 (src/graph/tuning.cc), the algorithm's own before
+    inter = c.hw_latency_us["NET"]["Tree" if ppn == 1 and version != "2.19" else algo][p] + g.latency_inter_us
     if proto == "Simple":
         inter += g.latency_inter_us  # the flush
     nsteps = _nsteps(func, n)
@@ -335,7 +337,7 @@ def nccl_time_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_b
     if algo == "Tree" and func == "AllReduce" and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[proto][log_size]
     if (algo == "NVLSTree" and func == "AllReduce" and 0 <= log_size < 24 and inputs.sm >= 100
-            and inputs.cpu_vendor in ("intel", "amd")):
+            and inputs.cpu_vendor in ("intel", "amd") and version != "2.19"):
         bw *= TREE_CORRECTION[proto][log_size]
     if (algo == "Ring" and proto == "Simple" and inputs.nnodes > 1 and func == "AllReduce"
             and size_bytes // (inputs.ring.n_channels * inputs.nranks) >= 64):
