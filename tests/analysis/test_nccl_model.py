@@ -84,6 +84,16 @@ def test_nccl_219_rules_as_its_source_writes_them():
     assert ring_ll["2.30"] == pytest.approx(6.6 + 3 * 5.0)  # Tree's, 5.0 us
 
 
+@pytest.mark.parametrize(("sm", "on_219"), [(70, True), (80, True), (90, True), (86, False), (89, False),
+                                             (100, False)])
+def test_ll128_by_compute_capability_in_nccl_219(sm, on_219):
+    """NCCL 2.19.4-2.24.3 enable LL128 by default on sm 70, 80 and 90 only (src/graph/tuning.cc); from 2.27.3 on
+    every sm >= 70 (the 2.30 tables)."""
+    gpus = NcclGraphInputs(nranks=2, nnodes=1, sm=sm, ring=RING, tree=TREE, nvls=None, nvswitch=False)
+    assert (nccl_bandwidth(gpus, "all_reduce", "Ring", "LL128", version="2.19") > 0) == on_219
+    assert nccl_bandwidth(gpus, "all_reduce", "Ring", "LL128", version="2.30") > 0
+
+
 # ---- bandwidths ------------------------------------------------------------------------------------------------
 def test_bandwidths_of_an_8_gpu_h100():
     # Ring Simple: busBw 12 x 30 = 360; table algBw = 360 x n / nsteps = 360 x 8 / 14

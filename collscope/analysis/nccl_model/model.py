@@ -162,7 +162,13 @@ def _modelled(func: str, algo: str, proto: str) -> bool:
     return not (algo in ("NVLS", "NVLSTree", "PAT") and proto != "Simple")
 
 
-def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclGraph) -> bool:
+# LL128's default enable by compute capability (src/graph/tuning.cc): NCCL 2.19.4-2.24.3 only sm 70, 80 and 90
+# ("Other cases are not tested and may cause silent data corruption"), 2.25-2.26 also 100 and 120, from 2.27.3 every
+# sm >= 70. The 2.19 tables stand for releases up to 2.20.
+_LL128_SM_219 = frozenset({70, 80, 90})
+
+
+def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclGraph, version: str) -> bool:
     """nccl-facts 1.4 item 7 and 1.4 item 1 (PAT auto-enable): the default enable rules."""
     if algo == "PAT" and (inputs.sm < 60 or inputs.ppn != 1):
         return False
@@ -177,6 +183,7 @@ def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclG
         limit = "PXN" if inputs.sm >= 90 else "PXB"
         ok = PATH_TYPES.index(g.type_inter) <= PATH_TYPES.index(limit)
         ok = ok and PATH_TYPES.index(g.type_intra) <= PATH_TYPES.index("NVB") and inputs.sm >= 70
+        ok = ok and (version != "2.19" or inputs.sm in _LL128_SM_219)
         if not ok:
             return False
     return True
@@ -209,7 +216,7 @@ def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, v
                           f"{', '.join(PROTOS)}")
     g = _graph(inputs, algo)
     if g is None or g.n_channels == 0 or not _modelled(func, algo, proto) or not _enabled(inputs, func, algo,
-                                                                                         proto, g):
+                                                                                         proto, g, version):
         return 0.0
     n, nodes, ppn = inputs.nranks, inputs.nnodes, inputs.ppn
     cc = compcap_index(inputs.sm)
