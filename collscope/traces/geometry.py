@@ -59,21 +59,33 @@ def _pos_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
+def _named_by_all(traces: Iterable[RankTrace], field: str) -> tuple[str | None, list[str], list[int]]:
+    """(value, values, ranks): the one value of ``field`` the traces that name it name, with the ranks that do;
+    value None when none names it (values empty) or they differ (values sorted)."""
+    named: dict[str, list[int]] = defaultdict(list)
+    for t in traces:
+        value = getattr(t, field)
+        if value:
+            named[value].append(t.rank)
+    if len(named) != 1:
+        return None, sorted(named), []
+    value, ranks = next(iter(named.items()))
+    return value, [value], ranks
+
+
+def _which(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
+
+
 def traces_gpu(traces: Iterable[RankTrace]) -> tuple[str | None, str]:
     """The GPU the traces name, and how that was found: ``(name, evidence)`` when every trace that names one
     names the same; ``(None, why)`` when none does or they differ (a mix is never modelled as one GPU)."""
-    named: dict[str, list[int]] = defaultdict(list)
-    for t in traces:
-        if t.gpu:
-            named[t.gpu].append(t.rank)
-    if not named:
+    name, names, ranks = _named_by_all(traces, "gpu")
+    if not names:
         return None, "the traces do not name their GPU"
-    if len(named) > 1:
-        return None, (f"the traces name {len(named)} GPUs ({', '.join(sorted(named))}): pass --gpu NAME for the "
-                      "model's")
-    name, ranks = next(iter(named.items()))
-    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
-    return name, f"named by the traces' deviceProperties ({which}); --gpu NAME overrides"
+    if name is None:
+        return None, f"the traces name {len(names)} GPUs ({', '.join(names)}): pass --gpu NAME for the model's"
+    return name, f"named by the traces' deviceProperties ({_which(ranks)}); --gpu NAME overrides"
 
 
 NO_NCCL_VERSION = "the traces do not name their NCCL version"
@@ -82,17 +94,12 @@ NO_NCCL_VERSION = "the traces do not name their NCCL version"
 def traces_nccl_version(traces: Iterable[RankTrace]) -> tuple[str | None, str]:
     """The NCCL release the traces name, and how that was found: ``(release, evidence)`` when every trace that
     names one names the same; ``(None, why)`` when none does or they differ."""
-    named: dict[str, list[int]] = defaultdict(list)
-    for t in traces:
-        if t.nccl_version:
-            named[t.nccl_version].append(t.rank)
-    if not named:
+    release, releases, ranks = _named_by_all(traces, "nccl_version")
+    if not releases:
         return None, NO_NCCL_VERSION
-    if len(named) > 1:
-        return None, f"the traces name {len(named)} NCCL versions ({', '.join(sorted(named))})"
-    release, ranks = next(iter(named.items()))
-    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks: {ranks_text(sorted(ranks))}"
-    return release, f"named by the traces ({which})"
+    if release is None:
+        return None, f"the traces name {len(releases)} NCCL versions ({', '.join(releases)})"
+    return release, f"named by the traces ({_which(ranks)})"
 
 
 def rank_hosts(traces: Iterable[RankTrace]) -> dict[int, str]:

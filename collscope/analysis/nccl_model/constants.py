@@ -207,6 +207,12 @@ _RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?")
 PIPELINE_MODEL_FROM = (2, 32)
 
 
+def _major_minor(release: str) -> tuple[int, int] | None:
+    """(2, 32) for ``"2.32.6-1+cuda13.0"``; None when the text is not an NCCL release."""
+    match = _RELEASE.fullmatch(release.strip())
+    return (int(match[1]), int(match[2])) if match else None
+
+
 def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
     """The tables for an NCCL release as a user names it (``"2.27.3"``, ``"2.32.6-1+cuda13.0"``) or a table
     name (``"2.30"``, ``"2.19"``), with notes saying what the tables are when they are not that release's own.
@@ -217,11 +223,11 @@ def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
     """
     if release in _BY_VERSION:
         return release, ()
-    match = _RELEASE.fullmatch(release.strip())
-    if match is None:
+    parsed = _major_minor(release)
+    if parsed is None:
         raise ValueError(f"NCCL version {release!r} is neither a release (2.27.3) nor one of collscope's tables "
                          f"({', '.join(VERSIONS)})")
-    major, minor = int(match[1]), int(match[2])
+    major, minor = parsed
     tables = model_version_for(f"{major}.{minor}")
     notes = [] if f"{major}.{minor}" == tables else [
         f"NCCL {release}: collscope's model uses the tables of NCCL {_TABLE_RELEASE[tables]} (src/graph/tuning.cc), "
@@ -233,10 +239,10 @@ def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
 def pipeline_model_note(release: str) -> str | None:
     """What to say of a model of NCCL's choice for ``release`` (``"2.32.6"``) when that release chooses with its
     pipeline-based cost model; ``None`` for earlier or unreadable releases."""
-    match = _RELEASE.fullmatch(release.strip())
-    if match is None or (int(match[1]), int(match[2])) < PIPELINE_MODEL_FROM:
+    parsed = _major_minor(release)
+    if parsed is None or parsed < PIPELINE_MODEL_FROM:
         return None
-    return (f"NCCL {match[1]}.{match[2]} chooses algorithms and protocols with a pipeline-based cost model (NCCL "
+    return (f"NCCL {parsed[0]}.{parsed[1]} chooses algorithms and protocols with a pipeline-based cost model (NCCL "
             "2.32.6 release notes) that collscope does not reproduce: its choice at a size may differ from "
             "collscope's model of NCCL 2.30.7's; a run's own choices are in its NCCL_DEBUG_SUBSYS=TUNING log "
             "(collscope nccl-log)")
@@ -251,13 +257,11 @@ and measured with them, and the scorecard scores them."""
 def judged_release_notes(release: str | None) -> tuple[str, ...]:
     """What ``analyze`` and ``trace`` say of a run of NCCL ``release`` judged against :data:`JUDGING_TABLES`: that
     an older release's own tables differ (and how to see them), and 2.32's :func:`pipeline_model_note`."""
-    if not release:
-        return ()
-    match = _RELEASE.fullmatch(release.strip())
-    if match is None:
+    parsed = _major_minor(release) if release else None
+    if release is None or parsed is None:
         return ()
     notes = []
-    own = model_version_for(f"{match[1]}.{match[2]}")
+    own = model_version_for(f"{parsed[0]}.{parsed[1]}")
     if own != JUDGING_TABLES:
         notes.append(f"NCCL {release}: judged against collscope's model with NCCL {_TABLE_RELEASE[JUDGING_TABLES]}'s "
                      f"tables, as every run is (the terms and margins were fitted with them); `collscope predict "
