@@ -2,7 +2,7 @@
 
 Precedence, per number: an explicit value (``alpha_us``, ``bw_gbps``) wins; else the topology graph (NVLink per
 GPU from its edges, else the PCIe bottleneck between GPUs; NICs x NIC rate per node across nodes); else the GPU
-generation's table rates (:mod:`collscope.topo.rates`). Every number says where it came from in
+generation's table rates (:mod:`collscope.topo.gpus`). Every number says where it came from in
 ``LinkParams.source``.
 
 Default latencies are NCCL's per-hop hardware latencies of the Ring algorithm with the Simple protocol, the
@@ -18,9 +18,12 @@ from typing import Any
 from collscope.analysis.model_types import LinkParams
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
-from collscope.topo.rates import SYSTEMS, GpuGeneration, gpu_generation, pcie_gbps, unknown_gpu_message
+from collscope.topo.rates import pcie_gbps
+from collscope.topo.systems import SYSTEMS
+from collscope.topo.unmodelled_gpus import unknown_gpu_message
 
 __all__ = ["link_params", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
@@ -99,7 +102,7 @@ def _intra_from_topology(node: NodeTopology, ppn: int, gen: GpuGeneration | None
 
 
 def _intra_from_generation(gen: GpuGeneration, ppn: int) -> tuple[float | None, str, int, str]:
-    bridge = gen.nvlink_fabric == "bridge"  # topo.rates: NVLink bridges join pairs of PCIe cards only
+    bridge = gen.nvlink_fabric == "bridge"  # topo.gpus: NVLink bridges join pairs of PCIe cards only
     if gen.nvlink_links and (not bridge or ppn <= 2):
         bw = gen.nvlink_links * gen.nvlink_link_gbps
         where = "the pair's NVLink bridge" if bridge else "all GPUs of a node assumed on one NVSwitch"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from collscope.errors import ConfigError
 from collscope.sweeps.spec import SweepSpec
+from collscope.topo.gpus import gpu_generation
 from collscope.topo.model import NodeTopology
-from collscope.topo.rates import gpu_generation
 from collscope.vocab.engines import engine_row
 from collscope.vocab.knobs import DYNAMIC_RULES, KNOBS
 from collscope.vocab.nccl import (

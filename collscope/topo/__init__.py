@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from collscope.topo.cluster import Cluster, Rail, build_cluster, load_cluster
     from collscope.topo.detect import FORMATS, add_capture, detect_format, load_captures, read_capture_text
     from collscope.topo.draw import draw_png, write_dot, write_graphml
+    from collscope.topo.gpus import GpuGeneration, gpu_generation
     from collscope.topo.model import NodeTopology
     from collscope.topo.node import NodeCaptures, build_node
     from collscope.topo.paths import PATH_MEANING, PATH_ORDER, is_nvlink, nvlink_count, path_rank
-    from collscope.topo.rates import GpuGeneration, gpu_generation
     from collscope.topo.render import node_summary_text, node_to_json
     from collscope.topo.samples import DEFAULT_SAMPLE, sample_names, sample_path
 
@@ -68,7 +68,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above
         "collscope.topo.model": ["NodeTopology"],
         "collscope.topo.node": ["NodeCaptures", "build_node"],
         "collscope.topo.paths": ["PATH_MEANING", "PATH_ORDER", "is_nvlink", "nvlink_count", "path_rank"],
-        "collscope.topo.rates": ["GpuGeneration", "gpu_generation"],
+        "collscope.topo.gpus": ["GpuGeneration", "gpu_generation"],
         "collscope.topo.render": ["node_summary_text", "node_to_json"],
         "collscope.topo.samples": ["DEFAULT_SAMPLE", "sample_names", "sample_path"],
     })

@@ -14,10 +14,10 @@ from typing import Any
 import networkx as nx
 
 from collscope.figure_text import plain_text
+from collscope.topo.gpus import gpu_generation
 from collscope.topo.infiniband.host import port_transport
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
-from collscope.topo.rates import gpu_generation
 from collscope.topo.schema import nodes_of_kind
 
 __all__ = ["layout", "draw_figure", "draw_png", "write_graphml", "write_dot"]

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.errors import ConfigError
+from collscope.topo.gpus import gpu_generation
 from collscope.topo.paths import is_nvlink, path_rank
-from collscope.topo.rates import gpu_generation
 
 __all__ = ["NCCL_PATH_TYPES", "GdrDecision", "GpuNic", "gdr_decision", "gdr_level", "gpu_nics", "gpu_on_c2c",
            "nccl_path_type"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.infiniband.fabric import IbFabric
 from collscope.topo.infiniband.host import Hca
 from collscope.topo.infiniband.netdev import NetdevMap, merge_netdevs
@@ -15,7 +16,7 @@ from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml
 from collscope.topo.netif import NetInterface, merge_interfaces
 from collscope.topo.nvidia_smi.graph import graph_from_matrix
 from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
-from collscope.topo.rates import GpuGeneration, gpu_generation, nic_gbps, nvlink_data_gbps_per_link, pcie_gbps
+from collscope.topo.rates import nic_gbps, nvlink_data_gbps_per_link, pcie_gbps
 from collscope.topo.schema import add_device
 
 __all__ = ["NodeCaptures", "build_node"]
@@ -58,7 +59,7 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
     generation: GpuGeneration | None = gpu_generation(gpu) if gpu else None
     if gpu and generation is None:
         from collscope.errors import ConfigError
-        from collscope.topo.rates import unknown_gpu_message
+        from collscope.topo.unmodelled_gpus import unknown_gpu_message
 
         raise ConfigError(unknown_gpu_message(gpu))
     models = {f"GPU{info.index}": info.name for info in captures.gpu_info}

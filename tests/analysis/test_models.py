@@ -247,7 +247,7 @@ def test_link_params_from_a_gpu_name_and_explicit_values():
     ("H100", True, True),
 ])
 def test_the_gpu_tables_fabric_says_whether_a_switch_joins_the_gpus(gpu: str, nvswitch: bool, nvls: bool):
-    """Without a topology the NVSwitch comes from the table's fabric (topo.rates: nvswitch, bridge, mesh), not from
+    """Without a topology the NVSwitch comes from the table's fabric (topo.gpus: nvswitch, bridge, mesh), not from
     the link count: an H100 NVL pair's bridge was read as a switch and offered NVLS, an H800 board's switch as none."""
     from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 

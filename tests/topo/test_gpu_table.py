@@ -1,6 +1,6 @@
-"""The GPU and system table (collscope/topo/rates.py): the names nvidia-smi / nccl-tests / rccl-tests print map to
-their rows, each row's NCCL constant is NCCL's for its sm, AMD Instinct GPUs are refused with the reason, an
-unknown name lists the known ones, and the systems give the NVLink domain a geometry defaults to (issue 24 item 2).
+"""The GPU and system tables (collscope/topo/gpus.py, unmodelled_gpus.py, systems.py): the names nvidia-smi / nccl-tests
+/ rccl-tests print map to their rows, each row's NCCL constant is NCCL's for its sm, AMD Instinct GPUs are refused
+with the reason, an unknown name lists the known ones, and the systems hold their NVLink domains (issue 24 item 2).
 
 The GPU strings are the forms published outputs print: "NVIDIA GB300" (nccl-tests "Using devices" lines of GKE A4X
 Max runs), "NVIDIA B300 SXM6 AC" (device name of B300 VMs, sm_103), "NVIDIA H100 80GB HBM3" (NVIDIA/nccl-tests#309),
@@ -17,16 +17,10 @@ from click.testing import CliRunner
 
 from collscope.cli import main
 from collscope.errors import ConfigError
+from collscope.topo.gpus import GENERATIONS, gpu_generation
 from collscope.topo.nccl_xml.rates import nvlink_gbps_per_link
-from collscope.topo.rates import (
-    GENERATIONS,
-    SYSTEMS,
-    default_nvl_domain,
-    gpu_generation,
-    system_shape,
-    unknown_gpu_message,
-    unmodelled_gpu,
-)
+from collscope.topo.systems import SYSTEMS, system_shape
+from collscope.topo.unmodelled_gpus import unknown_gpu_message, unmodelled_gpu
 
 
 @pytest.mark.parametrize(("printed", "row", "sm", "links"), [
@@ -210,7 +204,6 @@ def test_dgx_spark_gb10_is_one_gpu_per_system_and_its_nic_fact_is_in_the_table()
     spark = system_shape("dgx spark")
     assert (spark.gpu, spark.gpus_per_node, spark.nvl_domain, spark.mnnvl) == ("GB10", 1, 1, False)
     assert "PCIe Gen5 x4" in spark.nic_note and "NCCL_IB_HCA" in spark.nic_note
-    assert default_nvl_domain("NVIDIA GB10", gpus_per_node=1)[0] == 1
 
 
 def test_predict_gb10_across_systems_asks_for_the_nics_with_the_spark_fact():
@@ -227,15 +220,6 @@ def test_predict_gb10_across_systems_asks_for_the_nics_with_the_spark_fact():
     choice = doc["nccl_choice"][0]
     assert 20.0 <= choice["expected_busbw_gbps"] <= 25.0  # the playbook's 20-24 GB/s with both halves
 
-
-def test_default_nvl_domain():
-    assert default_nvl_domain("NVIDIA GB200", gpus_per_node=4, mnnvl=True)[0] == 72
-    assert default_nvl_domain("NVIDIA GB300", gpus_per_node=4, mnnvl=True)[0] == 72
-    assert default_nvl_domain("NVIDIA GB200", gpus_per_node=4)[0] == 4  # a tray without MNNVL (NVL4)
-    assert default_nvl_domain("NVIDIA H100 80GB HBM3", gpus_per_node=8, mnnvl=True)[0] == 8  # no MNNVL rack
-    domain, why = default_nvl_domain("NVIDIA L40S", gpus_per_node=8)
-    assert domain == 1 and "no NVLink" in why
-    assert default_nvl_domain(None, gpus_per_node=8)[0] == 8
 
 
 def test_unknown_gpu_in_the_topology_loader_uses_the_same_message():

@@ -14,8 +14,8 @@ import pytest
 
 from collscope.topo import rates
 from collscope.topo.detect import load_captures
+from collscope.topo.gpus import gpu_generation
 from collscope.topo.node import build_node
-from collscope.topo.rates import gpu_generation
 from collscope.topo.render import node_summary_text, node_to_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

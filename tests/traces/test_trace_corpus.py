@@ -63,7 +63,7 @@ def test_gloo_cpu_trace_worker_events_alone():
 
 def test_the_gpu_model_of_each_real_trace():
     """HTA's published traces carry deviceProperties: the GPU model the model figures take without --gpu."""
-    from collscope.topo.rates import gpu_generation
+    from collscope.topo.gpus import gpu_generation
     from collscope.traces.geometry import traces_gpu
 
     a100 = _one("hta-a100-2rank-nccl2.17-rank0-kernel-metadata.json.gz")

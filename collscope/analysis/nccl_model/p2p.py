@@ -38,7 +38,7 @@ from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclChoice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.errors import ConfigError
-from collscope.topo.rates import gpu_generation
+from collscope.topo.gpus import gpu_generation
 from collscope.units import format_size
 from collscope.vocab.ops import op_facts
 

@@ -38,7 +38,7 @@ from collscope.analysis.model_types import LinkParams
 from collscope.analysis.nccl_model.constants import NCCL_PCI_X16_GBPS, speed_list
 from collscope.analysis.nccl_model.model import NcclGraph, NcclGraphInputs
 from collscope.errors import ConfigError
-from collscope.topo.rates import GpuGeneration, gpu_generation
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 
 __all__ = ["graph_inputs_from_topology", "search_channels", "MAX_CHANNELS", "NVLS_MAX_HEADS", "GRACE_GPUS"]
 

@@ -21,10 +21,10 @@ import logging
 
 import networkx as nx
 
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.nccl_xml.rates import inter_cpu_gbps, nvlink_gbps_per_link, pci_link_gbps, xgmi_gbps_per_link
 from collscope.topo.nccl_xml.records import NcclTopoXml, XmlCpu, XmlGpu, XmlNet, XmlPci
 from collscope.topo.nccl_xml.undescribed import add_undescribed_nvlinks
-from collscope.topo.rates import GpuGeneration, gpu_generation
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["add_xml_topology", "NVSWITCH_NODE"]
@@ -327,7 +327,7 @@ def _is_gpu(pci: XmlPci) -> bool:
 
 def _nvlink_data_rate(sm: int, count: int) -> tuple[float | None, str]:
     """The NVLink data rate of ``count`` links of a GPU of compute capability ``sm`` (collscope's one NVLink
-    bandwidth, :mod:`collscope.topo.rates`), not NCCL's model constant (kept beside it as ``nccl_bw_gbps``)."""
+    bandwidth, :mod:`collscope.topo.gpus`), not NCCL's model constant (kept beside it as ``nccl_bw_gbps``)."""
     gen = gpu_generation(sm=sm)
     if gen is None or not gen.nvlink_link_gbps:
         return None, f"unknown: no NVLink data rate known for sm={sm} (NCCL's model constant kept as nccl_bw_gbps)"

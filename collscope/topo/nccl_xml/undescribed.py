@@ -9,7 +9,7 @@ described", never "no NVLink". An NCCL dump (``NCCL_TOPO_DUMP_FILE``) is differe
 elements itself, so a dump without them and without NVSwitch is a machine without NVLink.
 
 When the GPU is known (``--gpu``, else the ``sm`` of its ``<gpu>``) and its family joins GPUs through NVSwitch
-(:data:`collscope.topo.rates.GENERATIONS`, ``nvlink_fabric``), the NVLinks are modelled from that table row: each
+(:data:`collscope.topo.gpus.GENERATIONS`, ``nvlink_fabric``), the NVLinks are modelled from that table row: each
 GPU to one NVSwitch with the family's links, the edge saying it was not described.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import networkx as nx
 
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.nccl_xml.rates import nvlink_gbps_per_link
 from collscope.topo.nccl_xml.records import NcclTopoXml, XmlPci
-from collscope.topo.rates import GpuGeneration, gpu_generation
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["NOT_DESCRIBED", "NVLINK_NOT_DESCRIBED_KEY", "add_undescribed_nvlinks", "written_by_hand"]

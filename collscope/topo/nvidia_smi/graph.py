@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable
 
 import networkx as nx
 
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.naming import natural_key
 from collscope.topo.nvidia_smi.queries import TopoMatrix
 from collscope.topo.paths import nvlink_count
-from collscope.topo.rates import GpuGeneration, gpu_generation, nccl_nvlink_gbps_per_link, pcie_gbps
+from collscope.topo.rates import nccl_nvlink_gbps_per_link, pcie_gbps
 from collscope.topo.schema import add_device, add_link
 
 __all__ = ["graph_from_matrix", "guess_generation_from_links"]
