@@ -119,11 +119,14 @@ class FakeTools:
     # ---- the usual tools ---------------------------------------------------------------------------------
 
     def nvidia_smi(self, captures: Path) -> Path:
-        """nvidia-smi answering ``topo -m``, ``--query-gpu=...`` and ``nvlink -s`` from a capture directory."""
+        """nvidia-smi answering ``topo -m``, ``--query-gpu=...``, ``nvlink -s`` and ``-q`` from a capture directory
+        (``-q`` from the 8 x H100 fixture with the bundled sample's bus ids where the directory has none)."""
+        own_q = captures / "nvidia-smi-q.txt"
         return self.add("nvidia-smi", {
             "topo*": Answer(stdout=captures / "nvidia-smi-topo.txt"),
             "--query-gpu*": Answer(stdout=captures / "nvidia-smi-query-gpu.csv"),
             "nvlink*": Answer(stdout=captures / "nvidia-smi-nvlink.txt"),
+            "-q": Answer(stdout=own_q if own_q.exists() else NVIDIA_SMI_FIXTURES / "q-h100-hgx-8gpu-zero-cluster.txt"),
         })
 
     def ibstat(self, output: Path = INFINIBAND_FIXTURES / "ibstat-tabs-vpi-dualport-roce.txt") -> Path:

@@ -15,7 +15,7 @@ import pytest
 
 from collscope import proc
 from collscope.topo.samples import sample_path
-from tests.fakes import Answer, FakeTools
+from tests.fakes import NVIDIA_SMI_FIXTURES, Answer, FakeTools
 from tests.gpu import device_selection
 from tests.gpu.device_check import LOG_FIXTURE, STEPS
 from tests.gpu.judge import info_cost, judge_floor, judge_gather, judge_log
@@ -47,6 +47,7 @@ def test_dry_run_end_to_end(tmp_path: Path, fake_tools: FakeTools) -> None:
         "topo*": Answer(stdout=captures / "nvidia-smi-topo.txt"),
         "--query-gpu*": Answer(stdout=captures / "nvidia-smi-query-gpu.csv"),
         "nvlink*": Answer(stdout=captures / "nvidia-smi-nvlink.txt"),
+        "-q": Answer(stdout=NVIDIA_SMI_FIXTURES / "q-h100-hgx-8gpu-zero-cluster.txt"),
     })
     out = tmp_path / "dc"
     res = _check(out, "--dry", env=fake_tools.env())

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from collscope.analysis.model_types import LinkParams
+from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
 from collscope.topo.gpus import GpuGeneration, gpu_generation
@@ -196,6 +197,9 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         raise ConfigError(f"nranks ({nranks}) must be a positive multiple of nnodes ({nnodes})")
     if nvl_domain is not None and nvl_domain < 1:
         raise ConfigError(f"nvl_domain must be >= 1 GPUs, got {nvl_domain}")
+    partition_source = partition_caveat = ""
+    if nvl_domain is None:
+        nvl_domain, partition_source, partition_caveat = partition_domain(topology, nranks=nranks, nnodes=nnodes)
     ppn = nranks // nnodes
     domain = min(nranks, nvl_domain) if nvl_domain is not None and nvl_domain > ppn else ppn
     model_domain, split = nvl_domain, ""
@@ -208,7 +212,9 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
                  f"({domain // ppn} nodes each) assumed, the split NCCL's model uses (nRanks / nNodes)")
     if nranks % domain or domain % ppn:
         raise ConfigError(f"an NVLink domain of {nvl_domain} GPUs does not split {nranks} ranks of {ppn} per node into "
-                          "domains of whole nodes (the model places ranks in blocks): check the NVLink domain size")
+                          "domains of whole nodes (the model places ranks in blocks): check the NVLink domain size"
+                          + (f" (from the captures: {partition_source})"
+                             if partition_source else ""))
     ndomains = nranks // domain
     node = None
     if isinstance(topology, Cluster):
@@ -222,7 +228,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     else:
         node_for_gpus = node
     gen = _generation(node_for_gpus, gpu)
-    sources: list[str] = []
+    sources: list[str] = [partition_source] if partition_source else []
 
     intra, kind, nvlinks, intra_src = None, "unknown", 0, ""
     if node_for_gpus is not None:
@@ -300,16 +306,18 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     if gamma_gbps is not None:
         sources.append(f"gamma {gamma_gbps:g} GB/s: given")
 
-    caveats: list[str] = []
+    caveats: list[str] = [partition_caveat] if partition_caveat else []
     if nic_note and ndomains > 1:
         caveats.append(nic_note)
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
-    if gen is not None and racks and nvl_domain is None and ndomains > 1 and node is None:
+    fabric_captured = node is not None and bool(node.extras.get("gpu_fabric"))
+    if gen is not None and racks and nvl_domain is None and ndomains > 1 and not fabric_captured:
         shapes = ", ".join(f"{s.name}: up to {s.nvl_domain} GPUs" for s in racks)
+        unsaid = " (the captures hold no `nvidia-smi -q`, whose Fabric blocks say it)" if node is not None else ""
         caveats.append(f"{gen.name} nodes can be trays of one multi-node NVLink domain ({shapes}), and the input "
-                       f"does not say whether these are: each of the {nnodes} nodes is modelled as its own NVLink "
-                       "domain, joined by the NICs; pass --nvl-domain N (the GPUs one NVLink fabric joins) if they "
-                       "share one")
+                       f"does not say whether these are{unsaid}: each of the {nnodes} nodes is modelled as its own "
+                       "NVLink domain, joined by the NICs; pass --nvl-domain N (the GPUs one NVLink fabric joins) if "
+                       "they share one")
 
     pcie_gen = gen.pcie_gen if gen is not None else None
     if node_for_gpus is not None and node_for_gpus.gpus:

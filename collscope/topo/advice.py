@@ -13,6 +13,7 @@ from collscope.topo.gdr import gpu_nics
 from collscope.topo.infiniband.host import port_transport
 from collscope.topo.naming import natural_key
 from collscope.topo.nic_choice import NicChoice, exclude_hca_value
+from collscope.topo.nvlink_partition import fabric_warnings
 from collscope.topo.paths import is_nvlink
 
 __all__ = ["TopologyView", "topology_warnings"]
@@ -32,6 +33,10 @@ class TopologyView(Protocol):
     @property
     def sample(self) -> str | None:
         """Name of the bundled sample, when the node is one."""
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """Captures beside the graph (``gpu_fabric``: the GPUs' NVLink fabric registrations)."""
 
     @property
     def gpus(self) -> list[str]: ...
@@ -54,7 +59,7 @@ _ON_SWITCH = ("PIX", "PXB")
 def topology_warnings(node: TopologyView) -> list[str]:
     """Warnings about ``node``: NICs left out and GPUs without a compute NIC on their switch, distant NICs (GPUDirect
     RDMA off at PHB/NODE/SYS by NCCL's default level, :mod:`collscope.topo.gdr`), ports down, front-end ports to
-    exclude, RoCE, NIC sharing, missing or unknown NVLink."""
+    exclude, RoCE, NIC sharing, missing or unknown NVLink, NVLink fabric registrations pending, failed or degraded."""
     choices = node.nic_choices()
     out: list[str] = []
     lacking, no_nic = _no_compute_nic_on_switch(node, choices)
@@ -63,6 +68,8 @@ def topology_warnings(node: TopologyView) -> list[str]:
     out.extend(_port_warnings(node, choices))
     out.extend(_nic_sharing(node, choices))
     out.extend(_nvlink_warnings(node))
+    models = [node.graph.nodes[g].get("model") or node.graph.nodes[g].get("generation") for g in node.gpus]
+    out.extend(fabric_warnings(node.extras.get("gpu_fabric", ()), next((m for m in models if m), None)))
     if node.sample:
         out.insert(0, f"this is the bundled sample {node.sample!r}, not a capture of this machine")
     return out

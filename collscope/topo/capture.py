@@ -47,6 +47,8 @@ TOOLS: tuple[CaptureTool, ...] = (
                 ("nvidia-smi", "--query-gpu=index,name,pci.bus_id,pcie.link.gen.max,pcie.link.width.max",
                  "--format=csv"), _NVSMI_HINT),
     CaptureTool("nvidia-smi-nvlink.txt", ("nvidia-smi", "nvlink", "-s"), _NVSMI_HINT),
+    # Each GPU's NVLink fabric registration (its Fabric block; collscope.topo.nvidia_smi.fabric).
+    CaptureTool("nvidia-smi-q.txt", ("nvidia-smi", "-q"), _NVSMI_HINT),
     CaptureTool("ibstat.txt", ("ibstat",), _IB_HINT),
     CaptureTool("ibdev2netdev.txt", ("ibdev2netdev", "-v"), _IB_HINT),
     # Network interfaces (the rails of a CPU cluster): see collscope.topo.netif.

@@ -21,6 +21,7 @@ from collscope.topo.infiniband.fabric import IbFabric, parse_ibnetdiscover
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.node import build_node
+from collscope.topo.nvlink_partition import node_partition
 
 __all__ = ["Rail", "Cluster", "CaptureNote", "load_cluster", "build_cluster", "hosts_text"]
 
@@ -142,7 +143,17 @@ def _signature(node: NodeTopology) -> dict[str, Any]:
         "NVLink counts": tuple(s["nvlink_counts"]),
         "NVSwitch": s["nvswitch"],
         "NUMA nodes": s["numa_nodes"],
+        "NVLink partition": _partition_text(node),
     }
+
+
+def _partition_text(node: NodeTopology) -> str:
+    """The node's NVLink partition in words (nvidia-smi -q Fabric), for the comparison between nodes."""
+    fabric = node.extras.get("gpu_fabric")
+    if not fabric:
+        return "not captured"
+    partition = node_partition(fabric)
+    return partition.text if partition is not None else "none (GPUs not all registered in one)"
 
 
 def build_cluster(nodes: dict[str, NodeTopology], fabric: IbFabric | None = None) -> Cluster:

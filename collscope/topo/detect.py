@@ -24,6 +24,7 @@ from collscope.topo.infiniband.rdma_link import looks_like_rdma_link, parse_rdma
 from collscope.topo.meta import META_FILE, read_meta
 from collscope.topo.nccl_xml import parse as xml
 from collscope.topo.node import NodeCaptures
+from collscope.topo.nvidia_smi import fabric as nvsmi_fabric
 from collscope.topo.nvidia_smi import queries as nvsmi
 from collscope.topo.pasted import SPLIT_FORMATS, PastedPart, split_pasted
 
@@ -54,6 +55,10 @@ def _set_gpu_info(c: NodeCaptures, text: str, source: str) -> None:
 
 def _set_nvlinks(c: NodeCaptures, text: str, source: str) -> None:
     c.nvlinks = nvsmi.parse_nvlink_status(text, source)
+
+
+def _set_gpu_fabric(c: NodeCaptures, text: str, source: str) -> None:
+    c.gpu_fabric = nvsmi_fabric.parse_nvsmi_fabric(text, source)
 
 
 def _hcas(parse: Callable[[str, str], ib.HcaListing]) -> Callable[[NodeCaptures, str, str], None]:
@@ -111,6 +116,7 @@ FORMATS: tuple[CaptureFormat, ...] = (
                   "fabric capture (ibnetdiscover or iblinkinfo)"),
     CaptureFormat("iblinkinfo", ibnd.looks_like_iblinkinfo, _set_fabric(ibnd.parse_iblinkinfo),
                   "fabric capture (ibnetdiscover or iblinkinfo)"),
+    CaptureFormat("nvidia-smi-q", nvsmi_fabric.looks_like_nvsmi_query, _set_gpu_fabric, "`nvidia-smi -q` output"),
     CaptureFormat("nvidia-smi-topo", nvsmi.looks_like_topo_matrix, _set_matrix, "`nvidia-smi topo -m` matrix"),
     CaptureFormat("nvidia-smi-nvlink", nvsmi.looks_like_nvlink_status, _set_nvlinks, "`nvidia-smi nvlink -s` status"),
     CaptureFormat("nvidia-smi-query-gpu", nvsmi.looks_like_gpu_query_csv, _set_gpu_info,

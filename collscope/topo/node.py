@@ -14,6 +14,7 @@ from collscope.topo.model import NodeTopology
 from collscope.topo.nccl_xml.graph import add_xml_topology
 from collscope.topo.nccl_xml.records import NcclGraphs, NcclTopoXml
 from collscope.topo.netif import NetInterface, merge_interfaces
+from collscope.topo.nvidia_smi.fabric import GpuFabric
 from collscope.topo.nvidia_smi.graph import graph_from_matrix
 from collscope.topo.nvidia_smi.queries import GpuInfo, NvLink, TopoMatrix
 from collscope.topo.rates import nic_gbps, nvlink_data_gbps_per_link, pcie_gbps
@@ -43,6 +44,8 @@ class NodeCaptures:
     """Network interfaces (``ip -j addr`` / ``ip -j -s link``)."""
     netif_speeds: dict[str, int] = field(default_factory=dict)
     """Interface -> Mb/s, where the kernel said (``netif-speeds.json`` of ``topo collect``)."""
+    gpu_fabric: list[GpuFabric] = field(default_factory=list)
+    """Each GPU's NVLink fabric registration (the ``Fabric`` blocks of ``nvidia-smi -q``)."""
     sources: list[str] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)
     """Per kind of capture a node has at most one of (``CaptureFormat.single``): the file it came from."""
@@ -51,7 +54,8 @@ class NodeCaptures:
 
     @property
     def empty(self) -> bool:
-        return self.matrix is None and self.xml is None and not self.hcas and not self.gpu_info and not self.netifs
+        return (self.matrix is None and self.xml is None and not self.hcas and not self.gpu_info and not self.netifs
+                and not self.gpu_fabric)
 
 
 def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | None = None) -> NodeTopology:
@@ -86,6 +90,8 @@ def build_node(captures: NodeCaptures, *, gpu: str | None = None, sample: str | 
                                  if v is not None}
     if interfaces:
         extras["netifs"] = interfaces
+    if captures.gpu_fabric:
+        extras["gpu_fabric"] = list(captures.gpu_fabric)
     return NodeTopology(host=captures.host, graph=graph, paths=paths, sources=list(captures.sources), sample=sample,
                         extras=extras)
 

@@ -106,7 +106,7 @@ def test_collect_then_show_and_cluster(tmp_path, fake_tools):
     assert proc.returncode == 0, proc.stderr
     # (ip-addr.json / ip-link.json come from this machine's real `ip`: the network interfaces, test_netif.py)
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(("ip-", "netif-"))) == [
-        "ibstat.txt", "meta.json", "nvidia-smi-nvlink.txt",
+        "ibstat.txt", "meta.json", "nvidia-smi-nvlink.txt", "nvidia-smi-q.txt",
         "nvidia-smi-query-gpu.csv", "nvidia-smi-topo.txt"]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tools"]["ibdev2netdev.txt"]["returncode"] == 1
