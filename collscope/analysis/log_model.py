@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.nccl_model.choice import nccl_choice
-from collscope.analysis.nccl_model.constants import model_version_for, release_tables
+from collscope.analysis.nccl_model.constants import ll128_off_note, model_version_for, release_tables
 from collscope.analysis.nccl_model.model import nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -79,6 +79,7 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     ``nranks``/``nnodes``/``nvl_domain``: the user's overrides (``--nranks`` ...), which win over the log's lines.
     """
     release_notes: tuple[str, ...] = ()
+    release = version or log.nccl_version or ""
     if version is None:
         try:
             version, release_notes = release_tables(log.nccl_version or "")
@@ -101,6 +102,9 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     inputs = graph_inputs_from_topology(params, version=version)
     notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
              f"{ranks} ranks on {nnodes} node(s), {params.gpu}", *release_notes]
+    ll128_off = ll128_off_note(release, inputs.sm) if "NCCL_PROTO" not in log.env else None
+    if ll128_off is not None:
+        notes.append(ll128_off)
     limits = [f"{k}={v}" for k, v in log.env.items() if "NCHANNELS" in k or "CTAS" in k]
     if limits:
         notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")
@@ -120,9 +124,11 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
         if time_us is not None and time_us == float("inf"):
             time_us = None
         func = OP_FUNC[op]
+        protos = _allowed(log, func, "NCCL_PROTO", PROTOCOLS, notes)
+        if ll128_off is not None:  # NCCL_PROTO unset: the release's default enable
+            protos = tuple(p for p in PROTOCOLS if p != "LL128")
         pick = nccl_choice(inputs, op, size, version=version,
-                           algos=_allowed(log, func, "NCCL_ALGO", ALGORITHMS, notes),
-                           protos=_allowed(log, func, "NCCL_PROTO", PROTOCOLS, notes))
+                           algos=_allowed(log, func, "NCCL_ALGO", ALGORITHMS, notes), protos=protos)
         out.append(ChoiceVsModel(choice=choice, model_time_us=time_us, model_pick=f"{pick.algo}/{pick.proto}"))
     forced = [f"{k}={log.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in log.env]
     if forced:

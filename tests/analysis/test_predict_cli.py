@@ -179,3 +179,31 @@ def test_the_tables_a_release_maps_to_are_the_ones_used():
 def test_help_has_an_example():
     result = _run("--help")
     assert result.exit_code == 0 and "Example" in result.output and "collscope predict --gpu H100" in result.output
+
+
+@pytest.mark.parametrize(("release", "ll128"), [
+    ("2.26.2", False),  # 2.25.1-2.26.6: sm 70, 80, 90, 100, 120 only (src/graph/tuning.cc), not B300's 103
+    ("2.27.3", True),   # from 2.27.3 every sm >= 70
+    ("2.30", True),
+])
+def test_a_release_that_leaves_ll128_off_on_the_gpu_is_modelled_without_it(release, ll128):
+    """2 x 8 B300 all_gather at 1-64 MiB: NCCL 2.27+ picks Ring/LL128 in collscope's model; a 2.26 job runs without
+    LL128 (its tuning.cc leaves it off on sm 103), and the prediction says so."""
+    result = predict("all_gather", gpu="NVIDIA B300 SXM6 AC", nranks=16, nnodes=2, nic_gbit=800, version=release,
+                     sizes=[1 << 20, 16 << 20, 64 << 20])
+    assert any(c.proto == "LL128" for c in result.nccl_choice) == ll128
+    said = [n for n in result.notes if "enables LL128 by default only on sm 70, 80, 90, 100, 120" in n]
+    assert len(said) == (0 if ll128 else 1) and ("sm 103" in said[0] if said else True)
+    forced = predict("all_gather", gpu="NVIDIA B300 SXM6 AC", nranks=16, nnodes=2, nic_gbit=800, version=release,
+                     sizes=[16 << 20], protos=["LL128"])  # NCCL_PROTO=LL128 enables it on any release
+    assert forced.nccl_choice[0].proto == "LL128"
+
+
+def test_ll128_default_by_release_follows_nccl_sources():
+    from collscope.analysis.nccl_model.constants import ll128_default_sms, ll128_off_note
+    assert ll128_default_sms("2.20.5") == ll128_default_sms("2.24.3") == {70, 80, 90}
+    assert ll128_default_sms("2.25.1") == ll128_default_sms("2.26.6") == {70, 80, 90, 100, 120}
+    assert ll128_default_sms("2.27.3") is None and ll128_default_sms("2.30") is None
+    assert ll128_off_note("2.23.4", 86) is not None and ll128_off_note("2.23.4", 90) is None
+    assert ll128_off_note("2.20.5", 86) is None  # the 2.19 tables already leave it off there
+    assert ll128_off_note("2.28.9", 121) is None and ll128_off_note("2.26.2", 60) is None  # < 70: never on

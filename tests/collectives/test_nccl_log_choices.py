@@ -159,3 +159,18 @@ def test_a_log_of_nccl_2_32_says_its_choices_follow_a_model_collscope_does_not_r
                for n in new.notes)
     tables = "NCCL 2.32.6+cuda12.4: collscope's model uses the tables of NCCL 2.30.7"
     assert any(n.startswith(tables) for n in new.notes)
+
+
+def test_the_model_pick_of_a_log_leaves_ll128_off_where_its_release_does() -> None:
+    """The 2.24.3 log modelled with RTX A6000s (sm 86: LL128 off by default in 2.24.3) says so and never picks
+    LL128; the same log as NCCL 2.27.3 (LL128 on every sm >= 70) picks Ring/LL128 at 1 MiB."""
+    text = FIXTURE.read_text()
+    topology = load_one_node([sample_path()])
+    on = choices_against_model(parse_nccl_log(text.replace("NCCL version 2.24.3", "NCCL version 2.27.3")),
+                               topology=topology, gpu="RTX A6000")
+    assert not any("enables LL128 by default only" in n for n in on.notes)
+    assert any(r.model_pick == "Ring/LL128" for r in on.rows)
+    off = choices_against_model(parse_nccl_log(text), topology=topology, gpu="RTX A6000")
+    assert any("NCCL 2.24.3+cuda12.4 enables LL128 by default only on sm 70, 80, 90" in n and "sm 86" in n
+               for n in off.notes)
+    assert not any(r.model_pick and r.model_pick.endswith("/LL128") for r in off.rows)

@@ -33,6 +33,8 @@ __all__ = [
     "pipeline_model_note",
     "judged_release_notes",
     "JUDGING_TABLES",
+    "ll128_default_sms",
+    "ll128_off_note",
 ]
 
 NcclVersion = Literal["2.30", "2.19"]
@@ -268,3 +270,36 @@ def judged_release_notes(release: str | None) -> tuple[str, ...]:
                      f"--nccl-version {release}` shows the model with NCCL {_TABLE_RELEASE[own]}'s")
     pipeline = pipeline_model_note(release)
     return (*notes, pipeline) if pipeline else tuple(notes)
+
+
+# LL128's default enable by compute capability (src/graph/tuning.cc ncclTopoTuneModel, "Enable LL128 by default
+# only on Volta/Ampere/Hopper+NVLink. Other cases are not tested and may cause silent data corruption"): from
+# 2.19.4 to 2.24.3 a switch on minCompCap with the cases 70, 80 and 90; 2.25.1-2.26.6 add 100 and 120; from 2.27.3
+# every sm >= 70. None: every sm >= 70. The 2.19 tables stand for releases up to 2.20, the 2.30 tables for 2.27 on.
+_LL128_DEFAULT_SMS: tuple[tuple[tuple[int, int], frozenset[int] | None], ...] = (
+    ((2, 27), None),
+    ((2, 25), frozenset({70, 80, 90, 100, 120})),
+    ((0, 0), frozenset({70, 80, 90})),
+)
+
+
+def ll128_default_sms(release: str) -> frozenset[int] | None:
+    """The compute capabilities (x 10) on which NCCL ``release`` (``"2.23.4"``, or a table name ``"2.19"``) enables
+    LL128 by default; ``None`` when it enables it on every sm >= 70 (and for a text that is no release)."""
+    parsed = _major_minor(release)
+    if parsed is None:
+        return None
+    return next(sms for first, sms in _LL128_DEFAULT_SMS if parsed >= first)
+
+
+def ll128_off_note(release: str, sm: int) -> str | None:
+    """What to say when NCCL ``release`` leaves LL128 off by default on ``sm`` although the tables collscope
+    models it with (:func:`release_tables`) enable it; ``None`` when the release enables it there."""
+    sms = ll128_default_sms(release)
+    tables = ll128_default_sms(release_tables(release)[0]) if _major_minor(release) is not None else None
+    if sms is None or sm < 70 or sm in sms or (tables is not None and sm not in tables):
+        return None
+    return (f"NCCL {release} enables LL128 by default only on sm {', '.join(str(s) for s in sorted(sms))} "
+            f"(src/graph/tuning.cc of that release), not on this GPU's sm {sm}: its choice is modelled without "
+            "LL128, as NCCL makes it unless NCCL_PROTO names LL128")
+

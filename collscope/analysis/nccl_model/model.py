@@ -28,6 +28,7 @@ from collscope.analysis.nccl_model.constants import (
     PROTOS,
     TREE_CORRECTION,
     compcap_index,
+    ll128_default_sms,
     nccl_constants,
 )
 from collscope.errors import ConfigError
@@ -162,12 +163,6 @@ def _modelled(func: str, algo: str, proto: str) -> bool:
     return not (algo in ("NVLS", "NVLSTree", "PAT") and proto != "Simple")
 
 
-# LL128's default enable by compute capability (src/graph/tuning.cc): NCCL 2.19.4-2.24.3 only sm 70, 80 and 90
-# ("Other cases are not tested and may cause silent data corruption"), 2.25-2.26 also 100 and 120, from 2.27.3 every
-# sm >= 70. The 2.19 tables stand for releases up to 2.20.
-_LL128_SM_219 = frozenset({70, 80, 90})
-
-
 def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclGraph, version: str) -> bool:
     """nccl-facts 1.4 item 7 and 1.4 item 1 (PAT auto-enable): the default enable rules."""
     if algo == "PAT" and (inputs.sm < 60 or inputs.ppn != 1):
@@ -183,7 +178,8 @@ def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclG
         limit = "PXN" if inputs.sm >= 90 else "PXB"
         ok = PATH_TYPES.index(g.type_inter) <= PATH_TYPES.index(limit)
         ok = ok and PATH_TYPES.index(g.type_intra) <= PATH_TYPES.index("NVB") and inputs.sm >= 70
-        ok = ok and (version != "2.19" or inputs.sm in _LL128_SM_219)
+        sms = ll128_default_sms(version)  # the tables' release: constants._LL128_DEFAULT_SMS
+        ok = ok and (sms is None or inputs.sm in sms)
         if not ok:
             return False
     return True
