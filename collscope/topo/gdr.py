@@ -30,12 +30,13 @@ from typing import Any
 from collscope.errors import ConfigError
 from collscope.topo.gpus import gpu_generation
 from collscope.topo.paths import is_nvlink, path_rank
+from collscope.vocab.nccl import PATH_LEVELS
 
 __all__ = ["NCCL_PATH_TYPES", "GdrDecision", "GpuNic", "gdr_decision", "gdr_level", "gpu_nics", "gpu_on_c2c",
            "nccl_path_type"]
 
-NCCL_PATH_TYPES: tuple[str, ...] = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
-"""NCCL's path types, closest first (src/graph/topo.cc ``topoPathTypeStr`` since 2.28.3; 2.27 had PXN before P2C)."""
+NCCL_PATH_TYPES: tuple[str, ...] = PATH_LEVELS
+"""NCCL's path types a GDR level names, closest first (:data:`collscope.vocab.nccl.PATH_LEVELS`)."""
 _LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # paths.cc levelsOldToNew
 _DEFAULT_LEVEL = "PXB"  # paths.cc ncclTopoCheckGdr: netGdrLevel = PATH_PXB
 _SMI_TO_NCCL = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}

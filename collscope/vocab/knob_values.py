@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from collscope.errors import ConfigError
 from collscope.units import parse_size
-from collscope.vocab.nccl import SelectionError, format_selection, parse_selection
+from collscope.vocab.nccl import PATH_LEVELS, SelectionError, format_selection, parse_selection
 from collscope.vocab.ompi import OMPI_VERSION, ompi_algorithm_id, ompi_algorithm_name
 
 __all__ = [
@@ -57,9 +57,6 @@ def selection(vocabulary: tuple[str, ...], env: str) -> Callable[[str], str]:
         except SelectionError as exc:
             raise InvalidValue(exc.problem) from None
     return check
-
-
-PATH_LEVELS = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
 
 
 def path_level(text: str) -> str:

@@ -17,8 +17,8 @@ from collscope.errors import ConfigError
 from collscope.vocab.ops import OP_TABLE, OPS
 
 __all__ = [
-    "ALGORITHMS", "PROTOCOLS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry", "SelectionError",
-    "parse_selection", "format_selection", "enabled", "listed", "pair_runs", "per_function_syntax",
+    "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
+    "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "pair_runs", "per_function_syntax",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -26,6 +26,12 @@ ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", 
 choice go to the lower index, and logs print the index where they do not print the name."""
 PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
 """NCCL's protocols in index order (``ncclProtoStr``)."""
+PATH_TYPES: tuple[str, ...] = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS")
+"""NCCL's path types, closest first, as its rules compare them with ``<=`` (``src/include/graph.h`` of 2.30.7 and
+``topoPathTypeStr`` since 2.28.3: P2C 6 before PXN 7; 2.27 numbered PXN 6 before P2C 7; 2.19-2.26 had neither C2C
+nor P2C, and their other types keep this order)."""
+PATH_LEVELS: tuple[str, ...] = PATH_TYPES[:PATH_TYPES.index("SYS") + 1]
+"""The path types a level variable names (``NCCL_NET_GDR_LEVEL``, ``NCCL_P2P_LEVEL``): LOC .. SYS."""
 FUNCTIONS: tuple[str, ...] = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 """NCCL's collective functions that NCCL_ALGO/NCCL_PROTO can select for (``ncclFuncStr``)."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from collscope.vocab.nccl import ALGORITHMS as ALGOS
+from collscope.vocab.nccl import PATH_TYPES
 from collscope.vocab.nccl import PROTOCOLS as PROTOS
 
 __all__ = [
@@ -43,9 +44,7 @@ VERSIONS: tuple[str, ...] = ("2.30", "2.19")
 # ALGOS and PROTOS (nccl-facts 1.1, index order) are the vocabulary's ALGORITHMS and PROTOCOLS.
 HW: tuple[str, ...] = ("NVLINK", "PCI", "NET")
 
-# NCCL path types in order (src/graph/topo.h: LOC 0, NVL 1, NVB 2, C2C 3, PIX 4, PXB 5, PXN 6, P2C 7, PHB 8,
-# SYS 9, NET 10, DIS 11); the protocol enable rules compare them with <=.
-PATH_TYPES: tuple[str, ...] = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "P2C", "PHB", "SYS", "NET", "DIS")
+# PATH_TYPES: NCCL's path types in order (the vocabulary's); the protocol enable rules compare them with <=.
 
 Row = tuple[float, float, float]
 """LL / LL128 / Simple."""
