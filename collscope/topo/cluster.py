@@ -103,6 +103,8 @@ class Cluster:
             doc = node_to_json(node)
             doc.pop("graph", None)
             per_node[host] = {k: doc[k] for k in ("gpus", "nics", "nvswitch", "nvlink_domains", "warnings")}
+            if "nvlink_partition" in doc:
+                per_node[host]["nvlink_partition"] = doc["nvlink_partition"]
         return {
             "nodes": list(self.nodes),
             "rail_source": self.rail_source,

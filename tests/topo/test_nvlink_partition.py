@@ -164,8 +164,12 @@ def test_cluster_names_the_tray_outside_the_partition(tmp_path):
     for host in ("tray01", "tray02"):
         _tray(tmp_path, host)
     _tray(tmp_path, "tray03", PENDING)
-    (line,) = [w for w in load_cluster(tmp_path).warnings if "NVLink partition" in w]
+    cluster = load_cluster(tmp_path)
+    (line,) = [w for w in cluster.warnings if "NVLink partition" in w]
     assert line.startswith("tray03 differs from the majority") and "NVLink clique 32766" in line
+    per_node = cluster.to_json()["per_node"]
+    assert per_node["tray01"]["nvlink_partition"] == {"cluster_uuid": CLUSTER_UUID, "clique_id": 32766}
+    assert per_node["tray03"]["nvlink_partition"] is None
 
 
 def test_predict_with_the_captures_of_two_trays(tmp_path):
