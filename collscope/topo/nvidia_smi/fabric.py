@@ -32,13 +32,13 @@ import re
 from dataclasses import dataclass
 
 from collscope.errors import ParseError
+from collscope.topo.nvidia_smi.queries import BUS_ID, NOT_AVAILABLE
 
 __all__ = ["GpuFabric", "looks_like_nvsmi_query", "parse_nvsmi_fabric"]
 
 _ZERO_UUID = re.compile(r"0{8}-0{4}-0{4}-0{4}-0{12}")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
-_NOT_AVAILABLE = re.compile(r"\[?(?:N/A|Not Supported|Unknown Error|Insufficient Permissions)\]?", re.I)
-_GPU_HEADER = re.compile(r"GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
+_GPU_HEADER = re.compile(rf"GPU ({BUS_ID.pattern})")
 _KEY_VALUE = re.compile(r"(\S[^:]*?)\s*:\s*(.*?)\s*")
 _SNIFF_LOG = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
 _SNIFF_BLOCK = re.compile(r"^([ \t]*)Fabric[ \t]*\n\1[ \t]+State[ \t]+:", re.MULTILINE)
@@ -164,7 +164,7 @@ def _fabric(pairs: dict[str, tuple[int, str]], gpu: str | None, product: str | N
 
     def value(key: str) -> str | None:
         found = pairs.get(key)
-        return None if found is None or not found[1] or _NOT_AVAILABLE.fullmatch(found[1]) else found[1]
+        return None if found is None or not found[1] or NOT_AVAILABLE.fullmatch(found[1]) else found[1]
 
     clique: int | None = None
     raw = value("CliqueId")

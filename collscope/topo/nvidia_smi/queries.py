@@ -34,11 +34,11 @@ __all__ = [
 GPU_QUERY_FIELDS = ("index", "name", "pci.bus_id", "pcie.link.gen.max", "pcie.link.width.max")
 """The ``--query-gpu`` fields :func:`parse_gpu_query_csv` reads, in the order a ``noheader`` run prints."""
 
-_NOT_AVAILABLE = re.compile(r"\[?(?:N/A|Not Supported|Unknown Error|Insufficient Permissions)\]?", re.I)
-_BUS_ID = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
+NOT_AVAILABLE = re.compile(r"\[?(?:N/A|Not Supported|Unknown Error|Insufficient Permissions)\]?", re.I)
+BUS_ID = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _UINT = re.compile(r"[0-9]+")
 _UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
-_CSV_ROW = re.compile(rf"[ \t]*[0-9]+[ \t]*,[^,\n]*,[ \t]*{_BUS_ID.pattern}[ \t]*(?:,|$)")
+_CSV_ROW = re.compile(rf"[ \t]*[0-9]+[ \t]*,[^,\n]*,[ \t]*{BUS_ID.pattern}[ \t]*(?:,|$)")
 _NVLINK_GPU = re.compile(r"GPU\s+([0-9]+)\s*:\s*(.*)")
 _NVLINK_LINK = re.compile(r"Link\s+([0-9]+)\s*:\s*(.*?)")
 _NVLINK_SPEED = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*GB/s")
@@ -129,9 +129,9 @@ def _gpu_row(names: list[str], lineno: int, line: str, source: str) -> GpuInfo:
     index, name, bus_id = values["index"], values["name"], values["pci.bus_id"]
     if not _UINT.fullmatch(index):
         raise ParseError(source, lineno, "a GPU index (0, 1, ...)", index)
-    if not name or _NOT_AVAILABLE.fullmatch(name):
+    if not name or NOT_AVAILABLE.fullmatch(name):
         raise ParseError(source, lineno, "a GPU name", name)
-    if not _BUS_ID.fullmatch(bus_id):
+    if not BUS_ID.fullmatch(bus_id):
         raise ParseError(source, lineno, "a PCI bus id like 00000000:18:00.0", bus_id)
     return GpuInfo(
         index=int(index),
@@ -144,7 +144,7 @@ def _gpu_row(names: list[str], lineno: int, line: str, source: str) -> GpuInfo:
 
 def _optional_uint(values: dict[str, str], what: str, lineno: int, source: str) -> int | None:
     value = values.get(what)
-    if value is None or _NOT_AVAILABLE.fullmatch(value):
+    if value is None or NOT_AVAILABLE.fullmatch(value):
         return None
     if not _UINT.fullmatch(value):
         raise ParseError(source, lineno, f"an integer or [N/A] for {what}", value)
