@@ -182,3 +182,13 @@ def test_predict_with_the_captures_of_two_trays(tmp_path):
     assert params["nvl_domain"] == 8 and "nvidia-smi -q Fabric" in params["source"]
     shown = CliRunner().invoke(main, ["topo", "show", "--from", str(tmp_path / "tray01")])
     assert "NVLink fabric: 4 of 4 GPUs registered, all in NVLink clique 32766" in shown.output
+
+
+def test_a_gpu_without_fabric_prints_na_and_gets_no_warning():
+    """PCIe cards and older drivers print only State and Status, both N/A."""
+    text = ("GPU 00000000:3B:00.0\n    Product Name                          : NVIDIA H100 PCIe\n    Fabric\n"
+            "        State                             : N/A\n        Status                            : N/A\n"
+            "    Processes                             : None\n")
+    (block,) = parse_nvsmi_fabric(text, "pcie.txt")
+    assert (block.state, block.status, block.clique_id, block.registered) == ("N/A", None, None, False)
+    assert fabric_warnings([block], "NVIDIA H100 PCIe") == []
