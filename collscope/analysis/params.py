@@ -330,4 +330,5 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nvswitch=(node_for_gpus.has_nvswitch if node_for_gpus is not None
                   else gen is not None and gen.nvlink_links > 0 and gen.nvlink_fabric == "nvswitch"),
         pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources), caveats=tuple(caveats),
+        nvl_domain_source=partition_source,
     )

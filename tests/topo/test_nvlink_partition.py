@@ -192,3 +192,20 @@ def test_a_gpu_without_fabric_prints_na_and_gets_no_warning():
     (block,) = parse_nvsmi_fabric(text, "pcie.txt")
     assert (block.state, block.status, block.clique_id, block.registered) == ("N/A", None, None, False)
     assert fabric_warnings([block], "NVIDIA H100 PCIe") == []
+
+
+def test_analyze_takes_the_domain_from_the_captures_and_says_so(tmp_path):
+    """A 72-rank NVL72 run (only the last rank line kept) with the captures of its 18 trays: judged against one
+    72-GPU NVLink domain, with a note naming where that came from; the records alone leave it unknown."""
+    for k in range(1, 19):
+        _tray(tmp_path / "rack", f"tray{k:02d}")
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / \
+        "all_reduce_perf-v2.19.6-gb200-nvl72-72r-last-rank-line-only.txt"
+    result = CliRunner().invoke(main, ["analyze", str(run), "--topo", str(tmp_path / "rack"), "--nnodes", "18",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    (note,) = [n for n in doc["notes"] if n.startswith("nvl_domain for 72 ranks on 18 node(s)")]
+    assert "18 captured nodes" in note and "NVLink clique 32766" in note
+    (used,) = doc["params"].values()
+    assert (used["nvl_domain"], used["ndomains"]) == (72, 1)
