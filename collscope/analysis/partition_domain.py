@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collscope.topo.cluster import Cluster, hosts_text
 from collscope.topo.model import NodeTopology
-from collscope.topo.nvlink_partition import cluster_partitions, node_partition
+from collscope.topo.nvlink_partition import node_partition
 
 __all__ = ["partition_domain"]
 
@@ -27,8 +27,7 @@ def partition_domain(topology: NodeTopology | Cluster | None, *, nranks: int, nn
         return None, "", ""
     ppn = nranks // nnodes
     if isinstance(topology, Cluster):
-        by_host = {host: node.extras.get("gpu_fabric", ()) for host, node in topology.nodes.items()}
-        partitions = cluster_partitions(by_host)
+        partitions = topology.nvlink_partitions()
         shared = {p: hosts for p, hosts in partitions.items() if len(hosts) > 1}
         if not shared:
             lone = next(iter(partitions.items()), None)

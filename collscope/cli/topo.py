@@ -10,7 +10,7 @@ import click
 from collscope.cli.options import check_output_file, gpu_option
 from collscope.files import check_output_dir
 from collscope.topo.capture import collect_to_dir
-from collscope.topo.cluster import load_cluster
+from collscope.topo.cluster import hosts_text, load_cluster
 from collscope.topo.draw import draw_png, write_dot, write_graphml
 from collscope.topo.load import load_node
 from collscope.topo.render import node_summary_text, node_to_json
@@ -119,6 +119,12 @@ def cluster(directory: Path, gpu: str | None, as_json: bool) -> None:
         members = ", ".join(f"{h}:{n}" for h, n in rail.members)
         where = f" [{rail.switch}]" if rail.switch else ""
         click.echo(f"  rail {rail.index}{where}: {members}")
+    partitions = result.nvlink_partitions()
+    if partitions:
+        click.echo(f"NVLink partitions (nvidia-smi -q Fabric): {len(partitions)}")
+        for partition, hosts in partitions.items():
+            gpus = sum(len(result.nodes[h].gpus) for h in hosts)
+            click.echo(f"  {partition.text}: {gpus} GPUs on {hosts_text(hosts, list(result.nodes))}")
     click.echo(f"warnings: {len(result.warnings)}")
     for w in result.warnings:
         click.echo(f"  - {w}")

@@ -21,7 +21,7 @@ from collscope.topo.infiniband.fabric import IbFabric, parse_ibnetdiscover
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.node import build_node
-from collscope.topo.nvlink_partition import node_partition
+from collscope.topo.nvlink_partition import NvlinkPartition, cluster_partitions, node_partition
 
 __all__ = ["Rail", "Cluster", "CaptureNote", "load_cluster", "build_cluster", "hosts_text"]
 
@@ -95,6 +95,11 @@ class Cluster:
         found = {h for note in self.notes if note.text.startswith(f"{tool} ") for h in note.hosts}
         return tuple(h for h in self.nodes if h in found)
 
+    def nvlink_partitions(self) -> dict[NvlinkPartition, list[str]]:
+        """The nodes whose GPUs are all in one NVLink partition, by partition (``nvidia-smi -q`` Fabric blocks;
+        :func:`~collscope.topo.nvlink_partition.cluster_partitions`)."""
+        return cluster_partitions({host: node.extras.get("gpu_fabric", ()) for host, node in self.nodes.items()})
+
     def to_json(self) -> dict[str, Any]:
         from collscope.topo.render import node_to_json
 
@@ -111,6 +116,9 @@ class Cluster:
             "rails": [{"index": r.index, "switch": r.switch, "members": [list(m) for m in r.members]}
                       for r in self.rails],
             "nic_gpu_ratio": {h: _ratio(n) for h, n in self.nodes.items()},
+            "nvlink_partitions": [{"cluster_uuid": p.cluster_uuid, "clique_id": p.clique_id, "hosts": hosts,
+                                   "gpus": sum(len(self.nodes[h].gpus) for h in hosts)}
+                                  for p, hosts in self.nvlink_partitions().items()],
             "warnings": self.warnings,
             "notes": [note.to_json() for note in self.notes],
             "per_node": per_node,

@@ -167,9 +167,13 @@ def test_cluster_names_the_tray_outside_the_partition(tmp_path):
     cluster = load_cluster(tmp_path)
     (line,) = [w for w in cluster.warnings if "NVLink partition" in w]
     assert line.startswith("tray03 differs from the majority") and "NVLink clique 32766" in line
-    per_node = cluster.to_json()["per_node"]
-    assert per_node["tray01"]["nvlink_partition"] == {"cluster_uuid": CLUSTER_UUID, "clique_id": 32766}
-    assert per_node["tray03"]["nvlink_partition"] is None
+    doc = cluster.to_json()
+    assert doc["per_node"]["tray01"]["nvlink_partition"] == {"cluster_uuid": CLUSTER_UUID, "clique_id": 32766}
+    assert doc["per_node"]["tray03"]["nvlink_partition"] is None
+    assert doc["nvlink_partitions"] == [{"cluster_uuid": CLUSTER_UUID, "clique_id": 32766,
+                                         "hosts": ["tray01", "tray02"], "gpus": 8}]
+    shown = CliRunner().invoke(main, ["topo", "cluster", str(tmp_path)]).output
+    assert f"NVLink clique 32766 of cluster {CLUSTER_UUID}: 8 GPUs on tray01, tray02" in shown
 
 
 def test_predict_with_the_captures_of_two_trays(tmp_path):
