@@ -128,3 +128,25 @@ def test_traces_naming_two_nccl_releases_say_so(tmp_path):
     assert ("the traces name 2 NCCL versions (2.21.5, 2.32.6): the ranks of one job should run one NCCL release"
             in warnings)
     assert any("pipeline-based" in w for w in warnings)  # what is said of 2.32 is said of its rank
+
+
+def test_the_nvlink_domain_from_the_captures_is_said(tmp_path):
+    """Traces of 2 ranks on 2 GB200 trays whose `nvidia-smi -q` put them in one NVLink partition: the model joins
+    them over NVLink, and the warnings say the domain came from the captures (the traces do not give it)."""
+    import shutil
+    from pathlib import Path
+
+    smi = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
+    for host in ("tray01", "tray02"):
+        node = tmp_path / "topo" / host
+        node.mkdir(parents=True)
+        shutil.copy(smi / "q-gb200-tray-registered-clique32766.txt", node / "nvidia-smi-q.txt")
+        shutil.copy(smi / "query-gpu-gb200-tray-x4.csv", node / "nvidia-smi-query-gpu.csv")
+        shutil.copy(smi / "topo-tab-gb200-tray-4gpu-nv18-nics-at-node-gpu-numa-id.txt", node / "nvidia-smi-topo.txt")
+        (node / "meta.json").write_text(json.dumps({"host": host}))
+    for r in (0, 1):
+        fx.write(tmp_path / "traces" / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
+    res = _run(str(tmp_path / "traces"), "--topo", str(tmp_path / "topo"), "--nnodes", "2", "--json")
+    assert res.exit_code == 0, res.output
+    (said,) = [w for w in json.loads(res.output)["warnings"] if w.startswith("nvl_domain for 2 ranks on 2 node(s)")]
+    assert "2 captured nodes" in said and "NVLink clique 32766" in said
