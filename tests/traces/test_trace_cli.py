@@ -144,6 +144,7 @@ def test_the_nvlink_domain_from_the_captures_is_said(tmp_path):
         shutil.copy(smi / "query-gpu-gb200-tray-x4.csv", node / "nvidia-smi-query-gpu.csv")
         shutil.copy(smi / "topo-tab-gb200-tray-4gpu-nv18-nics-at-node-gpu-numa-id.txt", node / "nvidia-smi-topo.txt")
         (node / "meta.json").write_text(json.dumps({"host": host}))
+    (tmp_path / "traces").mkdir()
     for r in (0, 1):
         fx.write(tmp_path / "traces" / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
     res = _run(str(tmp_path / "traces"), "--topo", str(tmp_path / "topo"), "--nnodes", "2", "--json")
