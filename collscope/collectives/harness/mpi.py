@@ -11,7 +11,10 @@ wrong count to rank 0.
 
 A persistent worker (:mod:`collscope.collectives.harness.worker`) passes the same pool and the job's hosts to
 every point, so points of the same sizes reuse their buffers (zeroed again, never re-allocated and faulted in)
-and the hosts are gathered once per launch; a single ``collscope bench`` run gets a pool of its own.
+and the hosts are gathered once per launch; a single ``collscope bench`` run gets a pool of its own. Either way
+every size of a point runs on a prefix of buffers sized for the point's largest size (:meth:`BufferPool.reserve`):
+the memory a size runs on then does not depend on what ran before it, which changed the page backing and with it
+the time (huge pages for numpy arrays of 4 MiB and more).
 
 MPI calls: all_reduce ``Allreduce``, all_gather ``Allgather``, reduce_scatter ``Reduce_scatter_block``,
 alltoall ``Alltoall``, broadcast ``Bcast`` (in place by nature); ``in_place`` passes ``MPI.IN_PLACE``.
@@ -165,6 +168,27 @@ class BufferPool:
         view.fill(0)
         return view
 
+    def reserve(self, role: str, n: int, dtype: str) -> None:
+        """Hold exactly ``n`` elements for ``role``: the array every size of a point takes a prefix of, as large as
+        the point's largest size whatever ran before, so its memory is what a launch of that point alone gets. The
+        page backing depends on it: numpy asks the kernel for transparent huge pages on arrays of 4 MiB and more
+        (``NUMPY_MADVISE_HUGEPAGE``), and Open MPI's basic linear all_reduce at 1 MiB on 2 ranks ran 1.4-1.5x
+        faster on a prefix of a 16 MiB array than on a 1 MiB array of its own on this project's machines."""
+        arr = self._arrays.get((role, dtype))
+        if arr is None or arr.size != n:
+            self._arrays.pop((role, dtype), None)  # free the other one first
+            arr = np.empty(n, dtype=_NUMPY_DTYPES[dtype])
+            arr.fill(0)  # every page touched before anything is timed
+            self._arrays[(role, dtype)] = arr
+
+
+def buffer_elements(spec: BenchSpec, count: int, nranks: int) -> tuple[int | None, int]:
+    """Elements of the send buffer (``None``: in place, no send buffer) and of the receive buffer of one size."""
+    n_send, n_recv = elements_per_rank(spec.op, count, nranks)
+    if spec.in_place and spec.op in ("reduce_scatter",):
+        n_recv = count * nranks  # the input lives in the receive buffer, the result in its first block
+    return (None if spec.in_place or spec.op == "broadcast" else n_send), n_recv
+
 
 class _Buffers:
     """Send/receive buffers of one size (from the pool) and the bound call that uses them."""
@@ -173,10 +197,8 @@ class _Buffers:
         self.spec, self.count, self.nranks, self.rank = spec, count, nranks, comm.Get_rank()
         self._pool = pool
         op = spec.op
-        n_send, n_recv = elements_per_rank(op, count, nranks)
-        if spec.in_place and op in ("reduce_scatter",):
-            n_recv = count * nranks  # the input lives in the receive buffer, the result in its first block
-        self.send = None if spec.in_place or op == "broadcast" else self._alloc("send", n_send)
+        n_send, n_recv = buffer_elements(spec, count, nranks)
+        self.send = None if n_send is None else self._alloc("send", n_send)
         self.recv = self._alloc("recv", n_recv)
         send = mpi.IN_PLACE if self.send is None else self._message(mpi, self.send)
         recv = self._message(mpi, self.recv)
@@ -307,6 +329,12 @@ def run_mpi_bench(spec: BenchSpec, comm: _MPI.Comm | None = None, *, on_record: 
     records: list[Measurement] = []
     if rank == 0:
         log.info("mpi bench %s: %d sizes on %d ranks (%s)", spec.op, len(sizes), nranks, version)
+    if sizes and spec.device != "cuda":  # host buffers: the largest size's, whatever ran before (BufferPool.reserve)
+        largest = max(call_count(spec.op, s, elem_size=spec.elem_size, nranks=nranks) for s in sizes)
+        n_send, n_recv = buffer_elements(spec, largest, nranks)
+        if n_send is not None:
+            pool.reserve("send", n_send, spec.dtype)
+        pool.reserve("recv", n_recv, spec.dtype)
     for size in sizes:
         count = call_count(spec.op, size, elem_size=spec.elem_size, nranks=nranks)
         bufs = _Buffers(spec, mpi, comm, count, nranks, pool)

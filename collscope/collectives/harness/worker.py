@@ -15,8 +15,10 @@ Per point, every rank:
 4. frees the communicator.
 
 What does not change between points is done once per launch: the hosts are gathered at start, and the
-buffers come from one :class:`~collscope.collectives.harness.mpi.BufferPool` (zeroed again for every size,
-never allocated and faulted in again), so the time between collectives is the check pass and the records.
+buffers come from one :class:`~collscope.collectives.harness.mpi.BufferPool`, sized for each point's largest size
+as a launch of that point alone would size them and kept while the next point's largest size is the same (zeroed
+again for every size, not allocated and faulted in again), so the time between collectives is the check pass and
+the records.
 
 Rank 0 waits for the next control line at most ``--idle-timeout`` seconds (default: the larger of the rank
 timeout and 60 s; a runner that keeps a job for several rounds of an adaptive sweep gives more) and then
