@@ -58,6 +58,8 @@ def test_excerpt_blocks_name_no_gpu_and_keep_their_lines():
     assert [b.line for b in blocks] == [1, 9, 17, 25]
     assert [b.bandwidth for b in blocks] == ["Full", "Degraded", "Full", "Full"]
     assert detect_format(EXCERPT.read_text()) == "nvidia-smi-q"
+    pasted = EXCERPT.read_text().replace("\n", "\r\n")  # copied from a Windows terminal
+    assert detect_format(pasted) == "nvidia-smi-q" and parse_nvsmi_fabric(pasted, "crlf.txt") == blocks
     (warning,) = fabric_warnings(blocks)
     assert "1 of 4 GPUs" in warning and "line 9" in warning and "Bandwidth Degraded" in warning
 

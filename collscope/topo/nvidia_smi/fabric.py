@@ -41,7 +41,7 @@ _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}
 _GPU_HEADER = re.compile(rf"GPU ({BUS_ID.pattern})")
 _KEY_VALUE = re.compile(r"(\S[^:]*?)\s*:\s*(.*?)\s*")
 _SNIFF_LOG = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
-_SNIFF_BLOCK = re.compile(r"^([ \t]*)Fabric[ \t]*\n\1[ \t]+State[ \t]+:", re.MULTILINE)
+_SNIFF_BLOCK = re.compile(r"^([ \t]*)Fabric[ \t]*\r?\n\1[ \t]+State[ \t]+:", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
