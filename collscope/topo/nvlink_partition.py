@@ -81,11 +81,11 @@ def fabric_warnings(fabric: Sequence[GpuFabric], gpu_model: str | None = None) -
             out.append("GPUs of this node are in different NVLink partitions (" + "; ".join(
                 f"{NvlinkPartition(*c).text}: {_where([f for f in fabric if f.clique == c])}" for c in cliques)
                 + "): NCCL's MNNVL domain is one partition, so a job across them joins them over the network")
-    degraded = [f for f in fabric if (f.bandwidth not in (None, "Full")) or f.health_summary == "Unhealthy"]
+    degraded = [f for f in fabric if f.health_problems or f.health_summary in ("Unhealthy", "Limited Capacity")]
     if degraded:
         shown = degraded[0]
-        health = ", ".join(x for x in (f"Bandwidth {shown.bandwidth}" if shown.bandwidth else "",
-                                       f"Summary {shown.health_summary}" if shown.health_summary else "") if x)
+        health = "; ".join((*shown.health_problems,
+                            *([f"Summary: {shown.health_summary}"] if shown.health_summary else [])))
         out.append(f"NVLink fabric health on {len(degraded)} of {len(fabric)} GPUs ({_where(degraded)}: {health}): "
                    "NVLink traffic of these GPUs may run below the rate the models assume, or fail")
     return out

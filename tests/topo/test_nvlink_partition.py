@@ -50,6 +50,24 @@ def test_whole_q_output_one_block_per_gpu_with_its_bus_id_and_product():
     assert (blocks[0].health_summary, blocks[0].bandwidth) == ("Healthy", "Full")
     assert node_partition(blocks) == NvlinkPartition(CLUSTER_UUID, 32766)
     assert detect_format(TRAY.read_text()) == "nvidia-smi-q"
+    assert fabric_warnings(blocks) == [] and blocks[0].health_problems == ()
+
+
+def test_health_rows_that_report_a_problem_are_named():
+    """NVML's fabric health mask as `-q` prints it (Route Unhealthy True, Incorrect Configuration other than None,
+    Summary Limited Capacity for degraded bandwidth alone)."""
+    text = TRAY.read_text()
+    text = text.replace("Route Unhealthy               : False", "Route Unhealthy               : True", 1)
+    text = text.replace("Incorrect Configuration       : None", "Incorrect Configuration       : No Partition", 1)
+    blocks = parse_nvsmi_fabric(text, "tray.txt")
+    assert blocks[0].health_problems == ("Route Unhealthy: True", "Incorrect Configuration: No Partition")
+    assert blocks[1].health_problems == ()
+    (warning,) = fabric_warnings(blocks)
+    assert "1 of 4 GPUs (GPU 00000008:01:00.0: Route Unhealthy: True; Incorrect Configuration: No Partition" in warning
+    limited = parse_nvsmi_fabric(TRAY.read_text().replace("Summary                       : Healthy",
+                                                            "Summary                       : Limited Capacity", 1),
+                                 "tray.txt")
+    assert "Summary: Limited Capacity" in fabric_warnings(limited)[0]
 
 
 def test_excerpt_blocks_name_no_gpu_and_keep_their_lines():
@@ -61,7 +79,7 @@ def test_excerpt_blocks_name_no_gpu_and_keep_their_lines():
     pasted = EXCERPT.read_text().replace("\n", "\r\n")  # copied from a Windows terminal
     assert detect_format(pasted) == "nvidia-smi-q" and parse_nvsmi_fabric(pasted, "crlf.txt") == blocks
     (warning,) = fabric_warnings(blocks)
-    assert "1 of 4 GPUs" in warning and "line 9" in warning and "Bandwidth Degraded" in warning
+    assert "1 of 4 GPUs" in warning and "line 9" in warning and "Bandwidth: Degraded" in warning
 
 
 def test_registration_pending_is_warned_with_what_it_does():

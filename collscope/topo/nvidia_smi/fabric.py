@@ -40,6 +40,10 @@ _ZERO_UUID = re.compile(r"0{8}-0{4}-0{4}-0{4}-0{12}")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 _GPU_HEADER = re.compile(rf"GPU ({BUS_ID.pattern})")
 _KEY_VALUE = re.compile(r"(\S[^:]*?)\s*:\s*(.*?)\s*")
+_HEALTHY = frozenset({"full", "false", "none", "healthy"})
+"""Health row values that report no problem (``Bandwidth: Full``, ``Route Unhealthy: False``, ``Incorrect
+Configuration: None``); any other value that is not N/A is a problem (NVML's fabric health mask: degraded bandwidth,
+route recovery, route unhealthy, access timeout recovery, incorrect configuration)."""
 _SNIFF_LOG = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
 _SNIFF_BLOCK = re.compile(r"^([ \t]*)Fabric[ \t]*\r?\n\1[ \t]+State[ \t]+:", re.MULTILINE)
 
@@ -62,6 +66,9 @@ class GpuFabric:
     """``Healthy`` / ``Unhealthy`` ... where the driver prints a summary."""
     bandwidth: str | None
     """``Full`` or ``Degraded`` ... (Health / Bandwidth)."""
+    health_problems: tuple[str, ...]
+    """The Health rows that report a problem, as printed (``Bandwidth: Degraded``, ``Route Unhealthy: True``,
+    ``Incorrect Configuration: No Partition``); the Summary row is :attr:`health_summary`."""
     line: int
     """1-based line of the ``Fabric`` header."""
 
@@ -176,6 +183,9 @@ def _fabric(pairs: dict[str, tuple[int, str]], gpu: str | None, product: str | N
     if uuid is not None and not _UUID.fullmatch(uuid):
         raise ParseError(source, pairs["ClusterUUID"][0], "a ClusterUUID like 9c6f5af3-53bf-49b5-a436-b66766c413c3 "
                          "or N/A", uuid)
+    problems = tuple(f"{key.split('/', 1)[1]}: {found}" for key in pairs
+                     if key.startswith("Health/") and key != "Health/Summary"
+                     and (found := value(key)) is not None and found.lower() not in _HEALTHY)
     return GpuFabric(gpu_bus_id=gpu, product=product, state=pairs["State"][1] or "N/A", status=value("Status"),
                      clique_id=clique, cluster_uuid=uuid, health_summary=value("Health/Summary"),
-                     bandwidth=value("Health/Bandwidth"), line=header_line)
+                     bandwidth=value("Health/Bandwidth"), health_problems=problems, line=header_line)
