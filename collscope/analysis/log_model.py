@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.nccl_model.choice import nccl_choice
-from collscope.analysis.nccl_model.constants import ll128_off_note, model_version_for, release_tables
+from collscope.analysis.nccl_model.constants import (
+    PROTOS_WITHOUT_LL128,
+    ll128_off_note,
+    model_version_for,
+    release_tables,
+)
 from collscope.analysis.nccl_model.model import nccl_time_us
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -126,7 +131,7 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
         func = OP_FUNC[op]
         protos = _allowed(log, func, "NCCL_PROTO", PROTOCOLS, notes)
         if ll128_off is not None:  # NCCL_PROTO unset: the release's default enable
-            protos = tuple(p for p in PROTOCOLS if p != "LL128")
+            protos = PROTOS_WITHOUT_LL128
         pick = nccl_choice(inputs, op, size, version=version,
                            algos=_allowed(log, func, "NCCL_ALGO", ALGORITHMS, notes), protos=protos)
         out.append(ChoiceVsModel(choice=choice, model_time_us=time_us, model_pick=f"{pick.algo}/{pick.proto}"))

@@ -57,9 +57,6 @@ class LinkParams:
     pcie_gen: int | None = None
     source: str = ""
     """Where each number came from, ``" | "``-separated."""
-    nvl_domain_source: str = ""
-    """Where ``nvl_domain`` came from when the caller did not give it (the topology's NVLink partitions,
-    :mod:`collscope.analysis.partition_domain`); empty otherwise."""
     caveats: tuple[str, ...] = ()
     """What a user should check in these parameters, printed among the models' notes: what they assume that the
     input did not say, and where a value came from when no option gave it."""

@@ -307,10 +307,13 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         sources.append(f"gamma {gamma_gbps:g} GB/s: given")
 
     caveats: list[str] = [partition_caveat] if partition_caveat else []
+    if partition_source:  # a value no option gave: said with the models' notes (analyze, trace), not only in source
+        caveats.append(f"nvl_domain for {nranks} ranks on {nnodes} node(s), which neither the input nor "
+                       f"--nvl-domain gives: {partition_source}")
     if nic_note and ndomains > 1:
         caveats.append(nic_note)
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
-    fabric_captured = node is not None and bool(node.extras.get("gpu_fabric"))
+    fabric_captured = node is not None and bool(node.gpu_fabric)
     if gen is not None and racks and nvl_domain is None and ndomains > 1 and not fabric_captured:
         shapes = ", ".join(f"{s.name}: up to {s.nvl_domain} GPUs" for s in racks)
         unsaid = " (the captures hold no `nvidia-smi -q`, whose Fabric blocks say it)" if node is not None else ""
@@ -330,5 +333,4 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nvswitch=(node_for_gpus.has_nvswitch if node_for_gpus is not None
                   else gen is not None and gen.nvlink_links > 0 and gen.nvlink_fabric == "nvswitch"),
         pcie_gen=int(pcie_gen) if pcie_gen else None, source=" | ".join(sources), caveats=tuple(caveats),
-        nvl_domain_source=partition_source,
     )

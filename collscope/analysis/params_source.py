@@ -63,9 +63,6 @@ def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gp
             raise ConfigError(f"its records ({host}) ran on the hosts' CPUs, no GPU named, and the link parameters "
                               f"are GPU {params.gpu}'s (--topo or --gpu); pass --alpha-us A --bw-gbps B for the "
                               "hosts' network")
-        if params.nvl_domain_source:  # the records' geometry did not say it; the --topo captures did
-            params = replace(params, caveats=(f"nvl_domain for {nranks} ranks on {nnodes} node(s), which the records "
-                                              f"do not give: {params.nvl_domain_source}", *params.caveats))
         if from_records:
             return replace(params, caveats=(f"GPU {name} for {nranks} ranks on {nnodes} node(s): {why}",
                                             *params.caveats))

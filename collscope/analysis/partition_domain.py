@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collscope.topo.cluster import Cluster, hosts_text
 from collscope.topo.model import NodeTopology
-from collscope.topo.nvlink_partition import node_partition
 
 __all__ = ["partition_domain"]
 
@@ -43,7 +42,7 @@ def partition_domain(topology: NodeTopology | Cluster | None, *, nranks: int, nn
             source += (f"; the captures hold {len(others)} more partition(s) ({', '.join(p.text for p in others)}), "
                        "the largest one is taken")
         return domain, source, ""
-    own = node_partition(topology.extras.get("gpu_fabric", ()))
+    own = topology.nvlink_partition()
     return (None, "", "") if own is None else (None, "", _one_node_caveat(topology.host, own.text, nnodes))
 
 

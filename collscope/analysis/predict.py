@@ -33,7 +33,7 @@ from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.choice import nccl_choice
-from collscope.analysis.nccl_model.constants import ll128_off_note, release_tables
+from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_off_note, release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclChoice, nccl_predictions
@@ -45,7 +45,6 @@ from collscope.topo.cluster import Cluster
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.units import format_size
-from collscope.vocab.nccl import PROTOCOLS
 from collscope.vocab.ops import OPS, op_facts
 
 __all__ = ["predict", "PredictResult", "load_topology", "DEFAULT_SIZES", "render_predict_text"]
@@ -156,7 +155,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         allowed = (list(algos) if algos is not None else None, list(protos) if protos is not None else None)
         ll128_off = ll128_off_note(release, inputs.sm) if protos is None else None
         if ll128_off is not None:
-            allowed = (allowed[0], [p for p in PROTOCOLS if p != "LL128"])
+            allowed = (allowed[0], list(PROTOS_WITHOUT_LL128))
             notes.append(ll128_off)
         choices = [held_to_bound(op, nccl_choice(inputs, op, s, version=version, algos=allowed[0],
                                                  protos=allowed[1]), params, inputs, version=version)

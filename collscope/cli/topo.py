@@ -123,8 +123,8 @@ def cluster(directory: Path, gpu: str | None, as_json: bool) -> None:
     if partitions:
         click.echo(f"NVLink partitions (nvidia-smi -q Fabric): {len(partitions)}")
         for partition, hosts in partitions.items():
-            gpus = sum(len(result.nodes[h].gpus) for h in hosts)
-            click.echo(f"  {partition.text}: {gpus} GPUs on {hosts_text(hosts, list(result.nodes))}")
+            click.echo(f"  {partition.text}: {result.partition_gpus(hosts)} GPUs on "
+                       f"{hosts_text(hosts, list(result.nodes))}")
     click.echo(f"warnings: {len(result.warnings)}")
     for w in result.warnings:
         click.echo(f"  - {w}")

@@ -59,10 +59,7 @@ def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cauti
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
-        domain = (f"nvl_domain for {nranks} ranks on {nnodes} node(s), which the traces do not give: "
-                  f"{result.params.nvl_domain_source}") if result.params.nvl_domain_source else None
-        cautions.extend(n for n in (*result.params.caveats, *result.defects, *([domain] if domain else []))
-                        if n not in cautions)
+        cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief(),
                                               choice=f"{c.algo}/{c.proto}",

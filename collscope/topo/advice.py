@@ -13,6 +13,7 @@ from collscope.topo.gdr import gpu_nics
 from collscope.topo.infiniband.host import port_transport
 from collscope.topo.naming import natural_key
 from collscope.topo.nic_choice import NicChoice, exclude_hca_value
+from collscope.topo.nvidia_smi.fabric import GpuFabric
 from collscope.topo.nvlink_partition import fabric_warnings
 from collscope.topo.paths import is_nvlink
 
@@ -35,8 +36,8 @@ class TopologyView(Protocol):
         """Name of the bundled sample, when the node is one."""
 
     @property
-    def extras(self) -> dict[str, Any]:
-        """Captures beside the graph (``gpu_fabric``: the GPUs' NVLink fabric registrations)."""
+    def gpu_fabric(self) -> list[GpuFabric]:
+        """The GPUs' NVLink fabric registrations (``nvidia-smi -q``)."""
 
     @property
     def gpus(self) -> list[str]: ...
@@ -69,7 +70,7 @@ def topology_warnings(node: TopologyView) -> list[str]:
     out.extend(_nic_sharing(node, choices))
     out.extend(_nvlink_warnings(node))
     models = [node.graph.nodes[g].get("model") or node.graph.nodes[g].get("generation") for g in node.gpus]
-    out.extend(fabric_warnings(node.extras.get("gpu_fabric", ()), next((m for m in models if m), None)))
+    out.extend(fabric_warnings(node.gpu_fabric, next((m for m in models if m), None)))
     if node.sample:
         out.insert(0, f"this is the bundled sample {node.sample!r}, not a capture of this machine")
     return out

@@ -21,7 +21,7 @@ from collscope.topo.infiniband.fabric import IbFabric, parse_ibnetdiscover
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
 from collscope.topo.node import build_node
-from collscope.topo.nvlink_partition import NvlinkPartition, cluster_partitions, node_partition
+from collscope.topo.nvlink_partition import NvlinkPartition
 
 __all__ = ["Rail", "Cluster", "CaptureNote", "load_cluster", "build_cluster", "hosts_text"]
 
@@ -96,9 +96,18 @@ class Cluster:
         return tuple(h for h in self.nodes if h in found)
 
     def nvlink_partitions(self) -> dict[NvlinkPartition, list[str]]:
-        """The nodes whose GPUs are all in one NVLink partition, by partition (``nvidia-smi -q`` Fabric blocks;
-        :func:`~collscope.topo.nvlink_partition.cluster_partitions`)."""
-        return cluster_partitions({host: node.extras.get("gpu_fabric", ()) for host, node in self.nodes.items()})
+        """The nodes whose GPUs are all in one NVLink partition, by partition (``nvidia-smi -q`` Fabric blocks), hosts
+        in natural order; a node without captured blocks, or whose GPUs are not all in one partition, is in none."""
+        out: dict[NvlinkPartition, list[str]] = {}
+        for host in sorted(self.nodes, key=natural_key):
+            partition = self.nodes[host].nvlink_partition()
+            if partition is not None:
+                out.setdefault(partition, []).append(host)
+        return out
+
+    def partition_gpus(self, hosts: Sequence[str]) -> int:
+        """The GPUs of ``hosts`` (the nodes of one partition)."""
+        return sum(len(self.nodes[h].gpus) for h in hosts)
 
     def to_json(self) -> dict[str, Any]:
         from collscope.topo.render import node_to_json
@@ -117,7 +126,7 @@ class Cluster:
                       for r in self.rails],
             "nic_gpu_ratio": {h: _ratio(n) for h, n in self.nodes.items()},
             "nvlink_partitions": [{"cluster_uuid": p.cluster_uuid, "clique_id": p.clique_id, "hosts": hosts,
-                                   "gpus": sum(len(self.nodes[h].gpus) for h in hosts)}
+                                   "gpus": self.partition_gpus(hosts)}
                                   for p, hosts in self.nvlink_partitions().items()],
             "warnings": self.warnings,
             "notes": [note.to_json() for note in self.notes],
@@ -159,10 +168,9 @@ def _signature(node: NodeTopology) -> dict[str, Any]:
 
 def _partition_text(node: NodeTopology) -> str:
     """The node's NVLink partition in words (nvidia-smi -q Fabric), for the comparison between nodes."""
-    fabric = node.extras.get("gpu_fabric")
-    if not fabric:
+    if not node.gpu_fabric:
         return "not captured"
-    partition = node_partition(fabric)
+    partition = node.nvlink_partition()
     return partition.text if partition is not None else "none (GPUs not all registered in one)"
 
 

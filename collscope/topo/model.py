@@ -16,6 +16,8 @@ import pandas as pd
 from collscope.topo.advice import topology_warnings
 from collscope.topo.naming import natural_key
 from collscope.topo.nic_choice import NicChoice, classify_nics
+from collscope.topo.nvidia_smi.fabric import GpuFabric
+from collscope.topo.nvlink_partition import NvlinkPartition, node_partition
 from collscope.topo.paths import is_nvlink, nvlink_count, path_rank
 from collscope.topo.schema import nodes_of_kind
 
@@ -36,8 +38,8 @@ class NodeTopology:
     """Name of the bundled sample when this is not a real capture of a machine."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Captures that describe more than the node's hardware: ``nccl_graphs`` (NCCL_GRAPH_DUMP_FILE,
-    :class:`~collscope.topo.nccl_xml.records.NcclGraphs`) and ``fabric`` (ibnetdiscover/iblinkinfo,
-    :class:`~collscope.topo.infiniband.fabric.IbFabric`)."""
+    :class:`~collscope.topo.nccl_xml.records.NcclGraphs`), ``fabric`` (ibnetdiscover/iblinkinfo,
+    :class:`~collscope.topo.infiniband.fabric.IbFabric`) and ``gpu_fabric`` (:attr:`gpu_fabric`)."""
 
     # ---- inventory -------------------------------------------------------------------------
     @property
@@ -51,6 +53,15 @@ class NodeTopology:
     @property
     def has_nvswitch(self) -> bool:
         return bool(nodes_of_kind(self.graph, "nvswitch"))
+
+    @property
+    def gpu_fabric(self) -> list[GpuFabric]:
+        """Each GPU's NVLink fabric registration (the Fabric blocks of ``nvidia-smi -q``); empty when not captured."""
+        return list(self.extras.get("gpu_fabric", ()))
+
+    def nvlink_partition(self) -> NvlinkPartition | None:
+        """The NVLink partition every GPU of the node is registered in (:func:`~.nvlink_partition.node_partition`)."""
+        return node_partition(self.gpu_fabric)
 
     def _devices(self) -> list[str]:
         return self.gpus + self.nics

@@ -3,20 +3,20 @@
 GPUs registered with the same ClusterUUID and CliqueId (:class:`~collscope.topo.nvidia_smi.fabric.GpuFabric`) are
 one NVLink partition, and NCCL joins the ranks on them as one NVLink domain (MNNVL: its ``cliqueId``, src/mnnvl.cc).
 A node's captures say which partition its GPUs are in, not how many GPUs the partition holds: only the captures of
-every node of the job give the domain, by counting the nodes that share it (:func:`cluster_partitions`).
+every node of the job give the domain, by counting the nodes that share it
+(:meth:`collscope.topo.cluster.Cluster.nvlink_partitions`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collscope.topo.gpus import gpu_generation
-from collscope.topo.naming import natural_key
 from collscope.topo.nvidia_smi.fabric import GpuFabric
 from collscope.topo.systems import SYSTEMS
 
-__all__ = ["NvlinkPartition", "cluster_partitions", "fabric_warnings", "node_partition"]
+__all__ = ["NvlinkPartition", "fabric_warnings", "node_partition"]
 
 _PENDING = ("In Progress", "Not Started")
 
@@ -94,13 +94,3 @@ def fabric_warnings(fabric: Sequence[GpuFabric], gpu_model: str | None = None) -
 def _where(fabric: Sequence[GpuFabric]) -> str:
     return ", ".join(f.where for f in fabric)
 
-
-def cluster_partitions(fabric_by_host: Mapping[str, Sequence[GpuFabric]]) -> dict[NvlinkPartition, list[str]]:
-    """The hosts whose GPUs are all in one partition, by partition (hosts in natural order); hosts without
-    captured fabric blocks, or not all in one partition, are in none."""
-    out: dict[NvlinkPartition, list[str]] = {}
-    for host in sorted(fabric_by_host, key=natural_key):
-        partition = node_partition(fabric_by_host[host])
-        if partition is not None:
-            out.setdefault(partition, []).append(host)
-    return out

@@ -10,7 +10,6 @@ import networkx as nx
 
 from collscope.topo.gdr import GpuNic, gpu_nics
 from collscope.topo.model import NodeTopology
-from collscope.topo.nvlink_partition import node_partition
 
 __all__ = ["node_to_json", "node_summary_text"]
 
@@ -73,11 +72,10 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
         extras["nccl_graphs"] = [_graph_json(gr) for gr in node.extras["nccl_graphs"].graphs]
     if "fabric" in node.extras:
         extras["fabric"] = node.extras["fabric"].to_dict()
-    if node.extras.get("gpu_fabric"):
-        partition = node_partition(node.extras["gpu_fabric"])
-        extras["nvlink_partition"] = None if partition is None else {
-            "cluster_uuid": partition.cluster_uuid, "clique_id": partition.clique_id}
-        extras["gpu_fabric"] = [dataclasses.asdict(f) for f in node.extras["gpu_fabric"]]
+    if node.gpu_fabric:
+        partition = node.nvlink_partition()
+        extras["nvlink_partition"] = None if partition is None else dataclasses.asdict(partition)
+        extras["gpu_fabric"] = [dataclasses.asdict(f) for f in node.gpu_fabric]
     return _clean({
         "host": node.host,
         "sample": node.sample,
@@ -112,9 +110,9 @@ def _extras_text(node: NodeTopology) -> list[str]:
             lines.append(f"    {gr.kind:<14} {gr.nchannels} channel(s), intra {gr.type_intra or '?'} "
                          f"{_fmt_bw(gr.speed_intra)} GB/s, inter {gr.type_inter or '?'} {_fmt_bw(gr.speed_inter)} GB/s;"
                          f" channel 0: {first}")
-    registrations = node.extras.get("gpu_fabric")
+    registrations = node.gpu_fabric
     if registrations:
-        partition = node_partition(registrations)
+        partition = node.nvlink_partition()
         registered = sum(f.registered for f in registrations)
         lines.append(f"  NVLink fabric: {registered} of {len(registrations)} GPUs registered"
                      + (f", all in {partition.text}" if partition is not None else ""))

@@ -36,6 +36,7 @@ __all__ = [
     "JUDGING_TABLES",
     "ll128_default_sms",
     "ll128_off_note",
+    "PROTOS_WITHOUT_LL128",
 ]
 
 NcclVersion = Literal["2.30", "2.19"]
@@ -291,12 +292,18 @@ def ll128_default_sms(release: str) -> frozenset[int] | None:
     return next(sms for first, sms in _LL128_DEFAULT_SMS if parsed >= first)
 
 
+PROTOS_WITHOUT_LL128: tuple[str, ...] = tuple(p for p in PROTOS if p != "LL128")
+"""The protocols NCCL's choice may take where :func:`ll128_off_note` says LL128 is off."""
+
+
 def ll128_off_note(release: str, sm: int) -> str | None:
     """What to say when NCCL ``release`` leaves LL128 off by default on ``sm`` although the tables collscope
     models it with (:func:`release_tables`) enable it; ``None`` when the release enables it there."""
     sms = ll128_default_sms(release)
-    tables = ll128_default_sms(release_tables(release)[0]) if _major_minor(release) is not None else None
-    if sms is None or sm < 70 or sm in sms or (tables is not None and sm not in tables):
+    if sms is None or sm < 70 or sm in sms:
+        return None
+    tables = ll128_default_sms(release_tables(release)[0])
+    if tables is not None and sm not in tables:  # the tables the release maps to leave it off already
         return None
     return (f"NCCL {release} enables LL128 by default only on sm {', '.join(str(s) for s in sorted(sms))} "
             f"(src/graph/tuning.cc of that release), not on this GPU's sm {sm}: its choice is modelled without "
