@@ -76,7 +76,13 @@ class Bound:
     """NCCL's algorithm name (``Ring``, ``Tree``, ``NVLSTree``, ...)."""
     busbw_gbps: float
     limited_by: str
-    """``"intra-node links"`` or ``"NICs"``: the link that sets the bound."""
+    """The link that sets the bound: ``"NICs"``, or the links inside the NVLink domain (:func:`_intra_links`)."""
+
+
+def _intra_links(params: LinkParams) -> str:
+    """What the bound calls the links inside an NVLink domain: ``"intra-node links"`` when the domain is the node,
+    ``"NVLink domain links"`` when it spans nodes (an NVL72 rack's trays), whose NVLink is not inside a node."""
+    return "intra-node links" if params.domain_ranks <= params.ppn else "NVLink domain links"
 
 
 def _traffic(algo: str, ppn: int, nnodes: int, nranks: int) -> tuple[float, float]:
@@ -103,7 +109,7 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
         ring = ring_bound_busbw_gbps(params)
         by_nic = ring < params.intra_gbps
         return Bound(algo=name, busbw_gbps=ring,
-                     limited_by="NICs" if by_nic else "intra-node links")
+                     limited_by="NICs" if by_nic else _intra_links(params))
     # A multi-node NVLink domain is one node for the traffic: its ranks reach each other over NVLink.
     intra_bytes, nic_bytes = _traffic(name, params.domain_ranks, params.ndomains, params.nranks)
     f = busbw_factor(op, params.nranks)
@@ -112,9 +118,9 @@ def algorithm_bound(op: str, algo: str, params: LinkParams) -> Bound:
     nic_gbps = params.inter_bw_gbps * nodes_per_domain if params.inter_bw_gbps is not None else params.bw_gbps
     nic_t = nic_bytes / nic_gbps if params.ndomains > 1 else 0.0
     if intra_t <= 0 and nic_t <= 0:
-        return Bound(algo=name, busbw_gbps=ring_bound_busbw_gbps(params), limited_by="intra-node links")
+        return Bound(algo=name, busbw_gbps=ring_bound_busbw_gbps(params), limited_by=_intra_links(params))
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
-                 limited_by="NICs" if nic_t > intra_t else "intra-node links")
+                 limited_by="NICs" if nic_t > intra_t else _intra_links(params))
 
 
 
@@ -189,4 +195,4 @@ def _p2p_bound(op: str, name: str, params: LinkParams) -> Bound:
     else:  # sendrecv: S to one neighbour
         intra_t, nic_t = 1 / params.intra_gbps, (1 / net if remote else 0.0)
     return Bound(algo=name, busbw_gbps=f / max(intra_t, nic_t),
-                 limited_by="NICs" if nic_t > intra_t else "intra-node links")
+                 limited_by="NICs" if nic_t > intra_t else _intra_links(params))

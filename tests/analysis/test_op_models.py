@@ -77,7 +77,7 @@ def test_nvl72_domain_alltoall_stays_on_nvlink():
     rack = LinkParams(nranks=72, nnodes=18, nvl_domain=72, alpha_us=2.0, bw_gbps=900.0, intra_bw_gbps=900.0)
     assert alpha_beta_time_us("alltoall", "pairwise", rack, 7.2e9) == pytest.approx(71 * 2.0 + 71 / 72 * 7.2e9 / 9e5)
     bound = algorithm_bound("alltoall", "pairwise", rack)
-    assert bound.limited_by == "intra-node links" and bound.busbw_gbps == pytest.approx(900.0)
+    assert bound.limited_by == "NVLink domain links" and bound.busbw_gbps == pytest.approx(900.0)
 
 
 def test_alltoall_bound():

@@ -220,7 +220,8 @@ def test_a_gpu_without_fabric_prints_na_and_gets_no_warning():
 
 def test_analyze_takes_the_domain_from_the_captures_and_says_so(tmp_path):
     """A 72-rank NVL72 run (only the last rank line kept) with the captures of its 18 trays: judged against one
-    72-GPU NVLink domain, with a note naming where that came from; the records alone leave it unknown."""
+    72-GPU NVLink domain, which the printed Geometry shows with the captures as its evidence (the records alone
+    leave it unknown), and bound by the domain's NVLink, not by links inside a node."""
     for k in range(1, 19):
         _tray(tmp_path / "rack", f"tray{k:02d}")
     run = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests" / \
@@ -229,7 +230,16 @@ def test_analyze_takes_the_domain_from_the_captures_and_says_so(tmp_path):
                                        "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    (note,) = [n for n in doc["notes"] if n.startswith("nvl_domain for 72 ranks on 18 node(s)")]
-    assert "18 captured nodes" in note and "NVLink clique 32766" in note
+    domain = doc["geometry"]["nvl_domain"]
+    assert domain["value"] == 72
+    (evidence,) = domain["evidence"]
+    assert evidence.startswith("--topo: NVLink domain of 72 ranks: 18 captured nodes") and "clique 32766" in evidence
+    assert not [n for n in doc["notes"] if n.startswith("nvl_domain for")]  # the geometry says it, once
     (used,) = doc["params"].values()
     assert (used["nvl_domain"], used["ndomains"]) == (72, 1)
+    assert {row["bound_limited_by"] for row in doc["sizes"]} == {"NVLink domain links"}  # not inside a node
+    shown = CliRunner().invoke(main, ["analyze", str(run), "--topo", str(tmp_path / "rack"), "--nnodes", "18"])
+    assert "  nvl_domain: 72 (--topo: NVLink domain of 72 ranks: 18 captured nodes" in shown.output
+    stated = CliRunner().invoke(main, ["analyze", str(run), "--topo", str(tmp_path / "rack"), "--nnodes", "18",
+                                       "--nvl-domain", "4", "--json"])
+    assert json.loads(stated.output)["geometry"]["nvl_domain"]["value"] == 4  # --nvl-domain wins
