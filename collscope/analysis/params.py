@@ -26,7 +26,7 @@ from collscope.topo.rates import pcie_gbps
 from collscope.topo.systems import SYSTEMS
 from collscope.topo.unmodelled_gpus import unknown_gpu_message
 
-__all__ = ["link_params", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
+__all__ = ["link_params", "unstated_domain_note", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
 DEFAULT_ALPHA_US = {"nvlink": 3.4, "pcie": 5.7, "net": 14.0}
 """NCCL hwLatencies[NVLINK|PCI|NET][Ring][Simple] (nccl-facts 1.2)."""
@@ -173,6 +173,12 @@ def _captures_lack(topology: NodeTopology | Cluster | None, what: str, tool: str
             "among its sources)")
 
 
+def unstated_domain_note(nranks: int, nnodes: int, partition_source: str) -> str:
+    """The caveat of parameters whose NVLink domain the captures' partition gave (no option, no input said it)."""
+    return (f"nvl_domain for {nranks} ranks on {nnodes} node(s), which neither the input nor --nvl-domain gives: "
+            f"{partition_source}")
+
+
 def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
                 nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
                 gamma_gbps: float | None = None, alpha_inter_us: float | None = None, nic_gbit: float | None = None,
@@ -308,8 +314,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
 
     caveats: list[str] = [partition_caveat] if partition_caveat else []
     if partition_source:  # a value no option gave: said with the models' notes (analyze, trace), not only in source
-        caveats.append(f"nvl_domain for {nranks} ranks on {nnodes} node(s), which neither the input nor "
-                       f"--nvl-domain gives: {partition_source}")
+        caveats.append(unstated_domain_note(nranks, nnodes, partition_source))
     if nic_note and ndomains > 1:
         caveats.append(nic_note)
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]

@@ -19,7 +19,7 @@ from collscope.analysis.model_types import LinkParams
 from collscope.analysis.params import link_params
 from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
-from collscope.geometry import Known
+from collscope.geometry import Geometry, Known
 from collscope.topo.load import load_topology
 
 if TYPE_CHECKING:
@@ -28,27 +28,31 @@ if TYPE_CHECKING:
     from collscope.topo.cluster import Cluster
     from collscope.topo.model import NodeTopology
 
-__all__ = ["job_params_source", "domains_from_captures"]
+__all__ = ["job_params_source", "domains_from_captures", "captured_domain"]
+
+
+def captured_domain(geometry: Geometry, topology: NodeTopology | Cluster, nranks: int, nnodes: int) -> Geometry:
+    """``geometry`` (of ``nranks`` ranks on ``nnodes`` nodes) with the NVLink domain the captures' NVLink
+    partitions give (:func:`~.partition_domain.partition_domain`: the job's nodes that share one partition) as
+    that field's evidence, where the geometry leaves it unknown; ``geometry`` itself when it knows the domain
+    (the input, ``--nvl-domain``), the captures do not give one, or theirs would break a bound the input gives."""
+    known = geometry.get("nvl_domain")
+    if model_nvl_domain(geometry, nranks) is not None:
+        return geometry
+    domain, source, _ = partition_domain(topology, nranks=nranks, nnodes=nnodes)
+    if domain is None or (known.low is not None and domain < known.low) \
+            or (known.high is not None and domain > known.high):
+        return geometry
+    return replace(geometry, nvl_domain=Known(domain, (f"--topo: {source}", *known.evidence)))
 
 
 def domains_from_captures(frame: pd.DataFrame, topology: NodeTopology | Cluster) -> None:
-    """Give each group of ``frame`` whose records leave the NVLink domain unknown the domain the captures' NVLink
-    partitions give it (:func:`~.partition_domain.partition_domain`: the nodes of the job that share one
-    partition), as that field's evidence in the group's geometry (``frame.attrs["geometry"]``, in place). A value
-    the records or ``--nvl-domain`` give, or a bound of theirs the partition's domain would break, is kept."""
-    groups = frame.attrs.get("geometry") or ()
-    out = []
-    for group in groups:
-        if isinstance(group, GroupGeometry) and group.nnodes is not None \
-                and model_nvl_domain(group.geometry, group.nranks) is None:
-            known = group.geometry.get("nvl_domain")
-            domain, source, _ = partition_domain(topology, nranks=group.nranks, nnodes=group.nnodes)
-            if domain is not None and (known.low is None or domain >= known.low) \
-                    and (known.high is None or domain <= known.high):
-                evidence = (f"--topo: {source}", *known.evidence)
-                group = replace(group, geometry=replace(group.geometry, nvl_domain=Known(domain, evidence)))
-        out.append(group)
-    frame.attrs["geometry"] = tuple(out)
+    """Each group of ``frame`` with the NVLink domain the captures give it (:func:`captured_domain`), in its
+    geometry (``frame.attrs["geometry"]``, in place), so that the Geometry printed is the one the models use."""
+    frame.attrs["geometry"] = tuple(
+        replace(g, geometry=captured_domain(g.geometry, topology, g.nranks, g.nnodes))
+        if isinstance(g, GroupGeometry) and g.nnodes is not None else g
+        for g in frame.attrs.get("geometry") or ())
 
 
 def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gpu: str | None = None,

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,7 +25,11 @@ from collscope.traces.compare import BenchCurves, ModelFigure, ModelFn, bench_cu
 from collscope.traces.geometry import NO_NCCL_VERSION, traces_gpu, traces_nccl_version
 from collscope.traces.load import read_traces
 from collscope.traces.render import render_text
-from collscope.traces.report import analyze_traces
+from collscope.traces.report import TraceReport, analyze_traces
+
+if TYPE_CHECKING:
+    from collscope.topo.cluster import Cluster
+    from collscope.topo.model import NodeTopology
 
 
 def _bench(against: str | None) -> BenchCurves | None:
@@ -35,20 +40,19 @@ def _bench(against: str | None) -> BenchCurves | None:
     return bench_curves(load_results(against), against)
 
 
-def _model(topo: tuple[str, ...], gpu: str | None, nvl_domain: int | None, cautions: list[str],
+def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain: int | None, cautions: list[str],
            alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
            nics_per_node: int | None = None, releases: tuple[str, ...] = ()) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
     the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
     figure, and the known NCCL defects that its figure does not know, go to ``cautions``."""
-    if not topo and gpu is None and bw_gbps is None:
+    if topology is None and gpu is None and bw_gbps is None:
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
         return None
     from collscope.analysis.nccl_model.constants import JUDGING_TABLES, judged_release_notes
-    from collscope.analysis.predict import load_topology, predict
+    from collscope.analysis.predict import predict
 
-    topology = load_topology(topo, gpu=gpu) if topo else None
     cautions.extend(dict.fromkeys(note for release in releases for note in judged_release_notes(release)))
 
     def busbw(op: str, nranks: int, nnodes: int, sizes: list[int]) -> dict[int, ModelFigure]:
@@ -137,7 +141,12 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     if release is None and why != NO_NCCL_VERSION:
         cautions.append(f"{why}: the ranks of one job should run one NCCL release")
     releases = tuple(sorted({t.nccl_version for t in traces if t.nccl_version}))
-    model = _model(topo, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, releases)
+    topology = None
+    if topo:
+        from collscope.analysis.predict import load_topology
+
+        topology = load_topology(topo, gpu=gpu)
+    model = _model(topology, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, releases)
     logged = None
     if nccl_logs:
         from collscope.collectives.nccl_log.parse import read_nccl_log
@@ -145,6 +154,8 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
 
         logged = logged_pairs([read_nccl_log(path) for path in nccl_logs])
     report = analyze_traces(traces, bench=bench, model=model, overrides=overrides, logged=logged)
+    if topology is not None:
+        report, cautions = _captured_domain(report, topology, cautions)
     if cautions:
         report = replace(report, warnings=tuple(dict.fromkeys((*report.warnings, *cautions))))
     if not report.collectives:
@@ -166,6 +177,24 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
         page = write_trace_report(report, report_dir, bench=bench)
         click.echo(f"report: {page}", err=True)
     click.echo(_json_text(report.to_dict()) if as_json else render_text(report))
+
+
+def _captured_domain(report: TraceReport, topology: NodeTopology | Cluster, cautions: list[str]
+                     ) -> tuple[TraceReport, list[str]]:
+    """The report with the job's NVLink domain from the captures' NVLink partition in its geometry, where the
+    traces and --nvl-domain leave it unknown; the caveat the model gave the whole job's group for it is then
+    said by the geometry instead (the groups of fewer ranks keep theirs)."""
+    from collscope.analysis.params import unstated_domain_note
+    from collscope.analysis.params_source import captured_domain
+
+    nranks, nnodes = report.geometry.nranks.value, report.geometry.nnodes.value
+    if nranks is None or nnodes is None:
+        return report, cautions
+    geometry = captured_domain(report.geometry, topology, nranks, nnodes)
+    if geometry is report.geometry:
+        return report, cautions
+    said = geometry.nvl_domain.evidence[0].removeprefix("--topo: ")
+    return replace(report, geometry=geometry), [c for c in cautions if c != unstated_domain_note(nranks, nnodes, said)]
 
 
 _INT_LIST = re.compile(r"\[\s*-?\d+(?:,\s*-?\d+)*\s*\]")

@@ -94,7 +94,7 @@ def test_trace_puts_it_among_the_report_warnings_for_the_groups_it_hits() -> Non
     from collscope.cli.trace import _model
 
     cautions: list[str] = []
-    model = _model((), "B300", None, cautions, nic_gbit=800)
+    model = _model(None, "B300", None, cautions, nic_gbit=800)
     assert model is not None
     model("all_reduce", 16, 2, [16 * MIB])
     assert cautions == []

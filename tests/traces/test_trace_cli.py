@@ -91,7 +91,7 @@ def test_the_model_figure_carries_nccls_near_ties():
     from collscope.cli.trace import _model
     from collscope.traces.verdict import verdict
 
-    figure = _model((), "H100", None, [])("reduce_scatter", 8, 1, [32 << 20, 1 << 30])  # type: ignore[misc]
+    figure = _model(None, "H100", None, [])("reduce_scatter", 8, 1, [32 << 20, 1 << 30])  # type: ignore[misc]
     assert figure[32 << 20].near_ties == "Ring/LL128 231 GB/s" and figure[1 << 30].near_ties is None
     line = verdict("reduce_scatter", 32 << 20, 1.0, 250.0, None, figure[32 << 20].busbw_gbps, None,
                    model_near_ties=figure[32 << 20].near_ties)
@@ -132,7 +132,8 @@ def test_traces_naming_two_nccl_releases_say_so(tmp_path):
 
 def test_the_nvlink_domain_from_the_captures_is_said(tmp_path):
     """Traces of 2 ranks on 2 GB200 trays whose `nvidia-smi -q` put them in one NVLink partition: the model joins
-    them over NVLink, and the warnings say the domain came from the captures (the traces do not give it)."""
+    them over NVLink, and the job's Geometry gives the domain with the captures as its evidence (the traces do not
+    give it), instead of a warning."""
     import shutil
     from pathlib import Path
 
@@ -149,5 +150,11 @@ def test_the_nvlink_domain_from_the_captures_is_said(tmp_path):
         fx.write(tmp_path / "traces" / f"rank{r}.json", fx.nccl_kernel_metadata(r, delay_us=250))
     res = _run(str(tmp_path / "traces"), "--topo", str(tmp_path / "topo"), "--nnodes", "2", "--json")
     assert res.exit_code == 0, res.output
-    (said,) = [w for w in json.loads(res.output)["warnings"] if w.startswith("nvl_domain for 2 ranks on 2 node(s)")]
-    assert "2 captured nodes" in said and "NVLink clique 32766" in said
+    doc = json.loads(res.output)
+    domain = doc["geometry"]["nvl_domain"]
+    assert domain["value"] == 2
+    (said,) = domain["evidence"]
+    assert said.startswith("--topo: NVLink domain of 2 ranks: 2 captured nodes") and "NVLink clique 32766" in said
+    assert not [w for w in doc["warnings"] if w.startswith("nvl_domain for")]  # said once, by the geometry
+    shown = _run(str(tmp_path / "traces"), "--topo", str(tmp_path / "topo"), "--nnodes", "2").output
+    assert "nvl_domain: 2 (--topo: NVLink domain of 2 ranks" in shown
