@@ -3,8 +3,9 @@
 Item 1 of the geometry rules: the domain is read from evidence, never guessed. The captures of every node
 (``collscope topo collect`` on each, one cluster directory) give it: the nodes whose GPUs share one partition
 (:mod:`collscope.topo.nvlink_partition`) are one NVLink domain, and the job's ranks on them are one NCCL node. One
-node's capture says its GPUs are in a multi-node partition, not how many GPUs the partition joins: then nothing is
-assumed and the model says so. ``--nvl-domain`` (or an NCCL log's MNNVL lines) wins over both.
+node's capture says its GPUs are in a multi-node partition, not how many GPUs the partition joins, and the captures
+of some of a job's nodes do not say where the others are: then nothing is assumed and the model says so.
+``--nvl-domain`` (or an NCCL log's MNNVL lines) wins over both.
 """
 
 from __future__ import annotations
@@ -33,9 +34,18 @@ def partition_domain(topology: NodeTopology | Cluster | None, *, nranks: int, nn
             return (None, "", "") if lone is None else (None, "", _one_node_caveat(lone[1][0], lone[0].text, nnodes))
         partition = max(shared, key=lambda p: (len(shared[p]), p))
         hosts = shared[partition]
+        shown = hosts_text(hosts, list(topology.nodes))
+        uncaptured = nnodes - len(topology.nodes)
+        if len(hosts) < nnodes and uncaptured > 0:  # the job's other nodes may be in it too: not known
+            return None, "", (
+                f"{len(hosts)} captured nodes ({shown}) share {partition.text} (nvidia-smi -q Fabric), but the job "
+                f"has {nnodes} nodes and the captures hold {len(topology.nodes)}: whether the other {uncaptured} are "
+                f"in that partition is not known, so each of the {nnodes} nodes is modelled as its own NVLink "
+                "domain, joined by the NICs; pass --nvl-domain N (the GPUs of the partition the job runs in: 72 on "
+                "a whole NVL72 rack), or the captures of every node of the job (collscope topo collect on each, one "
+                "cluster directory)")
         domain = ppn * min(len(hosts), nnodes)
         others = [p for p in partitions if p != partition]
-        shown = hosts_text(hosts, list(topology.nodes))
         source = (f"NVLink domain of {domain} ranks: {len(hosts)} captured nodes ({shown}) "
                   f"share {partition.text} (nvidia-smi -q Fabric), {ppn} ranks on each; --nvl-domain N overrides")
         if others:

@@ -180,6 +180,18 @@ def test_one_tray_says_the_domain_is_unknown_and_what_gives_it(tmp_path):
     assert "--nvl-domain" in caveat and "topo collect" in caveat
 
 
+def test_captures_of_some_of_the_jobs_nodes_give_no_domain(tmp_path):
+    """Two captured trays share a partition, the job runs on 18: the other 16 may be in it or not, so nothing is
+    assumed (each node its own domain) and the caveat names what supplies it."""
+    for host in ("tray01", "tray02"):
+        _tray(tmp_path, host)
+    params = link_params(load_cluster(tmp_path), nranks=72, nnodes=18, nic_gbit=400)
+    assert (params.nvl_domain, params.ndomains) == (None, 18)
+    (caveat,) = [c for c in params.caveats if "NVLink clique 32766" in c]
+    assert "the job has 18 nodes and the captures hold 2" in caveat and "--nvl-domain N" in caveat
+    assert link_params(load_cluster(tmp_path), nranks=8, nnodes=2).ndomains == 1  # every node of the job captured
+
+
 def test_cluster_names_the_tray_outside_the_partition(tmp_path):
     for host in ("tray01", "tray02"):
         _tray(tmp_path, host)
