@@ -16,6 +16,7 @@ from collscope.errors import ParseError
 from collscope.files import kind_of, read_input_text
 from collscope.line_cap import drop_long_lines
 from collscope.topo import netif
+from collscope.topo.foreign import foreign_format
 from collscope.topo.infiniband import fabric as ibnd
 from collscope.topo.infiniband import host as ib
 from collscope.topo.infiniband import netdev
@@ -156,6 +157,9 @@ def add_capture(captures: NodeCaptures, text: str, source: str) -> str:
     if next((c for c in text[:4096] if not c.isspace()), "") not in ("[", "{"):
         text, long_lines = drop_long_lines(text)
         captures.errors.extend(f"{source}: {note}" for note in long_lines)
+    foreign = foreign_format(text)
+    if foreign is not None:
+        raise ParseError(source, None, f"a topology capture: {foreign.instead}", found=foreign.what)
     name = detect_format(text)
     parts = split_pasted(text) if name is None or name in SPLIT_FORMATS else None
     if parts is not None:
