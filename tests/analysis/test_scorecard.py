@@ -251,6 +251,31 @@ def test_a_reason_that_cites_excess_time_is_the_librarys_finding(scorecard: Modu
     assert scorecard.score([li_plus])[0].within
 
 
+def test_a_reason_that_cites_a_falling_busbw_reads_so_in_the_rows(scorecard: ModuleType) -> None:
+    """'the source's busbw falls from X GB/s at A to Y at B' is only a reason when the curve's own rows say it: X at
+    A and Y at B in the same curve, Y below X, B larger than A, and the row that carries it one of the two."""
+    import re
+
+    from collscope.units import parse_size
+
+    pattern = re.compile(r"the source's busbw falls from ([\d.]+) GB/s at (\S+ \S+) to ([\d.]+) at (\S+ \S+?):")
+    rows = scorecard.read_published()
+    cited = [r for r in rows if "a larger message slower per byte" in r.off_reason]
+    assert len(cited) >= 7
+    for row in cited:
+        m = pattern.search(row.off_reason)
+        assert m, f"line {row.line}: {row.off_reason[:80]}"
+        high, low = float(m.group(1)), float(m.group(3))
+        at_high, at_low = (parse_size(m.group(k).replace(" ", "")) for k in (2, 4))
+        curve = {r.size_bytes: r.busbw_gbps for r in rows
+                 if (r.system, r.op, r.nranks, r.source_url) == (row.system, row.op, row.nranks, row.source_url)}
+        assert low < high and at_low > at_high, f"line {row.line}"
+        assert any(abs(row.size_bytes - at) <= at // 1000 for at in (at_high, at_low)), f"line {row.line}"
+        for size, busbw in ((at_high, high), (at_low, low)):
+            (found,) = [b for s, b in curve.items() if abs(s - size) <= size // 1000]  # sizes a multiple of nranks
+            assert found == pytest.approx(busbw, abs=0.01), f"line {row.line}"
+
+
 def test_near_ties_are_counted_apart_from_the_scorecards_share(scorecard: ModuleType, scored: list) -> None:
     """A published row outside 15% of NCCL's choice but inside that of a near tie counts in the near-tie line only."""
     rs = next(s for s in scored if s.row.op == "reduce_scatter" and s.row.size_bytes == 32 * MIB
