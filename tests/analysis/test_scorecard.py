@@ -276,6 +276,24 @@ def test_a_reason_that_cites_a_falling_busbw_reads_so_in_the_rows(scorecard: Mod
             assert found == pytest.approx(busbw, abs=0.01), f"line {row.line}"
 
 
+def test_a_reason_that_names_the_network_term_holds_without_it(scorecard: ModuleType,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row whose stated reason is that the source pays no per-call network cost (NET_EXTRA_US) must read within
+    the range its reason gives once that term is taken out, and outside 15% with it: the reason is the term."""
+    import re
+
+    from collscope.analysis.nccl_model import measured
+
+    rows = [r for r in scorecard.read_published() if "NET_EXTRA_US" in r.off_reason]
+    assert len(rows) >= 10
+    with_term = {s.row.line: s.predicted_gbps / s.row.busbw_gbps for s in scorecard.score(rows)}
+    monkeypatch.setattr(measured, "NET_EXTRA_US", 0.0)
+    for s in scorecard.score(rows):
+        low, high = (float(x) for x in re.search(r"reads ([\d.]+)-([\d.]+) x", s.row.off_reason).groups())
+        assert low <= round(s.predicted_gbps / s.row.busbw_gbps, 2) <= high, f"line {s.row.line}"
+    assert sum(not 0.85 <= q <= 1.15 for q in with_term.values()) >= 8
+
+
 def test_near_ties_are_counted_apart_from_the_scorecards_share(scorecard: ModuleType, scored: list) -> None:
     """A published row outside 15% of NCCL's choice but inside that of a near tie counts in the near-tie line only."""
     rs = next(s for s in scored if s.row.op == "reduce_scatter" and s.row.size_bytes == 32 * MIB
