@@ -294,6 +294,22 @@ def test_a_reason_that_names_the_network_term_holds_without_it(scorecard: Module
     assert sum(not 0.85 <= q <= 1.15 for q in with_term.values()) >= 8
 
 
+def test_a_reason_that_puts_the_model_below_the_runs_floor_holds(scorecard: ModuleType) -> None:
+    """'the run's own times at ... are L-H us per call ... the model's time for S, T us ..., is below that floor':
+    the model must still give T for the row (a model change that lifts it above L voids the reason)."""
+    import re
+
+    from collscope.vocab.ops import busbw_factor
+
+    rows = [r for r in scorecard.read_published() if "is below that floor" in r.off_reason]
+    assert len(rows) >= 2
+    for s in scorecard.score(rows):
+        floor = float(re.search(r"are ([\d.]+)-[\d.]+ us per call", s.row.off_reason).group(1))
+        stated = float(re.search(r"the model's time for \S+ \S+, ([\d.]+) us", s.row.off_reason).group(1))
+        model_us = busbw_factor(s.row.op, s.row.nranks) * s.row.size_bytes / (s.predicted_gbps * 1e3)
+        assert model_us == pytest.approx(stated, abs=0.1) and model_us < floor, f"line {s.row.line}"
+
+
 def test_near_ties_are_counted_apart_from_the_scorecards_share(scorecard: ModuleType, scored: list) -> None:
     """A published row outside 15% of NCCL's choice but inside that of a near tie counts in the near-tie line only."""
     rs = next(s for s in scored if s.row.op == "reduce_scatter" and s.row.size_bytes == 32 * MIB
