@@ -15,6 +15,12 @@ size ramp of Simple, the LL step latency, the network's per-call cost, NVLS's co
 Without a GPU generation, and for Open MPI, the alpha-beta model of the configuration (:func:`.compare.model_name`)
 is used and ``algo_source`` says so.
 
+A run's own per-call cost: when a curve measured 3 or more sizes from 64 B to 64 KiB and its fastest call there took
+longer than NCCL's model expects at that size, its larger sizes expect the model's time plus that difference
+(:func:`run_costs_us`; one process driving all GPUs with ``-g N``, a net plugin's own work: SURF Snellius' H100 node
+under ``-g 4`` takes 17-19 us per call from 64 B to 64 KiB where the model gives 10), said in the notes. The cost
+excuses a slower call only: the ``suspicious`` threshold stays the model's without it.
+
 Verdict per size: ``suspicious`` when busbw is above the model by more than the model's error margin, or above
 the algorithm's bound (:mod:`.bounds`) by more than ``link_tolerance``; ``low`` when below the model by more than
 the margin; else ``normal``. The margins and why they are what they are: :class:`~.analyze_options.AnalyzeOptions`; for
@@ -27,13 +33,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
+from collscope.analysis.fit import CONFIG_KEYS
 from collscope.analysis.model_accuracy import published_accuracy
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
@@ -46,7 +53,7 @@ from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
-from collscope.units import algbw_gbps
+from collscope.units import algbw_gbps, format_size
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
 
 __all__ = ["Expected", "Verdict", "Margins", "expected_busbw", "verdict", "NcclInputsCache", "add_expected",
@@ -220,6 +227,72 @@ def matched_tie(busbw_gbps: float, expected: Expected, *, margin: float, link_to
     return min(normal, key=lambda t: abs(math.log(busbw_gbps / t.busbw_gbps)), default=expected)
 
 
+RUN_FLOOR_MIN_BYTES = 64
+RUN_FLOOR_MAX_BYTES = 64 * 1024
+"""The sizes whose fastest call gives a run's own per-call cost (:func:`run_costs_us`): from 64 B (below, nccl-tests
+prints 0-byte and few-element rows that some ops skip) to 64 KiB, where published curves are still flat (SURF
+Snellius' H100 node, one process driving 4 GPUs: 16.7-18.9 us from 64 B to 64 KiB; its 2 nodes: 16-18 us)."""
+RUN_FLOOR_MIN_SIZES = 3
+"""Sizes in that range a curve needs before its fastest one is taken as its floor (one size could be an outlier of
+a warm-up; the fastest of three or more is no longer one call's accident)."""
+
+
+def _curve_key(row: Mapping[Any, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(k)) for k in CONFIG_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class RunCost:
+    """A curve's own per-call cost beyond the model (:func:`run_costs_us`)."""
+
+    floor_us: float
+    """Its fastest median time at :data:`RUN_FLOOR_MIN_BYTES`-:data:`RUN_FLOOR_MAX_BYTES`."""
+    floor_size: int
+    """The size of that call."""
+    extra_us: float
+    """``floor_us`` less the model's expected time at ``floor_size`` (> 0)."""
+
+
+def run_costs_us(records: list[dict[Any, Any]], expected: Mapping[int, Expected]) -> dict[tuple[str, ...], RunCost]:
+    """Per curve (:data:`~.fit.CONFIG_KEYS`: configuration, op, ranks, nodes, in-place, input) that measured
+    :data:`RUN_FLOOR_MIN_SIZES` sizes or more from :data:`RUN_FLOOR_MIN_BYTES` to :data:`RUN_FLOOR_MAX_BYTES`: its
+    fastest call there, and how much longer it took than NCCL's model expects at that size (``expected``: the
+    expected measurement per record index), when it did. Every call of the run pays that cost (a launch, a plugin's
+    own work), so a larger size's expected time is the model's plus it (:func:`with_run_cost`)."""
+    best: dict[tuple[str, ...], tuple[float, int, int]] = {}
+    count: dict[tuple[str, ...], int] = {}
+    for i, row in enumerate(records):
+        size, time = int(row["size_bytes"]), float(row.get("time_us", math.nan))
+        if not RUN_FLOOR_MIN_BYTES <= size <= RUN_FLOOR_MAX_BYTES or not math.isfinite(time) or time <= 0:
+            continue
+        key = _curve_key(row)
+        count[key] = count.get(key, 0) + 1
+        if key not in best or time < best[key][0]:
+            best[key] = (time, size, i)
+    out: dict[tuple[str, ...], RunCost] = {}
+    for key, (time, size, i) in best.items():
+        exp = expected.get(i)
+        if count[key] < RUN_FLOOR_MIN_SIZES or exp is None or exp.kind != "nccl" or not exp.busbw_gbps > 0:
+            continue
+        row = records[i]
+        model_us = busbw_factor(str(row["op"]), int(row["nranks"])) * size / (exp.busbw_gbps * 1e3)
+        if time > model_us:
+            out[key] = RunCost(floor_us=time, floor_size=size, extra_us=time - model_us)
+    return out
+
+
+def with_run_cost(expected: Expected, op: str, nranks: int, size_bytes: int, extra_us: float) -> Expected:
+    """``expected`` (and its near ties) ``extra_us`` slower per call."""
+    f = busbw_factor(op, nranks)
+
+    def slower(busbw: float) -> float:
+        return f * size_bytes / (f * size_bytes / busbw + extra_us * 1e3) if busbw > 0 else busbw
+
+    ties = tuple(replace(t, busbw_gbps=slower(t.busbw_gbps)) for t in expected.near_ties)
+    return replace(expected, busbw_gbps=slower(expected.busbw_gbps), near_ties=ties,
+                   algo_source=f"{expected.algo_source}; plus the run's own per-call cost")
+
+
 # ---- per configuration x size rows ---------------------------------------------------------------------------
 NO_MODEL_HINT = "pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B"
 """What supplies link parameters when neither the options nor the records do (every command that models a job)."""
@@ -311,7 +384,9 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     cache: dict[tuple[int, Any], LinkParams | None] = {}
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
-    for i, row in enumerate(sizes.to_dict(orient="records")):
+    records = sizes.to_dict(orient="records")
+    found: list[tuple[int, Expected, LinkParams, NcclGraphInputs | None]] = []
+    for i, row in enumerate(records):
         op, nranks, size, config = str(row["op"]), int(row["nranks"]), int(row["size_bytes"]), str(row["config"])
         backend, conf = str(row["backend"]), settings.get(config, {})
         ab_name = model_name(op, backend, conf)
@@ -327,10 +402,23 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         inputs = nccl.get(params) if backend == "nccl" else None
         exp = expected_busbw(op, backend, size, conf, params, ab_name, inputs,
                              (logged or {}).get((config, op, size)))
-        if exp is None:
-            continue
+        if exp is not None:
+            found.append((i, exp, params, inputs))
+    costs = run_costs_us(records, {i: exp for i, exp, _, _ in found})
+    raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
+    for i, exp, params, inputs in found:
+        row = records[i]
+        op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
+        cost = costs.get(_curve_key(row))
+        unpriced = exp.busbw_gbps
+        if cost is not None and exp.kind == "nccl" and size > RUN_FLOOR_MAX_BYTES:
+            exp = with_run_cost(exp, op, nranks, size, cost.extra_us)
+            label = f"{row['config']}{' in-place' if row.get('in_place') is True else ''}"
+            raised.setdefault((label, op, cost.extra_us, cost.floor_us, cost.floor_size), []).append(size)
         busbw = float(row["busbw_gbps"])
         margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
+        if exp.busbw_gbps < unpriced:  # the cost excuses a slower call; only the model without it makes one suspicious
+            above = unpriced * (1 + above) / exp.busbw_gbps - 1
         exp = matched_tie(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
         if inputs is not None and exp.kind == "nccl":
             modelled.setdefault((id(inputs), op), (inputs, []))[1].append((exp.model.split("/")[0], size))
@@ -346,6 +434,13 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         sizes[k] = a
     sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
     notes.extend(nccl.notes)
+    for (label, op, extra_us, floor_us, at), held in raised.items():
+        shown = format_size(min(held)) + (f"-{format_size(max(held))}" if len(held) > 1 else "")
+        notes.append(f"{op} {label}: this run's fastest call at {format_size(RUN_FLOOR_MIN_BYTES)}-"
+                     f"{format_size(RUN_FLOOR_MAX_BYTES)} takes {floor_us:.1f} us (at {format_size(at)}), "
+                     f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "
+                     "does not price (one process driving all GPUs, -g N; a net plugin's own cost), added to the "
+                     f"expected time at {shown}")
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
                      if n not in notes)
