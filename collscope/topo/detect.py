@@ -15,6 +15,7 @@ from pathlib import Path
 from collscope.errors import ParseError
 from collscope.files import kind_of, read_input_text
 from collscope.line_cap import drop_long_lines
+from collscope.sniff import first_accepting
 from collscope.topo import netif
 from collscope.topo.foreign import foreign_format
 from collscope.topo.infiniband import fabric as ibnd
@@ -137,13 +138,8 @@ FORMAT_NAMES = tuple(f.name for f in FORMATS)
 
 def detect_format(text: str) -> str | None:
     """The name of the format of ``text`` (one of :data:`FORMAT_NAMES`), or ``None``."""
-    for fmt in FORMATS:
-        try:
-            if fmt.looks_like(text):
-                return fmt.name
-        except Exception:  # a sniffer must never decide the outcome by crashing
-            continue
-    return None
+    fmt = first_accepting(FORMATS, text)
+    return None if fmt is None else fmt.name
 
 
 def add_capture(captures: NodeCaptures, text: str, source: str) -> str:

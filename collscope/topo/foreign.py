@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from collscope.sniff import first_accepting
+
 __all__ = ["ForeignFormat", "FOREIGN_FORMATS", "foreign_format"]
 
 _SNIFF_CHARS = 65536
@@ -63,10 +65,4 @@ FOREIGN_FORMATS: tuple[ForeignFormat, ...] = (
 
 def foreign_format(text: str) -> ForeignFormat | None:
     """The row of :data:`FOREIGN_FORMATS` that ``text`` is, or None."""
-    for fmt in FOREIGN_FORMATS:
-        try:
-            if fmt.looks_like(text):
-                return fmt
-        except Exception:  # a sniffer must never decide the outcome by crashing
-            continue
-    return None
+    return first_accepting(FOREIGN_FORMATS, text)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import msgspec
 
 from collscope.errors import ParseError
+from collscope.sniff import first_accepting
 from collscope.traces import flight, flight_pickle, inspector, inspector_prom
 from collscope.traces.kineto import parse_kineto
 from collscope.traces.kineto_schema import TraceDoc, gc_paused
@@ -98,13 +99,7 @@ EXPECTED = "a trace: " + "; ".join(f.what for f in FORMATS)
 
 def detect_trace_format(head: bytes) -> TraceFormat | None:
     """The first format whose test accepts ``head`` (a file's first bytes, inflated), or None."""
-    for fmt in FORMATS:
-        try:
-            if fmt.looks_like(head):
-                return fmt
-        except Exception:  # a test must never decide the outcome by crashing
-            continue
-    return None
+    return first_accepting(FORMATS, head)
 
 
 def describe_head(head: bytes) -> str:
