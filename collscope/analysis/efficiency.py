@@ -436,8 +436,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     notes.extend(nccl.notes)
     for (label, op, extra_us, floor_us, at), held in raised.items():
         shown = format_size(min(held)) + (f"-{format_size(max(held))}" if len(held) > 1 else "")
-        notes.append(f"{op} {label}: this run's fastest call at {format_size(RUN_FLOOR_MIN_BYTES)}-"
-                     f"{format_size(RUN_FLOOR_MAX_BYTES)} takes {floor_us:.1f} us (at {format_size(at)}), "
+        notes.append(f"{op} {label}: this run's fastest call of sizes {format_size(RUN_FLOOR_MIN_BYTES)}-"
+                     f"{format_size(RUN_FLOOR_MAX_BYTES)} takes {floor_us:.1f} us (size {format_size(at)}), "
                      f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "
                      "does not price (one process driving all GPUs, -g N; a net plugin's own cost), added to the "
                      f"expected time at {shown}")

@@ -37,7 +37,7 @@ def test_the_runs_own_per_call_cost_is_added_and_said():
     one = _sizes(result, MIB)
     assert one["verdict"] == "normal" and 0.9 < one["efficiency"] < 1.1 and "per-call cost" in one["algo_source"]
     (note,) = [n for n in result.notes if n.startswith("reduce_scatter default: this run's fastest call")]
-    assert "takes 17.9 us (at 8K)" in note and "added to the expected time at 128K-32M" in note
+    assert "of sizes 64-64K takes 17.9 us (size 8K)" in note and "added to the expected time at 128K-32M" in note
     assert _sizes(result, 2 * MIB)["verdict"] == "normal"  # faster than model + cost, not than the model
     small = _sizes(result, 64 * 1024)
     assert "per-call cost" not in small["algo_source"]  # the sizes that give the cost are judged against the model
