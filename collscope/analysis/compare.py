@@ -58,7 +58,8 @@ from collscope.analysis.anomalies import (
     lost_points,
 )
 from collscope.analysis.crossovers import Crossover, find_crossovers
-from collscope.analysis.efficiency import SOURCE_MODELLED, Logged, Margins, ParamsSource, add_expected, model_name
+from collscope.analysis.efficiency import Logged, Margins, ParamsSource, add_expected, model_name
+from collscope.analysis.expected import SOURCE_MODELLED
 from collscope.analysis.fit import CONFIG_KEYS, aggregate, fit_alpha_beta
 from collscope.analysis.job_geometry import GroupGeometry, host_backends
 from collscope.analysis.load import RECORD_COLUMNS

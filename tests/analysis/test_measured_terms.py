@@ -267,7 +267,7 @@ def test_the_expected_busbw_never_falls_as_the_size_grows(gpu: str) -> None:
 def test_a_logged_choice_takes_the_same_size_floor_as_the_modelled_one() -> None:
     """NCCL's log says Ring/LL128 at 16 MiB on 8 A100: the expected busbw is floored by the 32 MiB choice, as when
     the model picks the algorithm itself."""
-    from collscope.analysis.efficiency import expected_busbw
+    from collscope.analysis.expected import expected_busbw
 
     params = link_params(None, gpu="A100", nranks=8, nnodes=1)
     inputs = graph_inputs_from_topology(params)

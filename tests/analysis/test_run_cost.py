@@ -1,4 +1,4 @@
-"""A run's own per-call cost (collscope/analysis/efficiency.py run_costs_us): when a run's fastest small call
+"""A run's own per-call cost (collscope/analysis/run_cost.py run_costs_us): when a run's fastest small call
 (64 B-64 KiB) takes longer than NCCL's model says, every call of that setup pays the difference (one process driving
 all GPUs with -g N, a net plugin's own work), so the expected time of its larger sizes is the model's plus that cost,
 and a note says so, instead of a 'low' verdict for it. The cost excuses a slower call only: a call faster than the
@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from collscope.analysis.compare import analyze
-from collscope.analysis.efficiency import RUN_FLOOR_MAX_BYTES
 from collscope.analysis.load import load_results
 from collscope.analysis.params import link_params
+from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
 RUN = FIXTURES / "reduce_scatter_perf-g4-h100-one-process-18us-floor.txt"
@@ -54,7 +54,8 @@ def test_without_the_floor_the_same_point_reads_low():
 
 def test_a_cost_needs_three_small_sizes_and_a_model_below_them():
     from collscope.analysis.bounds import Bound
-    from collscope.analysis.efficiency import Expected, run_costs_us
+    from collscope.analysis.expected import Expected
+    from collscope.analysis.run_cost import run_costs_us
 
     def exp(busbw: float) -> Expected:
         return Expected(model="Ring/LL", kind="nccl", algo_source="m", busbw_gbps=busbw,

@@ -1,0 +1,89 @@
+"""A run's own per-call cost: what every call of a measured run pays beyond NCCL's model.
+
+When a curve measured 3 or more sizes from 64 B to 64 KiB and its fastest call there took longer than NCCL's model
+expects at that size, its larger sizes expect the model's time plus that difference (:func:`run_costs_us`,
+:func:`with_run_cost`; one process driving all GPUs with ``-g N``, a net plugin's own work: SURF Snellius' H100 node
+under ``-g 4`` takes 17-19 us per call from 64 B to 64 KiB where the model gives 10), said in the notes
+(:func:`~.efficiency.add_expected`). The cost excuses a slower call only: the ``suspicious`` threshold stays the
+model's without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from collscope.analysis.expected import Expected
+from collscope.analysis.fit import CONFIG_KEYS
+from collscope.collectives.record import busbw_factor
+
+__all__ = ["RUN_FLOOR_MIN_BYTES", "RUN_FLOOR_MAX_BYTES", "RUN_FLOOR_MIN_SIZES", "RunCost", "curve_key",
+           "run_costs_us", "with_run_cost"]
+
+
+RUN_FLOOR_MIN_BYTES = 64
+RUN_FLOOR_MAX_BYTES = 64 * 1024
+"""The sizes whose fastest call gives a run's own per-call cost (:func:`run_costs_us`): from 64 B (below, nccl-tests
+prints 0-byte and few-element rows that some ops skip) to 64 KiB, where published curves are still flat (SURF
+Snellius' H100 node, one process driving 4 GPUs: 16.7-18.9 us from 64 B to 64 KiB; its 2 nodes: 16-18 us)."""
+RUN_FLOOR_MIN_SIZES = 3
+"""Sizes in that range a curve needs before its fastest one is taken as its floor (one size could be an outlier of
+a warm-up; the fastest of three or more is no longer one call's accident)."""
+
+
+def curve_key(row: Mapping[Any, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(k)) for k in CONFIG_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class RunCost:
+    """A curve's own per-call cost beyond the model (:func:`run_costs_us`)."""
+
+    floor_us: float
+    """Its fastest median time at :data:`RUN_FLOOR_MIN_BYTES`-:data:`RUN_FLOOR_MAX_BYTES`."""
+    floor_size: int
+    """The size of that call."""
+    extra_us: float
+    """``floor_us`` less the model's expected time at ``floor_size`` (> 0)."""
+
+
+def run_costs_us(records: list[dict[Any, Any]], expected: Mapping[int, Expected]) -> dict[tuple[str, ...], RunCost]:
+    """Per curve (:data:`~.fit.CONFIG_KEYS`: configuration, op, ranks, nodes, in-place, input) that measured
+    :data:`RUN_FLOOR_MIN_SIZES` sizes or more from :data:`RUN_FLOOR_MIN_BYTES` to :data:`RUN_FLOOR_MAX_BYTES`: its
+    fastest call there, and how much longer it took than NCCL's model expects at that size (``expected``: the
+    expected measurement per record index), when it did. Every call of the run pays that cost (a launch, a plugin's
+    own work), so a larger size's expected time is the model's plus it (:func:`with_run_cost`)."""
+    best: dict[tuple[str, ...], tuple[float, int, int]] = {}
+    count: dict[tuple[str, ...], int] = {}
+    for i, row in enumerate(records):
+        size, time = int(row["size_bytes"]), float(row.get("time_us", math.nan))
+        if not RUN_FLOOR_MIN_BYTES <= size <= RUN_FLOOR_MAX_BYTES or not math.isfinite(time) or time <= 0:
+            continue
+        key = curve_key(row)
+        count[key] = count.get(key, 0) + 1
+        if key not in best or time < best[key][0]:
+            best[key] = (time, size, i)
+    out: dict[tuple[str, ...], RunCost] = {}
+    for key, (time, size, i) in best.items():
+        exp = expected.get(i)
+        if count[key] < RUN_FLOOR_MIN_SIZES or exp is None or exp.kind != "nccl" or not exp.busbw_gbps > 0:
+            continue
+        row = records[i]
+        model_us = busbw_factor(str(row["op"]), int(row["nranks"])) * size / (exp.busbw_gbps * 1e3)
+        if time > model_us:
+            out[key] = RunCost(floor_us=time, floor_size=size, extra_us=time - model_us)
+    return out
+
+
+def with_run_cost(expected: Expected, op: str, nranks: int, size_bytes: int, extra_us: float) -> Expected:
+    """``expected`` (and its near ties) ``extra_us`` slower per call."""
+    f = busbw_factor(op, nranks)
+
+    def slower(busbw: float) -> float:
+        return f * size_bytes / (f * size_bytes / busbw + extra_us * 1e3) if busbw > 0 else busbw
+
+    ties = tuple(replace(t, busbw_gbps=slower(t.busbw_gbps)) for t in expected.near_ties)
+    return replace(expected, busbw_gbps=slower(expected.busbw_gbps), near_ties=ties,
+                   algo_source=f"{expected.algo_source}; plus the run's own per-call cost")
