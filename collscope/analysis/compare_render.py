@@ -80,7 +80,7 @@ def efficiency_intro(analysis: Analysis) -> str:
     return (f"Efficiency: measured busbw / the model of the algorithm that ran. Verdict: normal within the "
             f"model's error margin (NCCL's model +-{opts.nccl_model_error:.0%}{widened}, alpha-beta "
             f"+-{opts.alpha_beta_error:.0%}: AnalyzeOptions says why), low below it, suspicious above it or above "
-            f"the algorithm's own bound by more than {opts.link_tolerance:.0%}")
+            f"the algorithm's own bound by more than {opts.link_tolerance:.0%}; - not judged (the notes say why)")
 
 
 def efficiency_rows(analysis: Analysis) -> list[list[str]]:
@@ -91,8 +91,9 @@ def efficiency_rows(analysis: Analysis) -> list[list[str]]:
         return []
     runs: list[tuple[tuple[str, ...], list[dict[str, Any]]]] = []
     for row in sizes[sizes["model_busbw_gbps"].notna()].to_dict(orient="records"):
+        verdict = "-" if pd.isna(row["verdict"]) else str(row["verdict"])
         key = (str(row["op"]), str(row["config"]), _group(row), str(row["model"]), _source_label(row["algo_source"]),
-               f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})", str(row["verdict"] or "-"))
+               f"{_num(row['bound_busbw_gbps'])} ({row['bound_limited_by']})", verdict)
         if runs and runs[-1][0] == key:
             runs[-1][1].append(row)
         else:

@@ -19,6 +19,7 @@ from collscope.analysis.expected import Expected, NcclInputsCache, expected_busb
 from collscope.analysis.model_accuracy import published_accuracy
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS
+from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs
@@ -143,6 +144,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             found.append((i, exp, params, inputs))
     costs = run_costs_us(records, {i: exp for i, exp, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
+    unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
     for i, exp, params, inputs in found:
         row = records[i]
         op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
@@ -163,7 +165,11 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
         nums["margin"][i], nums["margin_above"][i] = margin, above
-        if math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
+        bound = bound_channels(inputs, exp.model.split("/")[0], settings.get(str(row["config"]), {})) \
+            if inputs is not None and exp.kind == "nccl" else None
+        if bound is not None:
+            unjudged.setdefault((str(row["config"]), op, bound), []).append(size)
+        elif math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
             cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
     for k, v in cols.items():
         sizes[k] = v
@@ -178,6 +184,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                      f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "
                      "does not price (one process driving all GPUs, -g N; a net plugin's own cost), added to the "
                      f"expected time at {shown}")
+    for (config, op, bound), held in unjudged.items():
+        notes.append(channel_bound_note(config, op, bound, held))
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
                      if n not in notes)

@@ -20,6 +20,7 @@ from typing import Any
 
 from collscope.collectives.nccl_log.messages import Connection
 from collscope.collectives.nccl_log.tuning import TuningTable
+from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
 __all__ = ["SizeChoice", "RankNic", "ChoiceKey", "size_choices", "rank_nics", "channel_warnings"]
@@ -144,16 +145,13 @@ def rank_nics(connections: Iterable[tuple[Connection, str | None]],
     return tuple(out)
 
 
-_CHANNEL_LIMITS = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_NCHANNELS")
-
-
 def channel_warnings(*, nnodes: int | None, local_ranks: int | None, channels: int | None,
                      ranks: Sequence[RankNic], devices_by_host: Mapping[str, Sequence[str]],
                      env: Mapping[str, str]) -> list[str]:
     """What an expert would flag about the channel count and the NICs that carry traffic."""
     warnings = []
     if nnodes is not None and nnodes > 1 and local_ranks and channels is not None and channels < local_ranks:
-        forced = [f"{name}={env[name]}" for name in _CHANNEL_LIMITS if name in env]
+        forced = [f"{name}={env[name]}" for name in CHANNEL_LIMIT_NAMES if name in env]
         why = (f"{', '.join(forced)} is set and limits them" if forced else
                "check NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (NCCL_MIN_CTAS / NCCL_MAX_CTAS), and whether NCCL "
                "saw fewer NICs or a degraded topology")
