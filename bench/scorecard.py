@@ -37,11 +37,14 @@ from collscope.analysis.model_accuracy import (  # noqa: E402
     model_family,
     render_accuracy_csv,
 )
+from collscope.analysis.nccl_model.channel_limits import bound_channels, channel_bound_note  # noqa: E402
 from collscope.analysis.nccl_model.constants import JUDGING_TABLES, VERSIONS  # noqa: E402
 from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
+from collscope.analysis.nccl_model.search import graph_inputs_from_topology  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
+from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES  # noqa: E402
 from collscope.vocab.nccl import PROTOCOLS  # noqa: E402
 from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
@@ -49,7 +52,7 @@ DATA = ROOT / "bench" / "scorecard" / "published.csv"
 SHIPPED_ACCURACY = ROOT / "collscope" / "data" / "model_accuracy.csv"
 """The accuracy table the package ships (collscope.analysis.model_accuracy reads it)."""
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
-           "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "nccl_proto", "off_reason")
+           "source_url", "note", "nic_gbit", "nics_per_node", "nccl_algo", "nccl_proto", "channel_bounds", "off_reason")
 FIT_SOURCES = ("github.com/Azure/AI-benchmarking-guide",)
 """Rows whose figures fitted the Ring/LL step latency (collscope.analysis.nccl_model.measured.hop_us) and first
 fitted the size ramp; the ramp's form and fill are now chosen on every row of :data:`FIT_TIME_SOURCES`
@@ -138,6 +141,11 @@ class PublishedRow:
     """The NCCL_PROTO the run had (``Simple``, or a comma list), set by the source or by a net plugin the source
     loads (aws-ofi-nccl sets ``simple`` where EFA does not deliver 128-byte lines in order); empty: NCCL's own
     choice. The prediction is NCCL's model restricted to it."""
+    channel_bounds: str = ""
+    """The channel bounds the run set (``NCCL_MIN_CTAS=24``; ``;`` between several; names from
+    collscope.vocab.channel_limits): where they leave the algorithm of the prediction on another channel count than
+    the model assumes, the row is not claimed, as ``analyze`` does not judge such a run
+    (collscope.analysis.nccl_model.channel_limits)."""
     off_reason: str = ""
     """A fact that explains why the model is far off (stated in the source or its thread), with its URL; empty if
     none is known."""
@@ -153,6 +161,11 @@ class PublishedRow:
     def protos(self) -> list[str] | None:
         """The protocols NCCL could run (:attr:`nccl_proto` split), None for NCCL's own choice."""
         return self.nccl_proto.split(",") if self.nccl_proto else None
+
+    @property
+    def channel_settings(self) -> dict[str, str]:
+        """:attr:`channel_bounds` as settings."""
+        return dict(item.split("=", 1) for item in self.channel_bounds.split(";") if item)
 
     @property
     def collnet(self) -> bool:
@@ -174,6 +187,9 @@ class ScoredRow:
     """The geometry spans more than one NVLink domain (``LinkParams.ndomains`` > 1): the network carries part."""
     near_tie_gbps: tuple[float, ...] = ()
     """The expected measurements of NCCL's model's near ties (collscope.analysis.nccl_model.choice.NEAR_TIE)."""
+    unjudged: str = ""
+    """The library's reason not to judge the row against the prediction (the run's channel bounds), as analyze
+    gives it; empty when it judges it."""
 
     @property
     def ratio(self) -> float | None:
@@ -199,18 +215,20 @@ class ScoredRow:
         if self.within:
             return "within 15%"
         far = abs(self.ratio - 1.0) > FAR
+        if self.unjudged:
+            return f"off {self.ratio - 1.0:+.1%}, not judged (bounded channels)" if not self.within else "within 15%"
         return f"off {self.ratio - 1.0:+.1%}" + (" (>30%, reason below)" if far and self.row.off_reason
                                                  else " (>30%, unexplained)" if far else "")
 
     @property
     def claimed(self) -> bool:
         """Predicted, and no fact in the table saying why the source's figure is off: a row the models answer for."""
-        return self.predicted_gbps is not None and not self.row.off_reason
+        return self.predicted_gbps is not None and not self.row.off_reason and not self.unjudged
 
     @property
     def unexplained(self) -> bool:
         """Off by more than 30% with no fact in the table that explains it."""
-        return self.ratio is not None and abs(self.ratio - 1.0) > FAR and not self.row.off_reason
+        return self.ratio is not None and abs(self.ratio - 1.0) > FAR and not self.row.off_reason and not self.unjudged
 
 
 def read_published(path: Path = DATA) -> list[PublishedRow]:
@@ -231,6 +249,12 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
             raise ValueError(f"{where}: source_url must be an https:// URL, got {record['source_url']!r}")
         if not record["system"].strip() or not record["gpu"].strip():
             raise ValueError(f"{where}: system and gpu must be named")
+        bounds = record["channel_bounds"].strip()
+        for item in (b for b in bounds.split(";") if b):
+            name, _, value = item.partition("=")
+            if name not in CHANNEL_LIMIT_NAMES or not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{where}: channel_bounds {bounds!r}: NAME=N;... expected, each NAME among "
+                                 f"{', '.join(CHANNEL_LIMIT_NAMES)} and N a positive integer")
         protos = [p for p in record["nccl_proto"].strip().split(",") if p]
         if any(p not in PROTOCOLS for p in protos):
             raise ValueError(f"{where}: nccl_proto {record['nccl_proto']!r}: each protocol among "
@@ -253,7 +277,7 @@ def read_published(path: Path = DATA) -> list[PublishedRow]:
                                  busbw_gbps=busbw, nccl_version=record["nccl_version"],
                                  source_url=record["source_url"], note=record["note"], nic_gbit=nic_gbit,
                                  nics_per_node=nics, nccl_algo=record["nccl_algo"].strip(),
-                                 nccl_proto=",".join(protos),
+                                 nccl_proto=",".join(protos), channel_bounds=bounds,
                                  off_reason=record["off_reason"].strip(), line=line, **ints))
     return rows
 
@@ -286,12 +310,17 @@ def score(rows: Sequence[PublishedRow], *, version: str = JUDGING_TABLES) -> lis
             continue
         choice = {c.size_bytes: c for c in result.nccl_choice}
         across = result.params.ndomains > 1
+        inputs = graph_inputs_from_topology(result.params, collnet=members[0].collnet, version=version) \
+            if any(r.channel_bounds for r in members) and choice else None
         for r in members:
             if r.size_bytes in choice:
                 c = choice[r.size_bytes]
+                bound = bound_channels(inputs, c.algo, r.channel_settings) if inputs is not None else None
                 scored[id(r)] = ScoredRow(row=r, predicted_gbps=c.expected_busbw_gbps, model=f"NCCL {c.algo}/{c.proto}",
                                           across_domains=across,
-                                          near_tie_gbps=tuple(t.expected_busbw_gbps for t in c.near_ties))
+                                          near_tie_gbps=tuple(t.expected_busbw_gbps for t in c.near_ties),
+                                          unjudged="" if bound is None else channel_bound_note(
+                                              r.system, r.op, bound, [r.size_bytes]))
                 continue
             best = max((p for p in result.predictions if p.model == "alpha-beta" and p.size_bytes == r.size_bytes),
                        key=lambda p: p.busbw_gbps, default=None)
@@ -355,7 +384,8 @@ def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
            f"{unexplained} unexplained)"]
     seen: dict[tuple[str, str], int] = {}
     for s in far:
-        key = (s.row.system, s.row.off_reason or "unexplained: no fact found in the source or its thread")
+        key = (s.row.system, s.row.off_reason or s.unjudged.split(": ", 1)[-1]
+               or "unexplained: no fact found in the source or its thread")
         seen[key] = seen.get(key, 0) + 1
     out += [f"{system} ({n} row{'s' if n > 1 else ''}): {why}" for (system, why), n in seen.items()]
     return out
@@ -420,7 +450,7 @@ def render_csv(scored: Sequence[ScoredRow]) -> str:
         writer.writerow([r.system, r.gpu, r.nranks, r.nnodes, r.nvl_domain, r.op, r.size_bytes, r.busbw_gbps,
                          r.nccl_version, r.source_url, r.note, "" if r.nic_gbit is None else f"{r.nic_gbit:g}",
                          "" if r.nics_per_node is None else r.nics_per_node, r.nccl_algo, r.nccl_proto,
-                         r.off_reason,
+                         r.channel_bounds, r.off_reason,
                          "" if s.predicted_gbps is None else f"{s.predicted_gbps:.4g}", s.model,
                          "" if s.ratio is None else f"{s.ratio:.4f}", int(s.within), s.refused or ""])
     return out.getvalue()

@@ -149,7 +149,7 @@ def test_every_row_far_off_is_counted_with_its_reason_or_as_unexplained(scorecar
 def test_a_malformed_nic_column_names_its_line(scorecard: ModuleType, tmp_path: Path) -> None:
     text = (ROOT / "bench" / "scorecard" / "published.csv").read_text().splitlines()
     header, first = text[0], text[1]
-    bad = first.rsplit(",", 4)[0] + ",-5,,,"
+    bad = first.rsplit(",", 5)[0] + ",-5,,,,"
     path = tmp_path / "bad.csv"
     path.write_text(header + "\n" + bad + "\n")
     with pytest.raises(ValueError, match=r"bad\.csv:2: nic_gbit must be > 0"):

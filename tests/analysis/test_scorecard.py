@@ -72,11 +72,13 @@ def test_published_rows_are_well_formed_and_cover_what_issue_24_asks(scorecard: 
     ("source_url", "", "source_url must be an https:// URL"),
     ("size_bytes", "1.5Q", "not a size"),
     ("nnodes", "3", "multiple of nnodes"),
+    ("channel_bounds", "NCCL_MIN_CTAS=24;NCCL_CTAS=8", "channel_bounds .*each NAME among NCCL_MIN_CTAS"),
+    ("channel_bounds", "NCCL_MAX_CTAS=0", "N a positive integer"),
 ])
 def test_a_malformed_row_is_refused_with_its_line(scorecard: ModuleType, tmp_path: Path, column: str, value: str,
                                                    message: str) -> None:
     good = dict(zip(scorecard.COLUMNS, ["box", "NVIDIA H100 80GB HBM3", "8", "1", "8", "all_reduce", "1G", "400",
-                                        "2.21.5", "https://example.org/run", "", "", "", "", "", ""], strict=True))
+                                        "2.21.5", "https://example.org/run", "", "", "", "", "", "", ""], strict=True))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=scorecard.COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -166,15 +168,17 @@ def test_shares_count_refusals_as_misses(scorecard: ModuleType, scored: list) ->
     assert 0 < held_out.rows < total.rows
     claimed = next(sh for name, sh in shares.items() if name.startswith("rows the models claim"))
     assert claimed.rows == claimed.predicted == sum(s.predicted_gbps is not None and not s.row.off_reason
-                                                    for s in scored)
-    assert claimed.within == sum(s.within for s in scored if s.predicted_gbps is not None and not s.row.off_reason)
+                                                    and not s.unjudged for s in scored)
+    assert claimed.within == sum(s.within for s in scored if s.predicted_gbps is not None and not s.row.off_reason
+                                 and not s.unjudged)
     # out of sample: the rows of sources that were not in the data when the terms were fitted, all and claimed
     unseen = [s for s in scored if s.row.source_url not in scorecard.FIT_TIME_SOURCES]
     out_of_sample = next(sh for name, sh in shares.items() if name.startswith("rows of sources added after"))
     assert out_of_sample.rows == len(unseen) and out_of_sample.within == sum(s.within for s in unseen)
     assert 0 < out_of_sample.rows < total.rows
     of_those = shares["of those, the rows the models claim"]
-    assert of_those.rows == sum(s.predicted_gbps is not None and not s.row.off_reason for s in unseen)
+    assert of_those.rows == sum(s.predicted_gbps is not None and not s.row.off_reason and not s.unjudged
+                                for s in unseen)
 
 
 def test_the_fit_time_sources_are_all_in_the_data(scorecard: ModuleType) -> None:
@@ -319,3 +323,30 @@ def test_near_ties_are_counted_apart_from_the_scorecards_share(scorecard: Module
     claimed = lines["rows the models claim (predicted, and no stated reason to be off)"]
     tie = next(sh for name, sh in lines.items() if name.startswith("rows the models claim, within 15% of NCCL's"))
     assert tie.rows == claimed.rows and tie.within == sum(s.within_or_tie for s in scored if s.claimed) > claimed.within
+
+
+def test_a_row_whose_channel_bounds_move_the_count_is_not_claimed(scorecard: ModuleType, tmp_path: Path) -> None:
+    """As analyze does not judge a run on another channel count than the model's, the scorecard does not claim it;
+    a bound that leaves NCCL's own count keeps the row claimed."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=scorecard.COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for bounds in ("", "NCCL_MIN_CTAS=4;NCCL_MAX_CTAS=4", "NCCL_MAX_CTAS=64"):
+        writer.writerow(dict(zip(scorecard.COLUMNS, [
+            f"box {bounds}", "NVIDIA H100 80GB HBM3", "8", "1", "8", "all_reduce", "1G", "120", "2.21.5",
+            "https://example.org/run", "", "", "", "", "", bounds, ""], strict=True)))
+    path = tmp_path / "bounds.csv"
+    path.write_text(out.getvalue())
+    plain, four, wide = scorecard.score(scorecard.read_published(path))
+    assert plain.predicted_gbps == four.predicted_gbps == wide.predicted_gbps  # the model is NCCL's own count's
+    assert plain.claimed and plain.unexplained and wide.claimed and not plain.unjudged and not wide.unjudged
+    assert not four.claimed and not four.unexplained
+    assert "NCCL_MIN_CTAS=4, NCCL_MAX_CTAS=4 run NVLS on 4 channels" in four.unjudged
+    assert four.verdict.endswith("not judged (bounded channels)")
+    assert any("run NVLS on 4 channels" in line for line in scorecard.far_lines([plain, four, wide]))
+
+
+def test_the_published_channel_bounds_leave_their_rows_unclaimed(scored: list) -> None:
+    bounded = [s for s in scored if s.row.channel_bounds]
+    assert len(bounded) >= 28 and all("NCCL_MIN_CTAS=24" in s.row.system for s in bounded)
+    assert all(s.unjudged and not s.claimed for s in bounded)

@@ -32,7 +32,7 @@ def _write(agreement: ModuleType, path: Path, rows: list[tuple[str, str, float, 
     writer.writeheader()
     for system, size, busbw, reason in rows:
         writer.writerow(dict(zip(columns, [system, H100, "8", "1", "8", "all_reduce", size, f"{busbw}", "2.21.5",
-                                           "https://example.org/run", "", "", "", "", "", reason], strict=True)))
+                                           "https://example.org/run", "", "", "", "", "", "", reason], strict=True)))
     path.write_text(out.getvalue())
     return path
 
