@@ -7,6 +7,7 @@ sizes and pays more per call there than NCCL's model says has that cost added to
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,7 +36,9 @@ __all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource"
 NO_MODEL_HINT = "pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B"
 """What supplies link parameters when neither the options nor the records do (every command that models a job)."""
 
-ParamsSource = LinkParams | Callable[[int, int], LinkParams | None] | None
+ParamsSource = LinkParams | Callable[..., LinkParams | None] | None
+"""One LinkParams, or a function ``(nranks, nnodes)`` -> LinkParams | None that may also take ``ib_hca=`` (a
+configuration's NCCL_IB_HCA, :func:`.params_source.job_params_source` does)."""
 Logged = Mapping[tuple[str, str, int], tuple[str, str]]
 """(config, op, size_bytes) -> (algorithm, protocol) NCCL logged for that size."""
 
@@ -63,16 +66,36 @@ NNODES_UNKNOWN = ("no efficiency for {nranks} ranks: the records do not say how 
 """The note of a group whose nodes are unknown: never modelled as one node."""
 
 
-def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str]) -> LinkParams | None:
+def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str], *,
+               ib_hca: str | None = None) -> LinkParams | None:
     """The LinkParams of one (nranks, nnodes) group from ``analyze``'s ``params``; None with a note.
 
-    Unknown ``nnodes`` (None or NA) is never taken for one node: no parameters, and a note naming ``--nnodes``."""
+    Unknown ``nnodes`` (None or NA) is never taken for one node: no parameters, and a note naming ``--nnodes``.
+    ``ib_hca``: a configuration's NCCL_IB_HCA, which leaves NCCL fewer NICs across nodes: the parameters count
+    only those (a source that cannot take it gives none, with a note)."""
     if source is None:
         return None
     if nnodes is None or pd.isna(nnodes):
         notes.append(NNODES_UNKNOWN.format(nranks=nranks))
         return None
     nodes = int(nnodes)
+    if ib_hca and nodes > 1:
+        what = f"{nranks} ranks on {nodes} node(s) with NCCL_IB_HCA={ib_hca}"
+        if isinstance(source, LinkParams) or "ib_hca" not in inspect.signature(source).parameters:
+            notes.append(f"no efficiency for {what}: the link parameters count every NIC, and the setting leaves "
+                         "NCCL fewer (analyze's --topo, --gpu or --nic-gbit give parameters per configuration)")
+            return None
+        try:
+            params = source(nranks, nodes, ib_hca=ib_hca)
+        except ConfigError as exc:
+            notes.append(f"no efficiency for {what}: {exc}")
+            return None
+        if params is not None:
+            notes.extend(c for c in params.caveats if c not in notes)
+            if params.ndomains > 1:
+                notes.append(f"{what}: the model counts the {params.nics_per_node} NIC(s) per node the setting leaves "
+                             f"NCCL ({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+        return params
     if isinstance(source, LinkParams):
         if source.nranks == nranks and source.nnodes == nodes:
             return source
@@ -119,7 +142,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("model", "model_kind", "algo_source", "bound_algo",
                                                           "bound_limited_by", "verdict")}
     nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above")}
-    cache: dict[tuple[int, Any], LinkParams | None] = {}
+    cache: dict[tuple[int, Any, str | None], LinkParams | None] = {}
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     records = sizes.to_dict(orient="records")
@@ -129,11 +152,14 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         backend, conf = str(row["backend"]), settings.get(config, {})
         ab_name = model_name(op, backend, conf)
         cols["model"][i] = ab_name
-        key = (nranks, row["nnodes"])
+        ib_hca = str(conf["NCCL_IB_HCA"]).strip() or None if "NCCL_IB_HCA" in conf else None
+        key = (nranks, row["nnodes"], ib_hca)
         if key not in cache:
-            cache[key] = params_for(source, nranks, row["nnodes"], notes) if nranks >= 2 else None
+            cache[key] = params_for(source, nranks, row["nnodes"], notes, ib_hca=ib_hca) if nranks >= 2 else None
             if cache[key] is not None:
-                used[f"{nranks}x{cache[key].nnodes}"] = cache[key].to_dict()  # type: ignore[union-attr]
+                label = f"{nranks}x{cache[key].nnodes}"  # type: ignore[union-attr]
+                label += f" NCCL_IB_HCA={ib_hca}" if ib_hca and cache[key].nnodes > 1 else ""  # type: ignore[union-attr]
+                used[label] = cache[key].to_dict()  # type: ignore[union-attr]
         params = cache[key]
         if params is None:
             continue

@@ -25,6 +25,7 @@ from collscope.topo.naming import natural_key
 from collscope.topo.rates import pcie_gbps
 from collscope.topo.systems import SYSTEMS
 from collscope.topo.unmodelled_gpus import unknown_gpu_message
+from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
 
 __all__ = ["link_params", "unstated_domain_note", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
@@ -113,8 +114,38 @@ def _intra_from_generation(gen: GpuGeneration, ppn: int) -> tuple[float | None, 
     return pcie_gbps(gen.pcie_gen), "pcie", 0, f"{gen.name}: PCIe Gen{gen.pcie_gen} x16 (table rate{why})"
 
 
-def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
-    """(NICs, GB/s per NIC, source): the active NICs of the fastest rate (the ones NCCL would use)."""
+def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, *, given: bool) -> tuple[int, str]:
+    """(NICs, source) of the ``nics`` compute NICs that NCCL_IB_HCA ``spec`` leaves NCCL
+    (:func:`collscope.vocab.knob_values.ib_hca_permits`): by the node's NIC names when a capture gives them (and
+    the NICs were not given by ``--nic-gbit``), else by the names an exact list (``=mlx5_0,mlx5_1``) holds;
+    ConfigError for a prefix list or an exclusion without names, or a list that leaves none."""
+    names = _compute_nic_names(node) if node is not None and not given else None
+    if names is not None:
+        kept = [n for n in names if _permitted(spec, node, n)]  # type: ignore[arg-type]
+        if not kept:
+            raise ConfigError(f"NCCL_IB_HCA={spec} leaves none of the node's compute NICs ({', '.join(names)})")
+        return len(kept), f"{nic_src}; NCCL_IB_HCA={spec} leaves {len(kept)} of them ({', '.join(kept)})"
+    exact = ib_hca_exact_names(spec)
+    if exact is None:
+        raise ConfigError(f"NCCL_IB_HCA={spec} picks NICs by name prefix or exclusion: how many it leaves needs "
+                          "the node's NIC names (--topo with ibstat/ibv_devinfo captures, collscope topo collect)")
+    kept_n = min(nics, len(exact))
+    return kept_n, f"{nic_src}; NCCL_IB_HCA={spec} names {len(exact)}: {kept_n} NIC(s) per node"
+
+
+def _compute_nic_names(node: NodeTopology) -> list[str] | None:
+    """The NICs :func:`_nics` counts (active, at the node's fastest rate); None when the node shows none."""
+    return _nic_rates(node)[3] or None
+
+
+def _permitted(spec: str, node: NodeTopology, nic: str) -> bool:
+    ports = [str(p.get("port")) for p in node.graph.nodes[nic].get("ports") or [] if p.get("port") is not None]
+    return ib_hca_permits(spec, nic) or any(ib_hca_permits(spec, f"{nic}:{port}") for port in ports)
+
+
+def _nic_rates(node: NodeTopology) -> tuple[dict[str, float], dict[str, float], float | None, list[str]]:
+    """(rate per NIC in Gb/s as NCCL takes it, the port rates a PCIe link caps, the fastest, the NICs at it): the
+    active NICs of the fastest rate are the ones NCCL would use."""
     g = node.graph
     rates: dict[str, float] = {}
     for nic in node.nics:
@@ -125,14 +156,21 @@ def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
         elif not ports and g.nodes[nic].get("speed_gbps"):
             rates[nic] = float(g.nodes[nic]["speed_gbps"])
     if not rates:
-        return 0, None, ""
+        return rates, {}, None, []
     capped = {}
     for nic, rate in rates.items():
         pcie = _nic_pcie_gbps(g, nic)
         if pcie is not None and rate / 8.0 > pcie * _PCIE_SIGNAL_OVER_NCCL:
             capped[nic], rates[nic] = rate, pcie * 8.0
     fastest = max(rates.values())
-    names = sorted((n for n, r in rates.items() if r == fastest), key=natural_key)
+    return rates, capped, fastest, sorted((n for n, r in rates.items() if r == fastest), key=natural_key)
+
+
+def _nics(node: NodeTopology) -> tuple[int, float | None, str]:
+    """(NICs, GB/s per NIC, source): the active NICs of the fastest rate (the ones NCCL would use)."""
+    _, capped, fastest, names = _nic_rates(node)
+    if fastest is None:
+        return 0, None, ""
     if any(n in capped for n in names):
         ports = "/".join(f"{p:g}" for p in sorted({capped[n] for n in names if n in capped}))
         return len(names), fastest / 8.0, (
@@ -182,7 +220,7 @@ def unstated_domain_note(nranks: int, nnodes: int, partition_source: str) -> str
 def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
                 nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
                 gamma_gbps: float | None = None, alpha_inter_us: float | None = None, nic_gbit: float | None = None,
-                nics_per_node: int | None = None) -> LinkParams:
+                nics_per_node: int | None = None, ib_hca: str | None = None) -> LinkParams:
     """The :class:`LinkParams` of ``nranks`` ranks on ``nnodes`` nodes like ``topology`` (one node of a Cluster).
 
     ``nnodes`` has no default: the caller states the job's nodes (its :class:`~collscope.geometry.Geometry`).
@@ -191,6 +229,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     ``nic_gbit`` / ``nics_per_node``: the compute NICs of each node when no capture gives them (``--nic-gbit``:
     the line rate of one NIC in Gb/s as ibstat prints it; ``--nics-per-node``, default one per GPU of the node,
     the HGX and NVL72-tray reference design); they override the topology's NICs.
+    ``ib_hca``: the NCCL_IB_HCA a configuration set: only the NICs it lets NCCL use count (:func:`_ib_hca_nics`).
     Raises ConfigError when the bandwidth cannot be known, saying what to pass.
     """
     if nic_gbit is not None and not nic_gbit > 0:
@@ -270,6 +309,8 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
         nic_src = (f"{nics} NIC(s) per node at {rack.nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each "
                    f"(table: {rack.nic_source})")
+    if ib_hca and ndomains > 1 and nic_gbps is not None:
+        nics, nic_src = _ib_hca_nics(node, ib_hca, nics, nic_src, given=nic_gbit is not None)
     nic_note = system.nic_note if system is not None else ""
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:

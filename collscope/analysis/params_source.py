@@ -76,7 +76,7 @@ def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gp
     if topology is not None:
         domains_from_captures(frame, topology)
 
-    def source(nranks: int, nnodes: int) -> LinkParams | None:
+    def source(nranks: int, nnodes: int, *, ib_hca: str | None = None) -> LinkParams | None:
         nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
         name = gpu
         why = ""
@@ -86,7 +86,8 @@ def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gp
                 raise ConfigError(f"{why}; {NO_MODEL_HINT}")
         try:
             params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
-                                 alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+                                 alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node,
+                                 ib_hca=ib_hca)
         except ConfigError as exc:
             if from_records:
                 raise ConfigError(f"{exc} (GPU {name}: {why})") from exc

@@ -15,6 +15,7 @@ from collscope.vocab.ompi import OMPI_VERSION, ompi_algorithm_id, ompi_algorithm
 
 __all__ = [
     "InvalidValue", "int_range", "choice", "selection", "PATH_LEVELS", "path_level", "positive_bytes", "ib_hca",
+    "ib_hca_permits", "ib_hca_exact_names",
     "interfaces", "IF_VALID", "split_mask", "TRUE", "FALSE", "ompi_bool", "ompi_algo", "describe_ompi", "no_cache",
     "subsys",
 ]  # fmt: skip
@@ -100,6 +101,33 @@ def ib_hca(text: str) -> str:
             raise InvalidValue(f"bad port/rail/plane in {item!r}")
         out.append(":".join(fields))
     return prefix + ",".join(out)
+
+
+def ib_hca_permits(spec: str, device: str) -> bool:
+    """Whether NCCL_IB_HCA ``spec`` lets NCCL use ``device`` (``name`` or ``name:port``): a comma list of
+    ``name[:port]``, matched as a name prefix, exactly with a leading ``=``, and excluded with a leading ``^``
+    (NCCL 2.30 src/misc/utils.cc ``parseStringList``/``matchIfList``, read by src/transport/net_ib/init.cc)."""
+    exclude = spec.startswith("^")
+    body = spec[1:] if exclude else spec
+    exact = body.startswith("=")
+    body = body[1:] if exact else body
+    name, _, port = device.partition(":")
+    hit = False
+    for item in filter(None, (i.strip() for i in body.split(","))):
+        want_name, _, want_port = item.partition(":")
+        name_ok = name == want_name if exact else name.startswith(want_name)
+        if name_ok and (not want_port or want_port == port):
+            hit = True
+            break
+    return not hit if exclude else hit
+
+
+def ib_hca_exact_names(spec: str) -> tuple[str, ...] | None:
+    """The device names an NCCL_IB_HCA ``spec`` names exactly (``=mlx5_0,mlx5_3``), each once; None for a prefix
+    list or an exclusion, whose matches only a node's own NIC names tell."""
+    if spec.startswith("^") or not spec.startswith("="):
+        return None
+    return tuple(dict.fromkeys(item.strip().partition(":")[0] for item in spec[1:].split(",") if item.strip()))
 
 
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@\-]{1,15}")

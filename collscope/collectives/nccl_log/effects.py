@@ -13,6 +13,7 @@ from typing import Any
 
 from collscope.collectives.nccl_log.records import NcclLog
 from collscope.collectives.nccl_log.tuning import normalize_algorithm, normalize_protocol
+from collscope.vocab.knob_values import ib_hca_permits
 
 __all__ = ["algorithms_used", "protocols_used", "ib_devices_used", "forced_setting_effects", "allowed_names"]
 
@@ -73,22 +74,6 @@ def _choice_effect(log: NcclLog, var: str, position: int, normalize: Callable[[s
     return {"forced": value, "used": sorted(used), "applied": (not outside) if used else None, "outside": outside}
 
 
-def _ib_hca_permits(spec: str, device: str) -> bool:
-    exclude = spec.startswith("^")
-    body = spec[1:] if exclude else spec
-    exact = body.startswith("=")
-    body = body[1:] if exact else body
-    name, _, port = device.partition(":")
-    hit = False
-    for item in filter(None, (i.strip() for i in body.split(","))):
-        want_name, _, want_port = item.partition(":")
-        name_ok = name == want_name if exact else name.startswith(want_name)
-        if name_ok and (not want_port or want_port == port):
-            hit = True
-            break
-    return not hit if exclude else hit
-
-
 def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
     """For every forced setting the log echoes and this check knows, what NCCL did with it.
 
@@ -108,7 +93,7 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
     hca = log.env.get("NCCL_IB_HCA") or log.net.ib_hca_env
     if hca:
         devices = ib_devices_used(log)
-        outside = [d for d in devices if not _ib_hca_permits(hca, d)]
+        outside = [d for d in devices if not ib_hca_permits(hca, d)]
         effects["NCCL_IB_HCA"] = {"forced": hca, "used": devices, "applied": (not outside) if devices else None,
                                   "outside": outside}
     for var, ok in (("NCCL_MAX_NCHANNELS", _at_most), ("NCCL_MIN_NCHANNELS", _at_least)):

@@ -1,0 +1,95 @@
+"""A configuration's NCCL_IB_HCA leaves NCCL fewer NICs across nodes (the rails sweep runs one rail at a time):
+the model of that configuration counts only those, read from the node's NIC names or an exact list; analyze read a
+single-rail point as 'low' against all eight NICs before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collscope.analysis.compare import analyze
+from collscope.analysis.load import load_results
+from collscope.analysis.model_types import LinkParams
+from collscope.analysis.params import link_params
+from collscope.collectives.record import Measurement
+from collscope.errors import ConfigError
+from collscope.results.store import ResultsDir
+from collscope.topo.load import load_topology
+from collscope.topo.model import NodeTopology
+from collscope.topo.samples import sample_path
+from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
+
+
+@pytest.fixture(scope="module")
+def hgx() -> NodeTopology:
+    """The bundled HGX H100 capture: compute NICs mlx5_0..mlx5_7 at 400G, mlx5_10/mlx5_11 slower front-end ones."""
+    return load_topology([sample_path()], gpu="H100")  # type: ignore[return-value]
+
+
+def test_ib_hca_matching_follows_nccls_list_rules() -> None:
+    assert ib_hca_permits("mlx5_1", "mlx5_10") and not ib_hca_permits("=mlx5_1", "mlx5_10")
+    assert not ib_hca_permits("^mlx5_0,mlx5_1", "mlx5_1") and ib_hca_permits("^mlx5_0,mlx5_1", "mlx5_2")
+    assert ib_hca_permits("=mlx5_0:1", "mlx5_0:1") and not ib_hca_permits("=mlx5_0:1", "mlx5_0:2")
+    assert ib_hca_exact_names("=mlx5_0:1,mlx5_0:2,mlx5_3") == ("mlx5_0", "mlx5_3")
+    assert ib_hca_exact_names("mlx5_0") is None and ib_hca_exact_names("^=mlx5_0") is None
+
+
+@pytest.mark.parametrize(("spec", "nics"), [
+    (None, 8), ("=mlx5_0", 1), ("mlx5_1", 1), ("^mlx5_0,mlx5_1", 6), ("=mlx5_0:1,mlx5_3", 2),
+])
+def test_the_nics_a_setting_leaves_are_counted_from_the_captures(hgx: NodeTopology, spec: str | None,
+                                                                  nics: int) -> None:
+    params = link_params(hgx, gpu="H100", nranks=16, nnodes=2, ib_hca=spec)
+    assert params.nics_per_node == nics and params.inter_bw_gbps == pytest.approx(50.0 * nics)
+    if spec is not None:
+        assert f"NCCL_IB_HCA={spec} leaves {nics} of them" in params.source
+
+
+def test_a_setting_without_names_to_match_or_that_leaves_none_is_refused(hgx: NodeTopology) -> None:
+    with pytest.raises(ConfigError, match=r"NCCL_IB_HCA==ib9 leaves none of the node's compute NICs \(mlx5_0, "):
+        link_params(hgx, gpu="H100", nranks=16, nnodes=2, ib_hca="=ib9")
+    given = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, ib_hca="=mlx5_0,mlx5_1")
+    assert given.nics_per_node == 2
+    with pytest.raises(ConfigError, match="by name prefix or exclusion: how many it leaves needs the node's NIC names"):
+        link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, ib_hca="mlx5_1")
+    # one node: no NIC carries the collective, the setting changes nothing
+    assert link_params(hgx, gpu="H100", nranks=8, nnodes=1, ib_hca="=ib9") == link_params(
+        hgx, gpu="H100", nranks=8, nnodes=1)
+
+
+def _rails_sweep(root: Path) -> Path:
+    results = ResultsDir(root)
+    results.points_dir.mkdir(parents=True)
+    for point_id, settings, busbw in (("default-r0", {}, 460.0), ("rail0-r0", {"NCCL_IB_HCA": "=mlx5_0"}, 80.0)):
+        records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=16, nnodes=2,
+                                           time_us=size / (busbw * 16 / 30) / 1e3, engine="nccl-tests",
+                                           backend="nccl", count=size // 4, dtype="float", redop="sum", root=None,
+                                           in_place=False, wrong=0, ok=True, iters=20, warmup=5, repeat=0,
+                                           settings=settings, point_id=point_id, sweep_id="rails",
+                                           hosts=("gpu-a01", "gpu-a02"), nccl_version="2.24.3")
+                   for size in (1 << 30, 4 << 30)]
+        results.finish_point(point_id, records)
+    results.sweep_json.write_text('{"sweep_id": "rails", "plan": {"points": []}}')
+    return root
+
+
+def test_analyze_models_a_single_rail_point_with_its_one_nic(hgx: NodeTopology, tmp_path: Path) -> None:
+    frame = load_results([_rails_sweep(tmp_path / "r")])
+
+    def source(nranks: int, nnodes: int, *, ib_hca: str | None = None) -> LinkParams:
+        return link_params(hgx, gpu="H100", nranks=nranks, nnodes=nnodes, ib_hca=ib_hca)
+
+    result = analyze(frame, params=source)
+    sizes = result.sizes.set_index(["config", "size_bytes"])
+    rail = sizes.xs("NCCL_IB_HCA==mlx5_0")
+    assert list(rail["bound_busbw_gbps"]) == pytest.approx([50.0 * 30 / 16] * 2)  # one NIC, x 2(n-1)/n
+    assert (rail["model_busbw_gbps"] < 100).all() and set(rail["verdict"]) == {"normal"}
+    assert set(sizes.xs("default")["verdict"]) == {"normal"}
+    assert ("16 ranks on 2 node(s) with NCCL_IB_HCA==mlx5_0: the model counts the 1 NIC(s) per node the setting "
+            "leaves NCCL (1 x 50 GB/s)") in result.notes
+    # one LinkParams for every configuration counts all eight NICs: that configuration gets no efficiency
+    fixed = analyze(frame, params=source(16, 2))
+    assert fixed.sizes.set_index("config").loc["NCCL_IB_HCA==mlx5_0", "verdict"].isna().all()
+    assert any(n.startswith("no efficiency for 16 ranks on 2 node(s) with NCCL_IB_HCA==mlx5_0: the link parameters "
+                            "count every NIC") for n in fixed.notes)
