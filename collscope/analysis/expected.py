@@ -103,6 +103,15 @@ class NcclInputsCache:
         return self._cache[key]
 
 
+class _NothingToRun(Exception):
+    """The configuration's settings leave NCCL's model no (algorithm, protocol) for the op (NCCL_ALGO=NVLS with
+    NCCL_NVLS_ENABLE=0, NVLS on a GPU without it): no model, rather than another model's figure."""
+
+
+_NVLS_ALGOS = frozenset({"NVLS", "NVLSTree"})
+"""The algorithms NCCL_NVLS_ENABLE=0 takes away (``nvlsSupport`` 0: src/transport/nvls.cc ``ncclNvlsInit``)."""
+
+
 def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
                func: str) -> tuple[frozenset[str] | None, str]:
     value = settings.get(var)
@@ -119,6 +128,9 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
     func = OP_FUNC[op]
     algos, algo_text = _selection(settings, "NCCL_ALGO", ALGORITHMS, func)
     protos, proto_text = _selection(settings, "NCCL_PROTO", PROTOCOLS, func)
+    if str(settings.get("NCCL_NVLS_ENABLE", "")).strip() == "0":  # no NVLink SHARP: src/transport/nvls.cc
+        algos = (algos if algos is not None else frozenset(ALGORITHMS)) - _NVLS_ALGOS
+        algo_text = ", ".join(t for t in (algo_text, "NCCL_NVLS_ENABLE=0") if t)
     if logged is not None:
         algo, proto = logged
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
@@ -144,6 +156,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
                              protos=sorted(protos) if protos is not None else None)
     except ConfigError:
+        if forced:
+            raise _NothingToRun(forced) from None
         return None
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
     return _from_choice(op, held_to_bound(op, choice, params, inputs), params, source)
@@ -168,7 +182,10 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
         return None
     on_nccl = backend == "nccl"
     if on_nccl and op in OP_FUNC and inputs is not None:
-        found = _nccl_expected(op, size, settings, params, inputs, logged)
+        try:
+            found = _nccl_expected(op, size, settings, params, inputs, logged)
+        except _NothingToRun:
+            return None
         if found is not None:
             return found
     p2p = p2p_choice(params, op, size) if on_nccl and params.gpu is not None else None
