@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collscope.analysis.expected import Expected, NcclInputsCache, expected_busbw, matched_tie, verdict
+from collscope.analysis.expected import (
+    MODELLED_SETTINGS,
+    Expected,
+    NcclInputsCache,
+    expected_busbw,
+    matched_tie,
+    verdict,
+)
 from collscope.analysis.model_accuracy import published_accuracy
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS
@@ -28,6 +35,7 @@ from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
 from collscope.units import format_size
+from collscope.vocab.env_roles import env_role
 
 __all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT"]
 
@@ -147,6 +155,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     records = sizes.to_dict(orient="records")
     found: list[tuple[int, Expected, LinkParams, NcclGraphInputs | None]] = []
+    defaults: dict[str, list[str]] = {}  # config -> its tuning settings the model takes at NCCL's default
     for i, row in enumerate(records):
         op, nranks, size, config = str(row["op"]), int(row["nranks"]), int(row["size_bytes"]), str(row["config"])
         backend, conf = str(row["backend"]), settings.get(config, {})
@@ -168,6 +177,9 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                              (logged or {}).get((config, op, size)))
         if exp is not None:
             found.append((i, exp, params, inputs))
+            if exp.kind == "nccl":
+                defaults.setdefault(config, [f"{k}={v}" for k, v in sorted(conf.items())
+                                             if env_role(k) == "tuning" and k not in MODELLED_SETTINGS])
     costs = run_costs_us(records, {i: exp for i, exp, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
@@ -210,6 +222,10 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                      f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "
                      "does not price (one process driving all GPUs, -g N; a net plugin's own cost), added to the "
                      f"expected time at {shown}")
+    for config, unmodelled in defaults.items():
+        if unmodelled:
+            notes.append(f"{config}: {', '.join(unmodelled)} set, which the model does not take (it assumes NCCL's "
+                         "default for each): its verdicts are against the defaults")
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
     for (_, op), (inputs, choices) in modelled.items():

@@ -41,10 +41,11 @@ from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
+from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
 
-__all__ = ["Expected", "Verdict", "expected_busbw", "verdict", "matched_tie", "NcclInputsCache", "SOURCE_MODELLED",
-           "SOURCE_LOGGED", "SOURCE_P2P"]
+__all__ = ["Expected", "Verdict", "expected_busbw", "verdict", "matched_tie", "NcclInputsCache", "MODELLED_SETTINGS",
+           "SOURCE_MODELLED", "SOURCE_LOGGED", "SOURCE_P2P"]
 
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
@@ -101,6 +102,13 @@ class NcclInputsCache:
                     self.notes.append(f"NCCL's model not used for {params.nranks} ranks: {exc}")
             self._cache[key] = inputs
         return self._cache[key]
+
+
+MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", *CHANNEL_LIMIT_NAMES})
+"""The NCCL settings a configuration's model takes: the selection (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE), the
+NICs (NCCL_IB_HCA, :func:`..params.link_params`) and the channel bounds (not judged,
+:mod:`.nccl_model.channel_limits`). Any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken
+at NCCL's default, and analyze says so."""
 
 
 class _NothingToRun(Exception):
