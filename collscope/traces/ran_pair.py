@@ -16,6 +16,7 @@ from collscope.collectives.nccl_log.choices import SizeChoice
 from collscope.collectives.nccl_log.records import NcclLog
 from collscope.traces.compare import ModelFigure
 from collscope.traces.record import CollectiveCall
+from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.ops import OP_BY_NCCL_FUNC
 
 __all__ = ["RanPairs", "ran_pairs", "ModelPick", "pick_figure", "LoggedPairs", "logged_pairs", "call_pair", "TRACE",
@@ -40,6 +41,9 @@ class LoggedPairs:
     """Choice lines that name no function (NCCL 2.21-2.22): not attributable to an op, left out."""
     ambiguous: set[tuple[str, int]] = field(default_factory=set)
     """(op, size) the logs show with several pairs, filled in as calls ask."""
+    channel_bounds: tuple[str, ...] = ()
+    """The channel bounds the logs echo (``NCCL_MAX_CTAS=8``, :data:`collscope.vocab.channel_limits.CHANNEL_LIMITS`):
+    the job's calls ran on other channel counts than the model's figures assume."""
 
     def pair(self, op: str, size_bytes: int, group_size: int | None) -> tuple[str, str] | None:
         """The one pair the logs show for a call of ``op`` and ``size_bytes`` (counted as records count it:
@@ -58,6 +62,11 @@ class LoggedPairs:
                        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING): which pair NCCL ran stays unknown")
         if self.unnamed:
             out.append(f"{self.unnamed} choice line(s) of the NCCL log name no function (NCCL 2.21-2.22): left out")
+        if self.channel_bounds:
+            out.append(f"the NCCL log shows {', '.join(self.channel_bounds)} set: the job's calls ran on channels "
+                       "bounded by them, where the model's figures assume NCCL's own count (how busbw moves with the "
+                       "channels is in neither NCCL's model nor the published results), so the goodput against "
+                       "the model holds for NCCL's own count")
         if self.ambiguous:
             out.append("the NCCL log shows several (algorithm, protocol) for " + ", ".join(
                 f"{op} {size} B" for op, size in sorted(self.ambiguous)) + " (its lines name no communicator: "
@@ -69,7 +78,9 @@ def logged_pairs(logs: Sequence[NcclLog]) -> LoggedPairs:
     """The choice lines of the job's NCCL logs."""
     named = tuple(c for log in logs for c in log.size_choices if c.op is not None)
     unnamed = sum(c.calls for log in logs for c in log.size_choices if c.op is None)
-    return LoggedPairs(named, tuple(log.source for log in logs), unnamed)
+    bounds = tuple(dict.fromkeys(f"{name}={log.env[name]}" for log in logs for name in CHANNEL_LIMIT_NAMES
+                                 if name in log.env))
+    return LoggedPairs(named, tuple(log.source for log in logs), unnamed, channel_bounds=bounds)
 
 
 def call_pair(call: CollectiveCall, logged: LoggedPairs | None) -> tuple[str | None, str | None, str]:

@@ -172,6 +172,19 @@ def test_a_log_that_shows_several_pairs_for_one_size_says_none(tmp_path):
     assert "no per-operation choice line" in res.output and "NCCL_DEBUG_SUBSYS=INIT,TUNING" in res.output
 
 
+def test_channel_bounds_the_log_echoes_are_said_next_to_the_models_figures(tmp_path):
+    """NCCL echoes a bound it read (src/misc/param.cc: 'NCCL_MAX_CTAS set by environment to 4.'): the job ran on
+    other channel counts than the model's figures assume, and the warnings say so."""
+    doc = _trace_with_log(tmp_path, ["NCCL_MAX_CTAS set by environment to 4.",
+                                     "AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..1}"])
+    said = [w for w in doc["warnings"] if "NCCL_MAX_CTAS=4 set" in w]
+    assert len(said) == 1 and "the model's figures assume NCCL's own count" in said[0]
+    (tmp_path / "plain").mkdir()
+    plain = _trace_with_log(tmp_path / "plain", ["AllReduce: 4194304 Bytes -> Algo RING proto LL128 "
+                                                 "channel{Lo..Hi}={0..1}"])
+    assert not any("set: the job's calls ran on channels" in w for w in plain["warnings"])
+
+
 def test_a_file_that_is_no_nccl_log_is_refused_by_name(tmp_path):
     job = _kineto_job(tmp_path / "job")
     notes = tmp_path / "notes.txt"
