@@ -211,6 +211,20 @@ def test_a100_two_nodes_4_hdr_predicted_vs_published():
     assert _ring_simple_busbw(inputs) == pytest.approx(86.0, rel=0.15)
 
 
+def test_one_gpu_per_node_reaches_its_nics_through_its_own_pcie_link():
+    """A channel reaches a NIC through its GPU's PCIe link: one H100 per node of eight 400G NICs carries 48 GB/s
+    (NCCL's Gen5 x16), not 8 x 48 (the reporter of nccl-tests#232: about 50 GB/s with one H100 and four NICs).
+    Eight GPUs on 32 NICs of 100G (AWS p5) are bound by the NICs, as before."""
+    one = link_params(build_node(load_captures([sample_path()])), gpu="H100", nranks=2, nnodes=2)
+    inputs = graph_inputs_from_topology(one)
+    assert inputs.ring.n_channels * inputs.ring.bw_inter <= 48.0
+    assert _ring_simple_busbw(inputs) == pytest.approx(48.0, rel=0.1)
+    assert "1 GPU(s) per node for 8 NICs: each GPU's own PCIe link (48 GB/s)" in inputs.source
+    p5 = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=100, nics_per_node=32)
+    ring = graph_inputs_from_topology(p5).ring
+    assert (ring.n_channels, ring.bw_inter) == (30, 12.0)  # bound by the NVLink total (370.8 / 12), not the GPUs
+
+
 def test_graph_inputs_need_a_gpu():
     with pytest.raises(ConfigError, match="--gpu NAME"):
         graph_inputs_from_topology(LinkParams(nranks=4, nnodes=1, alpha_us=1.0, bw_gbps=10.0))

@@ -10,7 +10,11 @@ searching paths, a channel count is derived from bandwidth budgets:
 * **Ring** (and Tree, which NCCL searches with the Ring's channel count; taken equal here but for its intra-node
   speed, below): for each speed s of the list (intra-node list on one node, inter-node list across nodes, per
   sm) with s <= the largest path bandwidth, ``nCh(s) = min(32, floor(total / s), NICs x floor(NIC path / s))``
-  (the NIC term across nodes only);
+  (the NIC term across nodes only), and across nodes also ``ppn x floor(GPU PCIe link / s)``: a channel reaches
+  a NIC through its GPU's own PCIe link, so a node of fewer GPUs than NICs carries no more than its GPUs' links
+  (one H100 per node of eight 400G NICs: 48 GB/s, not 8 x 48; the reporter of nccl-tests#232 saw about 50 GB/s
+  with one H100 and four NICs, and NVIDIA's answer in nccl#412 is that a NIC helps only through a PCI switch of a
+  GPU);
   keep the best nCh x s, highest speed first on ties; stop when it reaches the total or when the next speed is
   below 0.49 x the best's (NCCL's pass-1 rule). Then the duplication rule (``ncclTopoDupChannels``): if
   s >= 25 and not (sm > 80 and s < 50 and nCh > 4), double the channels (up to 32) and halve s. Then pass 2
@@ -62,13 +66,17 @@ class _Found:
 
 
 def search_channels(speeds: tuple[float, ...], *, max_bw: float, total_bw: float, sm: int, nics: int = 0,
-                    nic_path_bw: float | None = None, duplicate: bool = True) -> tuple[int, float]:
-    """(nChannels, per-channel GB/s) of a ring-like graph by the budget rule in the module doc."""
+                    nic_path_bw: float | None = None, duplicate: bool = True, gpus: int = 0,
+                    gpu_pci_bw: float | None = None) -> tuple[int, float]:
+    """(nChannels, per-channel GB/s) of a ring-like graph by the budget rule in the module doc; across nodes
+    ``gpus`` x ``gpu_pci_bw``, the GPUs' own PCIe links, bound the channels that reach the NICs too."""
 
     def channels(s: float) -> int:
         n = min(MAX_CHANNELS, int(total_bw / s + 1e-9))
         if nic_path_bw is not None:
             n = min(n, nics * int(nic_path_bw / s + 1e-9))
+        if gpu_pci_bw is not None and gpus > 0:
+            n = min(n, gpus * int(gpu_pci_bw / s + 1e-9))
         return n
 
     i = 0
@@ -179,7 +187,7 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
         type_intra = "PXB"
         src = f"PCIe Gen{pcie_gen} x16 = {total:g} GB/s (NCCL's PCI model)"
     intra_max = max_bw
-    nic_path = None
+    nic_path = gpu_pci = None
     if multi:
         if params.nic_gbps is None or params.nics_per_node == 0:
             nic_path = params.bw_gbps
@@ -188,6 +196,9 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
         else:
             gpu_pci = NCCL_PCI_X16_GBPS.get(params.pcie_gen or gen.pcie_gen, 12.0)
             nic_path = min(params.nic_gbps, gpu_pci)
+            if params.nics_per_node > params.ppn:
+                src += (f"; {params.ppn} GPU(s) per node for {params.nics_per_node} NICs: each GPU's own PCIe "
+                        f"link ({gpu_pci:g} GB/s) carries its channels to any NIC")
             # every tray of a multi-node NVLink domain brings its NICs to the fused topology
             # (src/graph/search.cc ncclTopoSelectNets: MNNVL sorts the domain's NICs by GPU)
             nics = params.nics_per_node * max(1, ppn // params.ppn)
@@ -196,7 +207,8 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
     else:
         nics = 0
     speeds = speed_list(sm, multi_node=multi)
-    n_ch, bw = search_channels(speeds, max_bw=max_bw, total_bw=total, sm=sm, nics=nics, nic_path_bw=nic_path)
+    n_ch, bw = search_channels(speeds, max_bw=max_bw, total_bw=total, sm=sm, nics=nics, nic_path_bw=nic_path,
+                               gpus=ppn, gpu_pci_bw=gpu_pci)
     if n_ch == 0:
         raise ConfigError(f"no NCCL channel fits these links ({src})")
     ring = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX")
