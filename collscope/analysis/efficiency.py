@@ -16,15 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collscope.analysis.expected import (
-    MODELLED_SETTINGS,
-    Expected,
-    NcclInputsCache,
-    expected_busbw,
-    matched_tie,
-    verdict,
-)
+from collscope.analysis.expected import Expected, NcclInputsCache, expected_busbw, matched_tie, verdict
 from collscope.analysis.model_accuracy import published_accuracy
+from collscope.analysis.model_settings import model_settings
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
@@ -35,7 +29,6 @@ from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
 from collscope.units import format_size
-from collscope.vocab.env_roles import env_role
 
 __all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT"]
 
@@ -161,7 +154,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         backend, conf = str(row["backend"]), settings.get(config, {})
         ab_name = model_name(op, backend, conf)
         cols["model"][i] = ab_name
-        ib_hca = str(conf["NCCL_IB_HCA"]).strip() or None if "NCCL_IB_HCA" in conf else None
+        read = model_settings(conf, op)
+        ib_hca = read.ib_hca
         key = (nranks, row["nnodes"], ib_hca)
         if key not in cache:
             cache[key] = params_for(source, nranks, row["nnodes"], notes, ib_hca=ib_hca) if nranks >= 2 else None
@@ -178,8 +172,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         if exp is not None:
             found.append((i, exp, params, inputs))
             if exp.kind == "nccl":
-                defaults.setdefault(config, [f"{k}={v}" for k, v in sorted(conf.items())
-                                             if env_role(k) == "tuning" and k not in MODELLED_SETTINGS])
+                defaults.setdefault(config, list(read.unmodelled))
     costs = run_costs_us(records, {i: exp for i, exp, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
+from collscope.analysis.model_settings import model_settings
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
 from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
@@ -41,11 +42,10 @@ from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
-from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
-from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC
 
-__all__ = ["Expected", "Verdict", "expected_busbw", "verdict", "matched_tie", "NcclInputsCache", "MODELLED_SETTINGS",
-           "SOURCE_MODELLED", "SOURCE_LOGGED", "SOURCE_P2P"]
+__all__ = ["Expected", "Verdict", "expected_busbw", "verdict", "matched_tie", "NcclInputsCache", "SOURCE_MODELLED",
+           "SOURCE_LOGGED", "SOURCE_P2P"]
 
 Verdict = Literal["normal", "low", "suspicious"]
 SOURCE_MODELLED = "collscope's model of NCCL's choice"
@@ -104,41 +104,15 @@ class NcclInputsCache:
         return self._cache[key]
 
 
-MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", *CHANNEL_LIMIT_NAMES})
-"""The NCCL settings a configuration's model takes: the selection (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE), the
-NICs (NCCL_IB_HCA, :func:`..params.link_params`) and the channel bounds (not judged,
-:mod:`.nccl_model.channel_limits`). Any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken
-at NCCL's default, and analyze says so."""
-
-
 class _NothingToRun(Exception):
     """The configuration's settings leave NCCL's model no (algorithm, protocol) for the op (NCCL_ALGO=NVLS with
     NCCL_NVLS_ENABLE=0, NVLS on a GPU without it): no model, rather than another model's figure."""
 
 
-_NVLS_ALGOS = frozenset({"NVLS", "NVLSTree"})
-"""The algorithms NCCL_NVLS_ENABLE=0 takes away (``nvlsSupport`` 0: src/transport/nvls.cc ``ncclNvlsInit``)."""
-
-
-def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
-               func: str) -> tuple[frozenset[str] | None, str]:
-    value = settings.get(var)
-    if not value:
-        return None, ""
-    try:
-        return enabled(parse_selection(value, vocabulary, var), func, vocabulary), f"{var}={value}"
-    except ConfigError:
-        return None, ""
-
-
 def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: LinkParams, inputs: NcclGraphInputs,
                    logged: tuple[str, str] | None) -> Expected | None:
-    func = OP_FUNC[op]
-    algos, algo_text = _selection(settings, "NCCL_ALGO", ALGORITHMS, func)
-    protos, proto_text = _selection(settings, "NCCL_PROTO", PROTOCOLS, func)
-    if str(settings.get("NCCL_NVLS_ENABLE", "")).strip() == "0":  # no NVLink SHARP: src/transport/nvls.cc
-        algos = (algos if algos is not None else frozenset(ALGORITHMS)) - _NVLS_ALGOS
-        algo_text = ", ".join(t for t in (algo_text, "NCCL_NVLS_ENABLE=0") if t)
+    read = model_settings(settings, op)
+    algos, protos = read.algos, read.protos
     if logged is not None:
         algo, proto = logged
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None
@@ -159,7 +133,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
             if choice is not None:
                 choice = held_to_bound(op, choice, params, inputs)
                 return _from_choice(op, choice, params, f"{SOURCE_LOGGED} (algorithm; protocol from the model)")
-    forced = ", ".join(t for t in (algo_text, proto_text) if t)
+    forced = read.forced
     try:
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
                              protos=sorted(protos) if protos is not None else None)

@@ -24,14 +24,16 @@ each with its own expected measurement (which of them runs is closer than collsc
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
 from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
+from collscope.analysis.model_settings import ModelSettings, model_settings
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
+from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, predicted_bound_note
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_off_note, release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
@@ -98,7 +100,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             alpha_us: float | None = None, bw_gbps: float | None = None, gamma_gbps: float | None = None,
             version: str = "2.30", nic_gbit: float | None = None, nics_per_node: int | None = None,
             algos: Iterable[str] | None = None, protos: Iterable[str] | None = None,
-            collnet: bool = False) -> PredictResult:
+            collnet: bool = False, settings: Mapping[str, str] | None = None) -> PredictResult:
     """Predictions of every model for ``op`` on ``nranks`` ranks over ``nnodes`` nodes (see the module doc).
 
     ``nnodes`` is the caller's to state (None: a ConfigError; nothing is assumed);
@@ -106,7 +108,10 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     compute NICs when no capture gives them (:func:`~.params.link_params`); ``algos`` / ``protos``: what NCCL's
     choice may pick, as NCCL_ALGO / NCCL_PROTO restrict it; ``collnet``: NCCL_COLLNET_ENABLE=1 with a CollNet
     (SHARP) plugin, which adds CollNetDirect/CollNetChain and multi-node NVLS to the choice; ``version``: the job's
-    NCCL release (``"2.27.3"``) or a table name, mapped by :func:`~.nccl_model.constants.release_tables`.
+    NCCL release (``"2.27.3"``) or a table name, mapped by :func:`~.nccl_model.constants.release_tables`;
+    ``settings``: the job's NCCL variables, read as ``analyze`` reads a configuration's
+    (:func:`~.model_settings.model_settings`: the selection narrows the choice, NCCL_IB_HCA the NICs, channel
+    bounds and the variables the model does not take are said in the notes).
     """
     if nnodes is None:
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
@@ -122,10 +127,12 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     size_list = sorted(set(DEFAULT_SIZES if sizes is None else (int(s) for s in sizes)))
     if not size_list or size_list[0] < 0:
         raise ConfigError(f"sizes must be >= 0 bytes, got {size_list or 'none'}")
+    read = model_settings(settings or {}, op)
     params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
-                         bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node)
+                         bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node,
+                         ib_hca=read.ib_hca)
     preds = alpha_beta_predictions(op, params, size_list)
-    notes: list[str] = [*version_notes, *params.caveats]
+    notes: list[str] = [*version_notes, *params.caveats, *_settings_notes(read, params)]
     defects: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
@@ -140,6 +147,10 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
                          "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
             notes.extend(p2p_channel_notes(params, op, size_list))
+            if read.channel_bounds and choices:
+                bound = BoundChannels(algo=P2P_ALGO, model_channels=None, channels=None,
+                                      settings=tuple(f"{k}={v}" for k, v in read.channel_bounds.items()))
+                notes.append(predicted_bound_note(op, bound, [c.size_bytes for c in choices]))
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:
@@ -152,22 +163,54 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          "the alpha-beta models")
         nccl = nccl_predictions(inputs, op, size_list, version=version)
         preds = sorted(preds + nccl, key=lambda pred: pred.size_bytes)  # stable: alpha-beta first
-        allowed = (list(algos) if algos is not None else None, list(protos) if protos is not None else None)
-        ll128_off = ll128_off_note(release, inputs.sm) if protos is None else None
+        allowed = (_narrowed(algos, read.algos), _narrowed(protos, read.protos))
+        ll128_off = ll128_off_note(release, inputs.sm) if allowed[1] is None else None
         if ll128_off is not None:
             allowed = (allowed[0], list(PROTOS_WITHOUT_LL128))
             notes.append(ll128_off)
-        choices = [held_to_bound(op, nccl_choice(inputs, op, s, version=version, algos=allowed[0],
-                                                 protos=allowed[1]), params, inputs, version=version)
-                   for s in size_list]
+        try:
+            choices = [held_to_bound(op, nccl_choice(inputs, op, s, version=version, algos=allowed[0],
+                                                     protos=allowed[1]), params, inputs, version=version)
+                       for s in size_list]
+        except ConfigError as exc:
+            if not read.forced:
+                raise
+            raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here)") from None
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
         notes.extend(nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version))
+        if read.channel_bounds:
+            for algo in dict.fromkeys(c.algo for c in choices):
+                found = bound_channels(inputs, algo, read.channel_bounds)
+                if found is not None:
+                    notes.append(predicted_bound_note(op, found, [c.size_bytes for c in choices if c.algo == algo]))
     accuracy = tuple(published_accuracy(op, across_domains=params.ndomains > 1, size_bytes=c.size_bytes)
                      for c in choices)
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
                          nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects), accuracy=accuracy)
+
+
+def _narrowed(given: Iterable[str] | None, read: frozenset[str] | None) -> list[str] | None:
+    """The algorithms (or protocols) both the caller and the settings allow; None when neither restricts."""
+    if given is None:
+        return sorted(read) if read is not None else None
+    given = list(given)
+    return given if read is None else [g for g in given if g in read]
+
+
+def _settings_notes(read: ModelSettings, params: LinkParams) -> list[str]:
+    """What the settings did to the prediction, and which of them it does not take."""
+    out = []
+    if read.forced:
+        out.append(f"{read.forced}: NCCL's choice restricted as the setting restricts NCCL")
+    if read.ib_hca and params.ndomains > 1:
+        out.append(f"NCCL_IB_HCA={read.ib_hca}: the model counts the {params.nics_per_node} NIC(s) per node it "
+                   f"leaves NCCL ({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+    if read.unmodelled:
+        out.append(f"{', '.join(read.unmodelled)} set, which the model does not take (it assumes NCCL's default "
+                   "for each)")
+    return out
 
 
 def _graph_dict(g: Any) -> dict[str, Any]:

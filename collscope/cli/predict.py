@@ -19,6 +19,7 @@ from collscope.cli.options import (
 from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
+from collscope.vocab.knobs import validate_env
 
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_FACTOR = 1 << 10, 1 << 30, 4.0
 """The ladder predict uses when no size option is given (the library's DEFAULT_SIZES: 1K, 4K, ..., 1G)."""
@@ -39,6 +40,18 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
                        max_bytes, DEFAULT_FACTOR if factor is None else factor, elem_size=1, op=op, nranks=nranks)
 
 
+def _settings(items: tuple[str, ...]) -> dict[str, str]:
+    """``NAME=VALUE`` items (split at the first ``=``: ``NCCL_IB_HCA==mlx5_0`` is NCCL_IB_HCA ``=mlx5_0``),
+    validated as a sweep's fixed environment is (:func:`collscope.vocab.knobs.validate_env`)."""
+    pairs = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--setting {item!r}: NAME=VALUE expected (e.g. NCCL_NVLS_ENABLE=0)")
+        pairs[name.strip()] = value.strip()
+    return validate_env(pairs)
+
+
 @click.command("predict")
 @topo_option()
 @gpu_option
@@ -56,12 +69,17 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
 @click.option("--collnet", is_flag=True,
               help="The job runs with a CollNet (SHARP) plugin and NCCL_COLLNET_ENABLE=1: model CollNetDirect, "
                    "CollNetChain and NVLS across nodes too.")
+@click.option("--setting", "settings", multiple=True, metavar="NAME=VALUE",
+              help="An NCCL variable of the job (repeatable), read as analyze reads a configuration's: NCCL_ALGO, "
+                   "NCCL_PROTO and NCCL_NVLS_ENABLE=0 narrow NCCL's choice, NCCL_IB_HCA the NICs counted; channel "
+                   "bounds and other variables are named in the notes.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
 def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
                 nvl_domain: int | None, op: str | None,
                 sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int | None, factor: float | None,
                 alpha_us: float | None, bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None,
-                gamma_gbps: float | None, nccl_version: str, collnet: bool, as_json: bool) -> None:
+                gamma_gbps: float | None, nccl_version: str, collnet: bool, settings: tuple[str, ...],
+                as_json: bool) -> None:
     """Expected time and busbw per algorithm (alpha-beta) and per algorithm/protocol (NCCL's model).
 
     Answers "is my number normal?": compare a measured busbw with the models for the same topology. Link
@@ -76,6 +94,7 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
       collscope predict --op all_reduce --nranks 4 --nnodes 1 --alpha-us 2 --bw-gbps 10
       collscope predict --gpu GB200 --op all_reduce --nranks 72 --nnodes 18 --nvl-domain 72
       collscope predict --gpu H200 --op all_reduce --nranks 16 --nnodes 2 --nic-gbit 400
+      collscope predict --gpu H100 --op all_reduce --nranks 8 --nnodes 1 --setting NCCL_NVLS_ENABLE=0
     """
     missing = [opt for opt, value in (("--op OP", op), ("--nranks N", nranks), ("--nnodes N", nnodes))
                if value is None]
@@ -88,7 +107,7 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
     result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                      sizes=size_list,
                      alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version,
-                     nic_gbit=nic_gbit, nics_per_node=nics_per_node, collnet=collnet)
+                     nic_gbit=nic_gbit, nics_per_node=nics_per_node, collnet=collnet, settings=_settings(settings))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from collscope.analysis.compare import analyze
-from collscope.analysis.expected import MODELLED_SETTINGS
 from collscope.analysis.load import load_results
+from collscope.analysis.model_settings import MODELLED_SETTINGS
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.params import link_params
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES

@@ -20,7 +20,7 @@ from collscope.units import format_size
 from collscope.vocab.channel_limits import CHANNEL_LIMITS
 from collscope.vocab.nccl import ALGORITHMS
 
-__all__ = ["BoundChannels", "bound_channels", "channel_bound_note"]
+__all__ = ["BoundChannels", "bound_channels", "bound_text", "channel_bound_note", "predicted_bound_note"]
 
 _MAXCHANNELS = 64
 """src/include/device.h MAXCHANNELS (2.30)."""
@@ -101,14 +101,27 @@ def bound_channels(inputs: NcclGraphInputs, algo: str, settings: Mapping[str, st
     return BoundChannels(algo=algo, model_channels=model, channels=channels, settings=read)
 
 
-def channel_bound_note(config: str, op: str, bound: BoundChannels, sizes: Iterable[int]) -> str:
-    """What analyze says of the sizes of ``config`` it did not judge because their channels are bounded."""
-    held = sorted(sizes)
-    shown = format_size(held[0]) + (f"-{format_size(held[-1])}" if len(held) > 1 else "")
+def bound_text(bound: BoundChannels) -> str:
+    """``NCCL_MAX_CTAS=4 run NVLS on 4 channels where the model assumes NCCL's own 16``."""
     runs = (f"run {bound.algo} on {bound.channels} channel{'s' if bound.channels != 1 else ''} where the model "
             f"assumes NCCL's own {bound.model_channels}" if bound.channels is not None else
             f"bound the channels of {bound.algo}, which the model counts by NCCL's own rule")
-    return (f"{op} {config}: {', '.join(bound.settings)} {runs}: "
-            f"not judged at {shown}, as neither NCCL's model nor the published results say how busbw moves with "
-            "the channels; compare it with a configuration at NCCL's own count in the same sweep (analyze's "
-            "crossovers, collscope recommend)")
+    return f"{', '.join(bound.settings)} {runs}"
+
+
+def _sizes_text(sizes: Iterable[int]) -> str:
+    held = sorted(sizes)
+    return format_size(held[0]) + (f"-{format_size(held[-1])}" if len(held) > 1 else "")
+
+
+def channel_bound_note(config: str, op: str, bound: BoundChannels, sizes: Iterable[int]) -> str:
+    """What analyze says of the sizes of ``config`` it did not judge because their channels are bounded."""
+    return (f"{op} {config}: {bound_text(bound)}: not judged at {_sizes_text(sizes)}, as neither NCCL's model nor "
+            "the published results say how busbw moves with the channels; compare it with a configuration at "
+            "NCCL's own count in the same sweep (analyze's crossovers, collscope recommend)")
+
+
+def predicted_bound_note(op: str, bound: BoundChannels, sizes: Iterable[int]) -> str:
+    """What predict says of the sizes whose channels the job's settings bound."""
+    return (f"{op}: {bound_text(bound)}: the expected measurements at {_sizes_text(sizes)} are for NCCL's own "
+            "count, as neither NCCL's model nor the published results say how busbw moves with the channels")

@@ -1,0 +1,72 @@
+"""What a configuration's NCCL settings do to the model of one op: one reading, shared by ``analyze`` (per
+configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
+
+- **selection**: ``NCCL_ALGO``/``NCCL_PROTO`` restrict NCCL's choice (per function, NCCL >= 2.24's
+  ``func:list;...``), ``NCCL_NVLS_ENABLE=0`` takes NVLS and NVLSTree away (src/transport/nvls.cc leaves
+  ``nvlsSupport`` 0);
+- **NICs**: ``NCCL_IB_HCA`` leaves NCCL the NICs it names (:func:`.params.link_params`, ``ib_hca``);
+- **channel bounds**: ``NCCL_MIN/MAX_CTAS``, ``NCCL_MIN/MAX_NCHANNELS`` (:mod:`.nccl_model.channel_limits`):
+  sizes run on another count than NCCL's own are not judged;
+- any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken at NCCL's default, and said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from collscope.errors import ConfigError
+from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
+from collscope.vocab.env_roles import env_role
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
+
+__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings"]
+
+MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", *CHANNEL_LIMIT_NAMES})
+"""The NCCL settings the models take (module doc); any other tuning variable is taken at NCCL's default."""
+NVLS_ALGOS = frozenset({"NVLS", "NVLSTree"})
+"""The algorithms NCCL_NVLS_ENABLE=0 takes away (``nvlsSupport`` 0: src/transport/nvls.cc ``ncclNvlsInit``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """A configuration's settings as the model of one op reads them."""
+
+    algos: frozenset[str] | None = None
+    """The algorithms NCCL may choose; None: all of them."""
+    protos: frozenset[str] | None = None
+    """The protocols NCCL may choose; None: all of them."""
+    forced: str = ""
+    """The settings that restricted the choice, as ``NCCL_ALGO=Ring, NCCL_NVLS_ENABLE=0`` (empty: none)."""
+    ib_hca: str | None = None
+    channel_bounds: dict[str, str] | None = None
+    """The channel-bound variables set (name -> value), for :func:`.nccl_model.channel_limits.bound_channels`."""
+    unmodelled: tuple[str, ...] = ()
+    """The tuning variables set that the model takes at NCCL's default, as ``NAME=value``."""
+
+
+def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
+               func: str | None) -> tuple[frozenset[str] | None, str]:
+    value = settings.get(var)
+    if not value or func is None:
+        return None, ""
+    try:
+        return enabled(parse_selection(value, vocabulary, var), func, vocabulary), f"{var}={value}"
+    except ConfigError:
+        return None, ""
+
+
+def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
+    """How ``settings`` (a configuration's, or ``predict --setting``'s) change the model of ``op``."""
+    func = OP_FUNC.get(op)
+    algos, algo_text = _selection(settings, "NCCL_ALGO", ALGORITHMS, func)
+    protos, proto_text = _selection(settings, "NCCL_PROTO", PROTOCOLS, func)
+    if str(settings.get("NCCL_NVLS_ENABLE", "")).strip() == "0":
+        algos = (algos if algos is not None else frozenset(ALGORITHMS)) - NVLS_ALGOS
+        algo_text = ", ".join(t for t in (algo_text, "NCCL_NVLS_ENABLE=0") if t)
+    hca = str(settings.get("NCCL_IB_HCA", "")).strip() or None
+    bounds = {k: str(settings[k]) for k in CHANNEL_LIMIT_NAMES if k in settings}
+    unmodelled = tuple(f"{k}={v}" for k, v in sorted(settings.items())
+                       if env_role(k) == "tuning" and k not in MODELLED_SETTINGS)
+    return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
+                         ib_hca=hca, channel_bounds=bounds or None, unmodelled=unmodelled)
