@@ -18,7 +18,7 @@ import pandas as pd
 
 from collscope.analysis.expected import Expected, NcclInputsCache, expected_busbw, matched_tie, verdict
 from collscope.analysis.model_accuracy import published_accuracy
-from collscope.analysis.model_settings import model_settings
+from collscope.analysis.model_settings import ModelSettings, model_settings, nics_left_text, unmodelled_text
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
@@ -94,8 +94,7 @@ def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: lis
         if params is not None:
             notes.extend(c for c in params.caveats if c not in notes)
             if params.ndomains > 1:
-                notes.append(f"{what}: the model counts the {params.nics_per_node} NIC(s) per node the setting leaves "
-                             f"NCCL ({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+                notes.append(f"{what}: {nics_left_text(params)}")
         return params
     if isinstance(source, LinkParams):
         if source.nranks == nranks and source.nnodes == nodes:
@@ -147,8 +146,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     records = sizes.to_dict(orient="records")
-    found: list[tuple[int, Expected, LinkParams, NcclGraphInputs | None]] = []
-    defaults: dict[str, list[str]] = {}  # config -> its tuning settings the model takes at NCCL's default
+    found: list[tuple[int, Expected, LinkParams, NcclGraphInputs | None, ModelSettings]] = []
+    defaults: dict[str, ModelSettings] = {}  # config -> its settings, for those the model takes at NCCL's default
     for i, row in enumerate(records):
         op, nranks, size, config = str(row["op"]), int(row["nranks"]), int(row["size_bytes"]), str(row["config"])
         backend, conf = str(row["backend"]), settings.get(config, {})
@@ -170,13 +169,13 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         exp = expected_busbw(op, backend, size, conf, params, ab_name, inputs,
                              (logged or {}).get((config, op, size)))
         if exp is not None:
-            found.append((i, exp, params, inputs))
+            found.append((i, exp, params, inputs, read))
             if exp.kind == "nccl":
-                defaults.setdefault(config, list(read.unmodelled))
-    costs = run_costs_us(records, {i: exp for i, exp, _, _ in found})
+                defaults.setdefault(config, read)
+    costs = run_costs_us(records, {i: exp for i, exp, _, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
-    for i, exp, params, inputs in found:
+    for i, exp, params, inputs, read in found:
         row = records[i]
         op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
         cost = costs.get(curve_key(row))
@@ -196,8 +195,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
         nums["margin"][i], nums["margin_above"][i] = margin, above
-        bound = bound_channels(inputs, exp.model.split("/")[0], settings.get(str(row["config"]), {})) \
-            if inputs is not None and exp.kind == "nccl" else None
+        bound = bound_channels(inputs, exp.model.split("/")[0], read.channel_bounds) \
+            if inputs is not None and exp.kind == "nccl" and read.channel_bounds else None
         if bound is not None:
             unjudged.setdefault((str(row["config"]), op, bound), []).append(size)
         elif math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
@@ -215,10 +214,9 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                      f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "
                      "does not price (one process driving all GPUs, -g N; a net plugin's own cost), added to the "
                      f"expected time at {shown}")
-    for config, unmodelled in defaults.items():
-        if unmodelled:
-            notes.append(f"{config}: {', '.join(unmodelled)} set, which the model does not take (it assumes NCCL's "
-                         "default for each): its verdicts are against the defaults")
+    for config, read in defaults.items():
+        if read.unmodelled:
+            notes.append(f"{config}: {unmodelled_text(read)}: its verdicts are against the defaults")
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
     for (_, op), (inputs, choices) in modelled.items():

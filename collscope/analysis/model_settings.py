@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from collscope.analysis.model_types import LinkParams
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
 
-__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings"]
+__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings", "nics_left_text", "unmodelled_text"]
 
 MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", *CHANNEL_LIMIT_NAMES})
 """The NCCL settings the models take (module doc); any other tuning variable is taken at NCCL's default."""
@@ -70,3 +71,14 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
                        if env_role(k) == "tuning" and k not in MODELLED_SETTINGS)
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
                          ib_hca=hca, channel_bounds=bounds or None, unmodelled=unmodelled)
+
+
+def nics_left_text(params: LinkParams) -> str:
+    """What the model counts of the NICs NCCL_IB_HCA leaves (``params`` built with it)."""
+    return (f"the model counts the {params.nics_per_node} NIC(s) per node the setting leaves NCCL "
+            f"({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+
+
+def unmodelled_text(read: ModelSettings) -> str:
+    """``NCCL_BUFFSIZE=1048576 set, which the model does not take (...)`` for :attr:`ModelSettings.unmodelled`."""
+    return f"{', '.join(read.unmodelled)} set, which the model does not take (it assumes NCCL's default for each)"

@@ -119,9 +119,9 @@ def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, 
     (:func:`collscope.vocab.knob_values.ib_hca_permits`): by the node's NIC names when a capture gives them (and
     the NICs were not given by ``--nic-gbit``), else by the names an exact list (``=mlx5_0,mlx5_1``) holds;
     ConfigError for a prefix list or an exclusion without names, or a list that leaves none."""
-    names = _compute_nic_names(node) if node is not None and not given else None
-    if names is not None:
-        kept = [n for n in names if _permitted(spec, node, n)]  # type: ignore[arg-type]
+    names = _nic_rates(node)[3] if node is not None and not given else []
+    if node is not None and names:
+        kept = [n for n in names if _permitted(spec, node, n)]
         if not kept:
             raise ConfigError(f"NCCL_IB_HCA={spec} leaves none of the node's compute NICs ({', '.join(names)})")
         return len(kept), f"{nic_src}; NCCL_IB_HCA={spec} leaves {len(kept)} of them ({', '.join(kept)})"
@@ -131,11 +131,6 @@ def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, 
                           "the node's NIC names (--topo with ibstat/ibv_devinfo captures, collscope topo collect)")
     kept_n = min(nics, len(exact))
     return kept_n, f"{nic_src}; NCCL_IB_HCA={spec} names {len(exact)}: {kept_n} NIC(s) per node"
-
-
-def _compute_nic_names(node: NodeTopology) -> list[str] | None:
-    """The NICs :func:`_nics` counts (active, at the node's fastest rate); None when the node shows none."""
-    return _nic_rates(node)[3] or None
 
 
 def _permitted(spec: str, node: NodeTopology, nic: str) -> bool:

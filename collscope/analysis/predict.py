@@ -30,10 +30,10 @@ from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
 from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
-from collscope.analysis.model_settings import ModelSettings, model_settings
+from collscope.analysis.model_settings import ModelSettings, model_settings, nics_left_text, unmodelled_text
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
-from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, predicted_bound_note
+from collscope.analysis.nccl_model.channel_limits import bound_channels, predicted_bound_note
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_off_note, release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
@@ -147,9 +147,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
                          "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
             notes.extend(p2p_channel_notes(params, op, size_list))
-            if read.channel_bounds and choices:
-                bound = BoundChannels(algo=P2P_ALGO, model_channels=None, channels=None,
-                                      settings=tuple(f"{k}={v}" for k, v in read.channel_bounds.items()))
+            bound = bound_channels(None, P2P_ALGO, read.channel_bounds or {})
+            if bound is not None and choices:
                 notes.append(predicted_bound_note(op, bound, [c.size_bytes for c in choices]))
     elif params.gpu is None:
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
@@ -205,11 +204,9 @@ def _settings_notes(read: ModelSettings, params: LinkParams) -> list[str]:
     if read.forced:
         out.append(f"{read.forced}: NCCL's choice restricted as the setting restricts NCCL")
     if read.ib_hca and params.ndomains > 1:
-        out.append(f"NCCL_IB_HCA={read.ib_hca}: the model counts the {params.nics_per_node} NIC(s) per node it "
-                   f"leaves NCCL ({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+        out.append(f"NCCL_IB_HCA={read.ib_hca}: {nics_left_text(params)}")
     if read.unmodelled:
-        out.append(f"{', '.join(read.unmodelled)} set, which the model does not take (it assumes NCCL's default "
-                   "for each)")
+        out.append(unmodelled_text(read))
     return out
 
 

@@ -88,12 +88,15 @@ def _channels(inputs: NcclGraphInputs, algo: str, settings: Mapping[str, str]) -
     return channels, read
 
 
-def bound_channels(inputs: NcclGraphInputs, algo: str, settings: Mapping[str, str]) -> BoundChannels | None:
+def bound_channels(inputs: NcclGraphInputs | None, algo: str, settings: Mapping[str, str]) -> BoundChannels | None:
     """The channels ``algo`` runs on under ``settings``' bounds when they differ from NCCL's own count; None when
-    no bound is set or the bounds leave NCCL's count as it is."""
+    no bound is set or the bounds leave NCCL's count as it is. ``inputs`` may be None for grouped point-to-point
+    (``P2P``), whose counts are not derived here."""
     if algo not in ALGORITHMS:  # P2P: any bound changes channels the p2p model counts with NCCL's own rule
         _, _, read = _bounds(settings, nvls=False)
         return BoundChannels(algo=algo, model_channels=None, channels=None, settings=read) if read else None
+    if inputs is None:
+        raise ValueError(f"the channels of {algo} need NCCL's graph inputs")
     channels, read = _channels(inputs, algo, settings)
     model, _ = _channels(inputs, algo, {})
     if not read or channels == model:
