@@ -27,7 +27,7 @@ from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster
 from collscope.topo.model import NodeTopology
 from collscope.units import format_size
-from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
+from collscope.vocab.channel_limits import channel_limits_set
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, SelectionError, parse_selection
 
 __all__ = ["ChoiceVsModel", "LogAgainstModel", "choices_against_model", "render_against_model_text"]
@@ -111,7 +111,7 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     ll128_off = ll128_off_note(release, inputs.sm) if "NCCL_PROTO" not in log.env else None
     if ll128_off is not None:
         notes.append(ll128_off)
-    limits = [f"{k}={log.env[k]}" for k in CHANNEL_LIMIT_NAMES if k in log.env]
+    limits = channel_limits_set(log.env)
     if limits:
         notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")
     out = []

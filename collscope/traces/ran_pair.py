@@ -16,7 +16,7 @@ from collscope.collectives.nccl_log.choices import SizeChoice
 from collscope.collectives.nccl_log.records import NcclLog
 from collscope.traces.compare import ModelFigure
 from collscope.traces.record import CollectiveCall
-from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
+from collscope.vocab.channel_limits import channel_limits_set
 from collscope.vocab.ops import OP_BY_NCCL_FUNC
 
 __all__ = ["RanPairs", "ran_pairs", "ModelPick", "pick_figure", "LoggedPairs", "logged_pairs", "call_pair", "TRACE",
@@ -78,8 +78,7 @@ def logged_pairs(logs: Sequence[NcclLog]) -> LoggedPairs:
     """The choice lines of the job's NCCL logs."""
     named = tuple(c for log in logs for c in log.size_choices if c.op is not None)
     unnamed = sum(c.calls for log in logs for c in log.size_choices if c.op is None)
-    bounds = tuple(dict.fromkeys(f"{name}={log.env[name]}" for log in logs for name in CHANNEL_LIMIT_NAMES
-                                 if name in log.env))
+    bounds = tuple(dict.fromkeys(b for log in logs for b in channel_limits_set(log.env)))
     return LoggedPairs(named, tuple(log.source for log in logs), unnamed, channel_bounds=bounds)
 
 

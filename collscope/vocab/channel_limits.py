@@ -12,10 +12,11 @@ channels (src/enqueue.cc ``topoGetAlgoInfo``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ChannelLimit", "CHANNEL_LIMITS", "CHANNEL_LIMIT_NAMES"]
+__all__ = ["ChannelLimit", "CHANNEL_LIMITS", "CHANNEL_LIMIT_NAMES", "channel_limits_set"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,3 +36,8 @@ CHANNEL_LIMITS = (
     ChannelLimit(name="NCCL_MAX_NCHANNELS", bound="max", clamps_nvls=False),
 )
 CHANNEL_LIMIT_NAMES = tuple(limit.name for limit in CHANNEL_LIMITS)
+
+
+def channel_limits_set(env: Mapping[str, str]) -> list[str]:
+    """The channel bounds ``env`` sets, as ``NAME=value``, in table order."""
+    return [f"{name}={env[name]}" for name in CHANNEL_LIMIT_NAMES if name in env]

@@ -20,7 +20,7 @@ from typing import Any
 
 from collscope.collectives.nccl_log.messages import Connection
 from collscope.collectives.nccl_log.tuning import TuningTable
-from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
+from collscope.vocab.channel_limits import channel_limits_set
 from collscope.vocab.ops import OP_BY_NCCL_FUNC, op_facts
 
 __all__ = ["SizeChoice", "RankNic", "ChoiceKey", "size_choices", "rank_nics", "channel_warnings"]
@@ -151,7 +151,7 @@ def channel_warnings(*, nnodes: int | None, local_ranks: int | None, channels: i
     """What an expert would flag about the channel count and the NICs that carry traffic."""
     warnings = []
     if nnodes is not None and nnodes > 1 and local_ranks and channels is not None and channels < local_ranks:
-        forced = [f"{name}={env[name]}" for name in CHANNEL_LIMIT_NAMES if name in env]
+        forced = channel_limits_set(env)
         why = (f"{', '.join(forced)} is set and limits them" if forced else
                "check NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (NCCL_MIN_CTAS / NCCL_MAX_CTAS), and whether NCCL "
                "saw fewer NICs or a degraded topology")
