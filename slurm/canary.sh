@@ -39,6 +39,9 @@
 #SBATCH --open-mode=append
 set -euo pipefail
 
+# The helpers below (die, has_option, finding collscope) repeat those of the other slurm/*.sh on purpose:
+# sbatch runs a copy of this file from Slurm's spool directory, so a file beside it cannot be sourced.
+
 die() {
   printf 'collscope-canary: error: %s\n' "$*" >&2
   exit 2
