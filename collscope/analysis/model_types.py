@@ -55,6 +55,10 @@ class LinkParams:
     nvlinks_per_gpu: int = 0
     nvswitch: bool = False
     pcie_gen: int | None = None
+    nic_path: str | None = None
+    """NCCL's path type where its graphs leave a node (their ``typeInter``: PIX, PXB, P2C, PXN, PHB, SYS), from the
+    capture's GPU-NIC paths (:func:`collscope.topo.crossing.node_crossing`); None when no capture gives them (NCCL's
+    model then takes PIX, an HGX node's)."""
     source: str = ""
     """Where each number came from, ``" | "``-separated."""
     caveats: tuple[str, ...] = ()

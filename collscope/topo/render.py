@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from collscope.topo.crossing import node_crossing
 from collscope.topo.gdr import GpuNic, gpu_nics
 from collscope.topo.model import NodeTopology
 
@@ -45,6 +46,7 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "nearest_nic_path": cls,
             "nic": nic_of[gpu].to_dict(),
         })
+    crossing = node_crossing(node)
     nics = []
     choices = node.nic_choices()
     for nic in node.nics:
@@ -68,6 +70,11 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
     matrix = node.bandwidth_matrix()
     known, unknown_why = node.nvlink_known()
     extras: dict[str, Any] = {}
+    if crossing is not None:
+        extras["crossing"] = {"path": crossing.path, "nics": list(crossing.nics), "text": crossing.text(),
+                              "staged": list(crossing.staged()),
+                              "gpus": [{"gpu": c.gpu, "path": c.path, "nics": list(c.nics), "gdr": c.gdr,
+                                        "relays": list(c.relays)} for c in crossing.gpus]}
     if "nccl_graphs" in node.extras:
         extras["nccl_graphs"] = [_graph_json(gr) for gr in node.extras["nccl_graphs"].graphs]
     if "fabric" in node.extras:
@@ -236,6 +243,9 @@ def node_summary_text(node: NodeTopology) -> str:
                          _gdr_cell(nic_of[gpu])])
         lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path", "GDR"], rows))
         lines.extend(_gdr_lines(nic_of))
+        crossing = node_crossing(node)
+        if crossing is not None:
+            lines.append(f"  across nodes: {crossing.text()}")
     if node.nics:
         rows = []
         choices = node.nic_choices()

@@ -176,7 +176,9 @@ def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclG
         return False
     if proto == "LL128":
         limit = "PXN" if inputs.sm >= 90 else "PXB"
-        ok = PATH_TYPES.index(g.type_inter) <= PATH_TYPES.index(limit)
+        # 2.19-2.26 had no P2C: a Grace GPU's NIC on its CPU was a PHB path there (constants' release tables)
+        inter = "PHB" if g.type_inter == "P2C" and version == "2.19" else g.type_inter
+        ok = PATH_TYPES.index(inter) <= PATH_TYPES.index(limit)
         ok = ok and PATH_TYPES.index(g.type_intra) <= PATH_TYPES.index("NVB") and inputs.sm >= 70
         sms = ll128_default_sms(version)  # the tables' release: constants._LL128_DEFAULT_SMS
         ok = ok and (sms is None or inputs.sm in sms)

@@ -211,9 +211,10 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
                                gpus=ppn, gpu_pci_bw=gpu_pci)
     if n_ch == 0:
         raise ConfigError(f"no NCCL channel fits these links ({src})")
-    ring = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter="PIX")
+    type_inter = params.nic_path or "PIX"
+    ring = NcclGraph(n_channels=n_ch, bw_intra=bw, bw_inter=bw, type_intra=type_intra, type_inter=type_inter)
     tree = NcclGraph(n_channels=n_ch, bw_intra=_tree_intra(speeds, n_ch, bw, intra_max, total), bw_inter=bw,
-                     type_intra=type_intra, type_inter="PIX", pattern="balanced_tree")
+                     type_intra=type_intra, type_inter=type_inter, pattern="balanced_tree")
     nvls = None
     if nvlink and params.nvswitch and sm >= 90 and ppn >= 2:
         nvls = _nvls_graph(speeds, ppn, total, total, nic_path, max_heads=NVLS_MAX_HEADS.get(version, MAX_CHANNELS),

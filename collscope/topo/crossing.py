@@ -1,0 +1,119 @@
+"""Where NCCL's graphs leave a node: the path type of their network hops (a graph's ``typeInter``) and the NICs
+they reach, from each GPU's nearest NIC in a capture, by NCCL's own rules.
+
+NCCL (NVIDIA/nccl, read at v2.30.7):
+
+- src/graph/paths.cc ``ncclTopoComputePaths``: a GPU whose NIC path is beyond PXN sends through an NVLink peer that
+  reaches that NIC within ``pxnType`` (P2C with ``NCCL_PXN_C2C=1``, the default since 2.28) with GPUDirect RDMA on:
+  its path becomes PXN (``NCCL_PXN_DISABLE=1`` turns this off); a GPU at PIX or PXB without GPUDirect RDMA goes
+  through its local CPU (``addInterStep``), a PHB path;
+- src/graph/search.cc ``ncclTopoCompute``: the search starts at the smallest path type any GPU has to a NIC
+  (``ncclTopoGetGpuMinPath``) and relaxes it until a graph fits; a ring enters a node at one GPU and leaves it at
+  another, so with two or more GPUs per node both need a NIC at the graph's type: the second-closest GPU sets it;
+- src/graph/tuning.cc ``ncclTopoTuneModel``: LL128 only where the graphs' ``typeInter`` is at most PXN on Hopper and
+  newer (``NCCL_LL128_C2C=1``, the default), PXB before (:mod:`collscope.analysis.nccl_model.model`).
+
+What this cannot see: whether the NIC supports GPUDirect RDMA at all (nvidia_peermem or DMA-BUF, stated as a
+condition by :mod:`.gdr`), and the CPUs' interconnect bandwidth on a SYS path (NCCL's ``QPI_BW``-family constants of
+src/graph/topo.h, which depend on the CPU model no ``nvidia-smi topo -m`` capture gives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from collscope.topo.gdr import gpu_nics
+from collscope.topo.naming import natural_key
+from collscope.topo.paths import is_nvlink
+from collscope.vocab.nccl import PATH_TYPES
+
+__all__ = ["GpuCrossing", "NodeCrossing", "node_crossing"]
+
+_PXN = "PXN"
+_PXN_RELAY_MAX = "P2C"
+"""paths.cc: ``pxnType = ncclParamPxnC2c() ? PATH_P2C : PATH_PXB`` (NCCL_PXN_C2C defaults to 1)."""
+
+
+def _index(path: str) -> int:
+    return PATH_TYPES.index(path)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCrossing:
+    """One GPU's way out of its node in NCCL's paths."""
+
+    gpu: str
+    path: str
+    """NCCL's path type of it (PIX, PXB, P2C, PXN, PHB, SYS)."""
+    nics: tuple[str, ...]
+    """The NICs it reaches at that type (its nearest compute NICs; a PXN relay's NIC)."""
+    how: str
+    """``mlx5_1 at PHB``, ``PXN through GPU3 (mlx5_0)``."""
+    gdr: bool
+    """GPUDirect RDMA on for this path (NCCL's rule at its default level); off means staged through host memory."""
+    relays: tuple[str, ...] = ()
+    """PXN: the NVLink peers whose NICs it sends through (each NIC's own GPU, paths.cc ncclTopoGetLocalGpu)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCrossing:
+    """The path type NCCL's graphs cross nodes at, and the NICs they use, for one node's capture."""
+
+    path: str
+    """The graphs' ``typeInter``: the second-closest GPU's path (the closest one's with one GPU per node)."""
+    gpus: tuple[GpuCrossing, ...]
+    nics: tuple[str, ...]
+    """The NICs the GPUs reach, directly or as a PXN relay (other NICs of the capture are not on NCCL's first
+    choice from any GPU)."""
+
+    def text(self) -> str:
+        """``NCCL's graphs cross nodes at PHB (GPU1, GPU3 at PHB to mlx5_0, mlx5_1; GPU0, GPU2 at SYS to ...)``."""
+        by_path: dict[str, list[GpuCrossing]] = {}
+        for g in self.gpus:
+            by_path.setdefault(g.path, []).append(g)
+        parts = []
+        for path, items in sorted(by_path.items(), key=lambda kv: _index(kv[0])):
+            nics = sorted({n for g in items for n in g.nics}, key=natural_key)
+            via = (f"through {', '.join(sorted({r for g in items for r in g.relays}, key=natural_key))}"
+                   if path == _PXN else f"to {', '.join(nics)}")
+            parts.append(f"{', '.join(g.gpu for g in items)} at {path} {via}")
+        return f"NCCL's graphs cross nodes at {self.path} ({'; '.join(parts)})"
+
+    def staged(self) -> tuple[str, ...]:
+        """The GPUs at the crossing's type or closer whose path has no GPUDirect RDMA (through host memory)."""
+        return tuple(g.gpu for g in self.gpus if not g.gdr and _index(g.path) <= _index(self.path))
+
+
+def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | None = None) -> NodeCrossing | None:
+    """Where NCCL's graphs leave ``node`` (a ``NodeTopology``) by the module's rules; None when no GPU has a NIC
+    with a path class in the capture. ``gpus_per_node``: the job's GPUs on a node (1: the closest GPU sets the
+    type); ``level``: ``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default)."""
+    items = gpu_nics(node, level=level)
+    direct: dict[str, GpuCrossing] = {}
+    for gpu in sorted(items, key=natural_key):
+        decision = items[gpu].decision
+        if decision is None:
+            continue
+        path = decision.nccl_path
+        if not decision.gdr and path in ("PIX", "PXB"):
+            path = "PHB"  # paths.cc addInterStep(CPU, localCpu, ...): through the GPU's local CPU
+        direct[gpu] = GpuCrossing(gpu, path, items[gpu].nics, f"{'/'.join(items[gpu].nics)} at {path}",
+                                  decision.gdr)
+    if not direct:
+        return None
+    crossings: list[GpuCrossing] = []
+    for gpu, own in direct.items():
+        if _index(own.path) > _index(_PXN):
+            relays = [peer for name, peer in direct.items() if name != gpu and peer.gdr
+                      and _index(peer.path) <= _index(_PXN_RELAY_MAX) and is_nvlink(node.path_class(gpu, name))]
+            if relays:
+                nics = tuple(sorted({n for r in relays for n in r.nics}, key=natural_key))
+                names = tuple(r.gpu for r in relays)
+                crossings.append(GpuCrossing(gpu, _PXN, nics, f"PXN through {', '.join(names)}", True, names))
+                continue
+        crossings.append(own)
+    ranked = sorted(_index(c.path) for c in crossings)
+    second = ranked[1] if len(ranked) > 1 and gpus_per_node != 1 else ranked[0]
+    used = sorted({nic for c in crossings if c.path != _PXN for nic in c.nics}, key=natural_key)
+    return NodeCrossing(PATH_TYPES[second], tuple(crossings), tuple(used))
