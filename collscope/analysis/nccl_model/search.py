@@ -202,7 +202,7 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
             # every tray of a multi-node NVLink domain brings its NICs to the fused topology
             # (src/graph/search.cc ncclTopoSelectNets: MNNVL sorts the domain's NICs by GPU)
             nics = params.nics_per_node * max(1, ppn // params.ppn)
-        src += f"; NIC path {nic_path:g} GB/s x {nics} NIC(s)"
+        src += f"; NIC path {nic_path:g} GB/s x {nics} NIC(s)" + (f" at {params.nic_path}" if params.nic_path else "")
         max_bw = min(max_bw, nic_path)
     else:
         nics = 0
