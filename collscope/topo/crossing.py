@@ -9,7 +9,10 @@ NCCL (NVIDIA/nccl, read at v2.30.7):
   through its local CPU (``addInterStep``), a PHB path;
 - src/graph/search.cc ``ncclTopoCompute``: the search starts at the smallest path type any GPU has to a NIC
   (``ncclTopoGetGpuMinPath``) and relaxes it until a graph fits; a ring enters a node at one GPU and leaves it at
-  another, so with two or more GPUs per node both need a NIC at the graph's type: the second-closest GPU sets it;
+  another (``ncclTopoSearchParams``: back to the NIC at the last GPU), and a balanced tree uses its first two GPUs,
+  so with two or more GPUs per node two need a NIC at the graph's type: the second-closest GPU sets it (the simpler
+  tree NCCL tries on Hopper leaves from its first GPU; where that GPU alone is closer, LL128 is decided alike:
+  the others reach its NIC as PXN over NVLink, and without NVLink LL128 is off inside the node anyway);
 - src/graph/tuning.cc ``ncclTopoTuneModel``: LL128 only where the graphs' ``typeInter`` is at most PXN on Hopper and
   newer (``NCCL_LL128_C2C=1``, the default), PXB before (:mod:`collscope.analysis.nccl_model.model`).
 
