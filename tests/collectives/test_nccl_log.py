@@ -571,3 +571,19 @@ def test_a_glued_line_of_a_thread_no_whole_line_names_leaves_its_host_out_and_sa
     assert notes == [f"line {glued[0].lineno}: an NCCL line glued to an nccl-tests row, whose thread (52011:99999) "
                      "no whole line names: its host is left out"]
     assert "-1node-b1" not in parse_nccl_log(text).hosts
+
+
+def test_nodes_the_log_does_not_give_are_shown_unknown(tmp_path):
+    """A log excerpt with rings but no ``nNodes`` line, its ranks all under one (anonymised) host name: the node
+    count stays unknown and the summary says so, rather than leaving it out (a reader would take 16 ranks of one
+    host for one node)."""
+    lines = [f"user:{100 + r}:{200 + r} [{r % 8}] NCCL INFO Trees [0] -1/-1/-1->{r}->-1" for r in range(2)]
+    ring = " ".join(str(r) for r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 15, 14, 13, 12, 11, 10, 9])
+    lines.append(f"user:100:200 [0] NCCL INFO Channel 00/02 :    {ring}")
+    path = tmp_path / "excerpt.log"
+    path.write_text("\n".join(lines) + "\n")
+    log = parse(path)
+    assert (log.nranks, log.nnodes) == (16, None)
+    code, out, _ = run("nccl-log", str(path))
+    assert code == 0, out
+    assert "16 ranks on ? nodes (no nNodes line, and its host names do not tell)" in out

@@ -21,8 +21,8 @@ def _plural(n: int, word: str) -> str:
 
 def _geometry(log: NcclLog) -> str:
     parts = [f"{log.nranks if log.nranks is not None else '?'} ranks"]
-    if log.nnodes is not None:
-        parts.append(f"on {log.nnodes} node{'s' if log.nnodes != 1 else ''}")
+    parts.append(f"on {log.nnodes} node{'s' if log.nnodes != 1 else ''}" if log.nnodes is not None
+                 else "on ? nodes (no nNodes line, and its host names do not tell)")
     if log.local_ranks is not None:
         parts.append(f"{log.local_ranks} per node")
     text = " ".join(parts[:2]) + (f", {parts[2]}" if len(parts) > 2 else "")
