@@ -18,13 +18,19 @@ import pandas as pd
 
 from collscope.analysis.expected import Expected, NcclInputsCache, expected_busbw, matched_tie, verdict
 from collscope.analysis.model_accuracy import published_accuracy
-from collscope.analysis.model_settings import ModelSettings, model_settings, nics_left_text, unmodelled_text
+from collscope.analysis.model_settings import (
+    ModelSettings,
+    ll128_forced_text,
+    model_settings,
+    nics_left_text,
+    unmodelled_text,
+)
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
-from collscope.analysis.nccl_model.model import NcclGraphInputs
+from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
@@ -175,8 +181,13 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     costs = run_costs_us(records, {i: exp for i, exp, _, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
+    ll128_forced: dict[str, str] = {}  # config -> the note for an NCCL_PROTO that turns LL128 on off its default
     for i, exp, params, inputs, read in found:
         row = records[i]
+        if read.ll128_forced and inputs is not None and str(row["config"]) not in ll128_forced:
+            reason = ll128_default_off(inputs, inputs.ring)
+            if reason:
+                ll128_forced[str(row["config"])] = ll128_forced_text(read, reason)
         op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
         cost = costs.get(curve_key(row))
         unpriced = exp.busbw_gbps
@@ -217,6 +228,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     for config, read in defaults.items():
         if read.unmodelled:
             notes.append(f"{config}: {unmodelled_text(read)}: its verdicts are against the defaults")
+    for config, why in sorted(ll128_forced.items()):
+        notes.append(f"{config}: {why}")
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
     for (_, op), (inputs, choices) in modelled.items():

@@ -19,7 +19,7 @@ from collscope.analysis.model_types import LinkParams
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
-from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, enabled, parse_selection
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection
 
 __all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings", "nics_left_text", "unmodelled_text"]
 
@@ -44,6 +44,9 @@ class ModelSettings:
     """The channel-bound variables set (name -> value), for :func:`.nccl_model.channel_limits.bound_channels`."""
     unmodelled: tuple[str, ...] = ()
     """The tuning variables set that the model takes at NCCL's default, as ``NAME=value``."""
+    ll128_forced: bool = False
+    """NCCL_PROTO names the op's function and leaves LL128 on: NCCL then runs LL128 without its default conditions
+    (src/graph/tuning.cc: ``protoEnable`` 1 from ``parseList``, where the default is 2, "only where tested")."""
 
 
 def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
@@ -70,13 +73,34 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
     unmodelled = tuple(f"{k}={v}" for k, v in sorted(settings.items())
                        if env_role(k) == "tuning" and k not in MODELLED_SETTINGS)
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
-                         ib_hca=hca, channel_bounds=bounds or None, unmodelled=unmodelled)
+                         ib_hca=hca, channel_bounds=bounds or None, unmodelled=unmodelled,
+                         ll128_forced=_ll128_forced(settings, func))
+
+
+def _ll128_forced(settings: Mapping[str, str], func: str | None) -> bool:
+    value = settings.get("NCCL_PROTO")
+    if not value or func is None:
+        return False
+    try:
+        entries = parse_selection(value, PROTOCOLS, "NCCL_PROTO")
+    except ConfigError:
+        return False
+    return covers(entries, func) and "LL128" in enabled(entries, func, PROTOCOLS)
 
 
 def nics_left_text(params: LinkParams) -> str:
     """What the model counts of the NICs NCCL_IB_HCA leaves (``params`` built with it)."""
     return (f"the model counts the {params.nics_per_node} NIC(s) per node the setting leaves NCCL "
             f"({params.nics_per_node} x {params.nic_gbps:g} GB/s)")
+
+
+def ll128_forced_text(read: ModelSettings, reason: str) -> str:
+    """What to say when ``read`` turns LL128 on where NCCL's default leaves it off (``reason``, from
+    :func:`collscope.analysis.nccl_model.model.ll128_default_off`)."""
+    return (f"{read.forced} turns LL128 on where NCCL's default leaves it off ({reason}): NCCL runs it as set; its "
+            "source enables LL128 by default only where it is tested ('Other cases are not tested and may cause "
+            "silent data corruption', src/graph/tuning.cc), so check the run's #wrong column; the model rates LL128 "
+            "with NCCL's own tables")
 
 
 def unmodelled_text(read: ModelSettings) -> str:

@@ -24,13 +24,20 @@ each with its own expected measurement (which of them runs is closer than collsc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
 from collscope.analysis.model_accuracy import BandAccuracy, published_accuracy
-from collscope.analysis.model_settings import ModelSettings, model_settings, nics_left_text, unmodelled_text
+from collscope.analysis.model_settings import (
+    ModelSettings,
+    ll128_forced_text,
+    model_settings,
+    nics_left_text,
+    unmodelled_text,
+)
 from collscope.analysis.model_types import LinkParams, Prediction, make_prediction
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_predictions, ring_bound_busbw_gbps
 from collscope.analysis.nccl_model.channel_limits import bound_channels, predicted_bound_note
@@ -38,7 +45,7 @@ from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_off_note, release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes
-from collscope.analysis.nccl_model.model import NcclChoice, nccl_predictions
+from collscope.analysis.nccl_model.model import NcclChoice, ll128_default_off, nccl_predictions
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_MODELLED_OPS, p2p_channel_notes, p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -154,6 +161,11 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         notes.append("NCCL's model skipped: it needs a GPU generation (--gpu NAME or a topology naming the GPU)")
     else:
         inputs = graph_inputs_from_topology(params, collnet=collnet, version=version)
+        if read.ll128_forced:
+            reason = ll128_default_off(inputs, inputs.ring, version)
+            if reason:
+                notes.append(ll128_forced_text(read, reason))
+            inputs = dataclasses.replace(inputs, ll128_forced=True)
         graphs = {"source": inputs.source, "ring": _graph_dict(inputs.ring), "tree": _graph_dict(inputs.tree),
                   "nvls": _graph_dict(inputs.nvls) if inputs.nvls else None}
         notes.extend(inputs.notes)

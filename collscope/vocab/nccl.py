@@ -18,7 +18,8 @@ from collscope.vocab.ops import OP_TABLE, OPS
 
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
-    "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "pair_runs", "per_function_syntax",
+    "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
+    "per_function_syntax",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -147,6 +148,13 @@ def enabled(entries: tuple[SelectEntry, ...], func: str, universe: tuple[str, ..
     if e is None:
         return frozenset(universe)
     return frozenset(universe) - set(e.names) if e.exclude else frozenset(e.names)
+
+
+def covers(entries: tuple[SelectEntry, ...], func: str) -> bool:
+    """Whether the value has an entry for ``func`` (its own, or the all-functions one): NCCL then sets every name
+    of ``func`` to enabled or disabled (src/graph/tuning.cc ``parseList``), LL128's "by default only where tested"
+    state included."""
+    return _entry_for(entries, func) is not None
 
 
 def listed(entries: tuple[SelectEntry, ...], func: str) -> frozenset[str]:

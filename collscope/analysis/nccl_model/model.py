@@ -43,6 +43,7 @@ __all__ = [
     "nccl_latency_us",
     "nccl_time_us",
     "nccl_predictions",
+    "ll128_default_off",
 ]
 
 NCCL_OPS = OP_FUNC
@@ -90,6 +91,9 @@ class NcclGraphInputs:
     collnet_chain: NcclGraph | None = None
     collnet_enabled: bool = False
     """NCCL_COLLNET_ENABLE (SHARP plugin present); off by default."""
+    ll128_forced: bool = False
+    """NCCL_PROTO names the function and leaves LL128 on, which skips NCCL's default LL128 conditions
+    (:func:`ll128_default_off`); :attr:`collscope.analysis.model_settings.ModelSettings.ll128_forced`."""
     nvswitch: bool = False
     cpu_vendor: Literal["intel", "amd", "other"] = "intel"
     source: str = ""
@@ -175,16 +179,29 @@ def _enabled(inputs: NcclGraphInputs, func: str, algo: str, proto: str, g: NcclG
     if algo == "CollNetDirect" and not inputs.nvswitch:
         return False
     if proto == "LL128":
-        limit = "PXN" if inputs.sm >= 90 else "PXB"
-        # 2.19-2.26 had no P2C: a Grace GPU's NIC on its CPU was a PHB path there (constants' release tables)
-        inter = "PHB" if g.type_inter == "P2C" and version == "2.19" else g.type_inter
-        ok = PATH_TYPES.index(inter) <= PATH_TYPES.index(limit)
-        ok = ok and PATH_TYPES.index(g.type_intra) <= PATH_TYPES.index("NVB") and inputs.sm >= 70
-        sms = ll128_default_sms(version)  # the tables' release: constants._LL128_DEFAULT_SMS
-        ok = ok and (sms is None or inputs.sm in sms)
-        if not ok:
+        if inputs.sm < 70:
+            return False
+        if not inputs.ll128_forced and ll128_default_off(inputs, g, version):
             return False
     return True
+
+
+def ll128_default_off(inputs: NcclGraphInputs, g: NcclGraph, version: str = "2.30") -> str:
+    """Why NCCL leaves LL128 off by default on graph ``g`` ("" when it enables it): src/graph/tuning.cc enables it
+    by default only where it is tested ("Other cases are not tested and may cause silent data corruption"): a
+    network path (``typeInter``) up to PXN on Hopper and newer, PXB before; a path inside the node up to NVB; the
+    GPUs its release lists. An NCCL_PROTO that names LL128 for the function skips these (``protoEnable`` 1, not 2)."""
+    limit = "PXN" if inputs.sm >= 90 else "PXB"
+    # 2.19-2.26 had no P2C: a Grace GPU's NIC on its CPU was a PHB path there (constants' release tables)
+    inter = "PHB" if g.type_inter == "P2C" and version == "2.19" else g.type_inter
+    if inputs.nnodes > 1 and PATH_TYPES.index(inter) > PATH_TYPES.index(limit):
+        return f"the network path is {inter}, beyond {limit} on sm {inputs.sm}"
+    if PATH_TYPES.index(g.type_intra) > PATH_TYPES.index("NVB"):
+        return f"the path inside the node is {g.type_intra}, beyond NVB"
+    sms = ll128_default_sms(version)  # the tables' release: constants._LL128_DEFAULT_SMS
+    if sms is not None and inputs.sm not in sms:
+        return f"sm {inputs.sm} is not among the GPUs its release enables it on ({', '.join(map(str, sorted(sms)))})"
+    return ""
 
 
 # src/include/device.h: NCCL_MAX_DIRECT_ARITY 7 (2.19.4 and 2.30.7), NCCL_MAX_NVLS_ARITY 32 (2.30.7).
