@@ -74,8 +74,9 @@ def _spread(values: list[float]) -> float:
 
 def _compare(op: str, busbw: dict[str, dict[str, dict[int, list[float]]]]) -> tuple[int, list[str]]:
     """Assert the two modes agree per configuration and size, and that every difference between ring and linear
-    that is clear in one mode (ring/linear on the same side of 1 in every round) is there, the same way round and
-    of a similar size, in the other; returns how many such clear differences there were, and the report."""
+    that is clear in one mode (ring/linear beyond 1 +- the noise floor, the same way, in every round) is there, the
+    same way round and of a similar size, in the other; returns how many such clear differences there were, and the
+    report."""
     pp, ps = busbw["per-point"], busbw["persistent"]
     report = [op]
     for name in CONFIGS[op]:
@@ -94,7 +95,9 @@ def _compare(op: str, busbw: dict[str, dict[str, dict[int, list[float]]]]) -> tu
                   for mode in (pp, ps)}
         for mode, other in ((pp, ps), (ps, pp)):
             mine, theirs = ratios[id(mode)], ratios[id(other)]
-            if min(mine) > 1 or max(mine) < 1:  # a clear difference in this mode: the same way round every round
+            # a clear difference in this mode: the same way round every round, and beyond the noise floor (4 rounds
+            # of a near tie land on one side of 1 one time in 8: ring/linear 1.07-1.11 at 16 MiB read "clear")
+            if min(mine) > 1 + NOISE_FLOOR or max(mine) < 1 - NOISE_FLOOR:
                 clear += 1
                 ratio, other_ratio = statistics.median(mine), statistics.median(theirs)
                 assert (ratio > 1) == (other_ratio > 1), "\n".join(report)
