@@ -19,7 +19,7 @@ from collscope.analysis.model_types import LinkParams
 from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
-from collscope.topo.crossing import NodeCrossing, node_crossing
+from collscope.topo.crossing import node_crossing
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
@@ -27,7 +27,6 @@ from collscope.topo.rates import pcie_gbps
 from collscope.topo.systems import SYSTEMS
 from collscope.topo.unmodelled_gpus import unknown_gpu_message
 from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
-from collscope.vocab.nccl import PATH_TYPES
 
 __all__ = ["link_params", "unstated_domain_note", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
@@ -208,29 +207,6 @@ def _captures_lack(topology: NodeTopology | Cluster | None, what: str, tool: str
             "among its sources)")
 
 
-def crossing_caveats(crossing: NodeCrossing, gen: GpuGeneration | None) -> list[str]:
-    """What the capture's GPU-NIC paths change in NCCL's model and what the model does not price
-    (:mod:`collscope.topo.crossing`)."""
-    out = []
-    if gen is not None:
-        limit = "PXN" if gen.sm >= 90 else "PXB"
-        if PATH_TYPES.index(crossing.path) > PATH_TYPES.index(limit):
-            out.append(f"NCCL's graphs cross nodes at {crossing.path} (the capture's GPU-NIC paths, with the "
-                       f"sources): NCCL enables LL128 across nodes only up to {limit} on {gen.name} "
-                       "(src/graph/tuning.cc ncclTopoTuneModel), so its choice across nodes has no LL128 here")
-    staged = crossing.staged()
-    if staged:
-        out.append(f"GPUDirect RDMA is off for {', '.join(staged)} at NCCL's default NCCL_NET_GDR_LEVEL (their NIC "
-                   "paths are beyond it, src/graph/paths.cc ncclTopoCheckGdr): the network's data goes through host "
-                   "memory, a cost NCCL's model does not price; collscope topo show names the level that turns it "
-                   "on, and its cost")
-    if crossing.path == "SYS":
-        out.append("the crossing's SYS path also runs over the CPUs' interconnect, whose bandwidth NCCL's search "
-                   "takes from the CPU model (src/graph/topo.h); the capture does not name the CPU, so the model "
-                   "does not bound the NICs by it")
-    return out
-
-
 def unstated_domain_note(nranks: int, nnodes: int, partition_source: str) -> str:
     """The caveat of parameters whose NVLink domain the captures' partition gave (no option, no input said it)."""
     return (f"nvl_domain for {nranks} ranks on {nnodes} node(s), which neither the input nor --nvl-domain gives: "
@@ -389,7 +365,7 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         caveats.append(nic_note)
     if crossing is not None and bw_gbps is None:
         sources.append(f"{crossing.text()}: the capture's GPU-NIC paths")
-        caveats.extend(crossing_caveats(crossing, gen))
+        caveats.extend(crossing.notes(gen.name if gen is not None else None, gen.sm if gen is not None else None))
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
     fabric_captured = node is not None and bool(node.gpu_fabric)
     if gen is not None and racks and nvl_domain is None and ndomains > 1 and not fabric_captured:

@@ -29,7 +29,7 @@ from typing import Any
 from collscope.topo.gdr import gpu_nics
 from collscope.topo.naming import natural_key
 from collscope.topo.paths import is_nvlink
-from collscope.vocab.nccl import PATH_TYPES
+from collscope.vocab.nccl import PATH_TYPES, ll128_network_limit
 
 __all__ = ["GpuCrossing", "NodeCrossing", "node_crossing"]
 
@@ -82,6 +82,28 @@ class NodeCrossing:
                    if path == _PXN else f"to {', '.join(nics)}")
             parts.append(f"{', '.join(g.gpu for g in items)} at {path} {via}")
         return f"NCCL's graphs cross nodes at {self.path} ({'; '.join(parts)})"
+
+    def notes(self, gpu: str | None, sm: int | None) -> list[str]:
+        """What the crossing changes in NCCL's model of ``gpu`` (sm ``sm``; None: unknown) and what that model does
+        not price."""
+        out = []
+        if gpu is not None and sm is not None:
+            limit = ll128_network_limit(sm)
+            if _index(self.path) > _index(limit):
+                out.append(f"NCCL's graphs cross nodes at {self.path} (the capture's GPU-NIC paths, with the "
+                           f"sources): NCCL enables LL128 across nodes only up to {limit} on {gpu} "
+                           "(src/graph/tuning.cc ncclTopoTuneModel), so its choice across nodes has no LL128 here")
+        staged = self.staged()
+        if staged:
+            out.append(f"GPUDirect RDMA is off for {', '.join(staged)} at NCCL's default NCCL_NET_GDR_LEVEL (their "
+                       "NIC paths are beyond it, src/graph/paths.cc ncclTopoCheckGdr): the network's data goes "
+                       "through host memory, a cost NCCL's model does not price; collscope topo show names the level "
+                       "that turns it on, and its cost")
+        if self.path == "SYS":
+            out.append("the crossing's SYS path also runs over the CPUs' interconnect, whose bandwidth NCCL's search "
+                       "takes from the CPU model (src/graph/topo.h); the capture does not name the CPU, so the model "
+                       "does not bound the NICs by it")
+        return out
 
     def staged(self) -> tuple[str, ...]:
         """The GPUs at the crossing's type or closer whose path has no GPUDirect RDMA (through host memory)."""

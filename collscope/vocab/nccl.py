@@ -19,7 +19,7 @@ from collscope.vocab.ops import OP_TABLE, OPS
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
     "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
-    "per_function_syntax",
+    "per_function_syntax", "ll128_network_limit",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -166,3 +166,9 @@ def listed(entries: tuple[SelectEntry, ...], func: str) -> frozenset[str]:
 def pair_runs(algo: str, proto: str) -> bool:
     """Whether NCCL ever runs ``algo`` with ``proto``."""
     return proto == "Simple" or algo not in _SIMPLE_ONLY
+
+
+def ll128_network_limit(sm: int) -> str:
+    """The farthest network path (a graph's ``typeInter``) on which NCCL enables LL128 by default: PXN on Hopper and
+    newer (``NCCL_LL128_C2C=1``, the default), PXB before (src/graph/tuning.cc ``ncclTopoTuneModel``)."""
+    return "PXN" if sm >= 90 else "PXB"

@@ -32,7 +32,7 @@ from collscope.analysis.nccl_model.constants import (
     nccl_constants,
 )
 from collscope.errors import ConfigError
-from collscope.vocab.nccl import OP_FUNC
+from collscope.vocab.nccl import OP_FUNC, ll128_network_limit
 
 __all__ = [
     "NcclGraph",
@@ -191,7 +191,7 @@ def ll128_default_off(inputs: NcclGraphInputs, g: NcclGraph, version: str = "2.3
     by default only where it is tested ("Other cases are not tested and may cause silent data corruption"): a
     network path (``typeInter``) up to PXN on Hopper and newer, PXB before; a path inside the node up to NVB; the
     GPUs its release lists. An NCCL_PROTO that names LL128 for the function skips these (``protoEnable`` 1, not 2)."""
-    limit = "PXN" if inputs.sm >= 90 else "PXB"
+    limit = ll128_network_limit(inputs.sm)
     # 2.19-2.26 had no P2C: a Grace GPU's NIC on its CPU was a PHB path there (constants' release tables)
     inter = "PHB" if g.type_inter == "P2C" and version == "2.19" else g.type_inter
     if inputs.nnodes > 1 and PATH_TYPES.index(inter) > PATH_TYPES.index(limit):
