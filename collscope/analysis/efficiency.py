@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from collscope.analysis.model_settings import (
     nics_left_text,
     unmodelled_text,
 )
-from collscope.analysis.model_types import LinkParams
+from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
@@ -44,8 +44,8 @@ NO_MODEL_HINT = "pass --gpu NAME, --topo PATH or --alpha-us A --bw-gbps B"
 """What supplies link parameters when neither the options nor the records do (every command that models a job)."""
 
 ParamsSource = LinkParams | Callable[..., LinkParams | None] | None
-"""One LinkParams, or a function ``(nranks, nnodes)`` -> LinkParams | None that may also take ``ib_hca=`` (a
-configuration's NCCL_IB_HCA, :func:`.params_source.job_params_source` does)."""
+"""One LinkParams, or a function ``(nranks, nnodes)`` -> LinkParams | None that may also take ``net=`` (a
+configuration's :class:`~.model_types.NetSettings`, :func:`.params_source.job_params_source` does)."""
 Logged = Mapping[tuple[str, str, int], tuple[str, str]]
 """(config, op, size_bytes) -> (algorithm, protocol) NCCL logged for that size."""
 
@@ -74,34 +74,39 @@ NNODES_UNKNOWN = ("no efficiency for {nranks} ranks: the records do not say how 
 
 
 def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: list[str], *,
-               ib_hca: str | None = None) -> LinkParams | None:
+               net: NetSettings | None = None) -> LinkParams | None:
     """The LinkParams of one (nranks, nnodes) group from ``analyze``'s ``params``; None with a note.
 
     Unknown ``nnodes`` (None or NA) is never taken for one node: no parameters, and a note naming ``--nnodes``.
-    ``ib_hca``: a configuration's NCCL_IB_HCA, which leaves NCCL fewer NICs across nodes: the parameters count
-    only those (a source that cannot take it gives none, with a note)."""
+    ``net``: a configuration's NCCL_IB_HCA (fewer NICs across nodes: the parameters count only those; a source
+    that cannot take it gives none, with a note), NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE (the crossing the
+    parameters' capture gives under them; a source that cannot take them gives NCCL's default crossing, said)."""
     if source is None:
         return None
     if nnodes is None or pd.isna(nnodes):
         notes.append(NNODES_UNKNOWN.format(nranks=nranks))
         return None
     nodes = int(nnodes)
-    if ib_hca and nodes > 1:
-        what = f"{nranks} ranks on {nodes} node(s) with NCCL_IB_HCA={ib_hca}"
-        if isinstance(source, LinkParams) or "ib_hca" not in inspect.signature(source).parameters:
+    if net is not None and net.is_set and nodes > 1:
+        what = f"{nranks} ranks on {nodes} node(s) with {net.text()}"
+        takes = not isinstance(source, LinkParams) and "net" in inspect.signature(source).parameters
+        if not takes and net.ib_hca:
             notes.append(f"no efficiency for {what}: the link parameters count every NIC, and the setting leaves "
                          "NCCL fewer (analyze's --topo, --gpu or --nic-gbit give parameters per configuration)")
             return None
-        try:
-            params = source(nranks, nodes, ib_hca=ib_hca)
-        except ConfigError as exc:
-            notes.append(f"no efficiency for {what}: {exc}")
-            return None
-        if params is not None:
-            notes.extend(c for c in params.caveats if c not in notes)
-            if params.ndomains > 1:
-                notes.append(f"{what}: {nics_left_text(params)}")
-        return params
+        if takes and not isinstance(source, LinkParams):
+            try:
+                params = source(nranks, nodes, net=net)
+            except ConfigError as exc:
+                notes.append(f"no efficiency for {what}: {exc}")
+                return None
+            if params is not None:
+                notes.extend(c for c in _labelled(params.caveats, source, nranks, nodes, net, what) if c not in notes)
+                if params.ndomains > 1 and net.ib_hca:
+                    notes.append(f"{what}: {nics_left_text(params)}")
+            return params
+        notes.append(f"{what}: the link parameters were given whole, so the model takes NCCL's default crossing "
+                     f"for {net.crossing_text()}")
     if isinstance(source, LinkParams):
         if source.nranks == nranks and source.nnodes == nodes:
             return source
@@ -116,6 +121,19 @@ def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: lis
     if params is not None:
         notes.extend(c for c in params.caveats if c not in notes)
     return params
+
+
+def _labelled(caveats: Iterable[str], source: Callable[..., LinkParams | None], nranks: int, nodes: int,
+              net: NetSettings, what: str) -> list[str]:
+    """``caveats`` of parameters built with ``net``, those the default parameters lack labelled ``what: ...`` (a
+    configuration's notes name it) unless they already start with the variables they come from."""
+    try:
+        default = source(nranks, nodes)
+    except ConfigError:
+        default = None
+    base = set(default.caveats) if default is not None else set()
+    own = tuple(t for t in (net.crossing_text(), f"NCCL_IB_HCA={net.ib_hca}" if net.ib_hca else "") if t)
+    return [c if c in base or c.startswith(own) else f"{what}: {c}" for c in caveats]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,7 +166,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("model", "model_kind", "algo_source", "bound_algo",
                                                           "bound_limited_by", "verdict")}
     nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above")}
-    cache: dict[tuple[int, Any, str | None], LinkParams | None] = {}
+    cache: dict[tuple[int, Any, NetSettings], LinkParams | None] = {}
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     records = sizes.to_dict(orient="records")
@@ -160,13 +178,12 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         ab_name = model_name(op, backend, conf)
         cols["model"][i] = ab_name
         read = model_settings(conf, op)
-        ib_hca = read.ib_hca
-        key = (nranks, row["nnodes"], ib_hca)
+        key = (nranks, row["nnodes"], read.net)
         if key not in cache:
-            cache[key] = params_for(source, nranks, row["nnodes"], notes, ib_hca=ib_hca) if nranks >= 2 else None
+            cache[key] = params_for(source, nranks, row["nnodes"], notes, net=read.net) if nranks >= 2 else None
             if cache[key] is not None:
                 label = f"{nranks}x{cache[key].nnodes}"  # type: ignore[union-attr]
-                label += f" NCCL_IB_HCA={ib_hca}" if ib_hca and cache[key].nnodes > 1 else ""  # type: ignore[union-attr]
+                label += f" {read.net.text()}" if read.net.is_set and cache[key].nnodes > 1 else ""  # type: ignore[union-attr]
                 used[label] = cache[key].to_dict()  # type: ignore[union-attr]
         params = cache[key]
         if params is None:

@@ -8,9 +8,11 @@ for the communicator the log describes (nranks, nnodes) on the GPU named by ``--
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from collscope.analysis.model_settings import net_settings, nics_left_text
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.constants import (
     PROTOS_WITHOUT_LL128,
@@ -104,13 +106,32 @@ def choices_against_model(log: NcclLog, *, gpu: str | None = None, topology: Nod
     if nnodes > 1 and topology is None and not (nvl_domain is not None and nvl_domain >= ranks):
         raise ConfigError(f"collscope's model of a {nnodes}-node run needs the NIC rates: pass the node's topology "
                           "with its ibstat/ibv_devinfo captures (--topo DIR from collscope topo collect)")
-    params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain)
+    net = net_settings(log.env)
+    unmatched = ""
+    try:
+        params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain, net=net)
+    except ConfigError as exc:
+        if not net.ib_hca:
+            raise
+        unmatched = (f"NCCL_IB_HCA={net.ib_hca} set in the run, but the model cannot count the NICs it leaves ({exc}): "
+                     "it counts every compute NIC of the topology")
+        net = dataclasses.replace(net, ib_hca=None)
+        params = link_params(topology, gpu=gpu, nranks=ranks, nnodes=nnodes, nvl_domain=nvl_domain, net=net)
     inputs = graph_inputs_from_topology(params, version=version)
     notes = [f"collscope's model of NCCL {version} (the log says {log.nccl_version or 'no version'}) for "
              f"{ranks} ranks on {nnodes} node(s), {params.gpu}", *release_notes]
     ll128_off = ll128_off_note(release, inputs.sm) if "NCCL_PROTO" not in log.env else None
     if ll128_off is not None:
         notes.append(ll128_off)
+    if unmatched:
+        notes.append(unmatched)
+    elif net.ib_hca and params.ndomains > 1:
+        notes.append(f"NCCL_IB_HCA={net.ib_hca} set in the run: {nics_left_text(params)}")
+    if net.moves_crossing and params.ndomains > 1:
+        notes.append(f"{net.crossing_text()} set in the run: "
+                     + (f"the model's graphs cross nodes at {params.nic_path}, the topology's paths under it"
+                        if params.nic_path else "the model takes NCCL's default crossing (no GPU-NIC paths in the "
+                        "topology)"))
     limits = channel_limits_set(log.env)
     if limits:
         notes.append(f"{', '.join(limits)} set in the run: the model assumes NCCL's own channel count")

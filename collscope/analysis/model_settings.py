@@ -4,7 +4,8 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
 - **selection**: ``NCCL_ALGO``/``NCCL_PROTO`` restrict NCCL's choice (per function, NCCL >= 2.24's
   ``func:list;...``), ``NCCL_NVLS_ENABLE=0`` takes NVLS and NVLSTree away (src/transport/nvls.cc leaves
   ``nvlsSupport`` 0);
-- **NICs**: ``NCCL_IB_HCA`` leaves NCCL the NICs it names (:func:`.params.link_params`, ``ib_hca``);
+- **NICs**: ``NCCL_IB_HCA`` leaves NCCL the NICs it names; ``NCCL_NET_GDR_LEVEL`` and ``NCCL_PXN_DISABLE`` move
+  the GPU-NIC paths the graphs cross nodes at (:func:`.params.link_params`, ``net``);
 - **channel bounds**: ``NCCL_MIN/MAX_CTAS``, ``NCCL_MIN/MAX_NCHANNELS`` (:mod:`.nccl_model.channel_limits`):
   sizes run on another count than NCCL's own are not judged;
 - any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken at NCCL's default, and said.
@@ -15,15 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from collscope.analysis.model_types import LinkParams
+from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection
 
-__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings", "nics_left_text", "unmodelled_text"]
+__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings", "net_settings", "nics_left_text",
+           "unmodelled_text"]
 
-MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", *CHANNEL_LIMIT_NAMES})
+MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL",
+                               "NCCL_PXN_DISABLE", *CHANNEL_LIMIT_NAMES})
 """The NCCL settings the models take (module doc); any other tuning variable is taken at NCCL's default."""
 NVLS_ALGOS = frozenset({"NVLS", "NVLSTree"})
 """The algorithms NCCL_NVLS_ENABLE=0 takes away (``nvlsSupport`` 0: src/transport/nvls.cc ``ncclNvlsInit``)."""
@@ -39,7 +42,8 @@ class ModelSettings:
     """The protocols NCCL may choose; None: all of them."""
     forced: str = ""
     """The settings that restricted the choice, as ``NCCL_ALGO=Ring, NCCL_NVLS_ENABLE=0`` (empty: none)."""
-    ib_hca: str | None = None
+    net: NetSettings = NetSettings()
+    """NCCL_IB_HCA, NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE as set: the link parameters take them."""
     channel_bounds: dict[str, str] | None = None
     """The channel-bound variables set (name -> value), for :func:`.nccl_model.channel_limits.bound_channels`."""
     unmodelled: tuple[str, ...] = ()
@@ -68,13 +72,20 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
     if str(settings.get("NCCL_NVLS_ENABLE", "")).strip() == "0":
         algos = (algos if algos is not None else frozenset(ALGORITHMS)) - NVLS_ALGOS
         algo_text = ", ".join(t for t in (algo_text, "NCCL_NVLS_ENABLE=0") if t)
-    hca = str(settings.get("NCCL_IB_HCA", "")).strip() or None
+    net = net_settings(settings)
     bounds = {k: str(settings[k]) for k in CHANNEL_LIMIT_NAMES if k in settings}
     unmodelled = tuple(f"{k}={v}" for k, v in sorted(settings.items())
                        if env_role(k) == "tuning" and k not in MODELLED_SETTINGS)
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
-                         ib_hca=hca, channel_bounds=bounds or None, unmodelled=unmodelled,
+                         net=net, channel_bounds=bounds or None, unmodelled=unmodelled,
                          ll128_forced=_ll128_forced(settings, func))
+
+
+def net_settings(settings: Mapping[str, str]) -> NetSettings:
+    """The NCCL variables of ``settings`` that change how the graphs cross nodes (:class:`NetSettings`)."""
+    return NetSettings(ib_hca=str(settings.get("NCCL_IB_HCA", "")).strip() or None,
+                       gdr_level=str(settings.get("NCCL_NET_GDR_LEVEL", "")).strip() or None,
+                       pxn_disable=str(settings.get("NCCL_PXN_DISABLE", "")).strip() == "1")
 
 
 def _ll128_forced(settings: Mapping[str, str], func: str | None) -> bool:

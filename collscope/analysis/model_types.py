@@ -15,7 +15,39 @@ from collscope.collectives.record import busbw_factor
 from collscope.errors import ConfigError
 from collscope.units import algbw_gbps
 
-__all__ = ["LinkParams", "Prediction", "make_prediction"]
+__all__ = ["LinkParams", "NetSettings", "Prediction", "make_prediction"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetSettings:
+    """The NCCL variables of a job that change how its graphs cross nodes, as set (None/False: NCCL's default);
+    :func:`collscope.analysis.params.link_params` builds the parameters with them."""
+
+    ib_hca: str | None = None
+    """``NCCL_IB_HCA``: only the NICs it names count."""
+    gdr_level: str | None = None
+    """``NCCL_NET_GDR_LEVEL``: the farthest GPU-NIC path with GPUDirect RDMA (:func:`collscope.topo.gdr.gdr_level`)."""
+    pxn_disable: bool = False
+    """``NCCL_PXN_DISABLE=1``: no GPU sends through an NVLink peer's NIC (src/graph/paths.cc keeps PXN for any
+    other value: ``ncclPxnDisable(comm) != 1``)."""
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.ib_hca) or self.gdr_level is not None or self.pxn_disable
+
+    @property
+    def moves_crossing(self) -> bool:
+        """Whether a variable that changes the GPU-NIC paths NCCL's graphs take is set (not NCCL_IB_HCA)."""
+        return self.gdr_level is not None or self.pxn_disable
+
+    def text(self) -> str:
+        """``NCCL_IB_HCA=mlx5_0, NCCL_NET_GDR_LEVEL=PHB, NCCL_PXN_DISABLE=1`` (the ones set)."""
+        return ", ".join(t for t in (f"NCCL_IB_HCA={self.ib_hca}" if self.ib_hca else "", self.crossing_text()) if t)
+
+    def crossing_text(self) -> str:
+        """The variables set that move the crossing, as ``NCCL_NET_GDR_LEVEL=PHB, NCCL_PXN_DISABLE=1``."""
+        return ", ".join(t for t in (f"NCCL_NET_GDR_LEVEL={self.gdr_level}" if self.gdr_level is not None else "",
+                                     "NCCL_PXN_DISABLE=1" if self.pxn_disable else "") if t)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from collscope.analysis.model_types import LinkParams
+from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
-from collscope.topo.crossing import node_crossing
+from collscope.topo.crossing import ll128_crossing_note, node_crossing
+from collscope.topo.gdr import gdr_level
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.model import NodeTopology
 from collscope.topo.naming import natural_key
@@ -113,6 +114,19 @@ def _intra_from_generation(gen: GpuGeneration, ppn: int) -> tuple[float | None, 
                                                 f"GB/s (table rate, {where})")
     why = f"; its NVLink bridges join pairs only, {ppn} GPUs meet over PCIe" if gen.nvlink_links and bridge else ""
     return pcie_gbps(gen.pcie_gen), "pcie", 0, f"{gen.name}: PCIe Gen{gen.pcie_gen} x16 (table rate{why})"
+
+
+def _crossing_without_capture(net: NetSettings) -> tuple[str | None, str]:
+    """(the graphs' path type, what to say) for ``net``'s crossing variables when no capture gives the GPU-NIC
+    paths: a level of LOC turns GPUDirect RDMA off for every GPU, so every network path goes through the GPU's
+    CPU (PHB at the closest; paths.cc ncclTopoCheckGdr, then addInterStep) and no GPU can relay for another (PXN
+    needs GPUDirect RDMA at the relay); any other setting depends on paths the input does not give."""
+    if net.gdr_level is not None and gdr_level(net.gdr_level) == "LOC":
+        return "PHB", (f"{net.crossing_text()}: GPUDirect RDMA off for every GPU, so NCCL's graphs cross nodes at PHB "
+                       "or beyond, through each GPU's CPU (src/graph/paths.cc ncclTopoCheckGdr, addInterStep); the "
+                       "model takes PHB")
+    return None, (f"{net.crossing_text()} set: what it changes depends on the GPU-NIC paths, which the input does not "
+                  "give (pass --topo with an nvidia-smi topo -m capture); the model takes NCCL's default crossing")
 
 
 def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, *, given: bool) -> tuple[int, str]:
@@ -216,7 +230,7 @@ def unstated_domain_note(nranks: int, nnodes: int, partition_source: str) -> str
 def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = None, nranks: int, nnodes: int,
                 nvl_domain: int | None = None, alpha_us: float | None = None, bw_gbps: float | None = None,
                 gamma_gbps: float | None = None, alpha_inter_us: float | None = None, nic_gbit: float | None = None,
-                nics_per_node: int | None = None, ib_hca: str | None = None) -> LinkParams:
+                nics_per_node: int | None = None, net: NetSettings | None = None) -> LinkParams:
     """The :class:`LinkParams` of ``nranks`` ranks on ``nnodes`` nodes like ``topology`` (one node of a Cluster).
 
     ``nnodes`` has no default: the caller states the job's nodes (its :class:`~collscope.geometry.Geometry`).
@@ -225,7 +239,10 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
     ``nic_gbit`` / ``nics_per_node``: the compute NICs of each node when no capture gives them (``--nic-gbit``:
     the line rate of one NIC in Gb/s as ibstat prints it; ``--nics-per-node``, default one per GPU of the node,
     the HGX and NVL72-tray reference design); they override the topology's NICs.
-    ``ib_hca``: the NCCL_IB_HCA a configuration set: only the NICs it lets NCCL use count (:func:`_ib_hca_nics`).
+    ``net``: the NCCL variables a configuration set that change how the graphs cross nodes: only the NICs
+    ``NCCL_IB_HCA`` lets NCCL use count (:func:`_ib_hca_nics`); ``NCCL_NET_GDR_LEVEL`` and ``NCCL_PXN_DISABLE``
+    move the capture's crossing (:func:`collscope.topo.crossing.node_crossing`), which without a capture only a
+    level that turns GPUDirect RDMA off everywhere (LOC) decides (:func:`_crossing_without_capture`).
     Raises ConfigError when the bandwidth cannot be known, saying what to pass.
     """
     if nic_gbit is not None and not nic_gbit > 0:
@@ -295,7 +312,10 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nic_gbps = system.nic_cap_gbit / 8.0
         nic_src += (f"; each taken at {system.nic_cap_gbit:g} Gb/s = {nic_gbps:g} GB/s, the most one carries on "
                     f"{system.name} (table: the note below)")
-    crossing = (node_crossing(node_for_gpus, gpus_per_node=ppn)
+    net = net or NetSettings()
+    if net.gdr_level is not None:
+        gdr_level(net.gdr_level)  # ConfigError for a value NCCL does not read, with or without a capture
+    crossing = (node_crossing(node_for_gpus, gpus_per_node=ppn, level=net.gdr_level, pxn=not net.pxn_disable)
                 if node_for_gpus is not None and ndomains > 1 else None)
     if nic_gbit is not None:
         nic_gbps = nic_gbit / 8.0
@@ -314,8 +334,8 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nics, nic_gbps = ppn, rack.nic_gbit / 8.0  # one compute NIC per GPU
         nic_src = (f"{nics} NIC(s) per node at {rack.nic_gbit:g} Gb/s = {nic_gbps:g} GB/s each "
                    f"(table: {rack.nic_source})")
-    if ib_hca and ndomains > 1 and nic_gbps is not None:
-        nics, nic_src = _ib_hca_nics(node, ib_hca, nics, nic_src, given=nic_gbit is not None)
+    if net.ib_hca and ndomains > 1 and nic_gbps is not None:
+        nics, nic_src = _ib_hca_nics(node, net.ib_hca, nics, nic_src, given=nic_gbit is not None)
     nic_note = system.nic_note if system is not None else ""
     inter = nics * nic_gbps if nic_gbps is not None and bw_gbps is None else None
     if domain > ppn:
@@ -363,9 +383,24 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         caveats.append(unstated_domain_note(nranks, nnodes, partition_source))
     if nic_note and ndomains > 1:
         caveats.append(nic_note)
+    nic_path = crossing.path if crossing is not None else None
     if crossing is not None and bw_gbps is None:
-        sources.append(f"{crossing.text()}: the capture's GPU-NIC paths")
+        moved = f", with {net.crossing_text()}" if net.moves_crossing else ""
+        sources.append(f"{crossing.text()}: the capture's GPU-NIC paths{moved}")
+        if moved:
+            default = node_crossing(node_for_gpus, gpus_per_node=ppn)
+            was = (f"at {default.path} without it" if default is not None and default.path != crossing.path
+                   else "as without it")
+            caveats.append(f"{net.crossing_text()}: NCCL's graphs cross nodes at {crossing.path}, {was} (the "
+                           "capture's GPU-NIC paths under the setting, src/graph/paths.cc; each GPU's in the sources)")
         caveats.extend(crossing.notes(gen.name if gen is not None else None, gen.sm if gen is not None else None))
+    elif net.moves_crossing and ndomains > 1 and bw_gbps is None:
+        nic_path, said = _crossing_without_capture(net)
+        caveats.append(said)
+        ll128 = ll128_crossing_note(nic_path, gen.name, gen.sm, net.crossing_text()) \
+            if nic_path is not None and gen is not None else None
+        if ll128:
+            caveats.append(ll128)
     racks = [s for s in SYSTEMS if gen is not None and s.gpu == gen.name and s.mnnvl]
     fabric_captured = node is not None and bool(node.gpu_fabric)
     if gen is not None and racks and nvl_domain is None and ndomains > 1 and not fabric_captured:
@@ -386,6 +421,6 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nvlinks_per_gpu=nvlinks if kind == "nvlink" else 0,
         nvswitch=(node_for_gpus.has_nvswitch if node_for_gpus is not None
                   else gen is not None and gen.nvlink_links > 0 and gen.nvlink_fabric == "nvswitch"),
-        pcie_gen=int(pcie_gen) if pcie_gen else None, nic_path=crossing.path if crossing is not None else None,
+        pcie_gen=int(pcie_gen) if pcie_gen else None, nic_path=nic_path,
         source=" | ".join(sources), caveats=tuple(caveats),
     )

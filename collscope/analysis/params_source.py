@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from collscope.analysis.efficiency import NO_MODEL_HINT
 from collscope.analysis.job_geometry import GroupGeometry, geometry_of, host_backends, model_nvl_domain, records_gpu
-from collscope.analysis.model_types import LinkParams
+from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.params import link_params
 from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
@@ -76,7 +76,7 @@ def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gp
     if topology is not None:
         domains_from_captures(frame, topology)
 
-    def source(nranks: int, nnodes: int, *, ib_hca: str | None = None) -> LinkParams | None:
+    def source(nranks: int, nnodes: int, *, net: NetSettings | None = None) -> LinkParams | None:
         nvl_domain = model_nvl_domain(geometry_of(frame, nranks, nnodes), nranks)
         name = gpu
         why = ""
@@ -87,7 +87,7 @@ def job_params_source(frame: pd.DataFrame, *, topo_paths: Sequence[str] = (), gp
         try:
             params = link_params(topology, gpu=name, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                                  alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node,
-                                 ib_hca=ib_hca)
+                                 net=net)
         except ConfigError as exc:
             if from_records:
                 raise ConfigError(f"{exc} (GPU {name}: {why})") from exc

@@ -117,8 +117,9 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     (SHARP) plugin, which adds CollNetDirect/CollNetChain and multi-node NVLS to the choice; ``version``: the job's
     NCCL release (``"2.27.3"``) or a table name, mapped by :func:`~.nccl_model.constants.release_tables`;
     ``settings``: the job's NCCL variables, read as ``analyze`` reads a configuration's
-    (:func:`~.model_settings.model_settings`: the selection narrows the choice, NCCL_IB_HCA the NICs, channel
-    bounds and the variables the model does not take are said in the notes).
+    (:func:`~.model_settings.model_settings`: the selection narrows the choice, NCCL_IB_HCA the NICs and
+    NCCL_NET_GDR_LEVEL/NCCL_PXN_DISABLE their paths; channel bounds and the variables the model does not take are
+    said in the notes).
     """
     if nnodes is None:
         raise ConfigError(f"a prediction for {nranks} ranks needs the number of nodes they span (nnodes; 1 for one "
@@ -137,7 +138,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     read = model_settings(settings or {}, op)
     params = link_params(topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain, alpha_us=alpha_us,
                          bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node,
-                         ib_hca=read.ib_hca)
+                         net=read.net)
     preds = alpha_beta_predictions(op, params, size_list)
     notes: list[str] = [*version_notes, *params.caveats, *_settings_notes(read, params)]
     defects: list[str] = []
@@ -215,8 +216,8 @@ def _settings_notes(read: ModelSettings, params: LinkParams) -> list[str]:
     out = []
     if read.forced:
         out.append(f"{read.forced}: NCCL's choice restricted as the setting restricts NCCL")
-    if read.ib_hca and params.ndomains > 1:
-        out.append(f"NCCL_IB_HCA={read.ib_hca}: {nics_left_text(params)}")
+    if read.net.ib_hca and params.ndomains > 1:
+        out.append(f"NCCL_IB_HCA={read.net.ib_hca}: {nics_left_text(params)}")
     if read.unmodelled:
         out.append(unmodelled_text(read))
     return out

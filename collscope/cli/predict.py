@@ -71,8 +71,9 @@ def _settings(items: tuple[str, ...]) -> dict[str, str]:
                    "CollNetChain and NVLS across nodes too.")
 @click.option("--setting", "settings", multiple=True, metavar="NAME=VALUE",
               help="An NCCL variable of the job (repeatable), read as analyze reads a configuration's: NCCL_ALGO, "
-                   "NCCL_PROTO and NCCL_NVLS_ENABLE=0 narrow NCCL's choice, NCCL_IB_HCA the NICs counted; channel "
-                   "bounds and other variables are named in the notes.")
+                   "NCCL_PROTO and NCCL_NVLS_ENABLE=0 narrow NCCL's choice, NCCL_IB_HCA the NICs counted, "
+                   "NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE the GPU-NIC paths across nodes; channel bounds and other "
+                   "variables are named in the notes.")
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
 def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
                 nvl_domain: int | None, op: str | None,

@@ -31,7 +31,7 @@ from collscope.topo.naming import natural_key
 from collscope.topo.paths import is_nvlink
 from collscope.vocab.nccl import PATH_TYPES, ll128_network_limit
 
-__all__ = ["GpuCrossing", "NodeCrossing", "node_crossing"]
+__all__ = ["GpuCrossing", "NodeCrossing", "ll128_crossing_note", "node_crossing"]
 
 _PXN = "PXN"
 _PXN_RELAY_MAX = "P2C"
@@ -67,8 +67,12 @@ class NodeCrossing:
     """The graphs' ``typeInter``: the second-closest GPU's path (the closest one's with one GPU per node)."""
     gpus: tuple[GpuCrossing, ...]
     nics: tuple[str, ...]
-    """The NICs the GPUs reach, directly or as a PXN relay (other NICs of the capture are not on NCCL's first
-    choice from any GPU)."""
+    """The NICs the GPUs reach at the graphs' type or closer, directly or as a PXN relay (a graph crossing at
+    ``path`` leaves from none other)."""
+    level: str | None = None
+    """``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default)."""
+    pxn: bool = True
+    """PXN allowed (``NCCL_PXN_DISABLE`` not 1)."""
 
     def text(self) -> str:
         """``NCCL's graphs cross nodes at PHB (GPU1, GPU3 at PHB to mlx5_0, mlx5_1; GPU0, GPU2 at SYS to ...)``."""
@@ -87,18 +91,17 @@ class NodeCrossing:
         """What the crossing changes in NCCL's model of ``gpu`` (sm ``sm``; None: unknown) and what that model does
         not price."""
         out = []
-        if gpu is not None and sm is not None:
-            limit = ll128_network_limit(sm)
-            if _index(self.path) > _index(limit):
-                out.append(f"NCCL's graphs cross nodes at {self.path} (the capture's GPU-NIC paths, with the "
-                           f"sources): NCCL enables LL128 across nodes only up to {limit} on {gpu} "
-                           "(src/graph/tuning.cc ncclTopoTuneModel), so its choice across nodes has no LL128 here")
+        ll128 = ll128_crossing_note(self.path, gpu, sm, "the capture's GPU-NIC paths, with the sources")
+        if ll128:
+            out.append(ll128)
         staged = self.staged()
         if staged:
-            out.append(f"GPUDirect RDMA is off for {', '.join(staged)} at NCCL's default NCCL_NET_GDR_LEVEL (their "
-                       "NIC paths are beyond it, src/graph/paths.cc ncclTopoCheckGdr): the network's data goes "
-                       "through host memory, a cost NCCL's model does not price; collscope topo show names the level "
-                       "that turns it on, and its cost")
+            level = (f"NCCL_NET_GDR_LEVEL={self.level}" if self.level is not None
+                     else "NCCL's default NCCL_NET_GDR_LEVEL")
+            out.append(f"GPUDirect RDMA is off for {', '.join(staged)} at {level} (their NIC paths are beyond it, "
+                       "src/graph/paths.cc ncclTopoCheckGdr): the network's data goes through host memory, a cost "
+                       "NCCL's model does not price; collscope topo show names the level that turns it on, and its "
+                       "cost")
         if self.path == "SYS":
             out.append("the crossing's SYS path also runs over the CPUs' interconnect, whose bandwidth NCCL's search "
                        "takes from the CPU model (src/graph/topo.h); the capture does not name the CPU, so the model "
@@ -110,10 +113,24 @@ class NodeCrossing:
         return tuple(g.gpu for g in self.gpus if not g.gdr and _index(g.path) <= _index(self.path))
 
 
-def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | None = None) -> NodeCrossing | None:
+def ll128_crossing_note(path: str, gpu: str | None, sm: int | None, why: str) -> str | None:
+    """What a crossing at ``path`` (``why``: where that path came from) does to LL128 across nodes on ``gpu``; None
+    when it leaves LL128 on, or the GPU is unknown."""
+    if gpu is None or sm is None:
+        return None
+    limit = ll128_network_limit(sm)
+    if _index(path) <= _index(limit):
+        return None
+    return (f"NCCL's graphs cross nodes at {path} ({why}): NCCL enables LL128 across nodes only up to {limit} on "
+            f"{gpu} (src/graph/tuning.cc ncclTopoTuneModel), so its choice across nodes has no LL128 here")
+
+
+def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | None = None,
+                  pxn: bool = True) -> NodeCrossing | None:
     """Where NCCL's graphs leave ``node`` (a ``NodeTopology``) by the module's rules; None when no GPU has a NIC
     with a path class in the capture. ``gpus_per_node``: the job's GPUs on a node (1: the closest GPU sets the
-    type); ``level``: ``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default)."""
+    type); ``level``: ``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default; ConfigError for a value NCCL does not
+    read); ``pxn``: False for ``NCCL_PXN_DISABLE=1``."""
     items = gpu_nics(node, level=level)
     direct: dict[str, GpuCrossing] = {}
     for gpu in sorted(items, key=natural_key):
@@ -129,7 +146,7 @@ def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | N
         return None
     crossings: list[GpuCrossing] = []
     for gpu, own in direct.items():
-        if _index(own.path) > _index(_PXN):
+        if pxn and _index(own.path) > _index(_PXN):
             relays = [peer for name, peer in direct.items() if name != gpu and peer.gdr
                       and _index(peer.path) <= _index(_PXN_RELAY_MAX) and is_nvlink(node.path_class(gpu, name))]
             if relays:
@@ -140,5 +157,6 @@ def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | N
         crossings.append(own)
     ranked = sorted(_index(c.path) for c in crossings)
     second = ranked[1] if len(ranked) > 1 and gpus_per_node != 1 else ranked[0]
-    used = sorted({nic for c in crossings if c.path != _PXN for nic in c.nics}, key=natural_key)
-    return NodeCrossing(PATH_TYPES[second], tuple(crossings), tuple(used))
+    used = sorted({nic for c in crossings if c.path != _PXN and _index(c.path) <= second for nic in c.nics},
+                  key=natural_key)
+    return NodeCrossing(PATH_TYPES[second], tuple(crossings), tuple(used), level, pxn)

@@ -10,7 +10,7 @@ import pytest
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.load import load_results
-from collscope.analysis.model_types import LinkParams
+from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.params import link_params
 from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
@@ -40,7 +40,7 @@ def test_ib_hca_matching_follows_nccls_list_rules() -> None:
 ])
 def test_the_nics_a_setting_leaves_are_counted_from_the_captures(hgx: NodeTopology, spec: str | None,
                                                                   nics: int) -> None:
-    params = link_params(hgx, gpu="H100", nranks=16, nnodes=2, ib_hca=spec)
+    params = link_params(hgx, gpu="H100", nranks=16, nnodes=2, net=NetSettings(ib_hca=spec))
     assert params.nics_per_node == nics and params.inter_bw_gbps == pytest.approx(50.0 * nics)
     if spec is not None:
         assert f"NCCL_IB_HCA={spec} leaves {nics} of them" in params.source
@@ -48,13 +48,14 @@ def test_the_nics_a_setting_leaves_are_counted_from_the_captures(hgx: NodeTopolo
 
 def test_a_setting_without_names_to_match_or_that_leaves_none_is_refused(hgx: NodeTopology) -> None:
     with pytest.raises(ConfigError, match=r"NCCL_IB_HCA==ib9 leaves none of the node's compute NICs \(mlx5_0, "):
-        link_params(hgx, gpu="H100", nranks=16, nnodes=2, ib_hca="=ib9")
-    given = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, ib_hca="=mlx5_0,mlx5_1")
+        link_params(hgx, gpu="H100", nranks=16, nnodes=2, net=NetSettings(ib_hca="=ib9"))
+    given = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400,
+                        net=NetSettings(ib_hca="=mlx5_0,mlx5_1"))
     assert given.nics_per_node == 2
     with pytest.raises(ConfigError, match="by name prefix or exclusion: how many it leaves needs the node's NIC names"):
-        link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, ib_hca="mlx5_1")
+        link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, net=NetSettings(ib_hca="mlx5_1"))
     # one node: no NIC carries the collective, the setting changes nothing
-    assert link_params(hgx, gpu="H100", nranks=8, nnodes=1, ib_hca="=ib9") == link_params(
+    assert link_params(hgx, gpu="H100", nranks=8, nnodes=1, net=NetSettings(ib_hca="=ib9")) == link_params(
         hgx, gpu="H100", nranks=8, nnodes=1)
 
 
@@ -77,8 +78,8 @@ def _rails_sweep(root: Path) -> Path:
 def test_analyze_models_a_single_rail_point_with_its_one_nic(hgx: NodeTopology, tmp_path: Path) -> None:
     frame = load_results([_rails_sweep(tmp_path / "r")])
 
-    def source(nranks: int, nnodes: int, *, ib_hca: str | None = None) -> LinkParams:
-        return link_params(hgx, gpu="H100", nranks=nranks, nnodes=nnodes, ib_hca=ib_hca)
+    def source(nranks: int, nnodes: int, *, net: NetSettings | None = None) -> LinkParams:
+        return link_params(hgx, gpu="H100", nranks=nranks, nnodes=nnodes, net=net)
 
     result = analyze(frame, params=source)
     sizes = result.sizes.set_index(["config", "size_bytes"])

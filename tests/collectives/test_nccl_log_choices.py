@@ -129,6 +129,7 @@ def test_model_pick_follows_the_forced_algorithm() -> None:
 
 def test_the_model_prices_an_allgather_line_at_the_total_size() -> None:
     """The model counts an all_gather by its total (nccl-tests' size); the 2.24 line logs one rank's share."""
+    from collscope.analysis.model_settings import net_settings
     from collscope.analysis.nccl_model.constants import model_version_for
     from collscope.analysis.nccl_model.model import nccl_time_us
     from collscope.analysis.nccl_model.search import graph_inputs_from_topology
@@ -138,12 +139,16 @@ def test_the_model_prices_an_allgather_line_at_the_total_size() -> None:
     topology = load_one_node([sample_path()])
     (row,) = [r for r in choices_against_model(log, topology=topology).rows if r.choice.op == "AllGather"]
     version = model_version_for(log.nccl_version)
-    inputs = graph_inputs_from_topology(link_params(topology, nranks=16, nnodes=2), version=version)
+    # the run's NCCL_IB_HCA (=mlx5_0:1,mlx5_3:1) leaves the model two NICs per node, as it left NCCL
+    inputs = graph_inputs_from_topology(link_params(topology, nranks=16, nnodes=2, net=net_settings(log.env)),
+                                        version=version)
 
     def model_us(size: int) -> float:
         return nccl_time_us(inputs, "all_gather", "Ring", "Simple", size, version=version)
 
     assert row.model_time_us == pytest.approx(model_us(64 << 20))
+    assert ("NCCL_IB_HCA==mlx5_0:1,mlx5_3:1 set in the run: the model counts the 2 NIC(s) per node the setting "
+            "leaves NCCL (2 x 50 GB/s)") in choices_against_model(log, topology=topology).notes
     assert row.model_time_us != pytest.approx(model_us(4 << 20))
 
 
@@ -164,7 +169,8 @@ def test_a_log_of_nccl_2_32_says_its_choices_follow_a_model_collscope_does_not_r
 def test_the_model_pick_of_a_log_leaves_ll128_off_where_its_release_does() -> None:
     """The 2.24.3 log modelled with RTX A6000s (sm 86: LL128 off by default in 2.24.3) says so and never picks
     LL128; the same log as NCCL 2.27.3 (LL128 on every sm >= 70) picks Ring/LL128 at 1 MiB."""
-    text = FIXTURE.read_text()
+    # without the run's NCCL_IB_HCA (two NICs per node), whose lower bandwidth makes LL the model's pick at 1 MiB
+    text = "".join(line for line in FIXTURE.read_text().splitlines(keepends=True) if "NCCL_IB_HCA set" not in line)
     topology = load_one_node([sample_path()])
     on = choices_against_model(parse_nccl_log(text.replace("NCCL version 2.24.3", "NCCL version 2.27.3")),
                                topology=topology, gpu="RTX A6000")
@@ -174,3 +180,11 @@ def test_the_model_pick_of_a_log_leaves_ll128_off_where_its_release_does() -> No
     assert any("NCCL 2.24.3+cuda12.4 enables LL128 by default only on sm 70, 80, 90" in n and "sm 86" in n
                for n in off.notes)
     assert not any(r.model_pick and r.model_pick.endswith("/LL128") for r in off.rows)
+
+
+def test_a_runs_nic_list_the_topology_does_not_hold_is_said_and_every_nic_counted() -> None:
+    text = FIXTURE.read_text().replace("=mlx5_0:1,mlx5_3:1", "=ib9:1")
+    result = choices_against_model(parse_nccl_log(text), topology=load_one_node([sample_path()]))
+    assert all(row.model_time_us is not None for row in result.rows if row.choice.op == "AllReduce")
+    assert any(n.startswith("NCCL_IB_HCA==ib9:1 set in the run, but the model cannot count the NICs it leaves "
+                            "(NCCL_IB_HCA==ib9:1 leaves none of the node's compute NICs") for n in result.notes)
