@@ -13,7 +13,7 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collscope.analysis.model_types import LinkParams, NetSettings
@@ -22,8 +22,8 @@ from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection
 
-__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "model_settings", "net_settings", "nics_left_text",
-           "unmodelled_text"]
+__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "merged_settings", "model_settings", "net_settings",
+           "nics_left_text", "unmodelled_text"]
 
 MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL",
                                "NCCL_PXN_DISABLE", *CHANNEL_LIMIT_NAMES})
@@ -79,6 +79,30 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
                          net=net, channel_bounds=bounds or None, unmodelled=unmodelled,
                          ll128_forced=_ll128_forced(settings, func))
+
+
+def merged_settings(sources: Sequence[tuple[str, Mapping[str, str]]],
+                    given: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """(settings, notes): the NCCL variables of one job from several of its sources (``(label, env)``: each rank
+    log's ``set by environment`` lines), ``given`` (the user's ``--setting``) winning. A variable the sources set
+    to different values is left out, at NCCL's default, with a note naming the values and where each came from."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for label, env in sources:
+        for name, value in env.items():
+            seen.setdefault(name, {}).setdefault(str(value), []).append(label)
+    out: dict[str, str] = {}
+    notes = []
+    for name, values in seen.items():
+        if given and name in given:
+            continue
+        if len(values) == 1:
+            out[name] = next(iter(values))
+            continue
+        where = "; ".join(f"{value!r} in {', '.join(labels)}" for value, labels in values.items())
+        notes.append(f"the job's logs set {name} to different values ({where}): the model takes NCCL's default "
+                     f"for it (--setting {name}=VALUE to state the job's)")
+    out.update(given or {})
+    return out, notes
 
 
 def net_settings(settings: Mapping[str, str]) -> NetSettings:

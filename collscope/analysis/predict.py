@@ -82,6 +82,9 @@ class PredictResult:
     defects: tuple[str, ...] = ()
     """The notes of known NCCL defects that hit NCCL's choice here (:mod:`.nccl_model.known_defects`); also
     among :attr:`notes`."""
+    setting_notes: tuple[str, ...] = ()
+    """What the job's settings (``settings``) did to the prediction and which of them it does not take; also among
+    :attr:`notes`."""
     accuracy: tuple[BandAccuracy | None, ...] = ()
     """Per :attr:`nccl_choice` entry, how published systems scatter around the model at that size and scope
     (:mod:`.model_accuracy`); None where the scorecard holds no published figure."""
@@ -140,7 +143,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                          bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, nic_gbit=nic_gbit, nics_per_node=nics_per_node,
                          net=read.net)
     preds = alpha_beta_predictions(op, params, size_list)
-    notes: list[str] = [*version_notes, *params.caveats, *_settings_notes(read, params)]
+    setting_notes = _settings_notes(read, params)
+    notes: list[str] = [*version_notes, *params.caveats, *setting_notes]
     defects: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
@@ -166,6 +170,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             reason = ll128_default_off(inputs, inputs.ring, version)
             if reason:
                 notes.append(ll128_forced_text(read, reason))
+                setting_notes.append(notes[-1])
             inputs = dataclasses.replace(inputs, ll128_forced=True)
         graphs = {"source": inputs.source, "ring": _graph_dict(inputs.ring), "tree": _graph_dict(inputs.tree),
                   "nvls": _graph_dict(inputs.nvls) if inputs.nvls else None}
@@ -200,7 +205,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                      for c in choices)
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
-                         nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects), accuracy=accuracy)
+                         nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects),
+                         setting_notes=tuple(setting_notes), accuracy=accuracy)
 
 
 def _narrowed(given: Iterable[str] | None, read: frozenset[str] | None) -> list[str] | None:

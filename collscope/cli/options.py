@@ -20,7 +20,7 @@ from collscope.vocab.engines import ENGINE_NAMES
 
 __all__ = ["SIZE", "SIZE_LIST", "SizeType", "SizeListType", "engine_option", "geometry_options", "gpu_option",
            "link_options", "nccl_tests_dir_option", "size_range_options", "sizes_option", "topo_option",
-           "check_output_file"]
+           "check_output_file", "parse_settings", "setting_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -200,3 +200,27 @@ def link_options(func: F) -> F:
                   click.option("--bw-gbps", default=None, type=float, metavar="B",
                                help="Per-rank link bandwidth per direction, GB/s (overrides the topology's and "
                                     "the GPU's)."))
+
+
+def setting_option(func: F) -> F:
+    """``--setting NAME=VALUE`` (repeatable): an NCCL variable of the job the models read (:func:`parse_settings`)."""
+    return _apply(func, click.option(
+        "--setting", "settings", multiple=True, metavar="NAME=VALUE",
+        help="An NCCL variable of the job (repeatable), read as analyze reads a configuration's: NCCL_ALGO, "
+             "NCCL_PROTO and NCCL_NVLS_ENABLE=0 narrow NCCL's choice, NCCL_IB_HCA the NICs counted, "
+             "NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE the GPU-NIC paths across nodes; channel bounds and other "
+             "variables are named in the notes."))
+
+
+def parse_settings(items: tuple[str, ...]) -> dict[str, str]:
+    """``NAME=VALUE`` items (split at the first ``=``: ``NCCL_IB_HCA==mlx5_0`` is NCCL_IB_HCA ``=mlx5_0``),
+    validated as a sweep's fixed environment is (:func:`collscope.vocab.knobs.validate_env`)."""
+    from collscope.vocab.knobs import validate_env
+
+    pairs = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--setting {item!r}: NAME=VALUE expected (e.g. NCCL_NVLS_ENABLE=0)")
+        pairs[name.strip()] = value.strip()
+    return validate_env(pairs)

@@ -12,6 +12,8 @@ from collscope.cli.options import (
     gpu_option,
     link_options,
     nic_options,
+    parse_settings,
+    setting_option,
     size_range_options,
     sizes_option,
     topo_option,
@@ -19,7 +21,6 @@ from collscope.cli.options import (
 from collscope.collectives.sizes import size_ladder
 from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
-from collscope.vocab.knobs import validate_env
 
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_FACTOR = 1 << 10, 1 << 30, 4.0
 """The ladder predict uses when no size option is given (the library's DEFAULT_SIZES: 1K, 4K, ..., 1G)."""
@@ -40,18 +41,6 @@ def _sizes(sizes: tuple[int, ...] | None, min_bytes: int | None, max_bytes: int 
                        max_bytes, DEFAULT_FACTOR if factor is None else factor, elem_size=1, op=op, nranks=nranks)
 
 
-def _settings(items: tuple[str, ...]) -> dict[str, str]:
-    """``NAME=VALUE`` items (split at the first ``=``: ``NCCL_IB_HCA==mlx5_0`` is NCCL_IB_HCA ``=mlx5_0``),
-    validated as a sweep's fixed environment is (:func:`collscope.vocab.knobs.validate_env`)."""
-    pairs = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigError(f"--setting {item!r}: NAME=VALUE expected (e.g. NCCL_NVLS_ENABLE=0)")
-        pairs[name.strip()] = value.strip()
-    return validate_env(pairs)
-
-
 @click.command("predict")
 @topo_option()
 @gpu_option
@@ -69,11 +58,7 @@ def _settings(items: tuple[str, ...]) -> dict[str, str]:
 @click.option("--collnet", is_flag=True,
               help="The job runs with a CollNet (SHARP) plugin and NCCL_COLLNET_ENABLE=1: model CollNetDirect, "
                    "CollNetChain and NVLS across nodes too.")
-@click.option("--setting", "settings", multiple=True, metavar="NAME=VALUE",
-              help="An NCCL variable of the job (repeatable), read as analyze reads a configuration's: NCCL_ALGO, "
-                   "NCCL_PROTO and NCCL_NVLS_ENABLE=0 narrow NCCL's choice, NCCL_IB_HCA the NICs counted, "
-                   "NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE the GPU-NIC paths across nodes; channel bounds and other "
-                   "variables are named in the notes.")
+@setting_option
 @click.option("--json", "as_json", is_flag=True, help="Print {predictions, nccl_choice, params} as JSON.")
 def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnodes: int | None,
                 nvl_domain: int | None, op: str | None,
@@ -108,7 +93,7 @@ def predict_cmd(topo: tuple[str, ...], gpu: str | None, nranks: int | None, nnod
     result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                      sizes=size_list,
                      alpha_us=alpha_us, bw_gbps=bw_gbps, gamma_gbps=gamma_gbps, version=nccl_version,
-                     nic_gbit=nic_gbit, nics_per_node=nics_per_node, collnet=collnet, settings=_settings(settings))
+                     nic_gbit=nic_gbit, nics_per_node=nics_per_node, collnet=collnet, settings=parse_settings(settings))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

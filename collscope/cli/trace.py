@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,8 @@ from collscope.cli.options import (
     gpu_option,
     link_options,
     nic_options,
+    parse_settings,
+    setting_option,
     topo_option,
 )
 from collscope.errors import ConfigError, ParseError
@@ -28,6 +31,8 @@ from collscope.traces.render import render_text
 from collscope.traces.report import TraceReport, analyze_traces
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from collscope.topo.cluster import Cluster
     from collscope.topo.model import NodeTopology
 
@@ -42,10 +47,12 @@ def _bench(against: str | None) -> BenchCurves | None:
 
 def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain: int | None, cautions: list[str],
            alpha_us: float | None = None, bw_gbps: float | None = None, nic_gbit: float | None = None,
-           nics_per_node: int | None = None, releases: tuple[str, ...] = ()) -> ModelFn | None:
+           nics_per_node: int | None = None, releases: tuple[str, ...] = (),
+           settings: Mapping[str, str] | None = None) -> ModelFn | None:
     """NCCL's model's choice per size when it knows the GPU, else the best alpha-beta algorithm, for the nodes
-    the call's group spans (the report never asks for a group whose nodes are unknown). Why a model gave no
-    figure, and the known NCCL defects that its figure does not know, go to ``cautions``."""
+    the call's group spans (the report never asks for a group whose nodes are unknown), under the job's NCCL
+    ``settings`` as predict reads them. Why a model gave no figure, what the settings did, and the known NCCL
+    defects that its figure does not know, go to ``cautions``."""
     if topology is None and gpu is None and bw_gbps is None:
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
@@ -59,11 +66,12 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
         try:
             result = predict(op, topology=topology, gpu=gpu, nranks=nranks, nnodes=nnodes, nvl_domain=nvl_domain,
                              sizes=sizes, alpha_us=alpha_us, bw_gbps=bw_gbps, nic_gbit=nic_gbit,
-                             nics_per_node=nics_per_node, version=JUDGING_TABLES)
+                             nics_per_node=nics_per_node, version=JUDGING_TABLES, settings=settings)
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
-        cautions.extend(n for n in (*result.params.caveats, *result.defects) if n not in cautions)
+        cautions.extend(n for n in (*result.params.caveats, *result.setting_notes, *result.defects)
+                        if n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief(),
                                               choice=f"{c.algo}/{c.proto}",
@@ -91,6 +99,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
 @geometry_options("nranks", "nnodes", "nvl_domain")
 @link_options
 @nic_options
+@setting_option
 @click.option("--json", "as_json", is_flag=True, help="Print the trace --json document (DESIGN.md).")
 @click.option("--workload-out", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="F",
               help="Write the job's size mix per step (the workload file recommend --workload reads).")
@@ -100,7 +109,8 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
 def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, ...], gpu: str | None,
                   nranks: int | None, nnodes: int | None, nvl_domain: int | None, nccl_logs: tuple[Path, ...],
                   alpha_us: float | None,
-                  bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None, as_json: bool,
+                  bw_gbps: float | None, nic_gbit: float | None, nics_per_node: int | None,
+                  settings: tuple[str, ...], as_json: bool,
                   workload_out: Path | None, report_dir: Path | None) -> None:
     """A training job's collectives from its traces, next to what the fabric gives at the same sizes.
 
@@ -115,7 +125,8 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
     --nranks, --nnodes and --nvl-domain override them. Sizes and busbw use the call's group, the model the
     nodes that group spans. Where Inspector's records or the job's NCCL log (--nccl-log) say which algorithm
     and protocol NCCL ran, the model figure is that pair's (the choice's or a near tie's), or the choice's with
-    the reason when NCCL ran a pair its model does not pick.
+    the reason when NCCL ran a pair its model does not pick. The job's NCCL variables (the logs' "set by
+    environment" lines; --setting wins) shape the model as predict's --setting does.
 
     \b
     Example:
@@ -146,13 +157,22 @@ def trace_command(paths: tuple[str, ...], against: str | None, topo: tuple[str, 
         from collscope.analysis.predict import load_topology
 
         topology = load_topology(topo, gpu=gpu)
-    model = _model(topology, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, releases)
-    logged = None
+    from collscope.analysis.model_settings import merged_settings
+
+    logs = []
     if nccl_logs:
         from collscope.collectives.nccl_log.parse import read_nccl_log
+
+        logs = [read_nccl_log(path) for path in nccl_logs]
+    job_settings, disagree = merged_settings([(log.source, log.env) for log in logs], parse_settings(settings))
+    cautions.extend(disagree)
+    model = _model(topology, gpu, nvl_domain, cautions, alpha_us, bw_gbps, nic_gbit, nics_per_node, releases,
+                   job_settings)
+    logged = None
+    if logs:
         from collscope.traces.ran_pair import logged_pairs
 
-        logged = logged_pairs([read_nccl_log(path) for path in nccl_logs])
+        logged = logged_pairs(logs)
     report = analyze_traces(traces, bench=bench, model=model, overrides=overrides, logged=logged)
     if topology is not None:
         report, cautions = _captured_domain(report, topology, cautions)
