@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
-from collscope.cli.options import check_output_file, gpu_option
+from collscope.cli.options import check_output_file, gpu_option, parse_settings
+from collscope.errors import ConfigError
 from collscope.files import check_output_dir
 from collscope.topo.capture import collect_to_dir
 from collscope.topo.cluster import hosts_text, load_cluster
 from collscope.topo.draw import draw_png, write_dot, write_graphml
+from collscope.topo.gdr import gdr_level
 from collscope.topo.load import load_node
 from collscope.topo.render import node_summary_text, node_to_json
 from collscope.topo.samples import sample_names
@@ -27,17 +29,36 @@ def topo() -> None:
     """
 
 
+_SHOW_SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_PXN_DISABLE")
+"""The NCCL variables that change what ``topo show`` prints: GPUDirect RDMA per GPU and the crossing."""
+
+
+def _crossing_settings(settings: dict[str, str]) -> tuple[str | None, bool]:
+    """(NCCL_NET_GDR_LEVEL or None, PXN allowed) from ``topo show --setting``; ConfigError for another variable."""
+    other = sorted(set(settings) - set(_SHOW_SETTINGS))
+    if other:
+        raise ConfigError(f"topo show --setting takes {' and '.join(_SHOW_SETTINGS)} (what it shows depends on no "
+                          f"other variable), got {', '.join(other)}; predict --setting takes the rest")
+    level = settings.get("NCCL_NET_GDR_LEVEL")
+    if level is not None:
+        gdr_level(level)  # the levels NCCL reads, or a ConfigError naming them
+    return level, settings.get("NCCL_PXN_DISABLE", "").strip() != "1"
+
+
 @topo.command("show")
 @click.option("--from", "sources", multiple=True, metavar="PATH",
               help="Captured file or directory (repeatable); format detected from content.")
 @click.option("--sample", type=click.Choice(sample_names()), default=None,
               help="Show a bundled sample node instead of this machine.")
 @gpu_option
+@click.option("--setting", "settings", multiple=True, metavar="NAME=VALUE",
+              help="NCCL_NET_GDR_LEVEL=LEVEL or NCCL_PXN_DISABLE=1 (repeatable): show GPUDirect RDMA and where "
+                   "NCCL's graphs cross nodes as NCCL reads them with it (default: NCCL's defaults).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document (keys in docs/formats.md).")
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write GraphML here.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write Graphviz DOT here.")
 @click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG drawing here.")
-def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json: bool,
+def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, settings: tuple[str, ...], as_json: bool,
          graphml: Path | None, dot: Path | None, png: Path | None) -> None:
     """Show one node: GPUs, NICs, NVLink domain, nearest NIC per GPU, bandwidths, warnings.
 
@@ -49,9 +70,11 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
       collscope topo show
       collscope topo show --from captures/node01/ --png node01.png
       collscope topo show --from topo.txt --gpu A100 --json
+      collscope topo show --from captures/node01/ --setting NCCL_NET_GDR_LEVEL=PHB
     """
     if sources and sample:
         raise click.UsageError("use either --from or --sample, not both")
+    level, pxn = _crossing_settings(parse_settings(settings))
     for path, option in ((graphml, "--graphml"), (dot, "--dot"), (png, "--png")):
         if path is not None:
             check_output_file(path, option)
@@ -66,9 +89,9 @@ def show(sources: tuple[str, ...], sample: str | None, gpu: str | None, as_json:
     if png:
         draw_png(node, png)
     if as_json:
-        click.echo(json.dumps(node_to_json(node), indent=2, default=str))
+        click.echo(json.dumps(node_to_json(node, level=level, pxn=pxn), indent=2, default=str))
     else:
-        click.echo(node_summary_text(node))
+        click.echo(node_summary_text(node, level=level, pxn=pxn))
         for path, what in ((graphml, "GraphML"), (dot, "DOT"), (png, "PNG")):
             if path is not None:
                 click.echo(f"wrote {what}: {path}")

@@ -152,6 +152,10 @@ def gdr_decision(gpu: str, nic: str, path: str, *, c2c: bool = False, level: str
         return GdrDecision(gpu, nic, path, nccl, chosen, True, why, variable, read)
     why = (f"{as_nccl} is beyond {source}: the NIC sends from and receives into host memory, the proxy copies "
            "through it")
+    if NCCL_PATH_TYPES.index(nccl) <= NCCL_PATH_TYPES.index(_DEFAULT_LEVEL):  # off only by a level set below it
+        variable = (f"unsetting NCCL_NET_GDR_LEVEL (NCCL's default {_DEFAULT_LEVEL}) or setting it to {nccl} turns "
+                    "it on")
+        return GdrDecision(gpu, nic, path, nccl, chosen, False, why, variable, read)
     smp = " and the SMP interconnect" if nccl == "SYS" else ""
     need = "SYS" if nccl == "SYS" else ("P2C" if nccl == "P2C" else "PHB")
     variable = f"NCCL_NET_GDR_LEVEL={need} turns it on; {_COST.format(smp=smp)}"
@@ -193,9 +197,10 @@ def _sm_and_no_gdr(attrs: dict[str, Any]) -> tuple[int | None, str]:
     return (sm if sm is not None else gen.sm), gen.no_gdr
 
 
-def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
+def gpu_nics(node: Any, *, level: str | None = None, pxn: bool = True) -> dict[str, GpuNic]:
     """Each GPU's NIC and NCCL's GPUDirect RDMA decision for it (``node``: a ``NodeTopology`` or any object with
-    ``graph``, ``gpus``, ``nic_choices()``, ``nearest_nics()`` and ``path_class()``)."""
+    ``graph``, ``gpus``, ``nic_choices()``, ``nearest_nics()`` and ``path_class()``); ``level``:
+    ``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default); ``pxn``: False for ``NCCL_PXN_DISABLE=1`` (no relay)."""
     g = node.graph
     choices = node.nic_choices()
     out: dict[str, GpuNic] = {}
@@ -217,7 +222,7 @@ def gpu_nics(node: Any, *, level: str | None = None) -> dict[str, GpuNic]:
                                     sm=sm, nvlink_peer=peer, no_gdr=no_gdr)
         out[gpu] = GpuNic(gpu, tuple(nearest), decision, tuple(passed))
     for gpu, item in out.items():
-        if item.decision is not None and not item.decision.gdr:
+        if pxn and item.decision is not None and not item.decision.gdr:
             relays = [(o, other.decision.nic) for o, other in out.items() if o != gpu and other.decision is not None
                       and other.decision.gdr and is_nvlink(node.path_class(gpu, o))]
             if relays:

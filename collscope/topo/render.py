@@ -25,11 +25,12 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def node_to_json(node: NodeTopology) -> dict[str, Any]:
-    """The ``collscope topo show --json`` document (see DESIGN.md)."""
+def node_to_json(node: NodeTopology, *, level: str | None = None, pxn: bool = True) -> dict[str, Any]:
+    """The ``collscope topo show --json`` document (see DESIGN.md); ``level`` / ``pxn``: NCCL_NET_GDR_LEVEL as set
+    and False for NCCL_PXN_DISABLE=1, which the GDR decisions and the crossing follow."""
     g = node.graph
     gpus = []
-    nic_of = gpu_nics(node)
+    nic_of = gpu_nics(node, level=level, pxn=pxn)
     for gpu in node.gpus:
         d = g.nodes[gpu]
         nearest, cls = node.nearest_nics(gpu)
@@ -46,7 +47,7 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
             "nearest_nic_path": cls,
             "nic": nic_of[gpu].to_dict(),
         })
-    crossing = node_crossing(node)
+    crossing = node_crossing(node, level=level, pxn=pxn)
     nics = []
     choices = node.nic_choices()
     for nic in node.nics:
@@ -75,6 +76,10 @@ def node_to_json(node: NodeTopology) -> dict[str, Any]:
                               "staged": list(crossing.staged()),
                               "gpus": [{"gpu": c.gpu, "path": c.path, "nics": list(c.nics), "gdr": c.gdr,
                                         "relays": list(c.relays)} for c in crossing.gpus]}
+    given = {k: v for k, v in (("NCCL_NET_GDR_LEVEL", level), ("NCCL_PXN_DISABLE", None if pxn else "1"))
+             if v is not None}
+    if given:
+        extras["nccl_settings"] = given
     if "nccl_graphs" in node.extras:
         extras["nccl_graphs"] = [_graph_json(gr) for gr in node.extras["nccl_graphs"].graphs]
     if "fabric" in node.extras:
@@ -217,7 +222,8 @@ def _gdr_lines(items: dict[str, GpuNic]) -> list[str]:
     return lines
 
 
-def node_summary_text(node: NodeTopology) -> str:
+def node_summary_text(node: NodeTopology, *, level: str | None = None, pxn: bool = True) -> str:
+    """The readable form of :func:`node_to_json`, with the same ``level`` / ``pxn``."""
     g = node.graph
     s = node.summary()
     lines = []
@@ -233,7 +239,7 @@ def node_summary_text(node: NodeTopology) -> str:
     lines.extend(_nvlink_text(node, s["nvswitch"]))
     if node.gpus:
         rows = []
-        nic_of = gpu_nics(node)
+        nic_of = gpu_nics(node, level=level, pxn=pxn)
         for gpu in node.gpus:
             d = g.nodes[gpu]
             nearest, cls = node.nearest_nics(gpu)
@@ -243,9 +249,13 @@ def node_summary_text(node: NodeTopology) -> str:
                          _gdr_cell(nic_of[gpu])])
         lines.extend(_table(["GPU", "NUMA", "CPU affinity", "nearest NIC(s)", "path", "GDR"], rows))
         lines.extend(_gdr_lines(nic_of))
-        crossing = node_crossing(node)
+        crossing = node_crossing(node, level=level, pxn=pxn)
         if crossing is not None:
             lines.append(f"  across nodes: {crossing.text()}")
+        given = ", ".join(t for t in (f"NCCL_NET_GDR_LEVEL={level}" if level is not None else "",
+                                      "" if pxn else "NCCL_PXN_DISABLE=1") if t)
+        if given:
+            lines.append(f"  (GDR and the crossing above as NCCL reads them with {given})")
     if node.nics:
         rows = []
         choices = node.nic_choices()

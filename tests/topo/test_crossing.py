@@ -94,3 +94,32 @@ def test_every_gpu_of_the_capture_is_placed(path: Path) -> None:
     node = _node(path)
     c = node_crossing(node)
     assert c is not None and [g.gpu for g in c.gpus] == list(node.gpus)
+
+
+def test_topo_show_setting_shows_gdr_and_the_crossing_under_it() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    def show(*args: str) -> dict:
+        result = CliRunner().invoke(main, ["topo", "show", "--from", str(EVEN_PIX), "--json", *args])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    default = show()
+    assert default["crossing"]["path"] == "PIX" and "nccl_settings" not in default
+    gdr_off = show("--setting", "NCCL_NET_GDR_LEVEL=LOC")
+    assert gdr_off["crossing"]["path"] == "PHB" and gdr_off["nccl_settings"] == {"NCCL_NET_GDR_LEVEL": "LOC"}
+    gpu0 = next(g["nic"] for g in gdr_off["gpus"] if g["name"] == "GPU0")
+    assert (gpu0["gdr"], gpu0["gdr_level"]) == (False, "LOC")
+    # PIX is within NCCL's default: the way back is the default, not the PHB level and its cost
+    assert gpu0["variable"] == ("unsetting NCCL_NET_GDR_LEVEL (NCCL's default PXB) or setting it to PIX turns it on")
+    no_pxn = show("--setting", "NCCL_PXN_DISABLE=1")
+    assert not any("pxn" in g["nic"] for g in no_pxn["gpus"]) and any("pxn" in g["nic"] for g in default["gpus"])
+    assert not any(g["relays"] for g in no_pxn["crossing"]["gpus"])
+    text = CliRunner().invoke(main, ["topo", "show", "--from", str(EVEN_PIX), "--setting", "NCCL_PXN_DISABLE=1"])
+    assert "(GDR and the crossing above as NCCL reads them with NCCL_PXN_DISABLE=1)" in text.output
+    other = CliRunner().invoke(main, ["topo", "show", "--from", str(EVEN_PIX), "--setting", "NCCL_ALGO=Ring"])
+    assert other.exit_code != 0 and "topo show --setting takes NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE" in other.output
