@@ -22,8 +22,8 @@ from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
 from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection
 
-__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "ModelSettings", "merged_settings", "model_settings", "net_settings",
-           "nics_left_text", "unmodelled_text"]
+__all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "UNMODELLED_WHY", "ModelSettings", "merged_settings", "model_settings",
+           "net_settings", "nics_left_text", "unmodelled_text"]
 
 MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL",
                                "NCCL_PXN_DISABLE", *CHANNEL_LIMIT_NAMES})
@@ -138,6 +138,17 @@ def ll128_forced_text(read: ModelSettings, reason: str) -> str:
             "with NCCL's own tables")
 
 
+UNMODELLED_WHY = {
+    "NCCL_COLLNET_ENABLE": "CollNet (SHARP) runs only where a CollNet network plugin is loaded, which the input does "
+                           "not show; predict --collnet models the job with it",
+}
+"""Why the model leaves a variable at NCCL's default, where there is more to say than that it does."""
+
+
 def unmodelled_text(read: ModelSettings) -> str:
-    """``NCCL_BUFFSIZE=1048576 set, which the model does not take (...)`` for :attr:`ModelSettings.unmodelled`."""
-    return f"{', '.join(read.unmodelled)} set, which the model does not take (it assumes NCCL's default for each)"
+    """``NCCL_BUFFSIZE=1048576 set, which the model does not take (...)`` for :attr:`ModelSettings.unmodelled`,
+    with :data:`UNMODELLED_WHY`'s reason for each variable that has one."""
+    why = "; ".join(f"{name}: {UNMODELLED_WHY[name]}" for name in (u.partition("=")[0] for u in read.unmodelled)
+                    if name in UNMODELLED_WHY)
+    return (f"{', '.join(read.unmodelled)} set, which the model does not take (it assumes NCCL's default for each"
+            + (f"; {why})" if why else ")"))

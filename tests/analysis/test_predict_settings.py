@@ -59,3 +59,12 @@ def test_a_setting_that_is_malformed_unknown_or_leaves_nothing_is_one_line() -> 
                            "NCCL_ALGO=NVLS, NCCL_NVLS_ENABLE=0: no NCCL algorithm/protocol is enabled")):
         result = _run(*ONE_NODE, *args)
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output
+
+
+def test_collnet_enable_is_left_at_the_default_with_the_reason_and_the_option_that_models_it() -> None:
+    result = predict("all_reduce", gpu="H100", nranks=16, nnodes=2, nic_gbit=400, sizes=[1 << 30],
+                     settings={"NCCL_COLLNET_ENABLE": "1", "NCCL_BUFFSIZE": "1048576"})
+    assert ("NCCL_BUFFSIZE=1048576, NCCL_COLLNET_ENABLE=1 set, which the model does not take (it assumes NCCL's "
+            "default for each; NCCL_COLLNET_ENABLE: CollNet (SHARP) runs only where a CollNet network plugin is "
+            "loaded, which the input does not show; predict --collnet models the job with it)") in result.notes
+    assert not any(c.algo.startswith("CollNet") for c in result.nccl_choice)
