@@ -125,3 +125,26 @@ def planted_rows() -> list[list[dict[str, Any]]]:
     """Tree/LL +30% only <= 64 KiB (-30% above), Ring/Simple +20% only >= 256 MiB (-10% below), default between."""
     return [noisy({}, lambda s: 1.0, 3), noisy(TREE_LL, lambda s: 1.3 if s <= 64 * KIB else 0.7, 4),
             noisy(RING_SIMPLE, lambda s: 1.2 if s >= 256 * MIB else 0.9, 5)]
+
+
+def write_all_reduce_points(root: Path, points: Mapping[str, tuple[Mapping[str, str], float]], *, nranks: int,
+                            nnodes: int, sizes: Iterable[int], sweep_id: str) -> Path:
+    """A results directory through the store (``ResultsDir.finish_point``): one nccl-tests all_reduce point per
+    ``point_id -> (settings, busbw)``, every size at that busbw, on ``nnodes`` hosts ``gpu-a01``... Returns
+    ``root``."""
+    from collscope.results.store import ResultsDir
+
+    results = ResultsDir(root)
+    results.points_dir.mkdir(parents=True)
+    hosts = tuple(f"gpu-a{i + 1:02d}" for i in range(nnodes))
+    for point_id, (settings, busbw) in points.items():
+        records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=nranks, nnodes=nnodes,
+                                           time_us=size / (busbw * nranks / (2 * (nranks - 1))) / 1e3,
+                                           engine="nccl-tests", backend="nccl", count=size // 4, dtype="float",
+                                           redop="sum", root=None, in_place=False, wrong=0, ok=True, iters=20,
+                                           warmup=5, repeat=0, settings=dict(settings), point_id=point_id,
+                                           sweep_id=sweep_id, hosts=hosts, nccl_version="2.24.3")
+                   for size in sizes]
+        results.finish_point(point_id, records)
+    results.sweep_json.write_text(json.dumps({"sweep_id": sweep_id, "plan": {"points": []}}))
+    return root

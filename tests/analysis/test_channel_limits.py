@@ -16,8 +16,7 @@ from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclGraphInputs
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
-from collscope.collectives.record import Measurement
-from collscope.results.store import ResultsDir
+from tests.analysis.recommend_frames import write_all_reduce_points
 
 
 def _h100(nranks: int, nnodes: int) -> LinkParams:
@@ -63,19 +62,8 @@ def test_the_bounds_clamp_each_algorithms_channels_as_nccl_does(one_node: NcclGr
 
 def _sweep(root: Path, points: dict[str, tuple[dict[str, str], float]]) -> Path:
     """One point per configuration, 8 H100 of one node, all_reduce at 64 MiB-4 GiB with the given busbw."""
-    results = ResultsDir(root)
-    results.points_dir.mkdir(parents=True)
-    for point_id, (settings, busbw) in points.items():
-        records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=8, nnodes=1,
-                                           time_us=size / (busbw * 8 / 14) / 1e3, engine="nccl-tests",
-                                           backend="nccl", count=size // 4, dtype="float", redop="sum", root=None,
-                                           in_place=False, wrong=0, ok=True, iters=20, warmup=5, repeat=0,
-                                           settings=settings, point_id=point_id, sweep_id="ctas",
-                                           hosts=("gpu-a01",), nccl_version="2.24.3")
-                   for size in (64 << 20, 1 << 30, 4 << 30)]
-        results.finish_point(point_id, records)
-    results.sweep_json.write_text('{"sweep_id": "ctas", "plan": {"points": []}}')
-    return root
+    return write_all_reduce_points(root, points, nranks=8, nnodes=1, sizes=(64 << 20, 1 << 30, 4 << 30),
+                                   sweep_id="ctas")
 
 
 def test_analyze_does_not_judge_sizes_run_on_bounded_channels(tmp_path: Path) -> None:

@@ -12,13 +12,12 @@ from collscope.analysis.compare import analyze
 from collscope.analysis.load import load_results
 from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.params import link_params
-from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
-from collscope.results.store import ResultsDir
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.topo.samples import sample_path
 from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
+from tests.analysis.recommend_frames import write_all_reduce_points
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +59,8 @@ def test_a_setting_without_names_to_match_or_that_leaves_none_is_refused(hgx: No
 
 
 def _rails_sweep(root: Path) -> Path:
-    results = ResultsDir(root)
-    results.points_dir.mkdir(parents=True)
-    for point_id, settings, busbw in (("default-r0", {}, 460.0), ("rail0-r0", {"NCCL_IB_HCA": "=mlx5_0"}, 80.0)):
-        records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=16, nnodes=2,
-                                           time_us=size / (busbw * 16 / 30) / 1e3, engine="nccl-tests",
-                                           backend="nccl", count=size // 4, dtype="float", redop="sum", root=None,
-                                           in_place=False, wrong=0, ok=True, iters=20, warmup=5, repeat=0,
-                                           settings=settings, point_id=point_id, sweep_id="rails",
-                                           hosts=("gpu-a01", "gpu-a02"), nccl_version="2.24.3")
-                   for size in (1 << 30, 4 << 30)]
-        results.finish_point(point_id, records)
-    results.sweep_json.write_text('{"sweep_id": "rails", "plan": {"points": []}}')
-    return root
+    return write_all_reduce_points(root, {"default-r0": ({}, 460.0), "rail0-r0": ({"NCCL_IB_HCA": "=mlx5_0"}, 80.0)},
+                                   nranks=16, nnodes=2, sizes=(1 << 30, 4 << 30), sweep_id="rails")
 
 
 def test_analyze_models_a_single_rail_point_with_its_one_nic(hgx: NodeTopology, tmp_path: Path) -> None:

@@ -18,12 +18,11 @@ from collscope.analysis.model_settings import MODELLED_SETTINGS, model_settings
 from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.params import link_params
 from collscope.analysis.predict import predict
-from collscope.collectives.record import Measurement
 from collscope.errors import ConfigError
-from collscope.results.store import ResultsDir
 from collscope.topo.crossing import node_crossing
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
+from tests.analysis.recommend_frames import write_all_reduce_points
 
 EVEN_PIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi" / \
     "topo-tab-8gpu-nv18-4nic-pix-even-gpus-2nic-sys.txt"
@@ -110,19 +109,8 @@ def test_predict_setting_follows_the_crossing(node: NodeTopology) -> None:
 
 
 def _sweep(root: Path) -> Path:
-    results = ResultsDir(root)
-    results.points_dir.mkdir(parents=True)
-    for point_id, settings in (("default-r0", {}), ("nogdr-r0", {"NCCL_NET_GDR_LEVEL": "LOC"})):
-        records = [Measurement.from_timing(op="all_reduce", size_bytes=size, nranks=16, nnodes=2,
-                                           time_us=size / (20.0 * 16 / 30) / 1e3, engine="nccl-tests",
-                                           backend="nccl", count=size // 4, dtype="float", redop="sum", root=None,
-                                           in_place=False, wrong=0, ok=True, iters=20, warmup=5, repeat=0,
-                                           settings=settings, point_id=point_id, sweep_id="gdr",
-                                           hosts=("gpu-a01", "gpu-a02"), nccl_version="2.24.3")
-                   for size in (MIB, 4 * MIB)]
-        results.finish_point(point_id, records)
-    results.sweep_json.write_text('{"sweep_id": "gdr", "plan": {"points": []}}')
-    return root
+    return write_all_reduce_points(root, {"default-r0": ({}, 20.0), "nogdr-r0": ({"NCCL_NET_GDR_LEVEL": "LOC"}, 20.0)},
+                                   nranks=16, nnodes=2, sizes=(MIB, 4 * MIB), sweep_id="gdr")
 
 
 def test_analyze_judges_each_configuration_against_its_own_crossing(node: NodeTopology, tmp_path: Path) -> None:
