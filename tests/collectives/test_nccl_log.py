@@ -121,6 +121,24 @@ def test_ctas_judged_by_the_coll_channel_count(line, applied):
     assert effects[name] == {"forced": line.split()[-1].rstrip("."), "used": 2, "applied": applied, "outside": []}
 
 
+@pytest.mark.parametrize(("line", "strip_pxn_gdr", "effect"), [
+    # the log's rings use PXN (use ring PXN 1, via NET/IB/0(0)) and GPUDirect RDMA (GDR 1, /GDRDMA)
+    ("NCCL_PXN_DISABLE set by environment to 1.", False, {"used": "PXN", "applied": False}),
+    ("NCCL_PXN_DISABLE set by environment to 1.", True, {"used": "no PXN", "applied": True}),
+    ("NCCL_PXN_DISABLE set by environment to 0.", False, {"used": "PXN", "applied": None}),  # the default
+    ("NCCL_NET_GDR_LEVEL set by environment to LOC", False, {"used": "GDRDMA", "applied": False}),
+    ("NCCL_NET_GDR_LEVEL set by environment to 0", True, {"used": "no GDRDMA", "applied": True}),
+    ("NCCL_NET_GDR_LEVEL set by environment to PHB", False, {"used": "GDRDMA", "applied": None}),  # per distance
+], ids=["pxn-off-but-used", "pxn-off", "pxn-default", "gdr-loc-but-used", "gdr-0", "gdr-phb-unchecked"])
+def test_pxn_and_gdr_settings_judged_by_the_network_connections(line, strip_pxn_gdr, effect):
+    text = MODERN.read_text().replace("NCCL_MAX_NCHANNELS set by environment to 2.", line)
+    if strip_pxn_gdr:  # as NCCL prints them with PXN / GPUDirect RDMA off
+        text = text.replace("use ring PXN 1 GDR 1", "use ring PXN 0 GDR 0").replace("/GDRDMA", "")
+        text = text.replace("NET/IB/0(0)", "NET/IB/0")
+    name, value = line.split()[0], line.split()[-1].rstrip(".")
+    assert forced_setting_effects(parse_nccl_log(text, "net"))[name] == {"forced": value, **effect, "outside": []}
+
+
 def test_ctas_without_the_coll_channel_line_are_unchecked():
     """Channel/ring lines are not the count NCCL applied the CTA bounds to: no 'coll channels' line, no verdict."""
     text = MODERN.read_text().replace("NCCL_MAX_NCHANNELS set by environment to 2.", "NCCL_MAX_CTAS set by "

@@ -78,7 +78,8 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
     """For every forced setting the log echoes and this check knows, what NCCL did with it.
 
     Returns ``{"NCCL_ALGO": {"forced": "Tree", "used": ["Tree"], "applied": True, "outside": []}, ...}``;
-    ``NCCL_IB_HCA`` compares the NIC list, ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` the channel count, and
+    ``NCCL_IB_HCA`` compares the NIC list, ``NCCL_PXN_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` the network connections
+    (:func:`_pxn_effect`, :func:`_gdr_effect`), ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` the channel count, and
     ``NCCL_MIN_CTAS``/``NCCL_MAX_CTAS`` the count of ``N coll channels, ...`` only: NCCL prints it after
     capping the channels by them (src/graph/connect.cc ``ncclTopoPostset``: ``min(..., config.maxCTAs)``, copies
     up to ``max(minNchannels, config.minCTAs)``; src/init.cc prints the line), and echoes them as
@@ -96,6 +97,10 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
         outside = [d for d in devices if not ib_hca_permits(hca, d)]
         effects["NCCL_IB_HCA"] = {"forced": hca, "used": devices, "applied": (not outside) if devices else None,
                                   "outside": outside}
+    if "NCCL_PXN_DISABLE" in log.env:
+        effects["NCCL_PXN_DISABLE"] = _pxn_effect(log.env["NCCL_PXN_DISABLE"], log.pxn)
+    if "NCCL_NET_GDR_LEVEL" in log.env:
+        effects["NCCL_NET_GDR_LEVEL"] = _gdr_effect(log.env["NCCL_NET_GDR_LEVEL"], log.gdr)
     for var, ok in (("NCCL_MAX_NCHANNELS", _at_most), ("NCCL_MIN_NCHANNELS", _at_least)):
         if var in log.env:
             effects[var] = _channel_effect(log.env[var], log.channels, ok)
@@ -104,6 +109,30 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
         if var in log.env:  # only the count NCCL prints after applying them (never Channel/ring lines)
             effects[var] = _channel_effect(log.env[var], coll, ok)
     return effects
+
+
+def _pxn_effect(value: str, pxn: int | None) -> dict[str, Any]:
+    """NCCL_PXN_DISABLE=1 against the log's PXN use (``Connected all rings, use ring PXN 1``, or a network
+    connection through a proxy rank, ``via NET/IB/0(1)/...``): applied when none is seen, not when one is. Only 1
+    disables it (src/graph/paths.cc: ``ncclPxnDisable(comm) != 1`` keeps PXN), and whether a node uses PXN at
+    all depends on its GPU-NIC paths: any other value, or no such line, is unchecked."""
+    used = None if pxn is None else ("PXN" if pxn else "no PXN")
+    applied = None if pxn is None or value.strip() != "1" else pxn == 0
+    return {"forced": value, "used": used, "applied": applied, "outside": []}
+
+
+_GDR_OFF_LEVELS = ("LOC", "0")
+"""NCCL_NET_GDR_LEVEL values that turn GPUDirect RDMA off for every GPU (src/graph/paths.cc: LOC, the legacy 0)."""
+
+
+def _gdr_effect(value: str, gdr: bool | None) -> dict[str, Any]:
+    """NCCL_NET_GDR_LEVEL against GPUDirect RDMA on the log's network connections (``via NET/IB/0/GDRDMA``, or
+    ``use ring PXN 0 GDR 1``): a level that turns it off everywhere (LOC, 0) is applied when no connection uses it.
+    Whether another level takes effect depends on each GPU's distance to its NIC, which an INFO log does not print
+    (paths.cc logs it at TRACE): unchecked, with what the connections used."""
+    used = None if gdr is None else ("GDRDMA" if gdr else "no GDRDMA")
+    applied = None if gdr is None or value.strip().upper() not in _GDR_OFF_LEVELS else not gdr
+    return {"forced": value, "used": used, "applied": applied, "outside": []}
 
 
 def _at_most(have: int, want: int) -> bool:

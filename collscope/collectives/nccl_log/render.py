@@ -136,7 +136,7 @@ def _effects(log: NcclLog) -> list[str]:
     for var, effect in forced_setting_effects(log).items():
         verdict = {True: "took effect", False: "DID NOT take effect", None: "no evidence in the log"}
         used = effect["used"]
-        shown = ", ".join(map(str, used)) if isinstance(used, list) else str(used)
+        shown = ", ".join(map(str, used)) if isinstance(used, list) else ("" if used is None else str(used))
         lines.append(f"    {var}={effect['forced']}: {verdict[effect['applied']]} (seen: {shown or 'nothing'})")
     return ["  forced settings"] + lines if lines else []
 
