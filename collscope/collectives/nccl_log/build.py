@@ -18,6 +18,7 @@ from collscope.collectives.nccl_log.messages import (
     RingOrder,
     TreeLink,
     parse_connection,
+    parse_env_message,
     parse_ib_devices,
     parse_ring_order,
     parse_socket_devices,
@@ -35,7 +36,6 @@ _GEOMETRY = re.compile(rf"^\s*comm (\S+) rank ({_N}) nRanks ({_N}) nNodes ({_N})
 _INIT = re.compile(rf"\bcomm (0x[0-9a-fA-F]+) rank ({_N}) nranks ({_N})\b")
 _NRANKS_ONLY = re.compile(rf"^\s*nranks ({_N})\s*$")  # NCCL 2.3 ncclCommInitAll
 _OPCOUNT = re.compile(rf"^\s*([A-Za-z]+): opCount [0-9a-fA-F]+ sendbuff .*?\[nranks=({_N})\]")
-_ENV = re.compile(r"^\s*(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$")
 _CONNECTED_RINGS = re.compile(rf"^\s*Connected all rings(?:, use ring PXN ({_N}) GDR ({_N}))?")
 _NVLS_SUPPORT = re.compile(r"^\s*NVLS multicast support is (not )?available")
 _NVLS_ACTIVE = re.compile(r"^\s*(?:NVLS (?:Head|comm|Trees|tuning|Creat|Bind|Mapped|group)|Connected NVLS)")
@@ -170,11 +170,9 @@ class LogBuilder:
             self.calls[m.group(1)] += 1
             self.nranks.append(int(m.group(2)))
             return True
-        m = _ENV.match(msg)
-        if m:
-            name, value = m.group(1), m.group(2)
-            if value.endswith(".") and not value.endswith(".."):
-                value = value[:-1]
+        env = parse_env_message(msg)
+        if env is not None:
+            name, value = env
             old = self.env.setdefault(name, value)
             if old != value:
                 self.env_conflicts.setdefault(name, {old}).add(value)

@@ -16,6 +16,7 @@ __all__ = [
     "RingOrder",
     "TreeLink",
     "parse_connection",
+    "parse_env_message",
     "parse_ring_order",
     "parse_trees",
     "parse_tree_graph",
@@ -121,6 +122,21 @@ def transport_key(via: str) -> str:
     if parts[0] in ("P2P", "NET", "COLLNET") and len(parts) > 1:
         return f"{parts[0]}/{parts[1].split('(')[0]}"
     return parts[0]
+
+
+_ENV = re.compile(r"^\s*(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$")
+
+
+def parse_env_message(message: str) -> tuple[str, str] | None:
+    """(name, value) of ``NCCL_ALGO set by environment to Ring`` (src/misc/param.cc; an integer's line ends with
+    a period, ``NCCL_MAX_NCHANNELS set by environment to 2.``, which is not part of the value); None otherwise."""
+    m = _ENV.match(message)
+    if m is None:
+        return None
+    value = m.group(2)
+    if value.endswith(".") and not value.endswith(".."):
+        value = value[:-1]
+    return m.group(1), value
 
 
 def parse_connection(message: str, line: int = 0) -> Connection | None:

@@ -30,6 +30,7 @@ from collscope.collectives.nccl_tests.records import (
     TableRows,
     nccl_version_from_code,
 )
+from collscope.collectives.nccl_tests.run_settings import run_settings
 from collscope.collectives.nccl_tests.text import (
     OutOfRange,
     convert_block,
@@ -229,11 +230,13 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
         st.warnings.append("incomplete run: the output ends before its summary ('# Out of bounds values', "
                            "'# Avg bus bandwidth'; cut by its author, or the run stopped); the rows shown are kept")
     header = NcclTestsHeader(**st.params)
+    settings, said = run_settings(st.clue_lines)
+    st.warnings.extend(said)
     return build_run(op=op, rows=TableRows(st.blocks), devices=st.devices, ranks_elided=st.ranks_elided,
                      header=header, nccl_version=st.nccl_version, nccl_tests_version=st.tests_version,
                      avg_busbw_gbps=st.avg, out_of_bounds=st.oob, oob_failed=st.oob_failed,
                      min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
-                     source=source, nranks=nranks, env=env,
+                     source=source, nranks=nranks, env=env, settings=settings or None,
                      average=average_from_argv(argv if argv is not None else st.command or ()),
                      nnodes=nnodes, nvl_domain=nvl_domain, log_lines=st.clue_lines, op_evidence=op_evidence,
                      ranks_cut_at_end=st.ranks_elided and st.elided_after == len(st.devices), backend=st.backend,
