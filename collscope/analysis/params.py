@@ -27,7 +27,7 @@ from collscope.topo.naming import natural_key
 from collscope.topo.rates import pcie_gbps
 from collscope.topo.systems import SYSTEMS
 from collscope.topo.unmodelled_gpus import unknown_gpu_message
-from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
+from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_listed_names, ib_hca_permits
 
 __all__ = ["link_params", "unstated_domain_note", "DEFAULT_ALPHA_US", "NO_PARAMS_HINT"]
 
@@ -132,8 +132,11 @@ def _crossing_without_capture(net: NetSettings) -> tuple[str | None, str]:
 def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, *, given: bool) -> tuple[int, str]:
     """(NICs, source) of the ``nics`` compute NICs that NCCL_IB_HCA ``spec`` leaves NCCL
     (:func:`collscope.vocab.knob_values.ib_hca_permits`): by the node's NIC names when a capture gives them (and
-    the NICs were not given by ``--nic-gbit``), else by the names an exact list (``=mlx5_0,mlx5_1``) holds;
-    ConfigError for a prefix list or an exclusion without names, or a list that leaves none."""
+    the NICs were not given by ``--nic-gbit``), else by the names an exact list (``=mlx5_0,mlx5_1``) holds or a
+    prefix list spells out whole (``mlx5_0,mlx5_1``, :func:`~collscope.vocab.knob_values.ib_hca_listed_names`).
+    The list only narrows: how many NICs a GPU's graphs reach is the topology's (one GPU of NVIDIA/nccl#1357's
+    node crosses at its one PIX NIC whatever else the list names), so never more than ``nics``. ConfigError for a
+    family prefix (``mlx5``) or an exclusion without names, or a list that leaves none."""
     names = _nic_rates(node)[3] if node is not None and not given else []
     if node is not None and names:
         kept = [n for n in names if _permitted(spec, node, n)]
@@ -141,11 +144,18 @@ def _ib_hca_nics(node: NodeTopology | None, spec: str, nics: int, nic_src: str, 
             raise ConfigError(f"NCCL_IB_HCA={spec} leaves none of the node's compute NICs ({', '.join(names)})")
         return len(kept), f"{nic_src}; NCCL_IB_HCA={spec} leaves {len(kept)} of them ({', '.join(kept)})"
     exact = ib_hca_exact_names(spec)
-    if exact is None:
-        raise ConfigError(f"NCCL_IB_HCA={spec} picks NICs by name prefix or exclusion: how many it leaves needs "
-                          "the node's NIC names (--topo with ibstat/ibv_devinfo captures, collscope topo collect)")
-    kept_n = min(nics, len(exact))
-    return kept_n, f"{nic_src}; NCCL_IB_HCA={spec} names {len(exact)}: {kept_n} NIC(s) per node"
+    if exact is not None:
+        kept_n = min(nics, len(exact))
+        return kept_n, f"{nic_src}; NCCL_IB_HCA={spec} names {len(exact)}: {kept_n} NIC(s) per node"
+    listed = ib_hca_listed_names(spec)
+    if listed is None:
+        raise ConfigError(f"NCCL_IB_HCA={spec} picks NICs by a family prefix or an exclusion: how many it leaves "
+                          "needs the node's NIC names (--topo with ibstat/ibv_devinfo captures, collscope topo "
+                          "collect)")
+    kept_n = min(nics, len(listed))
+    return kept_n, (f"{nic_src}; NCCL_IB_HCA={spec} spells out {len(listed)} device name(s): {kept_n} NIC(s) per "
+                    "node, assuming none prefixes a longer name (NCCL matches each as a name prefix: mlx5_1 would "
+                    "also take an mlx5_10; --topo with the node's NIC names settles it)")
 
 
 def _permitted(spec: str, node: NodeTopology, nic: str) -> bool:

@@ -15,7 +15,7 @@ from collscope.vocab.ompi import OMPI_VERSION, ompi_algorithm_id, ompi_algorithm
 
 __all__ = [
     "InvalidValue", "int_range", "choice", "selection", "PATH_LEVELS", "path_level", "positive_bytes", "ib_hca",
-    "ib_hca_permits", "ib_hca_exact_names",
+    "ib_hca_permits", "ib_hca_exact_names", "ib_hca_listed_names",
     "interfaces", "IF_VALID", "split_mask", "TRUE", "FALSE", "ompi_bool", "ompi_algo", "describe_ompi", "no_cache",
     "subsys",
 ]  # fmt: skip
@@ -128,6 +128,22 @@ def ib_hca_exact_names(spec: str) -> tuple[str, ...] | None:
     if spec.startswith("^") or not spec.startswith("="):
         return None
     return tuple(dict.fromkeys(item.strip().partition(":")[0] for item in spec[1:].split(",") if item.strip()))
+
+
+_DEVICE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*_[A-Za-z]*[0-9]+")
+"""A whole RDMA device name (``mlx5_0``, ``bnxt_re3``), not a family prefix (``mlx5``)."""
+
+
+def ib_hca_listed_names(spec: str) -> tuple[str, ...] | None:
+    """The device names a prefix list ``mlx5_0,mlx5_1:1`` spells out whole, each once; None for an exact list
+    (:func:`ib_hca_exact_names`), an exclusion, or an item that is a family prefix (``mlx5``). NCCL still matches
+    them as prefixes (``mlx5_1`` also takes ``mlx5_10``), so a count from them assumes no such longer name."""
+    if spec.startswith(("^", "=")):
+        return None
+    names = [item.strip().partition(":")[0] for item in spec.split(",") if item.strip()]
+    if not names or not all(_DEVICE_NAME.fullmatch(n) for n in names):
+        return None
+    return tuple(dict.fromkeys(names))
 
 
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@\-]{1,15}")

@@ -16,7 +16,7 @@ from collscope.errors import ConfigError
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
 from collscope.topo.samples import sample_path
-from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_permits
+from collscope.vocab.knob_values import ib_hca_exact_names, ib_hca_listed_names, ib_hca_permits
 from tests.analysis.recommend_frames import write_all_reduce_points
 
 
@@ -32,6 +32,8 @@ def test_ib_hca_matching_follows_nccls_list_rules() -> None:
     assert ib_hca_permits("=mlx5_0:1", "mlx5_0:1") and not ib_hca_permits("=mlx5_0:1", "mlx5_0:2")
     assert ib_hca_exact_names("=mlx5_0:1,mlx5_0:2,mlx5_3") == ("mlx5_0", "mlx5_3")
     assert ib_hca_exact_names("mlx5_0") is None and ib_hca_exact_names("^=mlx5_0") is None
+    assert ib_hca_listed_names("mlx5_0,mlx5_1:1,bnxt_re3") == ("mlx5_0", "mlx5_1", "bnxt_re3")
+    assert all(ib_hca_listed_names(spec) is None for spec in ("mlx5", "mlx5_0,mlx5", "^mlx5_0", "=mlx5_0"))
 
 
 @pytest.mark.parametrize(("spec", "nics"), [
@@ -51,8 +53,18 @@ def test_a_setting_without_names_to_match_or_that_leaves_none_is_refused(hgx: No
     given = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400,
                         net=NetSettings(ib_hca="=mlx5_0,mlx5_1"))
     assert given.nics_per_node == 2
-    with pytest.raises(ConfigError, match="by name prefix or exclusion: how many it leaves needs the node's NIC names"):
-        link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, net=NetSettings(ib_hca="mlx5_1"))
+    # a prefix list that spells out whole device names counts them (NVIDIA/nccl-tests#232's
+    # NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_4,mlx5_5), never above the NICs the node is given
+    listed = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400,
+                         net=NetSettings(ib_hca="mlx5_0,mlx5_1,mlx5_4,mlx5_5"))
+    assert listed.nics_per_node == 4 and "spells out 4 device name(s): 4 NIC(s) per node" in listed.source
+    one_gpu = link_params(None, gpu="H100", nranks=2, nnodes=2, nic_gbit=400,
+                          net=NetSettings(ib_hca="mlx5_0,mlx5_1,mlx5_4,mlx5_5"))
+    assert one_gpu.nics_per_node == 1  # the list narrows; how many NICs one GPU reaches is the topology's
+    for family in ("mlx5", "^mlx5_0"):
+        with pytest.raises(ConfigError, match="by a family prefix or an exclusion: how many it leaves needs the "
+                                              "node's NIC names"):
+            link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400, net=NetSettings(ib_hca=family))
     # one node: no NIC carries the collective, the setting changes nothing
     assert link_params(hgx, gpu="H100", nranks=8, nnodes=1, net=NetSettings(ib_hca="=ib9")) == link_params(
         hgx, gpu="H100", nranks=8, nnodes=1)
