@@ -59,7 +59,10 @@ def test_assignments_before_the_binary_set_the_configuration_analyze_judges() ->
     ("export NCCL_MIN_NCHANNELS=32\nmpirun -np 8 \\\n  -x NCCL_PROTO=Simple \\\n  ./all_reduce_perf -b 8",
      {"NCCL_MIN_NCHANNELS": "32", "NCCL_PROTO": "Simple"}),
     ("mpirun -np 2 -x 'NCCL_IB_HCA==mlx5_0:1' ./sendrecv_perf -b 8", {"NCCL_IB_HCA": "=mlx5_0:1"}),
-], ids=["hydra-genv", "srun-export", "env-before-launcher", "export-and-continued-command", "quoted"])
+    ("+ NCCL_ALGO=Ring srun -N 2 ./build/all_reduce_perf -b 8", {"NCCL_ALGO": "Ring"}),
+    ("root@node01:~# NCCL_PROTO=LL ./build/all_reduce_perf -g 8", {"NCCL_PROTO": "LL"}),
+], ids=["hydra-genv", "srun-export", "env-before-launcher", "export-and-continued-command", "quoted", "set-x-trace",
+        "root-prompt"])
 def test_the_launch_shapes_published_outputs_show(text: str, settings: dict[str, str]) -> None:
     assert run_settings(_lines(text))[0] == settings
 

@@ -33,7 +33,8 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _EXPORT = re.compile(r"^\s*(?:[$#>]\s*)?export\s+(NCCL_[A-Z0-9_]+)=(\S*)\s*$")
 _LAUNCHER = re.compile(r"(?:^|[\s/])(?:mpirun|mpiexec|orterun|prterun|srun)\s")
 _BINARY = re.compile(r"(?:^|/)[a-z_]+_perf(?:_mpi)?$")
-_PROMPT = frozenset({"$", "#", ">", "Running:", "env"})
+_PROMPT = frozenset({"$", "#", ">", "+", "Running:", "env"})
+"""Words before a command: shell prompts, a `set -x` trace's `+`, a README's `Running:`, `env`."""
 
 
 def run_settings(lines: Sequence[tuple[int, str]]) -> tuple[dict[str, str], list[str]]:
