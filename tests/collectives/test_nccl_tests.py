@@ -546,6 +546,18 @@ def test_run_nccl_tests_with_a_fake_binary(tmp_path, fake_tools):
     assert result.argv[0] == str(fake_tools.bin_dir / "all_reduce_perf")
 
 
+def test_run_nccl_tests_names_the_configuration_by_the_runs_own_environment(fake_tools):
+    """As the mpi and torch harnesses do (captured_settings / captured_environment): a selection variable or a
+    tuning knob names the configuration, the site's plumbing is environment."""
+    fake_tools.nccl_tests("all_reduce", MODERN)
+    env = {"PATH": os.environ["PATH"], "NCCL_ALGO": "Tree", "NCCL_IB_HCA": "=mlx5_0", "NCCL_BUFFSIZE": "8388608"}
+    result = run_nccl_tests(NcclTestsSpec(min_bytes=8, max_bytes=32 << 20, step_factor=4), env=env, timeout_s=30)
+    assert result.records
+    assert all(dict(r.settings) == {"NCCL_ALGO": "Tree", "NCCL_BUFFSIZE": "8388608"} for r in result.records)
+    assert all(r.environment is not None and r.environment.get("NCCL_IB_HCA") == "=mlx5_0"
+               and "NCCL_ALGO" not in r.environment for r in result.records)
+
+
 def test_run_nccl_tests_reports_wrong_values_and_exit_codes(fake_tools):
     fake_tools.nccl_tests("all_reduce", OOB, exit_code=3)
     result = run_nccl_tests(NcclTestsSpec(), extra_env={"PATH": os.environ["PATH"]}, timeout_s=30)

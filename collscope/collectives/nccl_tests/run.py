@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import msgspec
+
 from collscope import proc
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests
 from collscope.collectives.nccl_tests.records import NcclTestsRun
@@ -25,7 +27,8 @@ from collscope.collectives.nccl_tests.spec import (
     binary_name,
     nccl_tests_argv,
 )
-from collscope.collectives.record import Measurement
+from collscope.collectives.record import Measurement, Settings
+from collscope.collectives.spec import captured_environment, captured_settings
 from collscope.errors import ConfigError, ParseError, ToolMissingError
 
 __all__ = ["NcclTestsSpec", "NcclTestsOp", "NcclTestsExecution", "nccl_tests_argv", "find_nccl_tests_binary",
@@ -131,6 +134,12 @@ def run_nccl_tests(spec: NcclTestsSpec, *, nccl_tests_dir: str | os.PathLike[str
                                argv=argv)
     except ParseError as exc:
         failure = f"{failure}; {exc}" if failure else f"unparseable output: {exc}"
+    if run is not None:  # the run's own environment names its configuration, as the harnesses' records do
+        settings = captured_settings(lookup_env)
+        environment = captured_environment(lookup_env, forced=settings)
+        run = replace(run, records=tuple(msgspec.structs.replace(r, settings=Settings(settings),
+                                                                 environment=Settings(environment))
+                                         for r in run.records))
     if run is not None and failure is None:
         if run.failed:
             failure = "wrong values" if (run.oob_failed or any(not r.ok for r in run.records)) else \
