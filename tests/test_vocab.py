@@ -6,6 +6,8 @@ import ast
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 import collscope.vocab as vocab
 from collscope.analysis import load
 from collscope.analysis.nccl_model import constants, model
@@ -107,3 +109,15 @@ def test_one_engine_table_answers_what_each_engine_can_do():
     assert "reduce" in engine_row("nccl-tests").ops and "reduce" not in engine_row("mpi").ops
     ctx = PlanContext(spec=SweepSpec(name="x", engine="torch", repeats=1))
     assert "no effect on this engine (torch/gloo" in str(skip_reason("all_reduce", {"NCCL_PROTO": "LL"}, ctx))
+
+
+def test_pxn_and_gdr_level_values_read_as_nccl_reads_them() -> None:
+    from collscope.errors import ConfigError
+    from collscope.vocab.nccl import net_gdr_level, pxn_disabled
+
+    assert pxn_disabled("1") and pxn_disabled(" 01 ")  # paths.cc: ncclPxnDisable(comm) != 1 keeps PXN
+    assert not any(pxn_disabled(v) for v in (None, "", "0", "2", "yes"))
+    assert [net_gdr_level(v) for v in (None, "LOC", "0", "2", "3", "9", "PHB")] == [
+        "PXB", "LOC", "LOC", "PXB", "PHB", "SYS", "PHB"]  # levelsOldToNew; larger is SYS
+    with pytest.raises(ConfigError, match="'phb' is not a level NCCL reads"):
+        net_gdr_level("phb")  # ncclGetLevel matches the names exactly

@@ -20,7 +20,7 @@ from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
-from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection
+from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection, pxn_disabled
 
 __all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "UNMODELLED_WHY", "ModelSettings", "merged_settings", "model_settings",
            "net_settings", "nics_left_text", "unmodelled_text"]
@@ -109,7 +109,7 @@ def net_settings(settings: Mapping[str, str]) -> NetSettings:
     """The NCCL variables of ``settings`` that change how the graphs cross nodes (:class:`NetSettings`)."""
     return NetSettings(ib_hca=str(settings.get("NCCL_IB_HCA", "")).strip() or None,
                        gdr_level=str(settings.get("NCCL_NET_GDR_LEVEL", "")).strip() or None,
-                       pxn_disable=str(settings.get("NCCL_PXN_DISABLE", "")).strip() == "1")
+                       pxn_disable=pxn_disabled(settings.get("NCCL_PXN_DISABLE")))
 
 
 def _ll128_forced(settings: Mapping[str, str], func: str | None) -> bool:

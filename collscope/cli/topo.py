@@ -17,6 +17,7 @@ from collscope.topo.gdr import gdr_level
 from collscope.topo.load import load_node
 from collscope.topo.render import node_summary_text, node_to_json
 from collscope.topo.samples import sample_names
+from collscope.vocab.nccl import pxn_disabled
 
 
 @click.group()
@@ -42,7 +43,7 @@ def _crossing_settings(settings: dict[str, str]) -> tuple[str | None, bool]:
     level = settings.get("NCCL_NET_GDR_LEVEL")
     if level is not None:
         gdr_level(level)  # the levels NCCL reads, or a ConfigError naming them
-    return level, settings.get("NCCL_PXN_DISABLE", "").strip() != "1"
+    return level, not pxn_disabled(settings.get("NCCL_PXN_DISABLE"))
 
 
 @topo.command("show")

@@ -27,18 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from collscope.errors import ConfigError
 from collscope.topo.gpus import gpu_generation
 from collscope.topo.paths import is_nvlink, path_rank
-from collscope.vocab.nccl import PATH_LEVELS
+from collscope.vocab.nccl import NET_GDR_DEFAULT_LEVEL, PATH_LEVELS, net_gdr_level
 
 __all__ = ["NCCL_PATH_TYPES", "GdrDecision", "GpuNic", "gdr_decision", "gdr_level", "gpu_nics", "gpu_on_c2c",
            "nccl_path_type"]
 
 NCCL_PATH_TYPES: tuple[str, ...] = PATH_LEVELS
 """NCCL's path types a GDR level names, closest first (:data:`collscope.vocab.nccl.PATH_LEVELS`)."""
-_LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # paths.cc levelsOldToNew
-_DEFAULT_LEVEL = "PXB"  # paths.cc ncclTopoCheckGdr: netGdrLevel = PATH_PXB
+_DEFAULT_LEVEL = NET_GDR_DEFAULT_LEVEL
 _SMI_TO_NCCL = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 _GRACE = re.compile(r"(?<![A-Z0-9])G[HB][0-9]00(?![0-9])", re.ASCII)
 _COST = ("the NIC then reaches GPU memory through the CPU's root complex (PCIe peer-to-peer across the host "
@@ -47,16 +45,9 @@ _COST = ("the NIC then reaches GPU memory through the CPU's root complex (PCIe p
 
 
 def gdr_level(value: str | None) -> str:
-    """The level NCCL reads from ``NCCL_NET_GDR_LEVEL`` (``None``: NCCL's default PXB), as a path type name."""
-    if value is None:
-        return _DEFAULT_LEVEL
-    text = value.strip()
-    if text in NCCL_PATH_TYPES:
-        return text
-    if re.fullmatch(r"[0-9]+", text):
-        return _LEGACY_LEVELS[min(int(text), len(_LEGACY_LEVELS) - 1)]
-    raise ConfigError(f"NCCL_NET_GDR_LEVEL {value!r} is not a level NCCL reads; valid: "
-                     f"{', '.join(NCCL_PATH_TYPES)} (exact upper case) or 0-5")
+    """The level NCCL reads from ``NCCL_NET_GDR_LEVEL`` (``None``: NCCL's default PXB), as a path type name
+    (:func:`collscope.vocab.nccl.net_gdr_level`)."""
+    return net_gdr_level(value)
 
 
 def nccl_path_type(smi_class: str, *, c2c: bool = False) -> str | None:

@@ -19,7 +19,7 @@ from collscope.vocab.ops import OP_TABLE, OPS
 __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
     "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
-    "per_function_syntax", "ll128_network_limit",
+    "per_function_syntax", "ll128_network_limit", "pxn_disabled", "NET_GDR_DEFAULT_LEVEL", "net_gdr_level",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -172,3 +172,33 @@ def ll128_network_limit(sm: int) -> str:
     """The farthest network path (a graph's ``typeInter``) on which NCCL enables LL128 by default: PXN on Hopper and
     newer (``NCCL_LL128_C2C=1``, the default), PXB before (src/graph/tuning.cc ``ncclTopoTuneModel``)."""
     return "PXN" if sm >= 90 else "PXB"
+
+
+def pxn_disabled(value: str | None) -> bool:
+    """Whether ``NCCL_PXN_DISABLE`` as set turns PXN off: only the integer 1 does (src/graph/paths.cc
+    ``ncclTopoComputePaths`` keeps its relays while ``ncclPxnDisable(comm) != 1``; NCCL reads the value with
+    strtoll, so ``01`` is 1 too)."""
+    text = (value or "").strip()
+    return text.isascii() and text.isdigit() and int(text) == 1
+
+
+NET_GDR_DEFAULT_LEVEL = "PXB"
+"""The ``NCCL_NET_GDR_LEVEL`` NCCL takes when it is unset (src/graph/paths.cc ncclTopoCheckGdr: ``PATH_PXB``)."""
+_LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+"""The path types of the old integer levels 0..5 (src/graph/paths.cc ``levelsOldToNew``; larger is the last)."""
+
+
+def net_gdr_level(value: str | None) -> str:
+    """The level NCCL reads from ``NCCL_NET_GDR_LEVEL`` as set (``None``: :data:`NET_GDR_DEFAULT_LEVEL`), as a path
+    type name: one of :data:`PATH_LEVELS` matched exactly (upper case) or an old integer level (src/graph/paths.cc
+    ``ncclGetLevel``, which logs the result as ``NCCL_NET_GDR_LEVEL set by environment to LOC``). ConfigError for a
+    value NCCL does not read."""
+    if value is None:
+        return NET_GDR_DEFAULT_LEVEL
+    text = value.strip()
+    if text in PATH_LEVELS:
+        return text
+    if text.isascii() and text.isdigit():
+        return _LEGACY_LEVELS[min(int(text), len(_LEGACY_LEVELS) - 1)]
+    raise ConfigError(f"NCCL_NET_GDR_LEVEL {value!r} is not a level NCCL reads; valid: "
+                      f"{', '.join(PATH_LEVELS)} (exact upper case) or 0-5")

@@ -13,7 +13,9 @@ from typing import Any
 
 from collscope.collectives.nccl_log.records import NcclLog
 from collscope.collectives.nccl_log.tuning import normalize_algorithm, normalize_protocol
+from collscope.errors import ConfigError
 from collscope.vocab.knob_values import ib_hca_permits
+from collscope.vocab.nccl import net_gdr_level, pxn_disabled
 
 __all__ = ["algorithms_used", "protocols_used", "ib_devices_used", "forced_setting_effects", "allowed_names"]
 
@@ -114,15 +116,11 @@ def forced_setting_effects(log: NcclLog) -> dict[str, dict[str, Any]]:
 def _pxn_effect(value: str, pxn: int | None) -> dict[str, Any]:
     """NCCL_PXN_DISABLE=1 against the log's PXN use (``Connected all rings, use ring PXN 1``, or a network
     connection through a proxy rank, ``via NET/IB/0(1)/...``): applied when none is seen, not when one is. Only 1
-    disables it (src/graph/paths.cc: ``ncclPxnDisable(comm) != 1`` keeps PXN), and whether a node uses PXN at
-    all depends on its GPU-NIC paths: any other value, or no such line, is unchecked."""
+    disables it (:func:`collscope.vocab.nccl.pxn_disabled`), and whether a node uses PXN at all depends on its
+    GPU-NIC paths: any other value, or no such line, is unchecked."""
     used = None if pxn is None else ("PXN" if pxn else "no PXN")
-    applied = None if pxn is None or value.strip() != "1" else pxn == 0
+    applied = None if pxn is None or not pxn_disabled(value) else pxn == 0
     return {"forced": value, "used": used, "applied": applied, "outside": []}
-
-
-_GDR_OFF_LEVELS = ("LOC", "0")
-"""NCCL_NET_GDR_LEVEL values that turn GPUDirect RDMA off for every GPU (src/graph/paths.cc: LOC, the legacy 0)."""
 
 
 def _gdr_effect(value: str, gdr: bool | None) -> dict[str, Any]:
@@ -131,7 +129,11 @@ def _gdr_effect(value: str, gdr: bool | None) -> dict[str, Any]:
     Whether another level takes effect depends on each GPU's distance to its NIC, which an INFO log does not print
     (paths.cc logs it at TRACE): unchecked, with what the connections used."""
     used = None if gdr is None else ("GDRDMA" if gdr else "no GDRDMA")
-    applied = None if gdr is None or value.strip().upper() not in _GDR_OFF_LEVELS else not gdr
+    try:
+        off = net_gdr_level(value) == "LOC"  # no GPU-NIC path is that close: GPUDirect RDMA off for every GPU
+    except ConfigError:
+        off = False  # a value NCCL does not read leaves its default
+    applied = None if gdr is None or not off else not gdr
     return {"forced": value, "used": used, "applied": applied, "outside": []}
 
 
