@@ -12,6 +12,7 @@ protocol that reaches the bandwidth term (``hwLatencies``, nccl-facts 1.2): NVLi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -323,8 +324,14 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         nic_src += (f"; each taken at {system.nic_cap_gbit:g} Gb/s = {nic_gbps:g} GB/s, the most one carries on "
                     f"{system.name} (table: the note below)")
     net = net or NetSettings()
+    ignored = ""
     if net.gdr_level is not None:
-        gdr_level(net.gdr_level)  # ConfigError for a value NCCL does not read, with or without a capture
+        try:
+            gdr_level(net.gdr_level)
+        except ConfigError:  # src/graph/paths.cc ncclGetLevel: a value it does not read leaves the level unset
+            ignored = (f"NCCL_NET_GDR_LEVEL={net.gdr_level} is not a level NCCL reads (exact upper-case path names "
+                       f"or 0-5), so NCCL ignores it and runs at its default; the model does too")
+            net = dataclasses.replace(net, gdr_level=None)
     crossing = (node_crossing(node_for_gpus, gpus_per_node=ppn, level=net.gdr_level, pxn=not net.pxn_disable)
                 if node_for_gpus is not None and ndomains > 1 else None)
     if nic_gbit is not None:
@@ -389,6 +396,8 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
         sources.append(f"gamma {gamma_gbps:g} GB/s: given")
 
     caveats: list[str] = [partition_caveat] if partition_caveat else []
+    if ignored and ndomains > 1:
+        caveats.append(ignored)
     if partition_source:  # a value no option gave: said with the models' notes (analyze, trace), not only in source
         caveats.append(unstated_domain_note(nranks, nnodes, partition_source))
     if nic_note and ndomains > 1:

@@ -22,6 +22,7 @@ from collscope.errors import ConfigError
 from collscope.topo.crossing import node_crossing
 from collscope.topo.load import load_topology
 from collscope.topo.model import NodeTopology
+from collscope.vocab.knobs import validate_env
 from tests.analysis.recommend_frames import write_all_reduce_points
 
 EVEN_PIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi" / \
@@ -91,10 +92,16 @@ def test_without_a_capture_only_loc_decides() -> None:
     assert one.nic_path is None and not any("NCCL_NET_GDR_LEVEL" in c for c in one.caveats)
 
 
-def test_a_level_nccl_does_not_read_is_a_clear_error(node: NodeTopology) -> None:
+def test_a_level_nccl_does_not_read_is_ignored_as_nccl_ignores_it(node: NodeTopology) -> None:
+    """src/graph/paths.cc ncclGetLevel matches the names exactly (or an integer): 'phb' leaves the level unset.
+    predict --setting refuses such a value before it gets here (the knob's validation)."""
     for topo in (node, None):
-        with pytest.raises(ConfigError, match="NCCL_NET_GDR_LEVEL 'PCIE' is not a level NCCL reads"):
-            _params(topo, NetSettings(gdr_level="PCIE"))
+        params = _params(topo, NetSettings(gdr_level="phb"))
+        assert params.nic_path == _params(topo).nic_path
+        assert any(c.startswith("NCCL_NET_GDR_LEVEL=phb is not a level NCCL reads") for c in params.caveats)
+    with pytest.raises(ConfigError, match="NCCL_NET_GDR_LEVEL='PCIE' is invalid"):
+        predict("all_reduce", gpu="H100", nranks=16, nnodes=2, nic_gbit=400, sizes=[MIB],
+                settings=validate_env({"NCCL_NET_GDR_LEVEL": "PCIE"}))
 
 
 def test_predict_setting_follows_the_crossing(node: NodeTopology) -> None:
