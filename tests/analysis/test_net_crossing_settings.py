@@ -94,7 +94,7 @@ def test_without_a_capture_only_loc_decides() -> None:
 
 def test_a_level_nccl_does_not_read_is_ignored_as_nccl_ignores_it(node: NodeTopology) -> None:
     """src/graph/paths.cc ncclGetLevel matches the names exactly (or an integer): 'phb' leaves the level unset.
-    predict --setting refuses such a value before it gets here (the knob's validation)."""
+    predict --setting validates the value first (the knob's check refuses a word that names no level)."""
     for topo in (node, None):
         params = _params(topo, NetSettings(gdr_level="phb"))
         assert params.nic_path == _params(topo).nic_path
