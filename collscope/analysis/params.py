@@ -20,7 +20,7 @@ from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.partition_domain import partition_domain
 from collscope.errors import ConfigError
 from collscope.topo.cluster import Cluster, hosts_text
-from collscope.topo.crossing import ll128_crossing_note, node_crossing
+from collscope.topo.crossing import inter_socket_link, ll128_crossing_note, node_crossing
 from collscope.topo.gdr import gdr_level
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.topo.model import NodeTopology
@@ -412,7 +412,8 @@ def link_params(topology: NodeTopology | Cluster | None, *, gpu: str | None = No
                    else "as without it")
             caveats.append(f"{net.crossing_text()}: NCCL's graphs cross nodes at {crossing.path}, {was} (the "
                            "capture's GPU-NIC paths under the setting, src/graph/paths.cc; each GPU's in the sources)")
-        caveats.extend(crossing.notes(gen.name if gen is not None else None, gen.sm if gen is not None else None))
+        caveats.extend(crossing.notes(gen.name if gen is not None else None, gen.sm if gen is not None else None,
+                                      inter_socket_link(node_for_gpus)))
     elif net.moves_crossing and ndomains > 1 and bw_gbps is None:
         nic_path, said = _crossing_without_capture(net)
         caveats.append(said)

@@ -18,7 +18,8 @@ NCCL (NVIDIA/nccl, read at v2.30.7):
 
 What this cannot see: whether the NIC supports GPUDirect RDMA at all (nvidia_peermem or DMA-BUF, stated as a
 condition by :mod:`.gdr`), and the CPUs' interconnect bandwidth on a SYS path (NCCL's ``QPI_BW``-family constants of
-src/graph/topo.h, which depend on the CPU model no ``nvidia-smi topo -m`` capture gives).
+src/graph/topo.h, which depend on the CPU model no ``nvidia-smi topo -m`` capture gives; an NCCL topology XML names
+the CPU, and :func:`inter_socket_link` gives the link, said in the notes but not bounding the hop to the NIC).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collscope.topo.naming import natural_key
 from collscope.topo.paths import is_nvlink
 from collscope.vocab.nccl import PATH_TYPES, ll128_network_limit
 
-__all__ = ["GpuCrossing", "NodeCrossing", "ll128_crossing_note", "node_crossing"]
+__all__ = ["GpuCrossing", "NodeCrossing", "inter_socket_link", "ll128_crossing_note", "node_crossing"]
 
 _PXN = "PXN"
 _PXN_RELAY_MAX = "P2C"
@@ -87,9 +88,10 @@ class NodeCrossing:
             parts.append(f"{', '.join(g.gpu for g in items)} at {path} {via}")
         return f"NCCL's graphs cross nodes at {self.path} ({'; '.join(parts)})"
 
-    def notes(self, gpu: str | None, sm: int | None) -> list[str]:
+    def notes(self, gpu: str | None, sm: int | None, sys_link: tuple[float, str] | None = None) -> list[str]:
         """What the crossing changes in NCCL's model of ``gpu`` (sm ``sm``; None: unknown) and what that model does
-        not price."""
+        not price; ``sys_link``: the inter-socket link's GB/s and where it came from, when the capture names the
+        CPU (:func:`inter_socket_link`)."""
         out = []
         ll128 = ll128_crossing_note(self.path, gpu, sm, "the capture's GPU-NIC paths, with the sources")
         if ll128:
@@ -102,7 +104,12 @@ class NodeCrossing:
                        "src/graph/paths.cc ncclTopoCheckGdr): the network's data goes through host memory, a cost "
                        "NCCL's model does not price; collscope topo show names the level that turns it on, and its "
                        "cost")
-        if self.path == "SYS":
+        if self.path == "SYS" and sys_link is not None:
+            out.append(f"the crossing's SYS path also runs over the CPUs' interconnect, {sys_link[0]:g} GB/s "
+                       f"({sys_link[1]}, NCCL's ncclTopoGetInterCpuBw for the captured CPU): the ring bound the "
+                       "expected measurement is held to includes it only where the GPUs' paths to each other cross "
+                       "it; its bound on the hop to the NIC is not modelled")
+        elif self.path == "SYS":
             out.append("the crossing's SYS path also runs over the CPUs' interconnect, whose bandwidth NCCL's search "
                        "takes from the CPU model (src/graph/topo.h); the capture does not name the CPU, so the model "
                        "does not bound the NICs by it")
@@ -111,6 +118,15 @@ class NodeCrossing:
     def staged(self) -> tuple[str, ...]:
         """The GPUs at the crossing's type or closer whose path has no GPUDirect RDMA (through host memory)."""
         return tuple(g.gpu for g in self.gpus if not g.gdr and _index(g.path) <= _index(self.path))
+
+
+def inter_socket_link(node: Any) -> tuple[float, str] | None:
+    """(GB/s, source) of ``node``'s slowest link between CPUs (``smp``) whose bandwidth the capture gives (an NCCL
+    topology XML names the CPU: src/graph/topo.h ``*_QPI_BW``/``AMD_BW`` by ``ncclTopoGetInterCpuBw``); None
+    without one (``nvidia-smi topo -m`` does not name the CPU)."""
+    links = [(float(d["bw_gbps"]), str(d.get("bw_source") or "")) for _, _, d in node.graph.edges(data=True)
+             if d.get("kind") == "smp" and d.get("bw_gbps")]
+    return min(links) if links else None
 
 
 def ll128_crossing_note(path: str, gpu: str | None, sm: int | None, why: str) -> str | None:

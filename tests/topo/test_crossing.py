@@ -123,3 +123,21 @@ def test_topo_show_setting_shows_gdr_and_the_crossing_under_it() -> None:
     assert "(GDR and the crossing above as NCCL reads them with NCCL_PXN_DISABLE=1)" in text.output
     other = CliRunner().invoke(main, ["topo", "show", "--from", str(EVEN_PIX), "--setting", "NCCL_ALGO=Ring"])
     assert other.exit_code != 0 and "topo show --setting takes NCCL_NET_GDR_LEVEL and NCCL_PXN_DISABLE" in other.output
+
+
+def test_an_xml_capture_names_the_cpu_and_the_sys_crossing_says_its_link() -> None:
+    """An NCCL topology file names the CPU (arch, vendor, family, model), so NCCL's inter-socket bandwidth is known
+    (AMD_BW 16 GB/s, src/graph/topo.h); two A100 on two sockets, the NIC on the first (the NC A100 v4 shape)."""
+    from collscope.analysis.params import link_params
+    from collscope.topo.crossing import inter_socket_link
+
+    xml = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-xml" / \
+        "a100-pcie-2socket-one-gpu-each-1nic-socket0-amd-topo-file.xml"
+    node = load_topology([str(xml)])
+    crossing = node_crossing(node)
+    assert crossing is not None and crossing.path == "SYS"
+    assert inter_socket_link(node) == (16.0, "assumed: NCCL topo.h AMD_BW")
+    caveats = " ".join(link_params(node, nranks=4, nnodes=2).caveats)
+    assert "the CPUs' interconnect, 16 GB/s (assumed: NCCL topo.h AMD_BW" in caveats
+    assert "does not name the CPU" not in caveats
+    assert inter_socket_link(load_topology([str(POLARIS)])) is None  # nvidia-smi topo -m names no CPU
