@@ -89,19 +89,20 @@ def params_for(source: ParamsSource, nranks: int, nnodes: int | None, notes: lis
     nodes = int(nnodes)
     if net is not None and net.is_set and nodes > 1:
         what = f"{nranks} ranks on {nodes} node(s) with {net.text()}"
-        takes = not isinstance(source, LinkParams) and "net" in inspect.signature(source).parameters
-        if not takes and net.ib_hca:
+        taker = (None if isinstance(source, LinkParams) or "net" not in inspect.signature(source).parameters
+                 else source)
+        if taker is None and net.ib_hca:
             notes.append(f"no efficiency for {what}: the link parameters count every NIC, and the setting leaves "
                          "NCCL fewer (analyze's --topo, --gpu or --nic-gbit give parameters per configuration)")
             return None
-        if takes and not isinstance(source, LinkParams):
+        if taker is not None:
             try:
-                params = source(nranks, nodes, net=net)
+                params = taker(nranks, nodes, net=net)
             except ConfigError as exc:
                 notes.append(f"no efficiency for {what}: {exc}")
                 return None
             if params is not None:
-                notes.extend(c for c in _labelled(params.caveats, source, nranks, nodes, net, what) if c not in notes)
+                notes.extend(c for c in _labelled(params.caveats, taker, nranks, nodes, net, what) if c not in notes)
                 if params.ndomains > 1 and net.ib_hca:
                     notes.append(f"{what}: {nics_left_text(params)}")
             return params

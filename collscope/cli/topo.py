@@ -13,7 +13,6 @@ from collscope.files import check_output_dir
 from collscope.topo.capture import collect_to_dir
 from collscope.topo.cluster import hosts_text, load_cluster
 from collscope.topo.draw import draw_png, write_dot, write_graphml
-from collscope.topo.gdr import gdr_level
 from collscope.topo.load import load_node
 from collscope.topo.render import node_summary_text, node_to_json
 from collscope.topo.samples import sample_names
@@ -35,15 +34,13 @@ _SHOW_SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_PXN_DISABLE")
 
 
 def _crossing_settings(settings: dict[str, str]) -> tuple[str | None, bool]:
-    """(NCCL_NET_GDR_LEVEL or None, PXN allowed) from ``topo show --setting``; ConfigError for another variable."""
+    """(NCCL_NET_GDR_LEVEL or None, PXN allowed) from ``topo show --setting`` (values already checked by
+    :func:`~collscope.cli.options.parse_settings`); ConfigError for another variable."""
     other = sorted(set(settings) - set(_SHOW_SETTINGS))
     if other:
         raise ConfigError(f"topo show --setting takes {' and '.join(_SHOW_SETTINGS)} (what it shows depends on no "
                           f"other variable), got {', '.join(other)}; predict --setting takes the rest")
-    level = settings.get("NCCL_NET_GDR_LEVEL")
-    if level is not None:
-        gdr_level(level)  # the levels NCCL reads, or a ConfigError naming them
-    return level, not pxn_disabled(settings.get("NCCL_PXN_DISABLE"))
+    return settings.get("NCCL_NET_GDR_LEVEL"), not pxn_disabled(settings.get("NCCL_PXN_DISABLE"))
 
 
 @topo.command("show")

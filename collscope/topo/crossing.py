@@ -71,9 +71,7 @@ class NodeCrossing:
     """The NICs the GPUs reach at the graphs' type or closer, directly or as a PXN relay (a graph crossing at
     ``path`` leaves from none other)."""
     level: str | None = None
-    """``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default)."""
-    pxn: bool = True
-    """PXN allowed (``NCCL_PXN_DISABLE`` not 1)."""
+    """``NCCL_NET_GDR_LEVEL`` as set (None: NCCL's default), which the notes name."""
 
     def text(self) -> str:
         """``NCCL's graphs cross nodes at PHB (GPU1, GPU3 at PHB to mlx5_0, mlx5_1; GPU0, GPU2 at SYS to ...)``."""
@@ -175,4 +173,4 @@ def node_crossing(node: Any, *, gpus_per_node: int | None = None, level: str | N
     second = ranked[1] if len(ranked) > 1 and gpus_per_node != 1 else ranked[0]
     used = sorted({nic for c in crossings if c.path != _PXN and _index(c.path) <= second for nic in c.nics},
                   key=natural_key)
-    return NodeCrossing(PATH_TYPES[second], tuple(crossings), tuple(used), level, pxn)
+    return NodeCrossing(PATH_TYPES[second], tuple(crossings), tuple(used), level)
