@@ -615,3 +615,14 @@ def test_corpus_graph_file() -> None:
     assert graphs.graphs[1].channels[3] == (("gpu", 2), ("gpu", 3), ("gpu", 0), ("gpu", 1))
     with pytest.raises(ParseError, match="<system> root element"):
         parse_nccl_topo_xml(text, "ncv4-graph.xml")
+
+
+def test_a_dump_cut_inside_its_last_gpu_is_not_taken_for_a_hand_written_file() -> None:
+    """Two PCIe A100 of an NCCL dump without NVLink: cut just after the last GPU's <pci> opens, before its <gpu>,
+    the recovered file must not read as a provider's file whose NVLink NCCL fills in (no NVSwitch appears)."""
+    name = "a100-pcie-2socket-one-gpu-each-1nic-socket0-amd-topo-file.xml"
+    text = fixture_text(name)
+    cut = text[: text.rindex("<gpu ")]
+    recovered = parse_nccl_topo_xml(cut, allow_truncated=True)
+    assert recovered.truncated
+    assert "NVSwitch" not in build(recovered) and "NVSwitch" not in build(parse_fixture(name))

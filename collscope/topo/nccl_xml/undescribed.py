@@ -35,6 +35,8 @@ def written_by_hand(topo: NcclTopoXml) -> str | None:
     it (NCCL src/graph/xml.cc ``ncclTopoGetXmlFromSys``); providers' files place GPUs under virtual bridges of PCI
     domain ``ffff`` (the Azure files) and leave those out."""
     gpus = [pci for _, pci in topo.pcis() if pci.gpu is not None or pci.is_gpu]
+    if topo.truncated and gpus and gpus[-1].gpu is None:
+        gpus = gpus[:-1]  # the cut may have fallen inside the last GPU's <pci>, before the <gpu> a dump writes
     if not gpus:
         return None
     if any(pci.gpu is None for pci in gpus):
