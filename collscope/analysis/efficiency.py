@@ -31,6 +31,7 @@ from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_ch
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
+from collscope.analysis.nccl_model.p2p import P2P_LL_MODEL, p2p_ll_note
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
@@ -199,6 +200,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     costs = run_costs_us(records, {i: exp for i, exp, _, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
+    p2p_ll: dict[tuple[str, str], list[int]] = {}  # (config, op) -> sizes NCCL sends with LL point-to-point
     ll128_forced: dict[str, str] = {}  # config -> the note for an NCCL_PROTO that turns LL128 on off its default
     for i, exp, params, inputs, read in found:
         row = records[i]
@@ -226,6 +228,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         nums["margin"][i], nums["margin_above"][i] = margin, above
         bound = bound_channels(inputs, exp.model.split("/")[0], read.channel_bounds) \
             if inputs is not None and exp.kind == "nccl" and read.channel_bounds else None
+        if exp.model == P2P_LL_MODEL:
+            p2p_ll.setdefault((str(row["config"]), op), []).append(size)
         if bound is not None:
             unjudged.setdefault((str(row["config"]), op, bound), []).append(size)
         elif math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
@@ -250,6 +254,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         notes.append(f"{config}: {why}")
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
+    for (config, op), held in p2p_ll.items():
+        notes.append(f"{config}: {p2p_ll_note(op, held)}")
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
                      if n not in notes)

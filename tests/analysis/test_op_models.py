@@ -341,3 +341,42 @@ def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
     result = predict("sendrecv", gpu="H100", nranks=8, nnodes=1, sizes=[32 * mib, 1 << 30])
     noted = [n for n in result.notes if "channels NCCL's p2p rule gives its size" in n]
     assert len(noted) == 1 and "32M on 4" in noted[0] and "1G" not in noted[0]
+
+
+@pytest.mark.parametrize(("op", "nranks", "nnodes", "size", "proto"), [
+    ("alltoall", 64, 16, 1 << 20, "LL"),        # 16 KiB to each of 64 peers: at the threshold
+    ("alltoall", 64, 16, 2 << 20, "Simple"),    # 32 KiB each
+    ("alltoall", 8, 2, 128 << 10, "LL"),
+    ("alltoall", 8, 2, 256 << 10, "Simple"),
+    ("sendrecv", 8, 2, 16 << 10, "LL"),         # one transfer of the whole size
+    ("sendrecv", 8, 2, 32 << 10, "Simple"),
+    ("scatter", 4, 1, 64 << 10, "LL"),
+    ("scatter", 4, 1, 128 << 10, "Simple"),
+])
+def test_p2p_protocol_is_ll_for_transfers_of_at_most_16_kib(op, nranks, nnodes, size, proto):
+    """NCCL sends a point-to-point transfer with LL when it is at most its channels x NCCL_P2P_LL_THRESHOLD (16 KiB;
+    src/enqueue.cc addP2pToPlan), which at the default chunk sizes is a transfer of 16 KiB or less."""
+    from collscope.analysis.nccl_model.p2p import p2p_choice, p2p_protocol
+    params = _gb200_params(nranks, nnodes, 72)
+    assert p2p_protocol(params, op, size) == proto
+    choice = p2p_choice(params, op, size)
+    assert choice is not None and choice.proto == proto
+
+
+def test_predict_and_analyze_name_the_sizes_nccl_sends_with_ll_point_to_point():
+    """predict labels the 1 MiB alltoall of 64 ranks P2P/LL and says its figure is the Simple-fitted one; analyze of
+    an 8-rank alltoall_perf output labels the sizes up to 128 KiB (16 KiB per peer) P2P/LL, the larger ones
+    P2P/Simple, still judges both, and names the LL sizes in one note."""
+    result = predict("alltoall", gpu="GB300", nranks=64, nnodes=16, nvl_domain=72, sizes=[1 << 20, 2 << 20])
+    assert [(c.size_bytes, c.proto) for c in result.nccl_choice] == [(1 << 20, "LL"), (2 << 20, "Simple")]
+    ll_notes = [n for n in result.notes if "NCCL_P2P_LL_THRESHOLD" in n]
+    assert len(ll_notes) == 1 and ll_notes[0].startswith("alltoall at 1M:")
+    out = CliRunner().invoke(main, ["analyze", str(ALLTOALL_2X4), "--gpu", "H100", "--nic-gbit", "400", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    rows = [r for r in doc["sizes"] if r["size_bytes"] > 0 and not r["in_place"]]
+    assert {r["size_bytes"] for r in rows if r["model"] == "P2P/LL"} == {32 << k for k in range(13)}
+    assert {r["size_bytes"] for r in rows if r["model"] == "P2P/Simple"} == {256 << 10 << k for k in range(9)}
+    assert all(r["verdict"] is not None for r in rows)
+    notes = [n for n in doc["notes"] if "NCCL_P2P_LL_THRESHOLD" in n]
+    assert len(notes) == 1 and "alltoall at 32, 64, 128," in notes[0] and "128K:" in notes[0]

@@ -43,8 +43,9 @@ from collscope.units import format_size
 from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
-           "P2P_ALGO", "P2P_PROTO", "P2P_SATURATING_CHANNELS", "P2P_NVL_CHUNK_BYTES", "p2p_channels",
-           "p2p_channel_notes", "p2p_time_us", "p2p_choice"]
+           "P2P_ALGO", "P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_MODEL", "P2P_LL_THRESHOLD_BYTES", "P2P_SATURATING_CHANNELS",
+           "P2P_NVL_CHUNK_BYTES", "p2p_channels", "p2p_channel_notes", "p2p_time_us", "p2p_choice", "p2p_protocol",
+           "p2p_ll_note"]
 
 P2P_LAUNCH_US = 20.0
 """Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
@@ -72,6 +73,16 @@ P2P_ALGO = "P2P"
 """The name the choice carries: not an NCCL_ALGO value (NCCL_ALGO does not apply to point-to-point)."""
 P2P_PROTO = "Simple"
 """NCCL's point-to-point transfers above NCCL_P2P_LL_THRESHOLD (16 KiB per peer) use the Simple protocol."""
+P2P_LL_PROTO = "LL"
+"""The protocol of a transfer at or below :data:`P2P_LL_THRESHOLD_BYTES`."""
+P2P_LL_MODEL = f"{P2P_ALGO}/{P2P_LL_PROTO}"
+"""The model name analyze's rows carry where NCCL sends the transfers with LL (:func:`p2p_ll_note`)."""
+P2P_LL_THRESHOLD_BYTES = 16 * 1024
+"""NCCL sends a point-to-point transfer with LL when its bytes are at most its channels x NCCL_P2P_LL_THRESHOLD
+(16384 by default; src/enqueue.cc ``addP2pToPlan``: ``protoLL &= bytes <= nChannels * ncclParamP2pLLThreshold()``).
+A transfer of at most 64 KiB gets one channel there (``min(nChannelsMin, divUp(bytes, minPartSize))``, minPartSize
+the NVLink chunk / 8 or the network chunk / 2, 64 KiB at NCCL's default chunk sizes) and a larger one more than
+16 KiB per channel, so with the default chunk sizes LL runs exactly the transfers of 16 KiB or less."""
 
 
 def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
@@ -86,6 +97,29 @@ def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: floa
     if channels is not None and channels < P2P_SATURATING_CHANNELS:
         wire_us *= P2P_SATURATING_CHANNELS / channels
     return launch_us + wire_us / efficiency * (1.0 + ramp_bytes / per_peer)
+
+
+def p2p_protocol(params: LinkParams, op: str, size_bytes: int) -> str:
+    """The protocol NCCL sends each transfer of ``op`` at ``size_bytes`` with: :data:`P2P_LL_PROTO` when the bytes
+    to one peer (:func:`.models.p2p_wire_us`: the whole size for sendrecv, size / nranks for the others) are at most
+    :data:`P2P_LL_THRESHOLD_BYTES`, else :data:`P2P_PROTO`."""
+    if size_bytes <= 0:
+        return P2P_PROTO
+    per_peer = p2p_wire_us(params, op, size_bytes)[1]
+    return P2P_LL_PROTO if per_peer <= P2P_LL_THRESHOLD_BYTES else P2P_PROTO
+
+
+def p2p_ll_note(op: str, sizes: Iterable[int]) -> str:
+    """What the expected figure of ``op`` is at ``sizes``, where NCCL sends LL (:func:`p2p_protocol`); empty
+    without such sizes."""
+    held = sorted(set(sizes))
+    if not held:
+        return ""
+    shown = ", ".join(format_size(s) for s in held)
+    return (f"{op} at {shown}: NCCL sends each transfer of {format_size(P2P_LL_THRESHOLD_BYTES)} or less with the LL "
+            "protocol (NCCL_P2P_LL_THRESHOLD, src/enqueue.cc addP2pToPlan), while the model's launch, efficiency and "
+            "size ramp are fitted on published alltoall rows nearly all of Simple transfers: the expected figure "
+            "there is that fit's (the launch alone at the smallest sizes), with no LL term of its own")
 
 
 def _pow2_up(n: int) -> int:
@@ -135,8 +169,9 @@ def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | Non
     time = p2p_time_us(params, op, size_bytes)
     if time is None:
         return None
-    busbw = make_prediction("nccl", P2P_ALGO, P2P_PROTO, op, size_bytes, time, params.nranks).busbw_gbps
-    return NcclChoice(size_bytes=int(size_bytes), algo=P2P_ALGO, proto=P2P_PROTO, time_us=time, busbw_gbps=busbw,
+    proto = p2p_protocol(params, op, size_bytes)
+    busbw = make_prediction("nccl", P2P_ALGO, proto, op, size_bytes, time, params.nranks).busbw_gbps
+    return NcclChoice(size_bytes=int(size_bytes), algo=P2P_ALGO, proto=proto, time_us=time, busbw_gbps=busbw,
                       expected_time_us=time, expected_busbw_gbps=busbw)
 
 
