@@ -121,3 +121,18 @@ def test_pxn_and_gdr_level_values_read_as_nccl_reads_them() -> None:
         "PXB", "LOC", "LOC", "PXB", "PHB", "SYS", "PHB"]  # levelsOldToNew; larger is SYS
     with pytest.raises(ConfigError, match="'phb' is not a level NCCL reads"):
         net_gdr_level("phb")  # ncclGetLevel matches the names exactly
+
+
+@pytest.mark.parametrize("name", ["NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL"])
+def test_a_level_in_lower_case_is_refused_not_upper_cased(name: str) -> None:
+    """ncclGetLevel (src/graph/paths.cc) matches the path names with strcmp: NCCL ignores 'phb', so a sweep that ran
+    it upper-cased, or a predict --setting that modelled it as PHB, would describe another job than the one set."""
+    from collscope.errors import ConfigError
+    from collscope.vocab.knobs import validate_env, validate_setting
+
+    assert validate_setting(name, "PHB") == "PHB" and validate_setting(name, " 2 ") == "2"
+    with pytest.raises(ConfigError, match=rf"{name}='phb' is invalid: NCCL matches the level names exactly .* "
+                                          r"ignores 'phb' and keeps its default; write PHB"):
+        validate_setting(name, "phb")
+    with pytest.raises(ConfigError, match="write SYS"):
+        validate_env({name: "Sys"})

@@ -61,11 +61,18 @@ def selection(vocabulary: tuple[str, ...], env: str) -> Callable[[str], str]:
 
 
 def path_level(text: str) -> str:
+    """A path type name as NCCL reads it (exact upper case) or an old integer level. NCCL matches the names with
+    strcmp (src/graph/paths.cc ``ncclGetLevel``), so another case is not a spelling NCCL takes: a job that set it ran
+    at NCCL's default, and a sweep must not run a value other than the one written."""
     t = text.strip()
     if re.fullmatch(r"[0-9]+", t):
         return str(int(t))
+    if t in PATH_LEVELS:
+        return t
     if t.upper() in PATH_LEVELS:
-        return t.upper()
+        raise InvalidValue(f"NCCL matches the level names exactly (src/graph/paths.cc ncclGetLevel), so it ignores "
+                           f"{t!r} and keeps its default; write {t.upper()}, or leave the variable out to describe a "
+                           "job that set it so")
     raise InvalidValue("unknown path level")
 
 

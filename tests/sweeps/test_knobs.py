@@ -66,7 +66,7 @@ VALID = [
     ("NCCL_NTHREADS", "96", "96"),
     ("NCCL_NTHREADS", 512, "512"),
     ("NCCL_IB_QPS_PER_CONNECTION", "128", "128"),
-    ("NCCL_NET_GDR_LEVEL", "pxb", "PXB"),
+    ("NCCL_NET_GDR_LEVEL", " PXB ", "PXB"),
     ("NCCL_NET_GDR_LEVEL", "3", "3"),
     ("NCCL_NET_GDR_LEVEL", "7", "7"),
     ("NCCL_P2P_LEVEL", "NVL", "NVL"),
