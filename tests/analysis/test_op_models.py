@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from collscope.analysis.bounds import algorithm_bound
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import alpha_beta_time_us
-from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, P2P_LAUNCH_US
+from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, P2P_LAUNCH_US, p2p_ll_note
 from collscope.analysis.predict import load_topology, predict
 from collscope.cli import main
 from collscope.errors import ConfigError
@@ -380,3 +380,16 @@ def test_predict_and_analyze_name_the_sizes_nccl_sends_with_ll_point_to_point():
     assert all(r["verdict"] is not None for r in rows)
     notes = [n for n in doc["notes"] if "NCCL_P2P_LL_THRESHOLD" in n]
     assert len(notes) == 1 and "alltoall at 32, 64, 128," in notes[0] and "128K:" in notes[0]
+
+
+def test_trace_cautions_name_the_alltoall_sizes_nccl_sends_with_ll():
+    """trace's model figures come from predict; the sizes whose transfers NCCL sends with LL (8 ranks: up to 128 KiB)
+    carry the choice P2P/LL and one caution naming them, as predict's note does."""
+    from collscope.cli.trace import _model
+
+    cautions: list[str] = []
+    figures = _model(None, "A100", None, cautions)
+    assert figures is not None
+    by_size = figures("alltoall", 8, 1, [64 << 10, 128 << 10, 1 << 20])
+    assert [by_size[s].choice for s in (64 << 10, 128 << 10, 1 << 20)] == ["P2P/LL", "P2P/LL", "P2P/Simple"]
+    assert [c for c in cautions if "NCCL_P2P_LL_THRESHOLD" in c] == [p2p_ll_note("alltoall", [64 << 10, 128 << 10])]
