@@ -9,7 +9,7 @@ a column at a time (:func:`_check_columns`), their records made inside
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
@@ -62,7 +62,8 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
               cut_at_end: bool, header: NcclTestsHeader, log_lines: Sequence[tuple[int, str]],
               launch_env: Mapping[str, str] | None, explicit: int | None, overrides: Mapping[str, int | None],
               env: Mapping[str, str], source: str, warnings: list[str],
-              listed_in: str | None, line_prefixes: LinePrefixes | None = None) -> tuple[Geometry, RankCount]:
+              listed_in: str | None, line_prefixes: LinePrefixes | None = None,
+              clues: Callable[[GeometryEvidence], None] | None = None) -> tuple[Geometry, RankCount]:
     """The run's geometry from every clue (:mod:`.geometry_clues`) and the rank count of its bandwidths.
 
     A complete rank list is what ran: a number of ranks passed (the ranks launched, every ``NCCL_TESTS_SPLIT``
@@ -98,6 +99,8 @@ def _geometry(op: str, rows: Sequence[Row] | TableRows, devices: Sequence[NcclTe
     if launch_env and not split:
         env_clues(ev, launch_env, header)
     row_clues(ev, op, rows, warnings, known=count.nranks if complete and count is not None else None)
+    if clues is not None:  # a reader's own clues (the fields of an rccl-tests results file)
+        clues(ev)
     geometry = ev.resolve({**overrides, "nranks": count.nranks if count is not None and not complete else None})
     n = geometry.value("nranks")
     if n is None:
@@ -218,7 +221,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
               average: int | None = None, backend: str = "nccl", nnodes: int | None = None,
               nvl_domain: int | None = None, log_lines: Sequence[tuple[int, str]] = (),
               ranks_cut_at_end: bool = False, launch_env: Mapping[str, str] | None = None,
-              op_evidence: str | None = None, line_prefixes: LinePrefixes | None = None) -> NcclTestsRun:
+              op_evidence: str | None = None, line_prefixes: LinePrefixes | None = None,
+              clues: Callable[[GeometryEvidence], None] | None = None) -> NcclTestsRun:
     """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid).
 
     ``nranks``: the ranks the caller launched (every ``NCCL_TESTS_SPLIT`` group); ``env``: the environment the
@@ -228,7 +232,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     lines: :func:`.geometry_clues.is_clue_line`) with their numbers; ``ranks_cut_at_end``: an author's elision
     follows the last rank line; ``launch_env``: the run's whole environment (a ``-J`` file's), for the
     launcher's variables; ``op_evidence``: where ``op`` was read; ``line_prefixes``: what the launcher prefixes
-    stripped from the lines said (:mod:`.prefixes`), geometry clues too.
+    stripped from the lines said (:mod:`.prefixes`), geometry clues too; ``clues``: adds the reader's own
+    geometry clues (an rccl-tests results file's ``ranks`` fields: :mod:`.rccl_results`) to the others.
     """
     if op is None:
         found = op_from_log(log_lines)
@@ -245,7 +250,7 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     geometry, count = _geometry(op, rows, devices, ranks_elided, ranks_cut_at_end, header, log_lines, launch_env,
                                 nranks, {"nnodes": nnodes, "nvl_domain": nvl_domain},
                                 {**(settings or {}), **(env or {})}, source, warnings,
-                                None if launch_env is None else "config.devices", line_prefixes)
+                                None if launch_env is None else "config.devices", line_prefixes, clues)
     n, how = count.nranks, count.source
     hosts: tuple[str, ...] = tuple(dict.fromkeys(d.host for d in devices))
     nnodes = geometry.value("nnodes")

@@ -22,6 +22,7 @@ from collscope.collectives.nccl_tests.cut_rows import hold_cut_row, rejoin_cut_r
 from collscope.collectives.nccl_tests.launch import average_from_argv, separate_processes
 from collscope.collectives.nccl_tests.lines import ParseState, read_other_line
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
+from collscope.collectives.nccl_tests.rccl_results import looks_like_rccl_tests_results, parse_rccl_tests_results
 from collscope.collectives.nccl_tests.reading import one_break, parsing
 from collscope.collectives.nccl_tests.records import (
     DTYPE_BYTES,
@@ -50,7 +51,10 @@ _SNIFF = ("Avg bus bandwidth", "Out of bounds values", "nThread ", "Collective t
 
 
 def looks_like_nccl_tests(text: str) -> bool:
-    """Whether ``text`` is nccl-tests output: its table header or summary lines, or its ``-J`` JSON document."""
+    """Whether ``text`` is nccl-tests output: its table header or summary lines, its ``-J`` JSON document, or an
+    rccl-tests results file (``-Z json|csv``)."""
+    if looks_like_rccl_tests_results(text):
+        return True
     head = text[:65536].lstrip()
     if head.startswith("{"):
         return '"results"' in head and ('"config"' in head or '"nccl_version"' in head)
@@ -246,7 +250,8 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
 def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *, nranks: int | None = None,
                      env: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
                      nnodes: int | None = None, nvl_domain: int | None = None) -> NcclTestsRun:
-    """Parse nccl-tests stdout (any generation) or its ``-J`` JSON file; raises only :class:`ParseError`.
+    """Parse nccl-tests stdout (any generation), its ``-J`` JSON file, or an rccl-tests results file (``-Z
+    json|csv``: :mod:`.rccl_results`); raises only :class:`ParseError`.
 
     ``op`` names the collective when the output does not (no ``Collective test starting`` line and no
     ``*_perf`` command line); ``nranks`` is the number of ranks launched, when the caller knows it or neither
@@ -263,6 +268,9 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None, *
     """
     if not isinstance(text, str):
         raise ParseError(source, None, "text (str)", found=type(text).__name__)
+    if looks_like_rccl_tests_results(text):  # rccl-tests' -Z json|csv file: a JSON list, objects per line, a CSV
+        return parse_rccl_tests_results(text, source=source, op=op, nranks=nranks, nnodes=nnodes,
+                                        nvl_domain=nvl_domain)
     if text.lstrip().startswith("{"):
         from collscope.collectives.nccl_tests.json import parse_nccl_tests_json
 

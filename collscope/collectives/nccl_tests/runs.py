@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from collscope.collectives.nccl_tests.launch import rank_lines, separate_processes
 from collscope.collectives.nccl_tests.parse import parse_nccl_tests, parse_text
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
+from collscope.collectives.nccl_tests.rccl_results import looks_like_rccl_tests_results
 from collscope.collectives.nccl_tests.reading import SecondRun, one_break, parsing
 from collscope.collectives.nccl_tests.records import NcclTestsRun
 from collscope.errors import ParseError
@@ -105,7 +106,7 @@ def parse_nccl_tests_runs(text: str, source: str = "<text>", op: str | None = No
     Outputs of one launch's processes that each ran alone and printed one after the other (each a one-process
     run, all with the same header) are a ParseError saying so, as in :func:`.parse.parse_nccl_tests`.
     """
-    if not isinstance(text, str) or text.lstrip().startswith("{"):
+    if not isinstance(text, str) or text.lstrip().startswith("{") or looks_like_rccl_tests_results(text):
         return [parse_nccl_tests(text, source, op, nranks=nranks, env=env, argv=argv, nnodes=nnodes,
                                  nvl_domain=nvl_domain)]
     with parsing(source):
