@@ -107,6 +107,9 @@ class _Part:
     """The input as the user named it (a file, or a results directory for its points): geometry evidence says it."""
     clues: list[Clue] | None = None
     """Geometry evidence of an nccl-tests output (:func:`.job_geometry.run_clues`); None: read from the records."""
+    notes: tuple[str, ...] = ()
+    """What the reader of an nccl-tests output said of it (an incomplete run, sizes it rescaled, two runs pasted
+    together), prefixed with the file: ``analyze``, ``recommend`` and ``report`` carry them as notes."""
     config: str | None = None
     """The configuration name of every row, when the input says what they measured otherwise than by settings (a
     ``collscope locate`` test: :func:`_locate_config`); None: from the records' settings and rail."""
@@ -124,7 +127,8 @@ def _load_file(path: Path, op: str | None, nranks: int | None) -> list[_Part]:
     if looks_like_nccl_tests(text):
         runs = parse_nccl_tests_runs(text, source=str(path), op=op, nranks=nranks)  # several pasted: each
         return [_Part(run.records, failure=run.errors[0] if run.errors else None, label=str(path),
-                      clues=run_clues(run, str(path))) for run in runs]
+                      clues=run_clues(run, str(path)), notes=tuple(f"{path}: {w}" for w in run.warnings))
+                for run in runs]
     if text.lstrip().startswith("{"):
         return [_Part(decode_records(data, str(path)), label=str(path))]
     raise ParseError(str(path), None, "a sweep results directory, Measurement JSONL or nccl-tests output")
@@ -349,6 +353,7 @@ def _load(sources: list[Path], op: str | None, overrides: dict[str, int | None])
         raise ParseError(", ".join(str(p) for p in sources), None, "Measurement records with valid field types",
                          found=str(exc)) from exc
     frame.attrs["points_cache"] = cache_notes
+    frame.attrs["notes"] = list(dict.fromkeys(note for p in parts for note in p.notes))
     frame.attrs["failures"] = lost
     frame.attrs["node_tests"] = node_tests
     counts = np.bincount(columns.part, minlength=len(parts)).tolist()

@@ -97,5 +97,6 @@ def one_machine(frame: pd.DataFrame, sources: list[Path]) -> None:
         raise ConfigError(f"{', '.join(str(s) for s in sources)}: records from {len(distinct)} different machines "
                           "measure the same configurations; collscope never pools them as repeats of one "
                           "configuration. Analyse each machine's results on its own:\n" + "\n".join(lines))
-    frame.attrs["notes"] = [f"records from {len(distinct)} machines, kept apart (no configuration was measured "
+    frame.attrs["notes"] = [*frame.attrs.get("notes", ()),
+                            f"records from {len(distinct)} machines, kept apart (no configuration was measured "
                             "on two of them): " + "; ".join(line.strip() for line in lines)]

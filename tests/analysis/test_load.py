@@ -93,6 +93,27 @@ def test_jsonl_and_nccl_tests_files(tmp_path: Path) -> None:
     assert set(df["source"].dropna()) >= {str(text), str(jsn)}
 
 
+def test_what_the_nccl_tests_reader_said_reaches_analyze(tmp_path: Path) -> None:
+    """The reader's warnings of an nccl-tests output (a run cut before its summary, sizes an rccl-tests results
+    file wrote per rank and the reader scaled) are analyze's notes, each naming its file: before, only ingest
+    printed them, and analyze showed the kept rows of a cut run without saying it was cut."""
+    from collscope.analysis import analyze
+
+    whole = (FIXTURES / "nccl-tests" / "sendrecv_perf-2x8-b200-one-nic-per-gpu.txt").read_text().splitlines()
+    cut = tmp_path / "sendrecv_perf-cut.txt"
+    cut.write_text("\n".join(whole[:whole.index("# Out of bounds values : 0 OK")]) + "\n")
+    scaled = FIXTURES / "rccl-tests" / "reduce_scatter-results-objects-per-line.json"
+    df = load_results([cut, scaled])
+    notes = analyze(df).notes
+    assert any(n.startswith(f"{cut}: incomplete run: the output ends before its summary") for n in notes)
+    assert any(n.startswith(f"{scaled}: sizes are one rank's output") for n in notes)
+    assert len(df[df["source"] == str(cut)]) == 18  # every row shown is kept
+    from collscope.analysis.recommend import recommend
+
+    cut_only = load_results([cut])
+    assert any(n.startswith(f"{cut}: incomplete run") for n in recommend(cut_only).notes)
+
+
 def test_a_record_without_settings_or_point_is_default(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text('{"engine":"mpi","backend":"mpi","op":"all_reduce","size_bytes":8,"count":2,"dtype":"f",'

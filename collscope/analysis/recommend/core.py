@@ -107,7 +107,7 @@ def recommend(frame: pd.DataFrame, options: RecommendOptions | None = None, *, w
                           "collscope.analysis.load.load_results")
     if frame.empty:
         raise ConfigError("no records to recommend from")
-    notes: list[str] = []
+    notes: list[str] = list(frame.attrs.get("notes", ()))  # what the readers said of the inputs (load_results)
     work = _select(frame, opts, notes)
     refuse_incomparable(work)  # a comparison of nodes or of inputs, not of settings
     settings = _settings_by_config(work)
