@@ -11,6 +11,7 @@ LL or LL128 is unsupported (bandwidth 0). Tree and Ring run with every protocol.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from collscope.errors import ConfigError
@@ -20,6 +21,7 @@ __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
     "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
     "per_function_syntax", "ll128_network_limit", "pxn_disabled", "NET_GDR_DEFAULT_LEVEL", "net_gdr_level",
+    "release_major_minor", "SYMMETRIC_KERNELS_FROM",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -202,3 +204,19 @@ def net_gdr_level(value: str | None) -> str:
         return _LEGACY_LEVELS[min(int(text), len(_LEGACY_LEVELS) - 1)]
     raise ConfigError(f"NCCL_NET_GDR_LEVEL {value!r} is not a level NCCL reads; valid: "
                       f"{', '.join(PATH_LEVELS)} (exact upper case) or 0-5")
+
+
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?")
+
+
+def release_major_minor(release: str) -> tuple[int, int] | None:
+    """(2, 32) for an NCCL release as runs print it (``"2.32.6-1+cuda13.0"``, ``"2.27.3"``, ``"2.30"``); None when
+    the text is not one."""
+    match = _RELEASE.fullmatch(release.strip())
+    return (int(match[1]), int(match[2])) if match else None
+
+
+SYMMETRIC_KERNELS_FROM = (2, 27)
+"""The first NCCL release with symmetric-memory kernels (``ncclCommWindowRegister`` with
+``NCCL_WIN_COLL_SYMMETRIC``; shared/reference/nccl-2025-2026.md, 2.27.3), which nccl-tests' ``-R 2`` registers
+its buffers for (it falls back to local registration before 2.27)."""

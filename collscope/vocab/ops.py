@@ -87,6 +87,10 @@ class OpFacts(NamedTuple):
     one_peer: bool = False
     """Each rank exchanges with one peer only (sendrecv: sends to rank + 1, receives from rank - 1, nccl-tests
     ``src/sendrecv.cu``): one message's latency, not ceil(lg p)."""
+    nccl_symmetric_kernel: bool = False
+    """NCCL (>= 2.27) has symmetric-memory kernels for it (``src/device/symmetric/<op>.cuh``), which run on buffers
+    registered as symmetric windows (nccl-tests ``-R 2``) inside one NVLink domain whose GPUs all reach each other
+    directly (``src/sym_kernels.cc`` ``ncclSymkAvailable``: ``isAllDirectNvlink``)."""
 
 
 OP_TABLE: tuple[OpFacts, ...] = (
@@ -95,15 +99,18 @@ OP_TABLE: tuple[OpFacts, ...] = (
     # count x (n-1) of the n x count printed (so (n-1)/n of size/time) and busbw = algbw.
     OpFacts("all_reduce", "all_reduce_perf", _factor_2, False, False, False, False, True, "AllReduce", "allreduce",
             ("AllReduce",), ("allreduce", "allreduce_coalesced", "allreduce_sparse", "all_reduce",
-                             "all_reduce_coalesced"), "allreduce", harness=True, sweep=True),
+                             "all_reduce_coalesced"), "allreduce", harness=True, sweep=True,
+            nccl_symmetric_kernel=True),
     OpFacts("all_gather", "all_gather_perf", _factor_1, True, False, True, False, False, "AllGather", "allgather",
             ("AllGather",), ("allgather", "all_gather", "_allgather_base", "allgather_base",
                              "allgather_into_tensor_coalesced", "all_gather_into_tensor", "allgather_coalesced",
-                             "all_gather_into_tensor_coalesced"), "allgather", harness=True, sweep=True),
+                             "all_gather_into_tensor_coalesced"), "allgather", harness=True, sweep=True,
+            nccl_symmetric_kernel=True),
     OpFacts("reduce_scatter", "reduce_scatter_perf", _factor_1, True, True, False, False, True, "ReduceScatter",
             "reducescatter", ("ReduceScatter",),
             ("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_base", "reduce_scatter_tensor",
-             "reduce_scatter_tensor_coalesced", "reducescatter"), "reduce_scatter", harness=True, sweep=True),
+             "reduce_scatter_tensor_coalesced", "reducescatter"), "reduce_scatter", harness=True, sweep=True,
+            nccl_symmetric_kernel=True),
     OpFacts("alltoall", "alltoall_perf", _factor_1, True, True, True, False, False, None, None, ("AllToAll",),
             ("alltoall", "all_to_all", "alltoall_base", "all_to_allv"), "alltoall", harness=True, sweep=True),
     OpFacts("broadcast", "broadcast_perf", _factor_one, False, False, False, True, False, "Broadcast", "broadcast",

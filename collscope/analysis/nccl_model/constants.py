@@ -8,12 +8,11 @@ Values are NCCL's ``ncclTunerConstantsDefaults`` and friends (``src/graph/tuning
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 from collscope.vocab.nccl import ALGORITHMS as ALGOS
-from collscope.vocab.nccl import PATH_TYPES
+from collscope.vocab.nccl import PATH_TYPES, release_major_minor
 from collscope.vocab.nccl import PROTOCOLS as PROTOS
 
 __all__ = [
@@ -202,7 +201,6 @@ def model_version_for(nccl_version: str | None) -> str:
 
 
 _TABLE_RELEASE = {"2.30": "2.30.7", "2.19": "2.19.4"}
-_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?(?:\+\S*)?")
 
 # NCCL 2.32.6 release notes (shared/reference/nccl-2025-2026.md): "pipeline-based cost model" for Ring, Tree,
 # NVLS and NVLSTree, with Vera Rubin tuning data; NCCL's source at that release was not available to collscope.
@@ -211,8 +209,7 @@ PIPELINE_MODEL_FROM = (2, 32)
 
 def _major_minor(release: str) -> tuple[int, int] | None:
     """(2, 32) for ``"2.32.6-1+cuda13.0"``; None when the text is not an NCCL release."""
-    match = _RELEASE.fullmatch(release.strip())
-    return (int(match[1]), int(match[2])) if match else None
+    return release_major_minor(release)
 
 
 def release_tables(release: str) -> tuple[str, tuple[str, ...]]:

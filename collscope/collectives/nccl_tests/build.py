@@ -26,7 +26,7 @@ from collscope.collectives.nccl_tests.geometry_clues import (
     row_clues,
     rows_say_excerpt,
 )
-from collscope.collectives.nccl_tests.launch import process_shape, time_over_ranks
+from collscope.collectives.nccl_tests.launch import process_shape, symmetric_kernel_note, time_over_ranks
 from collscope.collectives.nccl_tests.nranks import RankCount, infer_nranks
 from collscope.collectives.nccl_tests.prefixes import LinePrefixes, prefix_clues
 from collscope.collectives.nccl_tests.records import (
@@ -222,7 +222,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
               nvl_domain: int | None = None, log_lines: Sequence[tuple[int, str]] = (),
               ranks_cut_at_end: bool = False, launch_env: Mapping[str, str] | None = None,
               op_evidence: str | None = None, line_prefixes: LinePrefixes | None = None,
-              clues: Callable[[GeometryEvidence], None] | None = None) -> NcclTestsRun:
+              clues: Callable[[GeometryEvidence], None] | None = None,
+              registration: int | None = None) -> NcclTestsRun:
     """The run of these rows (raises ParseError when nranks is unknowable or a record is invalid).
 
     ``nranks``: the ranks the caller launched (every ``NCCL_TESTS_SPLIT`` group); ``env``: the environment the
@@ -233,7 +234,8 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
     follows the last rank line; ``launch_env``: the run's whole environment (a ``-J`` file's), for the
     launcher's variables; ``op_evidence``: where ``op`` was read; ``line_prefixes``: what the launcher prefixes
     stripped from the lines said (:mod:`.prefixes`), geometry clues too; ``clues``: adds the reader's own
-    geometry clues (an rccl-tests results file's ``ranks`` fields: :mod:`.rccl_results`) to the others.
+    geometry clues (an rccl-tests results file's ``ranks`` fields: :mod:`.rccl_results`) to the others;
+    ``registration``: its ``-R`` value when the command line is known (``-R 2``: a note on symmetric kernels).
     """
     if op is None:
         found = op_from_log(log_lines)
@@ -292,6 +294,9 @@ def build_run(*, op: str | None, rows: Sequence[Row] | TableRows, devices: Seque
                             f"({mean:.4g}): rows missing or edited")
     if not records:
         warnings.append("no data rows: the output ends before the results table")
+    symmetric = symmetric_kernel_note(op, registration, nccl_version, backend)
+    if symmetric:
+        warnings.append(symmetric)
     return NcclTestsRun(op=op, records=tuple(records), nranks=n, nnodes=nnodes, hosts=hosts, devices=tuple(devices),
                         ranks_elided=ranks_elided, nranks_source=how, nccl_version=nccl_version,
                         nccl_tests_version=nccl_tests_version, header=header, avg_busbw_gbps=avg_busbw_gbps,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collscope.collectives.nccl_tests.build import build_run
-from collscope.collectives.nccl_tests.launch import average_from_argv
+from collscope.collectives.nccl_tests.launch import average_from_argv, registration_from_argv
 from collscope.collectives.nccl_tests.records import (
     NcclTestsDevice,
     NcclTestsHeader,
@@ -200,6 +200,7 @@ def _read(doc: dict[str, Any], source: str, op: str | None, nranks: int | None, 
                      timestamp=str(doc["start_time"]) if doc.get("start_time") else None,
                      iters=iters.pop() if len(iters) == 1 else None, env=run_env,
                      average=average_from_argv(argv if argv is not None else [str(a) for a in args]),
+                     registration=registration_from_argv(argv if argv is not None else [str(a) for a in args]),
                      nnodes=nnodes, nvl_domain=nvl_domain, launch_env=launch_env, op_evidence=op_evidence)
 
 

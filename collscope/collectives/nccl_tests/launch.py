@@ -29,8 +29,11 @@ from typing import NamedTuple
 
 from collscope.collectives.nccl_tests.records import NcclTestsDevice, NcclTestsHeader
 from collscope.collectives.record import TimeOverRanks
+from collscope.vocab.nccl import SYMMETRIC_KERNELS_FROM, release_major_minor
+from collscope.vocab.ops import op_facts
 
-__all__ = ["rank_line", "rank_lines", "TIME_OVER_RANKS", "average_from_argv", "time_over_ranks", "split_colors",
+__all__ = ["rank_line", "rank_lines", "TIME_OVER_RANKS", "average_from_argv", "registration_from_argv",
+           "symmetric_kernel_note", "time_over_ranks", "split_colors",
            "RankGroups", "rank_groups", "groups_from_env", "separate_processes", "process_shape", "SEPARATE_FIX"]
 
 TIME_OVER_RANKS: dict[int, TimeOverRanks] = {0: "rank0", 1: "mean", 2: "min", 3: "max"}
@@ -38,19 +41,21 @@ TIME_OVER_RANKS: dict[int, TimeOverRanks] = {0: "rank0", 1: "mean", 2: "min", 3:
 NCCL_TESTS_DEFAULT_AVERAGE = 1
 
 _AVERAGE = re.compile(r"^(?:-a|--average)(?:=?(-?\d+))?$")
+_REGISTER = re.compile(r"^(?:-R|--local_register)(?:=?(-?\d+))?$")
 
 
-def average_from_argv(argv: Sequence[str]) -> int | None:
-    """The ``-a``/``--average`` value of an nccl-tests command line (``-a 3``, ``-a3``, ``--average=3``); the
-    default 1 when the command line names an ``*_perf`` binary and no ``-a``; None when it names none."""
+def _int_option(argv: Sequence[str], option: re.Pattern[str], default: int) -> int | None:
+    """The value of an integer option of an nccl-tests command line (``-a 3``, ``-a3``, ``--average=3``), the last
+    one given; ``default`` when the command line names an ``*_perf`` binary without it; None when it names none
+    or the value is not an integer."""
     args = list(argv)
     start = next((i for i, a in enumerate(args) if re.search(r"_perf(?:_mpi)?$", a)), None)
     if start is None:
         return None
-    value = NCCL_TESTS_DEFAULT_AVERAGE
+    value = default
     i = start + 1
     while i < len(args):
-        m = _AVERAGE.match(args[i])
+        m = option.match(args[i])
         if m:
             text = m[1] if m[1] is not None else (args[i + 1] if i + 1 < len(args) else "")
             try:
@@ -61,6 +66,35 @@ def average_from_argv(argv: Sequence[str]) -> int | None:
             continue
         i += 1
     return value
+
+
+def average_from_argv(argv: Sequence[str]) -> int | None:
+    """The ``-a``/``--average`` value of an nccl-tests command line (``-a 3``, ``-a3``, ``--average=3``); the
+    default 1 when the command line names an ``*_perf`` binary and no ``-a``; None when it names none."""
+    return _int_option(argv, _AVERAGE, NCCL_TESTS_DEFAULT_AVERAGE)
+
+
+def registration_from_argv(argv: Sequence[str]) -> int | None:
+    """The ``-R``/``--local_register`` value of an nccl-tests command line: 0 none (the default when the command
+    line names an ``*_perf`` binary without it), 1 local registration, 2 symmetric windows; None when it names no
+    binary."""
+    return _int_option(argv, _REGISTER, 0)
+
+
+def symmetric_kernel_note(op: str, registration: int | None, nccl_version: str | None, backend: str) -> str | None:
+    """What a run with ``-R 2`` says of its figures, for an op NCCL has symmetric-memory kernels for, on NCCL 2.27
+    or later (or a release the output does not print); None otherwise."""
+    if registration != 2 or backend != "nccl" or not op_facts(op).nccl_symmetric_kernel:
+        return None
+    release = release_major_minor(nccl_version) if nccl_version else None
+    if release is not None and release < SYMMETRIC_KERNELS_FROM:
+        return None  # nccl-tests: "Option -R 2 (symmetric) is not supported before NCCL 2.27", local registration
+    return (f"buffers registered as symmetric windows (-R 2): from NCCL {SYMMETRIC_KERNELS_FROM[0]}."
+            f"{SYMMETRIC_KERNELS_FROM[1]}, {op} inside one NVLink domain whose GPUs all reach each other directly "
+            "(an NVSwitch node, an MNNVL rack) may run NCCL's symmetric-memory kernels, picked by their own cost "
+            "model (src/sym_kernels.cc ncclSymkPickKernel), which collscope's model of NCCL's choice "
+            "(src/graph/tuning.cc algorithms) does not describe: where one ran, a size can read faster than its "
+            "expected figure (rerun without -R 2 to compare)")
 
 
 def time_over_ranks(average: int | None, nprocs: int | None, nthreads: int | None) -> TimeOverRanks | None:

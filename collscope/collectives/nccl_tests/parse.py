@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING
 
 from collscope.collectives.nccl_tests.build import build_run
 from collscope.collectives.nccl_tests.cut_rows import hold_cut_row, rejoin_cut_row, unjoined_cut_row
-from collscope.collectives.nccl_tests.launch import average_from_argv, separate_processes
+from collscope.collectives.nccl_tests.launch import (
+    average_from_argv,
+    registration_from_argv,
+    separate_processes,
+)
 from collscope.collectives.nccl_tests.lines import ParseState, read_other_line
 from collscope.collectives.nccl_tests.prefixes import strip_line_prefixes
 from collscope.collectives.nccl_tests.rccl_results import looks_like_rccl_tests_results, parse_rccl_tests_results
@@ -242,6 +246,7 @@ def parse_text(text: str, source: str, op: str | None, nranks: int | None, env: 
                      min_bw_failed=st.min_bw_failed, complete=st.complete, errors=st.errors, warnings=st.warnings,
                      source=source, nranks=nranks, env=env, settings=settings or None,
                      average=average_from_argv(argv if argv is not None else st.command or ()),
+                     registration=registration_from_argv(argv if argv is not None else st.command or ()),
                      nnodes=nnodes, nvl_domain=nvl_domain, log_lines=st.clue_lines, op_evidence=op_evidence,
                      ranks_cut_at_end=st.ranks_elided and st.elided_after == len(st.devices), backend=st.backend,
                      line_prefixes=prefixes)
