@@ -193,11 +193,10 @@ def model_version_for(nccl_version: str | None) -> str:
     v2.20.5-1 and v2.21.5-1), and Tree Simple 4.0 / base 8.4 and PAT arrive in 2.23.4: 2.21-2.22 are nearer the 2.30
     tables.
     """
-    try:
-        major, minor = (int(x) for x in (nccl_version or "").split("+")[0].split(".")[:2])
-    except ValueError:
+    release = release_major_minor(nccl_version) if nccl_version else None
+    if release is None:
         return VERSIONS[0]
-    return "2.19" if (major, minor) < (2, 21) else "2.30"
+    return "2.19" if release < (2, 21) else "2.30"
 
 
 _TABLE_RELEASE = {"2.30": "2.30.7", "2.19": "2.19.4"}
