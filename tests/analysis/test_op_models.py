@@ -393,3 +393,20 @@ def test_trace_cautions_name_the_alltoall_sizes_nccl_sends_with_ll():
     by_size = figures("alltoall", 8, 1, [64 << 10, 128 << 10, 1 << 20])
     assert [by_size[s].choice for s in (64 << 10, 128 << 10, 1 << 20)] == ["P2P/LL", "P2P/LL", "P2P/Simple"]
     assert [c for c in cautions if "NCCL_P2P_LL_THRESHOLD" in c] == [p2p_ll_note("alltoall", [64 << 10, 128 << 10])]
+
+
+def test_p2p_ll_reaches_further_on_one_node_without_nvlink():
+    """One node of PCIe GPUs cuts a transfer into parts of NCCL_P2P_PCI_CHUNKSIZE / 8 = 16 KiB (src/init.cc,
+    src/enqueue.cc addP2pToPlan), so LL runs up to nChannelsMin x 16 KiB: 2 L40S keep 2 channels per peer (2 per PCIe
+    peer, ncclTopoGetNchannels) and send 24 KiB with LL, 40 KiB with Simple; 8 RTX 5090 halve it to 1 channel, and
+    24 KiB is Simple. Across nodes the same GPUs are back to 16 KiB (parts of the network chunk / 2, 64 KiB)."""
+    from collscope.analysis.nccl_model.p2p import p2p_protocol
+    from collscope.analysis.params import link_params
+
+    two = link_params(None, gpu="L40S", nranks=2, nnodes=1)
+    assert two.intra_link == "pcie"
+    assert [p2p_protocol(two, "sendrecv", b << 10) for b in (16, 24, 32, 40)] == ["LL", "LL", "LL", "Simple"]
+    eight = link_params(None, gpu="RTX 5090", nranks=8, nnodes=1)
+    assert [p2p_protocol(eight, "sendrecv", b << 10) for b in (16, 24)] == ["LL", "Simple"]
+    across = link_params(None, gpu="L40S", nranks=2, nnodes=2, nic_gbit=200)
+    assert [p2p_protocol(across, "sendrecv", b << 10) for b in (16, 24)] == ["LL", "Simple"]

@@ -79,10 +79,34 @@ P2P_LL_MODEL = f"{P2P_ALGO}/{P2P_LL_PROTO}"
 """The model name analyze's rows carry where NCCL sends the transfers with LL (:func:`p2p_ll_note`)."""
 P2P_LL_THRESHOLD_BYTES = 16 * 1024
 """NCCL sends a point-to-point transfer with LL when its bytes are at most its channels x NCCL_P2P_LL_THRESHOLD
-(16384 by default; src/enqueue.cc ``addP2pToPlan``: ``protoLL &= bytes <= nChannels * ncclParamP2pLLThreshold()``).
-A transfer of at most 64 KiB gets one channel there (``min(nChannelsMin, divUp(bytes, minPartSize))``, minPartSize
-the NVLink chunk / 8 or the network chunk / 2, 64 KiB at NCCL's default chunk sizes) and a larger one more than
-16 KiB per channel, so with the default chunk sizes LL runs exactly the transfers of 16 KiB or less."""
+(16384 by default; src/enqueue.cc ``addP2pToPlan``: ``protoLL &= bytes <= nChannels * ncclParamP2pLLThreshold()``,
+``nChannels = min(nChannelsMin, divUp(bytes, minPartSize))``). Across NVLink domains and inside one of all-NVLink
+GPUs the part is 64 KiB or more (the network chunk / 2, 128 or 256 KiB on Grace Blackwell; the NVLink chunk / 8,
+512 KiB: src/init.cc computeBuffSizes), so a transfer of up to 64 KiB has one channel and LL runs exactly the
+transfers of 16 KiB or less. On one node of GPUs not all joined by NVLink the part is NCCL_P2P_PCI_CHUNKSIZE / 8,
+16 KiB: LL runs a transfer of up to nChannelsMin x 16 KiB (:func:`p2p_protocol`)."""
+_PCI_CHUNK_BYTES = 128 * 1024
+"""NCCL_P2P_PCI_CHUNKSIZE's default (src/init.cc): the p2p chunk of one node whose GPUs are not all NVLink."""
+_PCI_PEER_CHANNELS = 2
+"""p2p channels per PCIe peer (src/graph/paths.cc ncclTopoGetNchannels: ``*nChannels = 2`` for a PCIe path)."""
+
+
+def _pci_min_channels(params: LinkParams) -> int:
+    """nChannelsMin of one node of GPUs without NVLink (src/enqueue.cc: the per-peer channels, halved while they
+    times the ranks exceed the p2p channels, ``pow2Up`` of the collective channels NCCL runs); 1 without a GPU
+    generation to build the node's graphs."""
+    gen = gpu_generation(params.gpu) if params.gpu else None
+    if gen is None:
+        return 1
+    try:
+        inputs = graph_inputs_from_topology(params, gen)
+    except ConfigError:
+        return 1
+    p2p = _pow2_up(min(runtime_channels(inputs, "Ring"), _MAXCHANNELS))
+    start = min(p2p, _PCI_PEER_CHANNELS)
+    while start * params.nranks > p2p and start > 1:
+        start //= 2
+    return start
 
 
 def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
@@ -100,13 +124,18 @@ def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: floa
 
 
 def p2p_protocol(params: LinkParams, op: str, size_bytes: int) -> str:
-    """The protocol NCCL sends each transfer of ``op`` at ``size_bytes`` with: :data:`P2P_LL_PROTO` when the bytes
-    to one peer (:func:`.models.p2p_wire_us`: the whole size for sendrecv, size / nranks for the others) are at most
-    :data:`P2P_LL_THRESHOLD_BYTES`, else :data:`P2P_PROTO`."""
+    """The protocol NCCL sends each transfer of ``op`` at ``size_bytes`` with (:data:`P2P_LL_THRESHOLD_BYTES`):
+    :data:`P2P_LL_PROTO` when the bytes to one peer (:func:`.models.p2p_wire_us`: the whole size for sendrecv,
+    size / nranks for the others) are at most 16 KiB, or, on one node whose GPUs are not all NVLink, at most
+    nChannelsMin x 16 KiB; else :data:`P2P_PROTO`."""
     if size_bytes <= 0:
         return P2P_PROTO
     per_peer = p2p_wire_us(params, op, size_bytes)[1]
-    return P2P_LL_PROTO if per_peer <= P2P_LL_THRESHOLD_BYTES else P2P_PROTO
+    limit = P2P_LL_THRESHOLD_BYTES
+    if params.ndomains == 1 and params.intra_link not in ("nvlink", "unknown") and per_peer > limit:
+        channels = min(_pci_min_channels(params), -(-int(per_peer) // (_PCI_CHUNK_BYTES // 8)))
+        limit = channels * P2P_LL_THRESHOLD_BYTES
+    return P2P_LL_PROTO if per_peer <= limit else P2P_PROTO
 
 
 def p2p_ll_note(op: str, sizes: Iterable[int]) -> str:
