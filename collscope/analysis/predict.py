@@ -48,11 +48,11 @@ from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_not
 from collscope.analysis.nccl_model.model import NcclChoice, ll128_default_off, nccl_predictions
 from collscope.analysis.nccl_model.p2p import (
     P2P_ALGO,
-    P2P_LL_PROTO,
     P2P_MODELLED_OPS,
     p2p_channel_notes,
     p2p_choice,
     p2p_ll_note,
+    p2p_ll_sizes,
 )
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -166,7 +166,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
                          "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
             notes.extend(p2p_channel_notes(params, op, size_list))
-            if ll := p2p_ll_note(op, [c.size_bytes for c in choices if c.proto == P2P_LL_PROTO]):
+            if ll := p2p_ll_note(op, p2p_ll_sizes(choices)):
                 notes.append(ll)
             bound = bound_channels(None, P2P_ALGO, read.channel_bounds or {})
             if bound is not None and choices:

@@ -58,7 +58,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
         return None
     from collscope.analysis.nccl_model.constants import JUDGING_TABLES, judged_release_notes
-    from collscope.analysis.nccl_model.p2p import P2P_LL_MODEL, p2p_ll_note
+    from collscope.analysis.nccl_model.p2p import p2p_ll_note, p2p_ll_sizes
     from collscope.analysis.predict import predict
 
     cautions.extend(dict.fromkeys(note for release in releases for note in judged_release_notes(release)))
@@ -71,7 +71,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
-        ll = p2p_ll_note(op, [c.size_bytes for c in result.nccl_choice if f"{c.algo}/{c.proto}" == P2P_LL_MODEL])
+        ll = p2p_ll_note(op, p2p_ll_sizes(result.nccl_choice))
         cautions.extend(n for n in (*result.params.caveats, *result.setting_notes, *result.defects, ll)
                         if n and n not in cautions)
         if result.nccl_choice:

@@ -45,7 +45,7 @@ from collscope.vocab.ops import op_facts
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
            "P2P_ALGO", "P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_MODEL", "P2P_LL_THRESHOLD_BYTES", "P2P_SATURATING_CHANNELS",
            "P2P_NVL_CHUNK_BYTES", "p2p_channels", "p2p_channel_notes", "p2p_time_us", "p2p_choice", "p2p_protocol",
-           "p2p_ll_note"]
+           "p2p_ll_note", "p2p_ll_sizes"]
 
 P2P_LAUNCH_US = 20.0
 """Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
@@ -136,6 +136,11 @@ def p2p_protocol(params: LinkParams, op: str, size_bytes: int) -> str:
         channels = min(_pci_min_channels(params), -(-int(per_peer) // (_PCI_CHUNK_BYTES // 8)))
         limit = channels * P2P_LL_THRESHOLD_BYTES
     return P2P_LL_PROTO if per_peer <= limit else P2P_PROTO
+
+
+def p2p_ll_sizes(choices: Iterable[NcclChoice]) -> list[int]:
+    """The sizes of ``choices`` (NCCL's model's, or this model's) that NCCL sends as LL point-to-point."""
+    return [c.size_bytes for c in choices if f"{c.algo}/{c.proto}" == P2P_LL_MODEL]
 
 
 def p2p_ll_note(op: str, sizes: Iterable[int]) -> str:
