@@ -206,11 +206,6 @@ _TABLE_RELEASE = {"2.30": "2.30.7", "2.19": "2.19.4"}
 PIPELINE_MODEL_FROM = (2, 32)
 
 
-def _major_minor(release: str) -> tuple[int, int] | None:
-    """(2, 32) for ``"2.32.6-1+cuda13.0"``; None when the text is not an NCCL release."""
-    return release_major_minor(release)
-
-
 def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
     """The tables for an NCCL release as a user names it (``"2.27.3"``, ``"2.32.6-1+cuda13.0"``) or a table
     name (``"2.30"``, ``"2.19"``), with notes saying what the tables are when they are not that release's own.
@@ -221,7 +216,7 @@ def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
     """
     if release in _BY_VERSION:
         return release, ()
-    parsed = _major_minor(release)
+    parsed = release_major_minor(release)
     if parsed is None:
         raise ValueError(f"NCCL version {release!r} is neither a release (2.27.3) nor one of collscope's tables "
                          f"({', '.join(VERSIONS)})")
@@ -237,7 +232,7 @@ def release_tables(release: str) -> tuple[str, tuple[str, ...]]:
 def pipeline_model_note(release: str) -> str | None:
     """What to say of a model of NCCL's choice for ``release`` (``"2.32.6"``) when that release chooses with its
     pipeline-based cost model; ``None`` for earlier or unreadable releases."""
-    parsed = _major_minor(release)
+    parsed = release_major_minor(release)
     if parsed is None or parsed < PIPELINE_MODEL_FROM:
         return None
     return (f"NCCL {parsed[0]}.{parsed[1]} chooses algorithms and protocols with a pipeline-based cost model (NCCL "
@@ -255,7 +250,7 @@ and measured with them, and the scorecard scores them."""
 def judged_release_notes(release: str | None) -> tuple[str, ...]:
     """What ``analyze`` and ``trace`` say of a run of NCCL ``release`` judged against :data:`JUDGING_TABLES`: that
     an older release's own tables differ (and how to see them), and 2.32's :func:`pipeline_model_note`."""
-    parsed = _major_minor(release) if release else None
+    parsed = release_major_minor(release) if release else None
     if release is None or parsed is None:
         return ()
     notes = []
@@ -282,7 +277,7 @@ _LL128_DEFAULT_SMS: tuple[tuple[tuple[int, int], frozenset[int] | None], ...] = 
 def ll128_default_sms(release: str) -> frozenset[int] | None:
     """The compute capabilities (x 10) on which NCCL ``release`` (``"2.23.4"``, or a table name ``"2.19"``) enables
     LL128 by default; ``None`` when it enables it on every sm >= 70 (and for a text that is no release)."""
-    parsed = _major_minor(release)
+    parsed = release_major_minor(release)
     if parsed is None:
         return None
     return next(sms for first, sms in _LL128_DEFAULT_SMS if parsed >= first)

@@ -38,7 +38,7 @@ from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclChoice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.errors import ConfigError
-from collscope.topo.gpus import gpu_generation
+from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.units import format_size
 from collscope.vocab.ops import op_facts
 
@@ -92,21 +92,13 @@ _PCI_PEER_CHANNELS = 2
 
 
 def _pci_min_channels(params: LinkParams) -> int:
-    """nChannelsMin of one node of GPUs without NVLink (src/enqueue.cc: the per-peer channels, halved while they
-    times the ranks exceed the p2p channels, ``pow2Up`` of the collective channels NCCL runs); 1 without a GPU
-    generation to build the node's graphs."""
-    gen = gpu_generation(params.gpu) if params.gpu else None
-    if gen is None:
+    """nChannelsMin of one node of GPUs without NVLink (:func:`_start_channels` with 2 channels per PCIe peer); 1
+    without a GPU generation to build the node's graphs."""
+    found = _node_p2p_channels(params)
+    if found is None:
         return 1
-    try:
-        inputs = graph_inputs_from_topology(params, gen)
-    except ConfigError:
-        return 1
-    p2p = _pow2_up(min(runtime_channels(inputs, "Ring"), _MAXCHANNELS))
-    start = min(p2p, _PCI_PEER_CHANNELS)
-    while start * params.nranks > p2p and start > 1:
-        start //= 2
-    return start
+    p2p = found[1]
+    return _start_channels(min(p2p, _PCI_PEER_CHANNELS), params.nranks, p2p)
 
 
 def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
@@ -160,6 +152,28 @@ def _pow2_up(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
+def _node_p2p_channels(params: LinkParams) -> tuple[GpuGeneration, int] | None:
+    """(the GPU generation, NCCL's p2p channels: ``pow2Up(min(nChannels, MAXCHANNELS))`` of the collective channels
+    it runs, src/graph/paths.cc ncclTopoComputeP2pChannels); None without a generation or the node's graphs."""
+    gen = gpu_generation(params.gpu) if params.gpu else None
+    if gen is None:
+        return None
+    try:
+        inputs = graph_inputs_from_topology(params, gen)
+    except ConfigError:
+        return None
+    return gen, _pow2_up(min(runtime_channels(inputs, "Ring"), _MAXCHANNELS))
+
+
+def _start_channels(per_peer: int, nranks: int, p2p: int) -> int:
+    """nChannelsMin (src/enqueue.cc): the per-peer channels, halved while they times the ranks exceed the p2p
+    channels."""
+    start = per_peer
+    while start * nranks > p2p and start > 1:
+        start //= 2
+    return start
+
+
 def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
     """The channels NCCL gives the one transfer of a rank of ``op`` (an op whose ranks each send to one peer:
     sendrecv) inside one NVLink domain over NVLink; None for other ops, across domains (NCCL's rule there splits a
@@ -171,23 +185,17 @@ def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
     a transfer of ``b`` bytes starts at ``min(minimum, b / (chunk / 8))`` channels and doubles them while a part is
     larger than 32 chunks and the channels are at most half the per-peer ones. 8 H100 of one node: 32 p2p channels,
     32 per peer, 4 to start: 4 channels up to 64 MiB, 8 at 128 MiB, 16 at 256 MiB, 32 from 512 MiB."""
-    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink" or not params.gpu:
+    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink":
         return None
-    gen = gpu_generation(params.gpu)
-    if gen is None:
+    found = _node_p2p_channels(params)
+    if found is None:
         return None
-    try:
-        inputs = graph_inputs_from_topology(params, gen)
-    except ConfigError:
-        return None
-    p2p = _pow2_up(min(runtime_channels(inputs, "Ring"), _MAXCHANNELS))
+    gen, p2p = found
     links = params.nvlinks_per_gpu or gen.nvlink_links
     if not params.nvswitch:
         links = max(1, links // max(1, params.domain_ranks - 1))
     per_peer = min(p2p, _pow2_up(2 * max(1, links)))
-    start = per_peer
-    while start * params.nranks > p2p and start > 1:
-        start //= 2
+    start = _start_channels(per_peer, params.nranks, p2p)
     min_part, max_part = P2P_NVL_CHUNK_BYTES // 8, P2P_NVL_CHUNK_BYTES * 32
     channels = min(start, -(-int(size_bytes) // min_part))
     part = max(min_part, -(-int(size_bytes) // channels))
