@@ -350,3 +350,26 @@ def test_the_published_channel_bounds_leave_their_rows_unclaimed(scored: list) -
     bounded = [s for s in scored if s.row.channel_bounds]
     assert len(bounded) >= 28 and all("NCCL_MIN_CTAS=24" in s.row.system for s in bounded)
     assert all(s.unjudged and not s.claimed for s in bounded)
+
+
+def test_a_reason_about_a_whole_run_is_on_every_row_of_it(scorecard: ModuleType) -> None:
+    """A stated reason that is a fact of a run, not of a size, covers the run's rows, within 15% or not: the GKE
+    page's example all_gather plateaus at 460-490 GB/s where another source's run of the same geometry reads at
+    least 1.35 x that; AWS g7e's runs with GPUDirect RDMA off carry it at every size below 90% of their plateau."""
+    rows = scorecard.read_published()
+    page = [r for r in rows if "this page's example output" in r.off_reason]
+    assert page
+    for system in {r.system for r in page}:
+        run = [r for r in rows if r.system == system]
+        assert all(r.off_reason == page[0].off_reason for r in run), system
+        plateau = max(r.busbw_gbps for r in run)
+        assert 460 <= plateau <= 490
+        other = [r for r in rows if scorecard.model_inputs(r) == scorecard.model_inputs(run[0])
+                 and r.source_url != run[0].source_url and r.size_bytes >= 8 << 30]
+        assert other and max(r.busbw_gbps for r in other) >= 1.35 * plateau
+    staged = {r.system for r in rows if r.off_reason.startswith("GPUDirect RDMA is off")}
+    assert len(staged) == 2
+    for system in staged:
+        run = [r for r in rows if r.system == system]
+        plateau = max(r.busbw_gbps for r in run)
+        assert all(r.off_reason for r in run if r.busbw_gbps < 0.9 * plateau), system
