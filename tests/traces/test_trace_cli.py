@@ -92,11 +92,11 @@ def test_the_model_figure_carries_nccls_near_ties():
     from collscope.traces.verdict import verdict
 
     figure = _model(None, "H100", None, [])("reduce_scatter", 8, 1, [32 << 20, 1 << 30])  # type: ignore[misc]
-    assert figure[32 << 20].near_ties == "Ring/LL128 231 GB/s" and figure[1 << 30].near_ties is None
+    assert figure[32 << 20].near_ties == "Ring/LL128 253 GB/s" and figure[1 << 30].near_ties is None
     line = verdict("reduce_scatter", 32 << 20, 1.0, 250.0, None, figure[32 << 20].busbw_gbps, None,
                    model_near_ties=figure[32 << 20].near_ties)
-    assert "134% of the model's 187 GB/s busbw" in line
-    assert "(a near tie in NCCL's model, closer than collscope calls: Ring/LL128 231 GB/s if it runs)" in line
+    assert "120% of the model's 209 GB/s busbw" in line
+    assert "(a near tie in NCCL's model, closer than collscope calls: Ring/LL128 253 GB/s if it runs)" in line
 
 
 def _versioned(tmp_path, *releases: str):

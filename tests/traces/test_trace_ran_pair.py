@@ -54,9 +54,9 @@ def _inspector_line(rank: int, coll: str, algo: str, proto: str, per_rank_bytes:
 
 
 def test_trace_judges_a_near_tie_nccl_ran_against_the_ties_own_figure(tmp_path):
-    """A reduce_scatter of 32 MiB on 8 H100 that NCCL ran as Ring/LL128 at 220 GB/s busbw: 95% of the tie's
-    231 GB/s, where the choice's 187 GB/s would have read it as 118%."""
-    time_us = round((32 << 20) * 7 / 8 / 220e3, 1)  # busbw 220 GB/s: (n-1)/n of the total at algbw
+    """A reduce_scatter of 32 MiB on 8 H100 that NCCL ran as Ring/LL128 at 240 GB/s busbw: 95% of the tie's
+    253 GB/s, where the choice's 209 GB/s would have read it as 115%."""
+    time_us = round((32 << 20) * 7 / 8 / 240e3, 1)  # busbw 240 GB/s: (n-1)/n of the total at algbw
     path = tmp_path / "nccl-inspector-rank0.log"
     path.write_text(_inspector_line(0, "ReduceScatter", "RING", "LL128", 4 << 20, time_us))
     res = CliRunner().invoke(main, ["trace", str(path), "--gpu", "H100", "--nnodes", "1", "--json"])
@@ -64,10 +64,10 @@ def test_trace_judges_a_near_tie_nccl_ran_against_the_ties_own_figure(tmp_path):
     [row] = json.loads(res.output)["summary"]
     assert (row["op"], row["size_bytes"], row["ran"], row["model_pair"]) == \
         ("reduce_scatter", 32 << 20, "Ring/LL128", "Ring/LL128")
-    assert row["model_busbw_gbps"] == pytest.approx(231, rel=0.01)
-    assert row["goodput_ratio"] == pytest.approx(220 / 231, rel=0.01)
-    assert "95% of the model's 231 GB/s busbw" in row["verdict"]
-    assert "a near tie of the model's choice Ring/Simple (187 GB/s)" in row["verdict"]
+    assert row["model_busbw_gbps"] == pytest.approx(253, rel=0.01)
+    assert row["goodput_ratio"] == pytest.approx(240 / 253.2, rel=0.01)
+    assert "95% of the model's 253 GB/s busbw" in row["verdict"]
+    assert "a near tie of the model's choice Ring/Simple (209 GB/s)" in row["verdict"]
     assert "if it runs" not in row["verdict"]  # the trace settled which pair ran
     [call] = json.loads(res.output)["collectives"]
     assert (call["algorithm"], call["protocol"]) == ("Ring", "LL128")
@@ -75,7 +75,7 @@ def test_trace_judges_a_near_tie_nccl_ran_against_the_ties_own_figure(tmp_path):
                                        "--report", str(tmp_path / "report")])
     assert report.exit_code == 0, report.output
     page = (tmp_path / "report" / "index.html").read_text()
-    assert "<th>NCCL ran</th>" in page and "<td>Ring/LL128</td>" in page and "<td>231 (Ring/LL128)</td>" in page
+    assert "<th>NCCL ran</th>" in page and "<td>Ring/LL128</td>" in page and "<td>253 (Ring/LL128)</td>" in page
 
 
 def test_trace_says_when_nccl_ran_a_pair_the_model_does_not_choose(tmp_path):
