@@ -21,6 +21,7 @@ candidates vary the fill of the algorithms other than Ring; Ring keeps its own c
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -86,6 +87,13 @@ def publisher(url: str) -> str:
     return "/".join(parts[3:5]) if parts[2] == "github.com" else parts[2]
 
 
+def rms_log_ratio(scored: Sequence[scorecard.ScoredRow]) -> float:
+    """The root mean square of log(predicted / published) over ``scored`` (nan without rows): how far the
+    predictions sit from the figures, whichever side of the 15% line."""
+    logs = [math.log(s.ratio) for s in scored if s.ratio]
+    return math.sqrt(sum(x * x for x in logs) / len(logs)) if logs else float("nan")
+
+
 def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
     """How ``measured.RAMP_RING_RANKS`` and ``RAMP_RING_BYTES_PER_RANK_CHANNEL`` were chosen: each (cap, fill) is
     scored on every row of the scorecard; the choice is the pair that places the most claimed rows within 15%
@@ -97,12 +105,14 @@ def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
     pairs = [(cap, k * KIB) for cap in RING_RANK_CAPS for k in RING_CAP_FILLS_KIB]
     within: dict[tuple[int | None, int], list[bool]] = {}
     far: dict[tuple[int | None, int], list[bool]] = {}
+    ring_rms: dict[tuple[int | None, int], float] = {}
     try:
         for pair in pairs:
             measured.ramp_us = ring_rank_cap_ramp(*pair)
             scored = scorecard.score(rows)
             within[pair] = [s.claimed and s.within for s in scored]
             far[pair] = [s.unexplained for s in scored]
+            ring_rms[pair] = rms_log_ratio([s for s in scored if s.claimed and s.model.startswith("NCCL Ring/")])
     finally:
         measured.ramp_us = shipped
 
@@ -132,6 +142,9 @@ def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
     print(f"  Ring's fill capped at a few ranks, on all {len(rows)} rows ({claimed} claimed with the shipped ramp): "
           f"before the cap {sum(within[BEFORE])} claimed rows within 15% ({sum(far[BEFORE])} more than 30% off, "
           f"unexplained); chosen: {name(best)}, {sum(within[best])} ({sum(far[best])}); shipped: {name(shipped_pair)}")
+    print(f"  on the claimed rows NCCL's model predicts as Ring, the rms of log(predicted / published): "
+          f"{ring_rms[BEFORE]:.3f} before the cap, {ring_rms[best]:.3f} chosen (a count at the 15% line can move "
+          "with rows at its edge; this does not)")
     for what, group in (("source", lambda r: r.source_url), ("publisher", lambda r: publisher(r.source_url))):
         held, held_before, chosen = left_out(group)
         print(f"  leaving one {what} out: {held} claimed rows within 15% with the pair the others choose, against "
