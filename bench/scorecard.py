@@ -22,6 +22,7 @@ import argparse
 import csv
 import io
 import math
+import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -395,6 +396,21 @@ def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
     return out
 
 
+def spread_line(scored: Sequence[ScoredRow]) -> str:
+    """How far the claimed rows' predictions sit from the published figures, whichever side of the 15% line: the
+    rms of log(predicted / published), and the median and 90th percentile of |predicted / published - 1|. A count
+    at the line moves with the rows at its edge; these move only when the predictions do."""
+    ratios = sorted(s.ratio for s in scored if s.claimed and s.ratio)
+    if not ratios:
+        return "rows the models claim: none"
+    rms = math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios))
+    off = sorted(abs(r - 1.0) for r in ratios)
+    p90 = off[min(len(off) - 1, math.ceil(0.9 * len(off)) - 1)]
+    return (f"rows the models claim ({len(ratios)}), how far from the published figure: rms of log(predicted / "
+            f"published) {rms:.3f}; |predicted / published - 1| median {statistics.median(off):.1%}, 90th "
+            f"percentile {p90:.1%}")
+
+
 def _share(name: str, members: Sequence[ScoredRow]) -> Share:
     return Share(name=name, rows=len(members), predicted=sum(s.ratio is not None for s in members),
                  within=sum(s.within for s in members))
@@ -424,6 +440,7 @@ def render_text(scored: Sequence[ScoredRow]) -> str:
     lines += ["", far[0] + ":"] + [f"  {line}" for line in far[1:]]
     lines += ["", f"share within {TOLERANCE:.0%} of the published busbw:"]
     lines += [f"  {sh.name}: {sh.text}" for sh in shares(scored)]
+    lines += ["", spread_line(scored)]
     return "\n".join(lines)
 
 
@@ -441,6 +458,7 @@ def render_markdown(scored: Sequence[ScoredRow]) -> str:
     lines += ["", far[0].capitalize() + ":", ""] + [f"- {line}" for line in far[1:]]
     lines += ["", f"Share within {TOLERANCE:.0%} of the published busbw:", ""]
     lines += [f"- {sh.name}: {sh.text}" for sh in shares(scored)]
+    lines += ["", spread_line(scored).capitalize() + "."]
     return "\n".join(lines)
 
 
