@@ -31,7 +31,7 @@ from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_ch
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
-from collscope.analysis.nccl_model.p2p import P2P_LL_MODEL, p2p_ll_note
+from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_ll_note, p2p_tuning_notes
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
@@ -201,6 +201,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
     p2p_ll: dict[tuple[str, str], list[int]] = {}  # (config, op) -> sizes NCCL sends with LL point-to-point
+    p2p_rows: dict[tuple[str, str], tuple[LinkParams, ModelSettings, list[int]]] = {}  # the p2p model's sizes
     ll128_forced: dict[str, str] = {}  # config -> the note for an NCCL_PROTO that turns LL128 on off its default
     for i, exp, params, inputs, read in found:
         row = records[i]
@@ -230,6 +231,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             if inputs is not None and exp.kind == "nccl" and read.channel_bounds else None
         if exp.model == P2P_LL_MODEL:
             p2p_ll.setdefault((str(row["config"]), op), []).append(size)
+        if exp.model.startswith(f"{P2P_ALGO}/"):
+            p2p_rows.setdefault((str(row["config"]), op), (params, read, []))[2].append(size)
         if bound is not None:
             unjudged.setdefault((str(row["config"]), op, bound), []).append(size)
         elif math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
@@ -255,7 +258,11 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
     for (config, op), held in p2p_ll.items():
-        notes.append(f"{config}: {p2p_ll_note(op, held)}")
+        notes.append(f"{config}: {p2p_ll_note(op, held, p2p_rows[(config, op)][1].p2p)}")
+    for (config, op), (params, read, held) in p2p_rows.items():
+        notes.extend(n for n in (f"{config}: {n}" for n in (*read.p2p_notes,
+                                                            *p2p_tuning_notes(params, op, held, read.p2p)))
+                     if n not in notes)
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
                      if n not in notes)

@@ -173,7 +173,8 @@ def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str]
             return None
         if found is not None:
             return found
-    p2p = p2p_choice(params, op, size) if on_nccl and params.gpu is not None else None
+    p2p = (p2p_choice(params, op, size, model_settings(settings, op).p2p)
+           if on_nccl and params.gpu is not None else None)
     if p2p is not None:
         pattern = next(iter(ALPHA_BETA_MODELS[op]))  # its exchange: alltoall pairwise, gather linear, sendrecv shift
         return Expected(model=f"{p2p.algo}/{p2p.proto}", kind="nccl", algo_source=SOURCE_P2P,

@@ -8,6 +8,9 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
   the GPU-NIC paths the graphs cross nodes at (:func:`.params.link_params`, ``net``);
 - **channel bounds**: ``NCCL_MIN/MAX_CTAS``, ``NCCL_MIN/MAX_NCHANNELS`` (:mod:`.nccl_model.channel_limits`):
   sizes run on another count than NCCL's own are not judged;
+- **point-to-point parts** (alltoall, gather, scatter, sendrecv): ``NCCL_P2P_LL_THRESHOLD``, the
+  ``NCCL_P2P_{NVL,PCI,NET}_CHUNKSIZE`` and ``NCCL_BUFFSIZE``'s cap on them, read as NCCL reads them
+  (:func:`.nccl_model.p2p.p2p_tuning`);
 - any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken at NCCL's default, and said.
 """
 
@@ -17,6 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collscope.analysis.model_types import LinkParams, NetSettings
+from collscope.analysis.nccl_model.p2p import (
+    DEFAULT_P2P_TUNING,
+    P2P_MODELLED_OPS,
+    P2P_TUNING_VARIABLES,
+    P2pTuning,
+    p2p_tuning,
+)
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
@@ -48,6 +58,10 @@ class ModelSettings:
     """The channel-bound variables set (name -> value), for :func:`.nccl_model.channel_limits.bound_channels`."""
     unmodelled: tuple[str, ...] = ()
     """The tuning variables set that the model takes at NCCL's default, as ``NAME=value``."""
+    p2p: P2pTuning = DEFAULT_P2P_TUNING
+    """The point-to-point variables as the p2p model of an alltoall, gather, scatter or sendrecv reads them."""
+    p2p_notes: tuple[str, ...] = ()
+    """What NCCL does not read of them as written (``128K`` is 128 to NCCL), or a value it cannot run with."""
     ll128_forced: bool = False
     """NCCL_PROTO names the op's function and leaves LL128 on: NCCL then runs LL128 without its default conditions
     (src/graph/tuning.cc: ``protoEnable`` 1 from ``parseList``, where the default is 2, "only where tested")."""
@@ -74,11 +88,14 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
         algo_text = ", ".join(t for t in (algo_text, "NCCL_NVLS_ENABLE=0") if t)
     net = net_settings(settings)
     bounds = {k: str(settings[k]) for k in CHANNEL_LIMIT_NAMES if k in settings}
+    p2p_op = op in P2P_MODELLED_OPS
+    p2p, p2p_notes = p2p_tuning(settings) if p2p_op else (DEFAULT_P2P_TUNING, [])
     unmodelled = tuple(f"{k}={v}" for k, v in sorted(settings.items())
-                       if env_role(k) == "tuning" and k not in MODELLED_SETTINGS)
+                       if env_role(k) == "tuning" and k not in MODELLED_SETTINGS
+                       and not (p2p_op and k in P2P_TUNING_VARIABLES))
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
-                         net=net, channel_bounds=bounds or None, unmodelled=unmodelled,
-                         ll128_forced=_ll128_forced(settings, func))
+                         net=net, channel_bounds=bounds or None, unmodelled=unmodelled, p2p=p2p,
+                         p2p_notes=tuple(p2p_notes), ll128_forced=_ll128_forced(settings, func))
 
 
 def merged_settings(sources: Sequence[tuple[str, Mapping[str, str]]],

@@ -53,6 +53,7 @@ from collscope.analysis.nccl_model.p2p import (
     p2p_choice,
     p2p_ll_note,
     p2p_ll_sizes,
+    p2p_tuning_notes,
 )
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
@@ -160,13 +161,16 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                      "tuning model (algorithm x protocol) does not cover; the alpha-beta model bounds it by the "
                      "NVLink and per-rank NIC rates")
         if op in P2P_MODELLED_OPS and params.gpu is not None:
-            choices = [c for c in (p2p_choice(params, op, s) for s in size_list) if c is not None]
+            choices = [c for c in (p2p_choice(params, op, s, read.p2p) for s in size_list) if c is not None]
             preds = sorted(preds + [make_prediction("nccl", c.algo, c.proto, op, c.size_bytes, c.time_us, nranks)
                                     for c in choices], key=lambda pred: pred.size_bytes)
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
                          "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
-            notes.extend(p2p_channel_notes(params, op, size_list))
-            if ll := p2p_ll_note(op, p2p_ll_sizes(choices)):
+            notes.extend(p2p_channel_notes(params, op, size_list, read.p2p))
+            tuned = p2p_tuning_notes(params, op, size_list, read.p2p)
+            notes.extend(tuned)
+            setting_notes.extend(tuned)
+            if ll := p2p_ll_note(op, p2p_ll_sizes(choices), read.p2p):
                 notes.append(ll)
             bound = bound_channels(None, P2P_ALGO, read.channel_bounds or {})
             if bound is not None and choices:
@@ -233,6 +237,7 @@ def _settings_notes(read: ModelSettings, params: LinkParams) -> list[str]:
         out.append(f"{read.forced}: NCCL's choice restricted as the setting restricts NCCL")
     if read.net.ib_hca and params.ndomains > 1:
         out.append(f"NCCL_IB_HCA={read.net.ib_hca}: {nics_left_text(params)}")
+    out.extend(read.p2p_notes)
     if read.unmodelled:
         out.append(unmodelled_text(read))
     return out

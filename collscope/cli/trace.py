@@ -57,6 +57,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
         if alpha_us is not None:
             raise ConfigError("--alpha-us needs --bw-gbps, --topo or --gpu")
         return None
+    from collscope.analysis.model_settings import model_settings
     from collscope.analysis.nccl_model.constants import JUDGING_TABLES, judged_release_notes
     from collscope.analysis.nccl_model.p2p import p2p_ll_note, p2p_ll_sizes
     from collscope.analysis.predict import predict
@@ -71,7 +72,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
         except ConfigError as exc:  # an op the models do not cover (hypercube), or links they lack
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
-        ll = p2p_ll_note(op, p2p_ll_sizes(result.nccl_choice))
+        ll = p2p_ll_note(op, p2p_ll_sizes(result.nccl_choice), model_settings(settings or {}, op).p2p)
         cautions.extend(n for n in (*result.params.caveats, *result.setting_notes, *result.defects, ll)
                         if n and n not in cautions)
         if result.nccl_choice:

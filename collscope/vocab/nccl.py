@@ -21,7 +21,7 @@ __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
     "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
     "per_function_syntax", "ll128_network_limit", "pxn_disabled", "NET_GDR_DEFAULT_LEVEL", "net_gdr_level",
-    "release_major_minor", "SYMMETRIC_KERNELS_FROM",
+    "release_major_minor", "SYMMETRIC_KERNELS_FROM", "nccl_param_int",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -220,3 +220,18 @@ SYMMETRIC_KERNELS_FROM = (2, 27)
 """The first NCCL release with symmetric-memory kernels (``ncclCommWindowRegister`` with
 ``NCCL_WIN_COLL_SYMMETRIC``; shared/reference/nccl-2025-2026.md, 2.27.3), which nccl-tests' ``-R 2`` registers
 its buffers for (it falls back to local registration before 2.27)."""
+
+
+_STRTOLL = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def nccl_param_int(text: str) -> tuple[int, str]:
+    """An integer NCCL variable as NCCL reads it: ``strtoll(value, NULL, 0)`` (src/misc/param.cc ncclLoadParam),
+    so ``0x`` is hex, a leading 0 octal, and reading stops at the first other character: ``"128K"`` is 128, not
+    131072, and a value with no digits is 0. Returns (the value, the characters NCCL ignored)."""
+    m = _STRTOLL.match(text)
+    if m is None:
+        return 0, text
+    sign, digits = m.groups()
+    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    return (-value if sign == "-" else value), text[m.end():]

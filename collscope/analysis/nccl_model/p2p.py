@@ -30,7 +30,8 @@ docs/reading-results.md shows the rows, and the systems where it is still off (a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from collscope.analysis.model_types import LinkParams, make_prediction
 from collscope.analysis.models import p2p_wire_us
@@ -40,12 +41,14 @@ from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.errors import ConfigError
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.units import format_size
+from collscope.vocab.nccl import nccl_param_int
 from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
            "P2P_ALGO", "P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_MODEL", "P2P_LL_THRESHOLD_BYTES", "P2P_SATURATING_CHANNELS",
            "P2P_NVL_CHUNK_BYTES", "p2p_channels", "p2p_channel_notes", "p2p_time_us", "p2p_choice", "p2p_protocol",
-           "p2p_ll_note", "p2p_ll_sizes"]
+           "p2p_ll_note", "p2p_ll_sizes", "P2pTuning", "DEFAULT_P2P_TUNING", "P2P_TUNING_VARIABLES", "p2p_tuning",
+           "p2p_chunk_bytes", "p2p_tuning_notes"]
 
 P2P_LAUNCH_US = 20.0
 """Fixed cost of one grouped alltoall launch, us (fitted, module doc)."""
@@ -84,11 +87,97 @@ P2P_LL_THRESHOLD_BYTES = 16 * 1024
 GPUs the part is 64 KiB or more (the network chunk / 2, 128 or 256 KiB on Grace Blackwell; the NVLink chunk / 8,
 512 KiB: src/init.cc computeBuffSizes), so a transfer of up to 64 KiB has one channel and LL runs exactly the
 transfers of 16 KiB or less. On one node of GPUs not all joined by NVLink the part is NCCL_P2P_PCI_CHUNKSIZE / 8,
-16 KiB: LL runs a transfer of up to nChannelsMin x 16 KiB (:func:`p2p_protocol`)."""
+16 KiB: LL runs a transfer of up to nChannelsMin x 16 KiB (:func:`p2p_protocol`). A job's own threshold and chunks
+are a :class:`P2pTuning`."""
 _PCI_CHUNK_BYTES = 128 * 1024
 """NCCL_P2P_PCI_CHUNKSIZE's default (src/init.cc): the p2p chunk of one node whose GPUs are not all NVLink."""
 _PCI_PEER_CHANNELS = 2
 """p2p channels per PCIe peer (src/graph/paths.cc ncclTopoGetNchannels: ``*nChannels = 2`` for a PCIe path)."""
+_NET_CHUNK_BYTES = 128 * 1024
+"""NCCL_P2P_NET_CHUNKSIZE's default (src/init.cc): the p2p chunk of a communicator across NVLink domains (twice it
+where the CPU is ARM and the GPUs sm >= 100, Grace Blackwell, which collscope's inputs do not say: the bounds
+below take the smaller chunk, so they never claim more than NCCL does)."""
+_SIMPLE_BUFFER_BYTES = 4 * 1024 * 1024
+"""NCCL_BUFFSIZE's default (src/init.cc DEFAULT_BUFFSIZE, 4 MiB): the p2p chunk is at most it / NCCL_STEPS."""
+_NCCL_STEPS = 8
+"""src/include/device.h NCCL_STEPS."""
+
+
+@dataclass(frozen=True, slots=True)
+class P2pTuning:
+    """The NCCL variables that move NCCL's point-to-point parts and its LL boundary (src/init.cc computeBuffSizes,
+    src/enqueue.cc addP2pToPlan), at NCCL's defaults unless a job set them."""
+
+    ll_threshold_bytes: int = P2P_LL_THRESHOLD_BYTES
+    nvl_chunk_bytes: int = P2P_NVL_CHUNK_BYTES
+    pci_chunk_bytes: int = _PCI_CHUNK_BYTES
+    net_chunk_bytes: int = _NET_CHUNK_BYTES
+    simple_buffer_bytes: int = _SIMPLE_BUFFER_BYTES
+    set_text: tuple[str, ...] = ()
+    """The variables set, as NCCL reads them (``NCCL_P2P_LL_THRESHOLD=0``); empty at NCCL's defaults."""
+
+
+DEFAULT_P2P_TUNING = P2pTuning()
+P2P_TUNING_VARIABLES: dict[str, str] = {
+    "NCCL_P2P_LL_THRESHOLD": "ll_threshold_bytes",
+    "NCCL_P2P_NVL_CHUNKSIZE": "nvl_chunk_bytes",
+    "NCCL_P2P_PCI_CHUNKSIZE": "pci_chunk_bytes",
+    "NCCL_P2P_NET_CHUNKSIZE": "net_chunk_bytes",
+    "NCCL_BUFFSIZE": "simple_buffer_bytes",
+}
+"""The variables :class:`P2pTuning` takes, by field: the point-to-point model reads them (a collective's model
+does not: NCCL_BUFFSIZE stays a variable it takes at NCCL's default)."""
+
+
+def p2p_tuning(settings: Mapping[str, str]) -> tuple[P2pTuning, list[str]]:
+    """(the tuning, notes) of a job's ``settings``: each variable of :data:`P2P_TUNING_VARIABLES` read as NCCL reads
+    it (:func:`collscope.vocab.nccl.nccl_param_int`: ``128K`` is 128), with a note where NCCL ignores part of the
+    value or a chunk it reads as 0 or less would break the run (NCCL_BUFFSIZE and the chunks must be positive; the
+    LL threshold 0 turns LL off)."""
+    fields: dict[str, int] = {}
+    shown: list[str] = []
+    notes: list[str] = []
+    for name, field in P2P_TUNING_VARIABLES.items():
+        text = str(settings.get(name, "")).strip()
+        if not text:
+            continue
+        value, ignored = nccl_param_int(text)
+        if ignored:
+            notes.append(f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores "
+                         f"{ignored!r}, which is not a unit to NCCL; write the bytes ({name}=<integer>)")
+        if value <= 0 and field != "ll_threshold_bytes":
+            notes.append(f"{name}={text}: NCCL reads {value}, not a size it can run with; the model keeps NCCL's "
+                         f"default for it")
+            continue
+        fields[field] = max(0, value)
+        shown.append(f"{name}={value}")
+    d = DEFAULT_P2P_TUNING
+    return P2pTuning(ll_threshold_bytes=fields.get("ll_threshold_bytes", d.ll_threshold_bytes),
+                     nvl_chunk_bytes=fields.get("nvl_chunk_bytes", d.nvl_chunk_bytes),
+                     pci_chunk_bytes=fields.get("pci_chunk_bytes", d.pci_chunk_bytes),
+                     net_chunk_bytes=fields.get("net_chunk_bytes", d.net_chunk_bytes),
+                     simple_buffer_bytes=fields.get("simple_buffer_bytes", d.simple_buffer_bytes),
+                     set_text=tuple(shown)), notes
+
+
+def p2p_chunk_bytes(params: LinkParams, tuning: P2pTuning = DEFAULT_P2P_TUNING) -> int:
+    """NCCL's ``p2pChunkSize`` for ``params`` (src/init.cc computeBuffSizes): the network chunk across NVLink
+    domains, the NVLink chunk on one node of all-NVLink GPUs, else the PCI chunk; at most NCCL_BUFFSIZE /
+    NCCL_STEPS."""
+    if params.ndomains > 1:
+        chunk = tuning.net_chunk_bytes
+    elif params.intra_link in ("nvlink", "unknown"):
+        chunk = tuning.nvl_chunk_bytes
+    else:
+        chunk = tuning.pci_chunk_bytes
+    return max(1, min(chunk, tuning.simple_buffer_bytes // _NCCL_STEPS))
+
+
+def _part_bytes(params: LinkParams, tuning: P2pTuning) -> tuple[int, int]:
+    """(minPartSize, maxPartSize) of src/enqueue.cc addP2pToPlan: chunk / 2 and chunk across NVLink domains
+    (NCCL's nNodes > 1), chunk / 8 and 32 chunks inside one."""
+    chunk = p2p_chunk_bytes(params, tuning)
+    return (max(1, chunk // 2), chunk) if params.ndomains > 1 else (max(1, chunk // 8), chunk * 32)
 
 
 def _pci_min_channels(params: LinkParams) -> int:
@@ -102,32 +191,61 @@ def _pci_min_channels(params: LinkParams) -> int:
 
 
 def p2p_time_us(params: LinkParams, op: str, size_bytes: int, *, launch_us: float = P2P_LAUNCH_US,
-                efficiency: float = P2P_EFFICIENCY, ramp_bytes: float = P2P_RAMP_BYTES_PER_PEER) -> float | None:
+                efficiency: float = P2P_EFFICIENCY, ramp_bytes: float = P2P_RAMP_BYTES_PER_PEER,
+                tuning: P2pTuning = DEFAULT_P2P_TUNING) -> float | None:
     """The time nccl-tests measures for ``op`` at ``size_bytes``: the launch, then :func:`.models.p2p_wire_us` at the
     efficiency, ramped by the bytes per peer; None for an op without this model or a size <= 0. The keywords are
     the fitted terms (bench/p2p_fit.py refits them)."""
     if op not in P2P_MODELLED_OPS or size_bytes <= 0:
         return None
     wire_us, per_peer = p2p_wire_us(params, op, size_bytes)
-    channels = p2p_channels(params, op, size_bytes)
+    channels = p2p_channels(params, op, size_bytes, tuning)
     if channels is not None and channels < P2P_SATURATING_CHANNELS:
         wire_us *= P2P_SATURATING_CHANNELS / channels
     return launch_us + wire_us / efficiency * (1.0 + ramp_bytes / per_peer)
 
 
-def p2p_protocol(params: LinkParams, op: str, size_bytes: int) -> str:
+def p2p_protocol(params: LinkParams, op: str, size_bytes: int, tuning: P2pTuning = DEFAULT_P2P_TUNING) -> str:
     """The protocol NCCL sends each transfer of ``op`` at ``size_bytes`` with (:data:`P2P_LL_THRESHOLD_BYTES`):
     :data:`P2P_LL_PROTO` when the bytes to one peer (:func:`.models.p2p_wire_us`: the whole size for sendrecv,
-    size / nranks for the others) are at most 16 KiB, or, on one node whose GPUs are not all NVLink, at most
-    nChannelsMin x 16 KiB; else :data:`P2P_PROTO`."""
+    size / nranks for the others) are at most the transfer's channels x NCCL_P2P_LL_THRESHOLD, the channels being
+    ``min(nChannelsMin, bytes / minPartSize)`` (src/enqueue.cc addP2pToPlan); else :data:`P2P_PROTO`. At NCCL's
+    defaults that is 16 KiB, or on one node whose GPUs are not all NVLink nChannelsMin x 16 KiB. Where the answer
+    needs nChannelsMin across NVLink domains (a raised threshold), see :func:`_ll_boundary`."""
+    return _ll_boundary(params, op, size_bytes, tuning)[0]
+
+
+def _channels_min(params: LinkParams) -> int | None:
+    """NCCL's nChannelsMin for a transfer inside one NVLink domain (src/enqueue.cc: the per-peer channels halved
+    while they times the ranks exceed the p2p channels); None across domains, where the per-peer channels come
+    from the NICs' count and bandwidth (src/graph/paths.cc ncclTopoGetNchannels, NCCL_P2P_PER_CHANNEL_NET_BW),
+    which the model does not take, or without the GPU generation."""
+    if params.ndomains > 1:
+        return None
+    if params.intra_link not in ("nvlink", "unknown"):
+        return _pci_min_channels(params)
+    found = _nvlink_channels(params)
+    return None if found is None else found[0]
+
+
+def _ll_boundary(params: LinkParams, op: str, size_bytes: int, tuning: P2pTuning) -> tuple[str, bool]:
+    """(the protocol, whether NCCL's rule settles it). Across NVLink domains a transfer above the threshold runs
+    LL only if nChannelsMin (unknown there: :func:`_channels_min`) reaches bytes / threshold; when the most
+    channels its part size allows could, the protocol is taken as Simple and not settled. At NCCL's defaults it
+    always is (the parts, 64 KiB or more, leave one channel up to 64 KiB)."""
     if size_bytes <= 0:
-        return P2P_PROTO
-    per_peer = p2p_wire_us(params, op, size_bytes)[1]
-    limit = P2P_LL_THRESHOLD_BYTES
-    if params.ndomains == 1 and params.intra_link not in ("nvlink", "unknown") and per_peer > limit:
-        channels = min(_pci_min_channels(params), -(-int(per_peer) // (_PCI_CHUNK_BYTES // 8)))
-        limit = channels * P2P_LL_THRESHOLD_BYTES
-    return P2P_LL_PROTO if per_peer <= limit else P2P_PROTO
+        return P2P_PROTO, True
+    per_peer = int(p2p_wire_us(params, op, size_bytes)[1])
+    threshold = tuning.ll_threshold_bytes
+    if threshold <= 0:
+        return P2P_PROTO, True
+    if per_peer <= threshold:
+        return P2P_LL_PROTO, True
+    most = -(-per_peer // _part_bytes(params, tuning)[0])
+    start = _channels_min(params)
+    if start is None:
+        return P2P_PROTO, per_peer > most * threshold
+    return (P2P_LL_PROTO if per_peer <= min(start, most) * threshold else P2P_PROTO), True
 
 
 def p2p_ll_sizes(choices: Iterable[NcclChoice]) -> list[int]:
@@ -135,17 +253,39 @@ def p2p_ll_sizes(choices: Iterable[NcclChoice]) -> list[int]:
     return [c.size_bytes for c in choices if f"{c.algo}/{c.proto}" == P2P_LL_MODEL]
 
 
-def p2p_ll_note(op: str, sizes: Iterable[int]) -> str:
+def p2p_ll_note(op: str, sizes: Iterable[int], tuning: P2pTuning = DEFAULT_P2P_TUNING) -> str:
     """What the expected figure of ``op`` is at ``sizes``, where NCCL sends LL (:func:`p2p_protocol`); empty
     without such sizes."""
     held = sorted(set(sizes))
     if not held:
         return ""
     shown = ", ".join(format_size(s) for s in held)
-    return (f"{op} at {shown}: NCCL sends each transfer of {format_size(P2P_LL_THRESHOLD_BYTES)} or less with the LL "
-            "protocol (NCCL_P2P_LL_THRESHOLD, src/enqueue.cc addP2pToPlan), while the model's launch, efficiency and "
-            "size ramp are fitted on published alltoall rows nearly all of Simple transfers: the expected figure "
-            "there is that fit's (the launch alone at the smallest sizes), with no LL term of its own")
+    threshold = format_size(tuning.ll_threshold_bytes)
+    return (f"{op} at {shown}: NCCL sends each of these transfers with the LL protocol (a transfer of at most its "
+            f"channels x NCCL_P2P_LL_THRESHOLD, {threshold}: src/enqueue.cc addP2pToPlan), "
+            "while the model's launch, efficiency and size ramp are fitted on published alltoall rows nearly all of "
+            "Simple transfers: the expected figure there is that fit's (the launch alone at the smallest sizes), "
+            "with no LL term of its own")
+
+
+def p2p_tuning_notes(params: LinkParams, op: str, sizes: Iterable[int], tuning: P2pTuning) -> list[str]:
+    """What the job's point-to-point variables did to the model of ``op``: which it took, and the sizes whose
+    protocol NCCL's rule leaves to the unknown nChannelsMin across NVLink domains (:func:`_ll_boundary`)."""
+    if not tuning.set_text:
+        return []
+    out = [f"{', '.join(tuning.set_text)}: taken by the point-to-point model of {op} (the p2p chunk "
+           f"{format_size(p2p_chunk_bytes(params, tuning))}, the parts and channels NCCL gives a transfer, and its "
+           "LL boundary: src/init.cc computeBuffSizes, src/enqueue.cc addP2pToPlan)"]
+    open_sizes = [s for s in sizes if not _ll_boundary(params, op, s, tuning)[1]]
+    if open_sizes:
+        shown = ", ".join(format_size(s) for s in open_sizes)
+        why = ("across NVLink domains: NCCL sends a transfer with LL up to nChannelsMin x {t}, and nChannelsMin comes "
+               "from the NICs' count and bandwidth (src/graph/paths.cc ncclTopoGetNchannels, "
+               "NCCL_P2P_PER_CHANNEL_NET_BW), which the model does not take" if params.ndomains > 1 else
+               "on one node: NCCL sends a transfer with LL up to nChannelsMin x {t}, and nChannelsMin needs the GPU "
+               "generation's graphs, which the model does not have here")
+        out.append(f"{op} at {shown} {why.format(t=format_size(tuning.ll_threshold_bytes))}: taken as Simple there")
+    return out
 
 
 def _pow2_up(n: int) -> int:
@@ -174,19 +314,9 @@ def _start_channels(per_peer: int, nranks: int, p2p: int) -> int:
     return start
 
 
-def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
-    """The channels NCCL gives the one transfer of a rank of ``op`` (an op whose ranks each send to one peer:
-    sendrecv) inside one NVLink domain over NVLink; None for other ops, across domains (NCCL's rule there splits a
-    transfer into parts of one chunk, so every channel is used from a few MiB) or without the GPU generation.
-
-    NCCL (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc addP2pToPlan and its caller): p2p channels
-    ``pow2Up(min(nChannels, MAXCHANNELS))``, the collective channels NCCL runs; per NVLink peer ``2 x links`` to it,
-    rounded up to a power of two, at most that; the minimum halved while it times the ranks exceeds the p2p channels;
-    a transfer of ``b`` bytes starts at ``min(minimum, b / (chunk / 8))`` channels and doubles them while a part is
-    larger than 32 chunks and the channels are at most half the per-peer ones. 8 H100 of one node: 32 p2p channels,
-    32 per peer, 4 to start: 4 channels up to 64 MiB, 8 at 128 MiB, 16 at 256 MiB, 32 from 512 MiB."""
-    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink":
-        return None
+def _nvlink_channels(params: LinkParams) -> tuple[int, int] | None:
+    """(nChannelsMin, the per-peer channels) of one node of NVLink GPUs (:func:`p2p_channels`); None without the
+    GPU generation or the node's graphs."""
     found = _node_p2p_channels(params)
     if found is None:
         return None
@@ -195,8 +325,29 @@ def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
     if not params.nvswitch:
         links = max(1, links // max(1, params.domain_ranks - 1))
     per_peer = min(p2p, _pow2_up(2 * max(1, links)))
-    start = _start_channels(per_peer, params.nranks, p2p)
-    min_part, max_part = P2P_NVL_CHUNK_BYTES // 8, P2P_NVL_CHUNK_BYTES * 32
+    return _start_channels(per_peer, params.nranks, p2p), per_peer
+
+
+def p2p_channels(params: LinkParams, op: str, size_bytes: int,
+                 tuning: P2pTuning = DEFAULT_P2P_TUNING) -> int | None:
+    """The channels NCCL gives the one transfer of a rank of ``op`` (an op whose ranks each send to one peer:
+    sendrecv) inside one NVLink domain over NVLink; None for other ops, across domains (NCCL's rule there splits a
+    transfer into parts of one chunk, so every channel is used from a few MiB) or without the GPU generation.
+
+    NCCL (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc addP2pToPlan and its caller): p2p channels
+    ``pow2Up(min(nChannels, MAXCHANNELS))``, the collective channels NCCL runs; per NVLink peer ``2 x links`` to it,
+    rounded up to a power of two, at most that; the minimum halved while it times the ranks exceeds the p2p channels;
+    a transfer of ``b`` bytes starts at ``min(minimum, b / (chunk / 8))`` channels and doubles them while a part is
+    larger than 32 chunks and the channels are at most half the per-peer ones (the chunk: NCCL_P2P_NVL_CHUNKSIZE,
+    512 KiB, at most NCCL_BUFFSIZE / 8: :func:`p2p_chunk_bytes`). 8 H100 of one node: 32 p2p channels, 32 per peer,
+    4 to start: 4 channels up to 64 MiB, 8 at 128 MiB, 16 at 256 MiB, 32 from 512 MiB."""
+    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink":
+        return None
+    found = _nvlink_channels(params)
+    if found is None:
+        return None
+    start, per_peer = found
+    min_part, max_part = _part_bytes(params, tuning)
     channels = min(start, -(-int(size_bytes) // min_part))
     part = max(min_part, -(-int(size_bytes) // channels))
     while part > max_part and channels <= per_peer // 2:
@@ -205,22 +356,25 @@ def p2p_channels(params: LinkParams, op: str, size_bytes: int) -> int | None:
     return channels
 
 
-def p2p_choice(params: LinkParams, op: str, size_bytes: int) -> NcclChoice | None:
+def p2p_choice(params: LinkParams, op: str, size_bytes: int,
+               tuning: P2pTuning = DEFAULT_P2P_TUNING) -> NcclChoice | None:
     """The model as an :class:`NcclChoice` (``algo`` :data:`P2P_ALGO`): its time is both NCCL's "model time" and
     the expected measurement, as NCCL has no model of its own to compare; None where :func:`p2p_time_us` is."""
-    time = p2p_time_us(params, op, size_bytes)
+    time = p2p_time_us(params, op, size_bytes, tuning=tuning)
     if time is None:
         return None
-    proto = p2p_protocol(params, op, size_bytes)
+    proto = p2p_protocol(params, op, size_bytes, tuning)
     busbw = make_prediction("nccl", P2P_ALGO, proto, op, size_bytes, time, params.nranks).busbw_gbps
     return NcclChoice(size_bytes=int(size_bytes), algo=P2P_ALGO, proto=proto, time_us=time, busbw_gbps=busbw,
                       expected_time_us=time, expected_busbw_gbps=busbw)
 
 
-def p2p_channel_notes(params: LinkParams, op: str, sizes: Iterable[int]) -> list[str]:
+def p2p_channel_notes(params: LinkParams, op: str, sizes: Iterable[int],
+                      tuning: P2pTuning = DEFAULT_P2P_TUNING) -> list[str]:
     """A note naming the sizes where :func:`p2p_channels` gives the transfer fewer than
     :data:`P2P_SATURATING_CHANNELS` channels, and the share of the p2p rate expected there; empty elsewhere."""
-    few = [(s, c) for s in sizes if (c := p2p_channels(params, op, s)) is not None and c < P2P_SATURATING_CHANNELS]
+    few = [(s, c) for s in sizes
+           if (c := p2p_channels(params, op, s, tuning)) is not None and c < P2P_SATURATING_CHANNELS]
     if not few:
         return []
     parts = ", ".join(f"{format_size(s)} on {c}" for s, c in few)
