@@ -14,7 +14,8 @@ from collscope.vocab.nccl import PATH_LEVELS, SelectionError, format_selection, 
 from collscope.vocab.ompi import OMPI_VERSION, ompi_algorithm_id, ompi_algorithm_name
 
 __all__ = [
-    "InvalidValue", "int_range", "choice", "selection", "PATH_LEVELS", "path_level", "positive_bytes", "ib_hca",
+    "InvalidValue", "int_range", "choice", "selection", "PATH_LEVELS", "path_level", "positive_bytes",
+    "nonnegative_bytes", "ib_hca",
     "ib_hca_permits", "ib_hca_exact_names", "ib_hca_listed_names",
     "interfaces", "IF_VALID", "split_mask", "TRUE", "FALSE", "ompi_bool", "ompi_algo", "describe_ompi", "no_cache",
     "subsys",
@@ -74,6 +75,18 @@ def path_level(text: str) -> str:
                            f"{t!r} and keeps its default; write {t.upper()}, or leave the variable out to describe a "
                            "job that set it so")
     raise InvalidValue("unknown path level")
+
+
+def nonnegative_bytes(text: str) -> str:
+    """A size in bytes, 0 allowed (NCCL_P2P_LL_THRESHOLD=0 turns point-to-point LL off), as an integer NCCL reads
+    (``4K`` becomes ``4096``: NCCL itself would read ``4``)."""
+    try:
+        n = parse_size(text)
+    except ValueError:
+        raise InvalidValue("not a size in bytes") from None
+    if n < 0:
+        raise InvalidValue("must be 0 or more")
+    return str(n)
 
 
 def positive_bytes(text: str) -> str:
