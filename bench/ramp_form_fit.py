@@ -21,7 +21,6 @@ candidates vary the fill of the algorithms other than Ring; Ring keeps its own c
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -87,13 +86,6 @@ def publisher(url: str) -> str:
     return "/".join(parts[3:5]) if parts[2] == "github.com" else parts[2]
 
 
-def rms_log_ratio(scored: Sequence[scorecard.ScoredRow]) -> float:
-    """The root mean square of log(predicted / published) over ``scored`` (nan without rows): how far the
-    predictions sit from the figures, whichever side of the 15% line."""
-    logs = [math.log(s.ratio) for s in scored if s.ratio]
-    return math.sqrt(sum(x * x for x in logs) / len(logs)) if logs else float("nan")
-
-
 def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
     """How ``measured.RAMP_RING_RANKS`` and ``RAMP_RING_BYTES_PER_RANK_CHANNEL`` were chosen: each (cap, fill) is
     scored on every row of the scorecard; the choice is the pair that places the most claimed rows within 15%
@@ -112,7 +104,8 @@ def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
             scored = scorecard.score(rows)
             within[pair] = [s.claimed and s.within for s in scored]
             far[pair] = [s.unexplained for s in scored]
-            ring_rms[pair] = rms_log_ratio([s for s in scored if s.claimed and s.model.startswith("NCCL Ring/")])
+            ring_rms[pair] = scorecard.rms_log_ratio(s for s in scored
+                                                     if s.claimed and s.model.startswith("NCCL Ring/"))
     finally:
         measured.ramp_us = shipped
 

@@ -396,17 +396,24 @@ def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
     return out
 
 
+def rms_log_ratio(scored: Iterable[ScoredRow]) -> float:
+    """The root mean square of log(predicted / published) over ``scored``'s predicted rows (nan without any): how
+    far the predictions sit from the figures, whichever side of the 15% line."""
+    logs = [math.log(s.ratio) for s in scored if s.ratio]
+    return math.sqrt(sum(x * x for x in logs) / len(logs)) if logs else float("nan")
+
+
 def spread_line(scored: Sequence[ScoredRow]) -> str:
     """How far the claimed rows' predictions sit from the published figures, whichever side of the 15% line: the
     rms of log(predicted / published), and the median and 90th percentile of |predicted / published - 1|. A count
     at the line moves with the rows at its edge; these move only when the predictions do."""
-    ratios = sorted(s.ratio for s in scored if s.claimed and s.ratio)
-    if not ratios:
+    claimed = [s for s in scored if s.claimed and s.ratio]
+    if not claimed:
         return "rows the models claim: none"
-    rms = math.sqrt(sum(math.log(r) ** 2 for r in ratios) / len(ratios))
-    off = sorted(abs(r - 1.0) for r in ratios)
+    rms = rms_log_ratio(claimed)
+    off = sorted(abs(s.ratio - 1.0) for s in claimed if s.ratio)
     p90 = off[min(len(off) - 1, math.ceil(0.9 * len(off)) - 1)]
-    return (f"rows the models claim ({len(ratios)}), how far from the published figure: rms of log(predicted / "
+    return (f"rows the models claim ({len(claimed)}), how far from the published figure: rms of log(predicted / "
             f"published) {rms:.3f}; |predicted / published - 1| median {statistics.median(off):.1%}, 90th "
             f"percentile {p90:.1%}")
 

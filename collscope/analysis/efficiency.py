@@ -200,8 +200,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     costs = run_costs_us(records, {i: exp for i, exp, _, _, _ in found})
     raised: dict[tuple[str, str, float, float, int], list[int]] = {}  # (curve, op, cost, floor, at) -> sizes
     unjudged: dict[tuple[str, str, BoundChannels], list[int]] = {}  # (config, op, channels) -> sizes
-    p2p_ll: dict[tuple[str, str], list[int]] = {}  # (config, op) -> sizes NCCL sends with LL point-to-point
-    p2p_rows: dict[tuple[str, str], tuple[LinkParams, ModelSettings, list[int]]] = {}  # the p2p model's sizes
+    # (config, op) -> the p2p model's (size, model) rows, with the link parameters and settings they were judged under
+    p2p_rows: dict[tuple[str, str], tuple[LinkParams, ModelSettings, list[tuple[int, str]]]] = {}
     ll128_forced: dict[str, str] = {}  # config -> the note for an NCCL_PROTO that turns LL128 on off its default
     for i, exp, params, inputs, read in found:
         row = records[i]
@@ -229,10 +229,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         nums["margin"][i], nums["margin_above"][i] = margin, above
         bound = bound_channels(inputs, exp.model.split("/")[0], read.channel_bounds) \
             if inputs is not None and exp.kind == "nccl" and read.channel_bounds else None
-        if exp.model == P2P_LL_MODEL:
-            p2p_ll.setdefault((str(row["config"]), op), []).append(size)
         if exp.model.startswith(f"{P2P_ALGO}/"):
-            p2p_rows.setdefault((str(row["config"]), op), (params, read, []))[2].append(size)
+            p2p_rows.setdefault((str(row["config"]), op), (params, read, []))[2].append((size, exp.model))
         if bound is not None:
             unjudged.setdefault((str(row["config"]), op, bound), []).append(size)
         elif math.isfinite(busbw) and math.isfinite(exp.busbw_gbps) and exp.busbw_gbps > 0:
@@ -257,11 +255,12 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         notes.append(f"{config}: {why}")
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
-    for (config, op), held in p2p_ll.items():
-        notes.append(f"{config}: {p2p_ll_note(op, held, p2p_rows[(config, op)][1].p2p)}")
-    for (config, op), (params, read, held) in p2p_rows.items():
-        notes.extend(n for n in (f"{config}: {n}" for n in (*read.p2p_notes,
-                                                            *p2p_tuning_notes(params, op, held, read.p2p)))
+    for (config, op), (_, read, judged) in p2p_rows.items():
+        if ll := [at for at, model in judged if model == P2P_LL_MODEL]:
+            notes.append(f"{config}: {p2p_ll_note(op, ll, read.p2p)}")
+    for (config, op), (params, read, judged) in p2p_rows.items():
+        notes.extend(n for n in (f"{config}: {n}" for n in (*read.p2p_notes, *p2p_tuning_notes(
+                         params, op, [at for at, _ in judged], read.p2p)))
                      if n not in notes)
     for (_, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)

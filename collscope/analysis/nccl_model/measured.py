@@ -65,7 +65,7 @@ src/graph/tuning.cc), which grows with the ranks; a fill that grows with them to
 twice: on 8 H100 of one node three sources (the 10-node H100 cluster's node, Together AI, nccl#1047) publish
 reduce_scatter at 32-128 MiB at 1.12-1.40 x the figure of a fill of all 8 ranks (32 MiB: 262.6 and 247.2 GB/s
 against 187.1), close to NCCL's time with no fill at all. Chosen by ``bench/ramp_form_fit.py --ring-rank-cap``
-among caps of 2-16 ranks (or none) and fills of 128-256 KiB: the pair that places the most claimed rows of the
+among caps of 2-16 ranks (or none) and fills of 64-256 KiB: the pair that places the most claimed rows of the
 scorecard within 15% without putting more rows more than 30% off with no stated reason than the ramp before it
 (703 of 784 against 685, 3 such rows either way); chosen so leaving one source out at a time, the left-out
 sources place 704 rows within 15% against 685, and leaving one publisher out (a repository or site with all its
@@ -112,11 +112,10 @@ def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes:
     bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
     if bw <= 0:
         return 0.0
-    if algo == "Ring":
-        ranks = inputs.nranks if ring_ranks is None else min(inputs.nranks, ring_ranks)
-        fill_bytes = ranks * runtime_channels(inputs, algo) * ring_bytes_per_rank_channel
-    else:
-        fill_bytes = inputs.nranks * runtime_channels(inputs, algo) * bytes_per_rank_channel
+    ring = algo == "Ring"
+    ranks = min(inputs.nranks, ring_ranks) if ring and ring_ranks is not None else inputs.nranks
+    per_rank = ring_bytes_per_rank_channel if ring else bytes_per_rank_channel
+    fill_bytes = ranks * runtime_channels(inputs, algo) * per_rank
     charged = min(fill_bytes, size_bytes) if form == "min" else fill_bytes * size_bytes / (fill_bytes + size_bytes)
     return charged / (1000 * bw)
 

@@ -31,7 +31,7 @@ docs/reading-results.md shows the rows, and the systems where it is still off (a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams, make_prediction
 from collscope.analysis.models import p2p_wire_us
@@ -134,7 +134,7 @@ def p2p_tuning(settings: Mapping[str, str]) -> tuple[P2pTuning, list[str]]:
     it (:func:`collscope.vocab.nccl.nccl_param_int`: ``128K`` is 128), with a note where NCCL ignores part of the
     value or a chunk it reads as 0 or less would break the run (NCCL_BUFFSIZE and the chunks must be positive; the
     LL threshold 0 turns LL off)."""
-    fields: dict[str, int] = {}
+    fields: dict[str, int] = {}  # P2pTuning's field -> the value NCCL reads
     shown: list[str] = []
     notes: list[str] = []
     for name, field in P2P_TUNING_VARIABLES.items():
@@ -151,13 +151,7 @@ def p2p_tuning(settings: Mapping[str, str]) -> tuple[P2pTuning, list[str]]:
             continue
         fields[field] = max(0, value)
         shown.append(f"{name}={value}")
-    d = DEFAULT_P2P_TUNING
-    return P2pTuning(ll_threshold_bytes=fields.get("ll_threshold_bytes", d.ll_threshold_bytes),
-                     nvl_chunk_bytes=fields.get("nvl_chunk_bytes", d.nvl_chunk_bytes),
-                     pci_chunk_bytes=fields.get("pci_chunk_bytes", d.pci_chunk_bytes),
-                     net_chunk_bytes=fields.get("net_chunk_bytes", d.net_chunk_bytes),
-                     simple_buffer_bytes=fields.get("simple_buffer_bytes", d.simple_buffer_bytes),
-                     set_text=tuple(shown)), notes
+    return replace(DEFAULT_P2P_TUNING, **fields, set_text=tuple(shown)), notes
 
 
 def p2p_chunk_bytes(params: LinkParams, tuning: P2pTuning = DEFAULT_P2P_TUNING) -> int:
