@@ -96,6 +96,37 @@ def test_ring_channels_are_the_searchs_doubled_and_sm100_nvls_depends_on_the_dom
     assert measured.runtime_channels(_inputs("B200", 16, 2, nic_gbit=400), "NVLSTree") == 32  # NVLS_NCHANNELS_SM100
 
 
+@pytest.mark.parametrize(("gpu", "nranks", "nnodes", "kw", "channels"), [
+    ("B200", 16, 2, {"nic_gbit": 400}, 32),   # 2 domains, NICs >= 48 GB/s
+    ("B200", 64, 8, {"nic_gbit": 400}, 24),   # more domains, 48-96 GB/s (400G on PCIe Gen5: 48)
+    ("B200", 64, 8, {"nic_gbit": 200}, 32),   # below 48 GB/s: NVLS_NCHANNELS_SM100 stands
+    ("B300", 64, 8, {"nic_gbit": 800}, 24),   # >= 96 GB/s, at most 8 ranks a domain
+    ("GB300", 16, 4, {"nic_gbit": 800}, 24),  # trays in their own domains, 4 ranks each
+    ("GB200", 144, 36, {"nvl_domain": 72, "nic_gbit": 400}, 32),  # 2 racks: 2 domains
+    ("H100", 64, 8, {"nic_gbit": 400}, 16),   # sm90: NVLS_NCHANNELS_SM90 whatever the NICs
+])
+def test_sm100_nvls_channels_across_domains_follow_nccl_230s_tuning_by_domains_ranks_and_nic_bandwidth(
+        gpu: str, nranks: int, nnodes: int, kw: dict[str, object], channels: int) -> None:
+    # src/transport/nvls.cc ncclNvlsTreeSm100Tuning (NCCL 2.30): the channels depend on comm->minNetBw, the
+    # GPU-to-NIC path's bandwidth, which the inputs carry
+    inputs = _inputs(gpu, nranks, nnodes, **kw)
+    assert measured.runtime_channels(inputs, "NVLSTree") == channels
+    assert measured.nvls_channels(dataclasses.replace(inputs, net_bw_gbps=0.0)) == (16 if gpu == "H100" else 32)
+
+
+def test_fewer_nvls_channels_fill_the_ramp_sooner() -> None:
+    inputs = _inputs("B200", 64, 8, nic_gbit=400)
+    assert measured.nvls_channels(inputs) == 24
+    before = dataclasses.replace(inputs, net_bw_gbps=0.0)  # 32 channels, as releases before 2.30 ran
+    size = 16 * MIB
+    ramp24 = measured.ramp_us(inputs, "all_reduce", "NVLSTree", "Simple", size)
+    ramp32 = measured.ramp_us(before, "all_reduce", "NVLSTree", "Simple", size)
+    bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLSTree", "Simple")
+    fill = 64 * 24 * 192 * KIB
+    assert ramp24 == pytest.approx(fill * size / (fill + size) / (1000 * bw))
+    assert ramp24 < ramp32
+
+
 def test_the_ramp_never_costs_more_than_the_bandwidth_time_again() -> None:
     inputs = _inputs("GB300", 64, 16, nvl_domain=72)
     bw = nccl.nccl_bandwidth(inputs, "all_reduce", "NVLS", "Simple")

@@ -30,6 +30,8 @@ __all__ = [
     "RAMP_FORM",
     "RAMP_FORMS",
     "runtime_channels",
+    "NVLS_SM100_NIC_GBPS",
+    "nvls_channels",
     "ramp_us",
     "hop_us",
     "NET_EXTRA_US",
@@ -81,17 +83,40 @@ RAMP_FORMS = ("smooth", "min")
 
 
 def runtime_channels(inputs: NcclGraphInputs, algo: str) -> int:
-    """The channels NCCL runs an algorithm on: NVLS/NVLSTree ``comm->nvlsChannels`` (src/transport/nvls.cc
-    ncclNvlsTuning: NVLS_NCHANNELS_SM90 16; sm100 NVLS_NCHANNELS_SM100_NVL 24 on one NVLink domain,
-    NVLS_NCHANNELS_SM100 32 across domains); the others the search's channels doubled
-    (src/graph/connect.cc ncclTopoPostset: ``nChannels = std::min(MAXCHANNELS, nChannels * 2)``, MAXCHANNELS 64
-    in src/include/device.h)."""
+    """The channels NCCL runs an algorithm on: NVLS/NVLSTree ``comm->nvlsChannels`` (:func:`nvls_channels`); the
+    others the search's channels doubled (src/graph/connect.cc ncclTopoPostset:
+    ``nChannels = std::min(MAXCHANNELS, nChannels * 2)``, MAXCHANNELS 64 in src/include/device.h)."""
     if algo in ("NVLS", "NVLSTree"):
-        if inputs.sm < 100:
-            return 16
-        return 24 if inputs.nnodes == 1 else 32
+        return nvls_channels(inputs)
     g = _graph(inputs, algo) or inputs.ring
     return min(64, 2 * g.n_channels)
+
+
+NVLS_SM100_NIC_GBPS = (48.0, 96.0)
+"""The GPU-to-NIC bandwidths (``comm->minNetBw``, GB/s) at which NCCL 2.30's NVLS tuning for sm100 across NVLink
+domains changes the channels (src/transport/nvls.cc ncclNvlsTreeSm100Tuning): a 400 Gb/s NIC on PCIe Gen5 is 48, an
+800 Gb/s one on Gen6 96."""
+
+
+def nvls_channels(inputs: NcclGraphInputs) -> int:
+    """``comm->nvlsChannels`` of NCCL 2.30.7 (src/transport/nvls.cc ncclNvlsTuning): NVLS_NCHANNELS_SM90 16 before
+    sm100; on sm100 NVLS_NCHANNELS_SM100_NVL 24 inside one NVLink domain, and across domains
+    ncclNvlsTreeSm100Tuning's choice by the domains, the ranks per domain (``minLocalRanks``) and the GPU-to-NIC
+    bandwidth (:data:`NVLS_SM100_NIC_GBPS`): 32 on 2 domains with NICs of 48 GB/s or more; 24 on more domains of
+    at most 8 ranks with NICs of 96 GB/s or more, 32 with more ranks; 24 with NICs of 48 to 96 GB/s; else
+    NVLS_NCHANNELS_SM100 32. Releases before 2.30 ran 32 across domains whatever the NICs; collscope models
+    2.30.7's. NCCL_MIN/MAX_CTAS clamp it (:mod:`.channel_limits`)."""
+    if inputs.sm < 100:
+        return 16
+    if inputs.nnodes == 1:
+        return 24
+    mid, high = NVLS_SM100_NIC_GBPS
+    nic = inputs.net_bw_gbps
+    if inputs.nnodes == 2 and nic >= mid:
+        return 32
+    if nic >= high:
+        return 24 if inputs.ppn <= 8 else 32
+    return 24 if nic >= mid else 32
 
 
 def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,

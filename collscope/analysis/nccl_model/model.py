@@ -95,6 +95,9 @@ class NcclGraphInputs:
     """NCCL_PROTO names the function and leaves LL128 on, which skips NCCL's default LL128 conditions
     (:func:`ll128_default_off`); :attr:`collscope.analysis.model_settings.ModelSettings.ll128_forced`."""
     nvswitch: bool = False
+    net_bw_gbps: float = 0.0
+    """NCCL's ``comm->minNetBw``: the smallest GPU-to-NIC path bandwidth of a rank's NICs, GB/s (src/graph/topo.cc
+    ncclTopoGetMinNetBw: the NIC's rate or the GPU's PCIe link, whichever is less); 0 inside one NVLink domain."""
     cpu_vendor: Literal["intel", "amd", "other"] = "intel"
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)

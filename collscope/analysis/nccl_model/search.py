@@ -234,5 +234,6 @@ def graph_inputs_from_topology(params: LinkParams, generation: GpuGeneration | s
         src += "; CPU Arm (Grace)"
     return NcclGraphInputs(nranks=params.nranks, nnodes=nodes, sm=sm, ring=ring, tree=tree, nvls=nvls,
                            collnet_direct=direct, collnet_chain=chain, collnet_enabled=collnet,
-                           nvswitch=params.nvswitch, cpu_vendor="other" if grace else "intel", source=src,
+                           nvswitch=params.nvswitch, net_bw_gbps=nic_path or 0.0,
+                           cpu_vendor="other" if grace else "intel", source=src,
                            notes=tuple(notes))
