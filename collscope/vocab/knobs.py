@@ -127,6 +127,9 @@ def _build() -> dict[str, Knob]:
         _nccl("NCCL_P2P_NET_CHUNKSIZE", "point-to-point chunk across nodes (NVLink domains), bytes",
               values.positive_bytes, "a positive size in bytes ('131072' or '128K'; default 131072)",
               inter_node=True),
+        _nccl("NCCL_P2P_PER_CHANNEL_NET_BW", "GB/s of a rank's NICs per point-to-point channel to a peer across "
+              "nodes (NVLink domains)", values.int_range(1, 1000), "integer GB/s 1..1000 (default 14)",
+              inter_node=True),
         _nccl("NCCL_IB_QPS_PER_CONNECTION", "queue pairs per IB connection", values.int_range(1, 128), "integer 1..128",
               inter_node=True),
         _nccl("NCCL_NET_GDR_LEVEL", "max GPU-NIC path class for GPUDirect RDMA", values.path_level, _LEVELS),

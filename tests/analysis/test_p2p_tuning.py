@@ -69,16 +69,45 @@ def test_a_threshold_of_zero_turns_ll_off_and_a_raised_one_reaches_nchannelsmin_
     assert [p2p_protocol(H100_8, "alltoall", s, raised) for s in sizes] == ["LL", "LL", "LL", "Simple"]
 
 
-def test_across_nvlink_domains_a_raised_threshold_leaves_sizes_open_and_says_so() -> None:
-    """Across domains nChannelsMin comes from the NICs (src/graph/paths.cc), which the model does not take: a
-    transfer above the threshold that enough channels could still carry as LL is taken as Simple, and named."""
+def test_across_nvlink_domains_nchannelsmin_comes_from_the_nics() -> None:
+    """src/graph/paths.cc ncclTopoGetNchannels: a peer in another domain gets max(NICs, divUp(netBw, 14)) channels
+    (one 400G NIC on PCIe Gen5: 48 GB/s, 4), the fewest of all peers rounded up to a power of two and halved while x
+    divUp(ranks, 8) exceeds the p2p channels; src/enqueue.cc halves it again while x ranks does. 2 x 8 H100, 16 p2p
+    channels: 4 per peer, nChannelsMin 1, so a raised threshold reaches 64 KiB per peer (1 MiB of alltoall) and no
+    further, settled. 4 x 100G EFA NICs per GPU (AWS p5, 64 p2p channels): 4 per peer and nChannelsMin 4."""
     raised, _ = p2p_tuning({"NCCL_P2P_LL_THRESHOLD": "65536"})
-    sizes = [1 * MIB, 2 * MIB, 4 * MIB]  # 64, 128, 256 KiB per peer on 16 ranks
-    assert [p2p_protocol(H100_2X8, "alltoall", s, raised) for s in sizes] == ["LL", "Simple", "Simple"]
-    notes = p2p_tuning_notes(H100_2X8, "alltoall", sizes, raised)
-    assert any(n.startswith("alltoall at 2M, 4M across NVLink domains") for n in notes)
+    sizes = [1 * MIB, 2 * MIB, 4 * MIB, 8 * MIB]  # 64 KiB to 512 KiB per peer on 16 ranks
+    assert [p2p_protocol(H100_2X8, "alltoall", s, raised) for s in sizes] == ["LL", "Simple", "Simple", "Simple"]
+    assert p2p_tuning_notes(H100_2X8, "alltoall", sizes, raised) == [
+        p2p_tuning_notes(H100_2X8, "alltoall", [], raised)[0]]  # what is taken, and no size left open
+    p5 = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=100, nics_per_node=32)
+    assert [p2p_protocol(p5, "alltoall", s, raised) for s in sizes] == ["LL", "LL", "LL", "Simple"]
     # at NCCL's defaults every size is settled: nothing set, nothing said
     assert p2p_tuning_notes(H100_2X8, "alltoall", [s << 10 for s in range(1, 4096, 7)], DEFAULT_P2P_TUNING) == []
+
+
+def test_nccl_p2p_per_channel_net_bw_sets_the_channels_of_a_peer_across_domains() -> None:
+    """2 H100 in 2 domains (4 p2p channels): 48 GB/s / 14 gives 4 channels per peer, nChannelsMin 2, so with a 64 KiB
+    threshold 128 KiB per peer (256 KiB of alltoall) is LL; NCCL_P2P_PER_CHANNEL_NET_BW=48 gives 1, and it is not."""
+    pair = link_params(None, gpu="H100", nranks=2, nnodes=2, nic_gbit=400)
+    raised, _ = p2p_tuning({"NCCL_P2P_LL_THRESHOLD": "65536"})
+    wide, notes = p2p_tuning({"NCCL_P2P_LL_THRESHOLD": "65536", "NCCL_P2P_PER_CHANNEL_NET_BW": "48"})
+    assert notes == [] and wide.per_channel_net_gbps == 48
+    assert p2p_protocol(pair, "alltoall", 256 * KIB, raised) == "LL"
+    assert p2p_protocol(pair, "alltoall", 256 * KIB, wide) == "Simple"
+    _, zero = p2p_tuning({"NCCL_P2P_PER_CHANNEL_NET_BW": "0"})
+    assert any("NCCL_P2P_PER_CHANNEL_NET_BW=0" in n and "default" in n for n in zero)
+
+
+def test_without_the_nics_a_raised_threshold_leaves_sizes_open_and_says_so() -> None:
+    """A job described by its ring bandwidth alone (--bw-gbps) has no NICs to give nChannelsMin across domains: a
+    transfer above the threshold that enough channels could still carry as LL is taken as Simple, and named."""
+    bare = link_params(None, gpu="H100", nranks=16, nnodes=2, bw_gbps=40)
+    raised, _ = p2p_tuning({"NCCL_P2P_LL_THRESHOLD": "65536"})
+    sizes = [1 * MIB, 2 * MIB, 4 * MIB]
+    assert [p2p_protocol(bare, "alltoall", s, raised) for s in sizes] == ["LL", "Simple", "Simple"]
+    notes = p2p_tuning_notes(bare, "alltoall", sizes, raised)
+    assert any(n.startswith("alltoall at 2M, 4M across NVLink domains") and "--nic-gbit" in n for n in notes)
 
 
 def test_a_smaller_chunk_or_buffer_gives_a_sendrecv_more_channels() -> None:

@@ -35,9 +35,10 @@ from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams, make_prediction
 from collscope.analysis.models import p2p_wire_us
+from collscope.analysis.nccl_model.constants import NCCL_PCI_X16_GBPS
 from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclChoice
-from collscope.analysis.nccl_model.search import graph_inputs_from_topology
+from collscope.analysis.nccl_model.search import GRACE_GPUS, graph_inputs_from_topology
 from collscope.errors import ConfigError
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.units import format_size
@@ -101,6 +102,12 @@ _SIMPLE_BUFFER_BYTES = 4 * 1024 * 1024
 """NCCL_BUFFSIZE's default (src/init.cc DEFAULT_BUFFSIZE, 4 MiB): the p2p chunk is at most it / NCCL_STEPS."""
 _NCCL_STEPS = 8
 """src/include/device.h NCCL_STEPS."""
+_PER_CHANNEL_NET_GBPS = 14
+"""NCCL_P2P_PER_CHANNEL_NET_BW's default, GB/s (src/graph/paths.cc): a peer in another NVLink domain gets a channel
+per this much of the rank's NIC bandwidth, and at least one per NIC (:func:`_net_peer_channels`)."""
+_P2P_PEERS_PER_BATCH = 8
+"""src/include/device.h NCCL_MAX_DEV_WORK_P2P_PER_BATCH: across NVLink domains the per-peer channels are halved
+while they times the peers' batches exceed the p2p channels (src/graph/paths.cc ncclTopoComputeP2pChannels)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +120,7 @@ class P2pTuning:
     pci_chunk_bytes: int = _PCI_CHUNK_BYTES
     net_chunk_bytes: int = _NET_CHUNK_BYTES
     simple_buffer_bytes: int = _SIMPLE_BUFFER_BYTES
+    per_channel_net_gbps: int = _PER_CHANNEL_NET_GBPS
     set_text: tuple[str, ...] = ()
     """The variables set, as NCCL reads them (``NCCL_P2P_LL_THRESHOLD=0``); empty at NCCL's defaults."""
 
@@ -124,6 +132,7 @@ P2P_TUNING_VARIABLES: dict[str, str] = {
     "NCCL_P2P_PCI_CHUNKSIZE": "pci_chunk_bytes",
     "NCCL_P2P_NET_CHUNKSIZE": "net_chunk_bytes",
     "NCCL_BUFFSIZE": "simple_buffer_bytes",
+    "NCCL_P2P_PER_CHANNEL_NET_BW": "per_channel_net_gbps",
 }
 """The variables :class:`P2pTuning` takes, by field: the point-to-point model reads them (a collective's model
 does not: NCCL_BUFFSIZE stays a variable it takes at NCCL's default)."""
@@ -146,7 +155,7 @@ def p2p_tuning(settings: Mapping[str, str]) -> tuple[P2pTuning, list[str]]:
             notes.append(f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores "
                          f"{ignored!r}, which is not a unit to NCCL; write the bytes ({name}=<integer>)")
         if value <= 0 and field != "ll_threshold_bytes":
-            notes.append(f"{name}={text}: NCCL reads {value}, not a size it can run with; the model keeps NCCL's "
+            notes.append(f"{name}={text}: NCCL reads {value}, not a value it can run with; the model keeps NCCL's "
                          f"default for it")
             continue
         fields[field] = max(0, value)
@@ -209,24 +218,73 @@ def p2p_protocol(params: LinkParams, op: str, size_bytes: int, tuning: P2pTuning
     return _ll_boundary(params, op, size_bytes, tuning)[0]
 
 
-def _channels_min(params: LinkParams) -> int | None:
-    """NCCL's nChannelsMin for a transfer inside one NVLink domain (src/enqueue.cc: the per-peer channels halved
-    while they times the ranks exceed the p2p channels); None across domains, where the per-peer channels come
-    from the NICs' count and bandwidth (src/graph/paths.cc ncclTopoGetNchannels, NCCL_P2P_PER_CHANNEL_NET_BW),
-    which the model does not take, or without the GPU generation."""
+def _channels_min(params: LinkParams, tuning: P2pTuning = DEFAULT_P2P_TUNING) -> int | None:
+    """NCCL's nChannelsMin for a transfer (src/enqueue.cc: the per-peer channels halved while they times the ranks
+    exceed the p2p channels): inside one NVLink domain from its links (:func:`_nvlink_channels`, or 2 a PCIe peer),
+    across domains from the NICs as well (:func:`_domain_channels`); None where the model lacks what NCCL reads
+    (the GPU generation, or across domains the NICs' rate and count)."""
     if params.ndomains > 1:
-        return None
+        return _domain_channels(params, tuning)
     if params.intra_link not in ("nvlink", "unknown"):
         return _pci_min_channels(params)
     found = _nvlink_channels(params)
     return None if found is None else found[0]
 
 
+def _net_peer_channels(params: LinkParams, tuning: P2pTuning) -> int | None:
+    """The channels NCCL gives a peer in another NVLink domain (src/graph/paths.cc ncclTopoGetNchannels):
+    ``max(netCount, divUp((int)netBw, NCCL_P2P_PER_CHANNEL_NET_BW))``, where netCount and netBw are the GPU's local
+    NICs taken until their GPU-to-NIC paths reach the GPU's own link to the CPU (src/graph/topo.cc
+    ncclTopoGetLocalNetCountByBw: its PCIe link; on Grace the C2C link, more than any NIC, so all of them). A GPU's
+    local NICs: the node's NICs shared among its GPUs (1 when there are fewer NICs than GPUs). None without the
+    NICs' rate and count or the GPU generation. 400 Gb/s on PCIe Gen5: 48 GB/s, 4 channels; 4 x 100 Gb/s per GPU
+    (AWS p5): 50 GB/s, 4; 200 Gb/s: 2."""
+    gen = gpu_generation(params.gpu) if params.gpu else None
+    if gen is None or params.nic_gbps is None or params.nics_per_node <= 0:
+        return None
+    pci = NCCL_PCI_X16_GBPS.get(params.pcie_gen or gen.pcie_gen, 12.0)
+    path = min(params.nic_gbps, pci)
+    gpu_link = float("inf") if gen.name in GRACE_GPUS else pci
+    count, total = 0, 0.0
+    for _ in range(max(1, params.nics_per_node // max(1, params.ppn))):
+        count += 1
+        total += path
+        if total >= gpu_link:
+            break
+    per_channel = max(1, tuning.per_channel_net_gbps)
+    return max(count, -(-int(total) // per_channel))
+
+
+def _domain_channels(params: LinkParams, tuning: P2pTuning) -> int | None:
+    """nChannelsMin across NVLink domains: the fewest channels of any peer (:func:`_net_peer_channels` for the
+    other domains', 2 x the NVLink links or 2 over PCIe for the domain's own), rounded up to a power of two and
+    halved while they times divUp(ranks, 8) exceed the p2p channels (src/graph/paths.cc
+    ncclTopoComputeP2pChannelsPerPeer, ncclTopoComputeP2pChannels), then as on one node (:func:`_start_channels`).
+    2 x 8 H100 with 400 Gb/s NICs: 4 per peer, 2 to start. None where :func:`_net_peer_channels` is."""
+    net = _net_peer_channels(params, tuning)
+    found = _node_p2p_channels(params)
+    if net is None or found is None:
+        return None
+    gen, p2p = found
+    fewest = net
+    if params.domain_ranks > 1:
+        if params.intra_link == "nvlink":
+            fewest = min(fewest, _nvlink_peer_channels(params, gen))
+        else:
+            fewest = min(fewest, _PCI_PEER_CHANNELS)
+    per_peer = _pow2_up(fewest)
+    batches = -(-params.nranks // _P2P_PEERS_PER_BATCH)
+    while per_peer * batches > p2p and per_peer > 1:
+        per_peer //= 2
+    return _start_channels(per_peer, params.nranks, p2p)
+
+
 def _ll_boundary(params: LinkParams, op: str, size_bytes: int, tuning: P2pTuning) -> tuple[str, bool]:
-    """(the protocol, whether NCCL's rule settles it). Across NVLink domains a transfer above the threshold runs
-    LL only if nChannelsMin (unknown there: :func:`_channels_min`) reaches bytes / threshold; when the most
-    channels its part size allows could, the protocol is taken as Simple and not settled. At NCCL's defaults it
-    always is (the parts, 64 KiB or more, leave one channel up to 64 KiB)."""
+    """(the protocol, whether NCCL's rule settles it). A transfer above the threshold runs LL only if
+    min(nChannelsMin, its parts) reaches bytes / threshold; where nChannelsMin is unknown (:func:`_channels_min`:
+    across NVLink domains without the NICs) and the most channels its part size allows could, the protocol is
+    taken as Simple and not settled. At NCCL's defaults it always is (the parts, 64 KiB or more, leave one channel
+    up to 64 KiB)."""
     if size_bytes <= 0:
         return P2P_PROTO, True
     per_peer = int(p2p_wire_us(params, op, size_bytes)[1])
@@ -236,7 +294,7 @@ def _ll_boundary(params: LinkParams, op: str, size_bytes: int, tuning: P2pTuning
     if per_peer <= threshold:
         return P2P_LL_PROTO, True
     most = -(-per_peer // _part_bytes(params, tuning)[0])
-    start = _channels_min(params)
+    start = _channels_min(params, tuning)
     if start is None:
         return P2P_PROTO, per_peer > most * threshold
     return (P2P_LL_PROTO if per_peer <= min(start, most) * threshold else P2P_PROTO), True
@@ -275,7 +333,8 @@ def p2p_tuning_notes(params: LinkParams, op: str, sizes: Iterable[int], tuning: 
         shown = ", ".join(format_size(s) for s in open_sizes)
         why = ("across NVLink domains: NCCL sends a transfer with LL up to nChannelsMin x {t}, and nChannelsMin comes "
                "from the NICs' count and bandwidth (src/graph/paths.cc ncclTopoGetNchannels, "
-               "NCCL_P2P_PER_CHANNEL_NET_BW), which the model does not take" if params.ndomains > 1 else
+               "NCCL_P2P_PER_CHANNEL_NET_BW), which are not known here (--nic-gbit and --nics-per-node give them)"
+               if params.ndomains > 1 else
                "on one node: NCCL sends a transfer with LL up to nChannelsMin x {t}, and nChannelsMin needs the GPU "
                "generation's graphs, which the model does not have here")
         out.append(f"{op} at {shown} {why.format(t=format_size(tuning.ll_threshold_bytes))}: taken as Simple there")
@@ -315,11 +374,17 @@ def _nvlink_channels(params: LinkParams) -> tuple[int, int] | None:
     if found is None:
         return None
     gen, p2p = found
+    per_peer = min(p2p, _pow2_up(_nvlink_peer_channels(params, gen)))
+    return _start_channels(per_peer, params.nranks, p2p), per_peer
+
+
+def _nvlink_peer_channels(params: LinkParams, gen: GpuGeneration) -> int:
+    """The channels NCCL gives a peer joined by NVLink: 2 x the links between them (src/graph/paths.cc
+    ncclTopoGetNchannels: ``2 * max(1, path->bw / nvlBw)``; through NVSwitches all the GPU's links)."""
     links = params.nvlinks_per_gpu or gen.nvlink_links
     if not params.nvswitch:
         links = max(1, links // max(1, params.domain_ranks - 1))
-    per_peer = min(p2p, _pow2_up(2 * max(1, links)))
-    return _start_channels(per_peer, params.nranks, p2p), per_peer
+    return 2 * max(1, links)
 
 
 def p2p_channels(params: LinkParams, op: str, size_bytes: int,
