@@ -179,7 +179,7 @@ def held_to_bound(op: str, choice: NcclChoice, params: LinkParams, inputs: NcclG
     if bound is None:
         return choice
     busbw = busbw_factor(op, params.nranks) * choice.size_bytes / (time * 1e3)
-    return replace(choice, expected_time_us=time, expected_busbw_gbps=busbw,
+    return replace(choice, expected_time_us=time, expected_busbw_gbps=busbw, ceiling_busbw_gbps=0.0,
                    held_to_bound=f"its bandwidth held to the {bound.algo} bound on the {bound.limited_by}, "
                                  f"{bound.busbw_gbps:.1f} GB/s, which NCCL's model exceeds; with {MEASURED_TERMS}")
 

@@ -28,6 +28,7 @@ from collscope.analysis.model_settings import (
 from collscope.analysis.model_types import LinkParams, NetSettings
 from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
+from collscope.analysis.nccl_model.choice import nvls_ceiling_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
@@ -203,6 +204,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     # (config, op) -> the p2p model's (size, model) rows, with the link parameters and settings they were judged under
     p2p_rows: dict[tuple[str, str], tuple[LinkParams, ModelSettings, list[tuple[int, str]]]] = {}
     ll128_forced: dict[str, str] = {}  # config -> the note for an NCCL_PROTO that turns LL128 on off its default
+    # (config, op) -> (size, expected, ceiling) where NVLS's own rate kept a measurement above the model normal
+    under_ceiling: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for i, exp, params, inputs, read in found:
         row = records[i]
         if read.ll128_forced and inputs is not None and str(row["config"]) not in ll128_forced:
@@ -218,6 +221,11 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             raised.setdefault((label, op, cost.extra_us, cost.floor_us, cost.floor_size), []).append(size)
         busbw = float(row["busbw_gbps"])
         margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
+        if exp.ceiling_gbps > unpriced:  # NVLS's own rate: only above it is a measurement suspicious
+            if unpriced * (1 + above) < busbw <= exp.ceiling_gbps * (1 + above):
+                label = f"{row['config']}{' in-place' if row.get('in_place') is True else ''}"
+                under_ceiling.setdefault((label, op), []).append((size, unpriced, exp.ceiling_gbps))
+            above = exp.ceiling_gbps * (1 + above) / unpriced - 1
         if exp.busbw_gbps < unpriced:  # the cost excuses a slower call; only the model without it makes one suspicious
             above = unpriced * (1 + above) / exp.busbw_gbps - 1
         exp = matched_tie(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
@@ -253,6 +261,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             notes.append(f"{config}: {unmodelled_text(read)}: its verdicts are against the defaults")
     for config, why in sorted(ll128_forced.items()):
         notes.append(f"{config}: {why}")
+    for (label, op), kept in under_ceiling.items():
+        notes.append(nvls_ceiling_note(f"{op} {label}", kept))
     for (config, op, bound), held in unjudged.items():
         notes.append(channel_bound_note(config, op, bound, held))
     for (config, op), (_, read, judged) in p2p_rows.items():

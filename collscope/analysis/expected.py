@@ -35,7 +35,7 @@ from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held
 from collscope.analysis.model_settings import model_settings
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
-from collscope.analysis.nccl_model.choice import nccl_choice, size_floor_us
+from collscope.analysis.nccl_model.choice import nccl_choice, nvls_ceiling_us, size_floor_us
 from collscope.analysis.nccl_model.measured import measured_extra_us
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
 from collscope.analysis.nccl_model.p2p import p2p_choice
@@ -66,6 +66,10 @@ class Expected:
     """How the algorithm that ran was known (module doc)."""
     busbw_gbps: float
     bound: Bound
+    ceiling_gbps: float = 0.0
+    """Above ``busbw_gbps``, NVLS's own rate where NCCL's graph holds its table lower inside one NVLink domain
+    (:attr:`.nccl_model.model.NcclChoice.ceiling_busbw_gbps`): a measurement is ``suspicious`` only above this one's
+    margin (:func:`.efficiency.add_expected`); 0 where ``busbw_gbps`` is the ceiling."""
     near_ties: tuple[Expected, ...] = ()
     """NCCL's model's near ties of a modelled choice (:data:`.nccl_model.choice.NEAR_TIE`): when the measurement is
     outside the margin of the choice but inside one of these, that pair is what ran as far as collscope can tell."""
@@ -78,11 +82,12 @@ def _from_choice(op: str, choice: NcclChoice, params: LinkParams, source: str) -
                                        f"({t.time_us / choice.time_us - 1:.1%} slower in NCCL's model than "
                                        f"{choice.algo}/{choice.proto}, closer than collscope calls), which the "
                                        "measurement matches"),
-                          busbw_gbps=t.expected_busbw_gbps, bound=algorithm_bound(op, t.algo, params))
+                          busbw_gbps=t.expected_busbw_gbps, bound=algorithm_bound(op, t.algo, params),
+                          ceiling_gbps=t.ceiling_busbw_gbps)
                  for t in choice.near_ties)
     return Expected(model=f"{choice.algo}/{choice.proto}", kind="nccl", algo_source=source,
                     busbw_gbps=choice.expected_busbw_gbps, bound=algorithm_bound(op, choice.algo, params),
-                    near_ties=ties)
+                    ceiling_gbps=choice.ceiling_busbw_gbps, near_ties=ties)
 
 
 class NcclInputsCache:
@@ -125,8 +130,11 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         if time is not None and time > 0:
             time, _ = held_time_us(op, algo, proto, size, time, params, inputs)
             busbw = algbw_gbps(size, time) * busbw_factor(op, params.nranks)
+            ceiling = nvls_ceiling_us(inputs, op, algo, proto, size, time)
             return Expected(model=f"{algo}/{proto}", kind="nccl", algo_source=SOURCE_LOGGED, busbw_gbps=busbw,
-                            bound=algorithm_bound(op, algo, params))
+                            bound=algorithm_bound(op, algo, params),
+                            ceiling_gbps=algbw_gbps(size, ceiling) * busbw_factor(op, params.nranks)
+                            if ceiling > 0 else 0.0)
         if not proto and algo in ALGORITHMS:  # the check file names the algorithm only
             try:
                 choice = nccl_choice(inputs, op, size, algos=[algo],

@@ -17,7 +17,7 @@ from collscope.topo.samples import sample_path
 
 PRED_KEYS = {"model", "algo", "proto", "op", "size_bytes", "time_us", "busbw_gbps"}
 CHOICE_KEYS = {"size_bytes", "algo", "proto", "time_us", "busbw_gbps", "expected_time_us", "expected_busbw_gbps",
-               "held_to_bound", "floor_from_bytes", "near_ties", "published_accuracy"}
+               "held_to_bound", "floor_from_bytes", "ceiling_busbw_gbps", "near_ties", "published_accuracy"}
 
 
 def _run(*args: str):

@@ -11,10 +11,18 @@ from dataclasses import replace
 
 from collscope.analysis.model_types import Prediction
 from collscope.analysis.nccl_model import measured
-from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_predictions
+from collscope.analysis.nccl_model.model import (
+    NcclChoice,
+    NcclGraphInputs,
+    nccl_bandwidth,
+    nccl_predictions,
+    nvls_graph_cap,
+)
 from collscope.errors import ConfigError
+from collscope.units import format_size
 
-__all__ = ["FLOOR_FACTORS", "NEAR_TIE", "size_floor_us", "nccl_choice"]
+__all__ = ["FLOOR_FACTORS", "NEAR_TIE", "size_floor_us", "nccl_choice", "nvls_ceiling_us", "nvls_ceiling_note",
+           "NVLS_CEILING_PUBLISHED", "nvls_ceiling_predict_note"]
 
 NEAR_TIE = 0.05
 """A lead in NCCL's model smaller than this (5% of the choice's time) is not one collscope calls: NCCL's versions move
@@ -89,7 +97,65 @@ def _choice(inputs: NcclGraphInputs, op: str, pred: Prediction, version: str, fl
     expected, floor_from = _expected_us(inputs, op, pred, version), 0
     if floor > expected * (1 + 1e-9):
         expected, floor_from = floor, larger
+    ceiling = nvls_ceiling_us(inputs, op, pred.algo, pred.proto or "", pred.size_bytes, expected, version=version)
     return NcclChoice(size_bytes=pred.size_bytes, algo=pred.algo, proto=pred.proto or "", time_us=pred.time_us,
                       busbw_gbps=pred.busbw_gbps, expected_time_us=expected,
                       expected_busbw_gbps=pred.busbw_gbps * pred.time_us / expected if expected > 0 else 0.0,
+                      ceiling_busbw_gbps=pred.busbw_gbps * pred.time_us / ceiling if ceiling > 0 else 0.0,
                       floor_from_bytes=floor_from)
+
+
+def nvls_ceiling_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, expected_us: float, *,
+                    version: str = "2.30") -> float:
+    """The expected time of NVLS at its own rate inside one NVLink domain where NCCL's graph holds its table lower
+    (:func:`.model.nvls_graph_cap`): ``expected_us`` with the bandwidth term at the intra term's rate, the latency
+    and the measured terms as they are; 0.0 for the other algorithms and where the graph does not hold it."""
+    if algo != "NVLS" or expected_us <= 0 or size_bytes <= 0:
+        return 0.0
+    factor = nvls_graph_cap(inputs, op, version=version)
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version) if factor > 1.0 else 0.0
+    if bw <= 0:
+        return 0.0
+    time = expected_us - size_bytes / (1000 * bw) * (1 - 1 / factor)
+    return time if time > 0 else 0.0
+
+
+NVLS_CEILING_PUBLISHED = ("published healthy 8-GPU sm100 systems measure 835-892 GB/s at 4-16 GiB (GCP A4 B200, OCI "
+                          "B300, OCI GB300 and GB200 2 trays, GCP A4X GB200 2 trays: bench/scorecard/published.csv)")
+"""What the ceiling (:func:`nvls_ceiling_us`) is held against; tests/analysis/test_nvls_ceiling.py checks it on the
+published rows."""
+
+
+def _sizes(sizes: list[int]) -> str:
+    sizes = sorted(set(sizes))
+    return format_size(sizes[0]) + (f"-{format_size(sizes[-1])}" if len(sizes) > 1 else "")
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+
+
+def nvls_ceiling_note(what: str, kept: list[tuple[int, float, float]]) -> str:
+    """analyze's note where measurements above NCCL's NVLS table stay ``normal`` under NVLS's own rate; ``kept``
+    holds (size, expected busbw, ceiling busbw) per such measurement."""
+    sizes, expected, ceiling = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+    return (f"{what} at {_sizes(sizes)}: above the {_span(expected)} GB/s expected from NCCL's NVLS table, which "
+            "NCCL's graph holds at nChannels x bwInter (bwInter stops at the top of NCCL's speed array, 90 GB/s on "
+            "sm100: src/graph/search.cc), and within the margin of NVLS's own rate inside one NVLink domain "
+            f"({_span(ceiling)} GB/s: bwIntra x nvlsEfficiency, src/graph/tuning.cc): judged normal; "
+            f"{NVLS_CEILING_PUBLISHED}")
+
+
+def nvls_ceiling_predict_note(op: str, choices: Iterable[NcclChoice]) -> list[str]:
+    """predict's note naming the sizes whose NVLS choice has a ceiling above its expected measurement."""
+    held = [c for c in choices if c.ceiling_busbw_gbps > c.expected_busbw_gbps > 0]
+    if not held:
+        return []
+    span = _span([c.ceiling_busbw_gbps for c in held])
+    return [f"NVLS of {op} at {_sizes([c.size_bytes for c in held])}: the expected measurement is NCCL's NVLS table, "
+            "held by NCCL's graph at nChannels x bwInter (bwInter stops at the top of NCCL's speed array, 90 GB/s on "
+            f"sm100: src/graph/search.cc); at NVLS's own rate inside one NVLink domain (bwIntra x nvlsEfficiency, "
+            f"src/graph/tuning.cc) it is {span} GB/s, and analyze calls a measurement suspicious only beyond that "
+            "one's margin; "
+            f"{NVLS_CEILING_PUBLISHED}"]

@@ -40,6 +40,7 @@ __all__ = [
     "NcclChoice",
     "NCCL_OPS",
     "nccl_bandwidth",
+    "nvls_graph_cap",
     "nccl_latency_us",
     "nccl_time_us",
     "nccl_predictions",
@@ -129,6 +130,10 @@ class NcclChoice:
     floor_from_bytes: int = 0
     """The larger size k x ``size_bytes`` whose expected time / k raised this size's expected time
     (:data:`FLOOR_FACTORS`); 0 when none did."""
+    ceiling_busbw_gbps: float = 0.0
+    """Above the expected measurement, the busbw of NVLS's own rate where NCCL's NVLS graph holds the table below
+    it inside one NVLink domain (:func:`nvls_graph_cap`): the expected measurement with that rate. analyze calls a
+    measurement ``suspicious`` only above it; 0 where the expected measurement is the ceiling."""
     near_ties: tuple[NcclChoice, ...] = ()
     """The other (algorithm, protocol) pairs whose time in NCCL's model is within :data:`.choice.NEAR_TIE` of this
     one's, each with its own expected measurement: which of them runs is closer than collscope can call."""
@@ -222,6 +227,29 @@ def _skipped_at_enqueue(inputs: NcclGraphInputs, func: str, algo: str, version: 
     if algo in ("CollNetDirect", "CollNetChain") and inputs.ppn > _MAX_DIRECT_ARITY + 1:
         return True
     return algo in ("NVLS", "NVLSTree") and func != "AllReduce" and inputs.ppn > _MAX_NVLS_ARITY
+
+
+def nvls_graph_cap(inputs: NcclGraphInputs, op: str, *, version: str = "2.30") -> float:
+    """How far NCCL's NVLS graph holds NVLS's table bandwidth below NVLS's own rate inside one NVLink domain: the
+    intra term ``bwIntra x nvlsEfficiency x (nCh - 1) / nCh`` (x 2 for AllReduce) over ``min(intra, bwInter)``
+    (src/graph/tuning.cc), >= 1; 1.0 across domains, for the other algorithms and for the 2.19 tables.
+
+    Inside one domain no NVLS byte crosses a NIC, yet the NVLS graph's ``bwInter`` bounds the table: NCCL's search
+    raises it in pass 2 only up the speed array (src/graph/search.cc ncclTopoCompute), whose sm100 top is 90 GB/s
+    (sm100SpeedArrayIntra). 8 sm100 GPUs: 8 heads at bwIntra 80 (9 x 80 <= 18 x 40.1), an intra term of 80 x 0.74
+    x 7/8 x 2 = 103.6 GB/s a channel against bwInter 90: 720 GB/s busbw in the table, 829 at the intra term (1.15 x).
+    The table ranks algorithms; published 8-GPU sm100 NVLS all_reduce runs measure 835-892 GB/s at 4-16 GiB
+    (GCP A4 B200, OCI B300, OCI GB300 and GB200 2 trays, GCP A4X GB200 2 trays: bench/scorecard/published.csv).
+    A 4-GPU sm100 tray: 4 heads at 90/90, 1.11. On 8 H100 (bwIntra 40, bwInter 60) and on domains of 16 or more
+    sm100 GPUs the intra term binds already: 1.0."""
+    g = inputs.nvls
+    if version == "2.19" or inputs.nnodes != 1 or g is None or g.n_channels < 2:
+        return 1.0
+    c = nccl_constants(version)
+    intra = g.bw_intra * c.nvls_efficiency[compcap_index(inputs.sm)] * (g.n_channels - 1) / g.n_channels
+    intra *= 2.0 if _func(op) == "AllReduce" else (inputs.ppn - 1) / inputs.ppn
+    held = min(intra, g.bw_inter)
+    return intra / held if held > 0 and intra > held else 1.0
 
 
 def nccl_bandwidth(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
