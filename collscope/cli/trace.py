@@ -77,7 +77,7 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
                         if n and n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief(),
-                                              choice=f"{c.algo}/{c.proto}",
+                                              choice=f"{c.algo}/{c.proto}", ceiling_gbps=c.ceiling_busbw_gbps,
                                               ties=tuple((f"{t.algo}/{t.proto}", t.expected_busbw_gbps)
                                                          for t in c.near_ties))
                     for c, band in zip(result.nccl_choice, result.accuracy, strict=True)}

@@ -28,6 +28,9 @@ class ModelFigure:
     (:meth:`collscope.analysis.model_accuracy.BandAccuracy.brief`); None when none is known."""
     choice: str | None = None
     """The (algorithm, protocol) NCCL's model chooses, ``Ring/Simple``; None for an alpha-beta figure."""
+    ceiling_gbps: float = 0.0
+    """NVLS's own rate inside one NVLink domain where NCCL's table holds the choice lower
+    (:attr:`collscope.analysis.nccl_model.model.NcclChoice.ceiling_busbw_gbps`); 0 where there is none."""
     ties: tuple[tuple[str, float], ...] = ()
     """NCCL's model's near ties of its choice (:data:`collscope.analysis.nccl_model.choice.NEAR_TIE`): each pair
     with its own expected busbw, ``("Ring/LL128", 229.0)``; empty when the choice leads by more."""

@@ -57,6 +57,9 @@ class SummaryRow:
     """The pair ``model_busbw_gbps`` is for: the model's choice, or the near tie NCCL ran (None: alpha-beta)."""
     model_note: str | None = None
     """How the pair NCCL ran relates to the model's choice, in words (None: the trace does not say)."""
+    model_ceiling_gbps: float | None = None
+    """Above ``model_busbw_gbps``, NVLS's own rate inside one NVLink domain, which NCCL's table caps lower (None:
+    none, or the figure is another pair's): what analyze judges ``suspicious`` against."""
 
     def to_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__slots__}
@@ -110,7 +113,9 @@ def summary_rows(per_size: dict[tuple[str, int, int | None], dict[str, Any]], ra
                          model_published_spread=figure.published_spread if figure is not None else None,
                          model_near_ties=figure.near_ties if figure is not None else None,
                          ran=ran.describe(), model_pair=pick.pair if pick is not None else None,
-                         model_note=pick.note if pick is not None else None)
+                         model_note=pick.note if pick is not None else None,
+                         model_ceiling_gbps=figure.ceiling_gbps if figure is not None and pick is not None
+                         and pick.pair == figure.choice and figure.ceiling_gbps > figure.busbw_gbps else None)
         out.append(_with_verdict(row, rank_steps > 0))
     return out
 
@@ -154,4 +159,5 @@ def _with_verdict(row: SummaryRow, has_steps: bool) -> SummaryRow:
     return replace(row, verdict=verdict(row.op, row.size_bytes, row.calls_per_step, row.busbw_gbps,
                                         row.bench_busbw_gbps, row.model_busbw_gbps, row.exposed_us_per_step,
                                         has_steps=has_steps, model_spread=row.model_published_spread,
-                                        model_near_ties=row.model_near_ties, model_note=row.model_note))
+                                        model_near_ties=row.model_near_ties, model_note=row.model_note,
+                                        model_ceiling=row.model_ceiling_gbps))

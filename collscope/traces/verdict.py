@@ -27,7 +27,7 @@ def human_us(us: float) -> str:
 def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float | None, bench: float | None,
             model: float | None, exposed_per_step_us: float | None, *, has_steps: bool = True,
             model_spread: str | None = None, model_near_ties: str | None = None,
-            model_note: str | None = None) -> str:
+            model_note: str | None = None, model_ceiling: float | None = None) -> str:
     what = f"{op} {format_size(size_bytes)}"
     if calls_per_step and calls_per_step >= 1.5:
         what += f" (x{calls_per_step:.3g} {'per step' if has_steps else 'per rank in the trace'})"
@@ -40,6 +40,9 @@ def verdict(op: str, size_bytes: int, calls_per_step: float | None, busbw: float
         head = f"{what}: {busbw / model:.0%} of the model's {model:.3g} GB/s busbw ({busbw:.3g} GB/s)"
         if model_spread:
             head += f" [{model_spread}]"
+        if model_ceiling:
+            head += (f" (NVLS's own rate inside one NVLink domain, which NCCL's table holds lower: "
+                     f"{model_ceiling:.3g} GB/s)")
         if model_note:  # the trace says which pair ran: that settles the near ties' "if it runs"
             head += f" ({model_note})"
         elif model_near_ties:

@@ -206,3 +206,27 @@ def test_choice_lines_that_name_no_function_are_left_out_and_counted():
     assert pairs.pair("all_reduce", 4 << 20, 2) is None  # the function is not said
     assert pairs.pair("all_gather", 64 << 20, 2) == ("Ring", "Simple")  # a 2.23 line: already the total
     assert pairs.warnings() == ["2 choice line(s) of the NCCL log name no function (NCCL 2.21-2.22): left out"]
+
+
+def test_trace_names_nvls_own_rate_where_nccls_table_holds_it_lower(tmp_path):
+    """An 8 GiB all_reduce on 8 B200 that NCCL ran as NVLS/Simple at 840 GB/s busbw: 117% of NCCL's table (716),
+    whose graph caps NVLS at 8 x 90 GB/s; the line names NVLS's own rate inside one NVLink domain (~824), the figure
+    analyze judges 'suspicious' against (tests/analysis/test_nvls_ceiling.py). 8 H100 have no such figure."""
+    def line(gpu_busbw: float) -> str:
+        return _inspector_line(0, "AllReduce", "NVLS", "SIMPLE", 8 << 30, round((8 << 30) * 1.75 / (gpu_busbw * 1e3)))
+
+    path = tmp_path / "nccl-inspector-rank0.log"
+    path.write_text(line(840.0))
+    res = CliRunner().invoke(main, ["trace", str(path), "--gpu", "B200", "--nnodes", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(res.output)["summary"]
+    assert row["model_pair"] == "NVLS/Simple" and row["model_busbw_gbps"] == pytest.approx(716, rel=0.01)
+    assert row["model_ceiling_gbps"] == pytest.approx(824, rel=0.01)
+    assert "NVLS's own rate inside one NVLink domain, which NCCL's table holds lower: 824 GB/s" in row["verdict"]
+    h100 = tmp_path / "h100" / "nccl-inspector-rank0.log"
+    h100.parent.mkdir()
+    h100.write_text(line(470.0))
+    res = CliRunner().invoke(main, ["trace", str(h100), "--gpu", "H100", "--nnodes", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(res.output)["summary"]
+    assert row["model_ceiling_gbps"] is None and "own rate" not in row["verdict"]
