@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["algbw_gbps", "parse_size", "format_size", "GB"]
+__all__ = ["algbw_gbps", "parse_size", "format_size", "format_size_span", "GB"]
 
 GB = 1e9
 _SUFFIX = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
@@ -76,3 +77,9 @@ def format_size(size_bytes: float) -> str:
     if float(text) >= 1024 and index > 0:  # 1023.7K rounds to 1024K: that is 1M
         return "1" + _UNITS[index - 1][0]
     return text + suffix
+
+
+def format_size_span(sizes: Iterable[float]) -> str:
+    """The smallest and the largest of ``sizes`` as ``64M-4G`` (:func:`format_size`), one size alone as ``8G``."""
+    held = sorted(sizes)
+    return format_size(held[0]) + (f"-{format_size(held[-1])}" if len(held) > 1 else "")

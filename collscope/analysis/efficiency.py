@@ -32,11 +32,12 @@ from collscope.analysis.nccl_model.choice import nvls_ceiling_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import nvls_rank_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
-from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_ll_note, p2p_tuning_notes
+from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_ll_note
+from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
-from collscope.units import format_size
+from collscope.units import format_size, format_size_span
 
 __all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT"]
 
@@ -215,15 +216,14 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         op, nranks, size = str(row["op"]), int(row["nranks"]), int(row["size_bytes"])
         cost = costs.get(curve_key(row))
         unpriced = exp.busbw_gbps
+        label = f"{row['config']}{' in-place' if row.get('in_place') is True else ''}"
         if cost is not None and exp.kind == "nccl" and size > RUN_FLOOR_MAX_BYTES:
             exp = with_run_cost(exp, op, nranks, size, cost.extra_us)
-            label = f"{row['config']}{' in-place' if row.get('in_place') is True else ''}"
             raised.setdefault((label, op, cost.extra_us, cost.floor_us, cost.floor_size), []).append(size)
         busbw = float(row["busbw_gbps"])
         margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
         if exp.ceiling_gbps > unpriced:  # NVLS's own rate: only above it is a measurement suspicious
             if unpriced * (1 + above) < busbw <= exp.ceiling_gbps * (1 + above):
-                label = f"{row['config']}{' in-place' if row.get('in_place') is True else ''}"
                 under_ceiling.setdefault((label, op), []).append((size, unpriced, exp.ceiling_gbps))
             above = exp.ceiling_gbps * (1 + above) / unpriced - 1
         if exp.busbw_gbps < unpriced:  # the cost excuses a slower call; only the model without it makes one suspicious
@@ -250,7 +250,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
     notes.extend(nccl.notes)
     for (label, op, extra_us, floor_us, at), held in raised.items():
-        shown = format_size(min(held)) + (f"-{format_size(max(held))}" if len(held) > 1 else "")
+        shown = format_size_span(held)
         notes.append(f"{op} {label}: this run's fastest call of sizes {format_size(RUN_FLOOR_MIN_BYTES)}-"
                      f"{format_size(RUN_FLOOR_MAX_BYTES)} takes {floor_us:.1f} us (size {format_size(at)}), "
                      f"{extra_us:.1f} us more than the model's time there: a per-call cost of this setup the model "

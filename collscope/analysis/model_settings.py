@@ -10,7 +10,7 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
   sizes run on another count than NCCL's own are not judged;
 - **point-to-point parts** (alltoall, gather, scatter, sendrecv): ``NCCL_P2P_LL_THRESHOLD``, the
   ``NCCL_P2P_{NVL,PCI,NET}_CHUNKSIZE`` and ``NCCL_BUFFSIZE``'s cap on them, read as NCCL reads them
-  (:func:`.nccl_model.p2p.p2p_tuning`);
+  (:func:`.nccl_model.p2p_rules.p2p_tuning`);
 - any other tuning variable (:func:`collscope.vocab.env_roles.env_role`) is taken at NCCL's default, and said.
 """
 
@@ -20,13 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collscope.analysis.model_types import LinkParams, NetSettings
-from collscope.analysis.nccl_model.p2p import (
-    DEFAULT_P2P_TUNING,
-    P2P_MODELLED_OPS,
-    P2P_TUNING_VARIABLES,
-    P2pTuning,
-    p2p_tuning,
-)
+from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS
+from collscope.analysis.nccl_model.p2p_rules import DEFAULT_P2P_TUNING, P2P_TUNING_VARIABLES, P2pTuning, p2p_tuning
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role

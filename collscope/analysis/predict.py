@@ -53,8 +53,8 @@ from collscope.analysis.nccl_model.p2p import (
     p2p_choice,
     p2p_ll_note,
     p2p_ll_sizes,
-    p2p_tuning_notes,
 )
+from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.analysis.params import link_params
 from collscope.errors import ConfigError

@@ -318,7 +318,8 @@ def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
     channels while its parts are larger than 32 x 512 KiB. The published one-node sendrecv curve steps with it
     (80-82 GB/s at 32-64 MiB, 163 at 128 MiB, 299-367 from 256 MiB), and the expected rate is channels / 16 of the
     p2p rate below 16 channels."""
-    from collscope.analysis.nccl_model.p2p import P2P_SATURATING_CHANNELS, p2p_channels, p2p_time_us
+    from collscope.analysis.nccl_model.p2p import P2P_SATURATING_CHANNELS, p2p_time_us
+    from collscope.analysis.nccl_model.p2p_rules import p2p_channels
     from collscope.analysis.params import link_params
 
     mib = 1 << 20
@@ -356,7 +357,8 @@ def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
 def test_p2p_protocol_is_ll_for_transfers_of_at_most_16_kib(op, nranks, nnodes, size, proto):
     """NCCL sends a point-to-point transfer with LL when it is at most its channels x NCCL_P2P_LL_THRESHOLD (16 KiB;
     src/enqueue.cc addP2pToPlan), which at the default chunk sizes is a transfer of 16 KiB or less."""
-    from collscope.analysis.nccl_model.p2p import p2p_choice, p2p_protocol
+    from collscope.analysis.nccl_model.p2p import p2p_choice
+    from collscope.analysis.nccl_model.p2p_rules import p2p_protocol
     params = _gb200_params(nranks, nnodes, 72)
     assert p2p_protocol(params, op, size) == proto
     choice = p2p_choice(params, op, size)
@@ -400,7 +402,7 @@ def test_p2p_ll_reaches_further_on_one_node_without_nvlink():
     src/enqueue.cc addP2pToPlan), so LL runs up to nChannelsMin x 16 KiB: 2 L40S keep 2 channels per peer (2 per PCIe
     peer, ncclTopoGetNchannels) and send 24 KiB with LL, 40 KiB with Simple; 8 RTX 5090 halve it to 1 channel, and
     24 KiB is Simple. Across nodes the same GPUs are back to 16 KiB (parts of the network chunk / 2, 64 KiB)."""
-    from collscope.analysis.nccl_model.p2p import p2p_protocol
+    from collscope.analysis.nccl_model.p2p_rules import p2p_protocol
     from collscope.analysis.params import link_params
 
     two = link_params(None, gpu="L40S", nranks=2, nnodes=1)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from collscope.analysis.compare import analyze
 from collscope.analysis.load import load_results
 from collscope.analysis.model_settings import model_settings
-from collscope.analysis.nccl_model.p2p import (
+from collscope.analysis.nccl_model.p2p_rules import (
     DEFAULT_P2P_TUNING,
     p2p_channels,
     p2p_chunk_bytes,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.model import NcclGraphInputs
-from collscope.units import format_size
+from collscope.units import format_size_span
 from collscope.vocab.channel_limits import CHANNEL_LIMITS
 from collscope.vocab.nccl import ALGORITHMS
 
@@ -112,19 +112,14 @@ def bound_text(bound: BoundChannels) -> str:
     return f"{', '.join(bound.settings)} {runs}"
 
 
-def _sizes_text(sizes: Iterable[int]) -> str:
-    held = sorted(sizes)
-    return format_size(held[0]) + (f"-{format_size(held[-1])}" if len(held) > 1 else "")
-
-
 def channel_bound_note(config: str, op: str, bound: BoundChannels, sizes: Iterable[int]) -> str:
     """What analyze says of the sizes of ``config`` it did not judge because their channels are bounded."""
-    return (f"{op} {config}: {bound_text(bound)}: not judged at {_sizes_text(sizes)}, as neither NCCL's model nor "
+    return (f"{op} {config}: {bound_text(bound)}: not judged at {format_size_span(sizes)}, as neither NCCL's model nor "
             "the published results say how busbw moves with the channels; compare it with a configuration at "
             "NCCL's own count in the same sweep (analyze's crossovers, collscope recommend)")
 
 
 def predicted_bound_note(op: str, bound: BoundChannels, sizes: Iterable[int]) -> str:
     """What predict says of the sizes whose channels the job's settings bound."""
-    return (f"{op}: {bound_text(bound)}: the expected measurements at {_sizes_text(sizes)} are for NCCL's own "
+    return (f"{op}: {bound_text(bound)}: the expected measurements at {format_size_span(sizes)} are for NCCL's own "
             "count, as neither NCCL's model nor the published results say how busbw moves with the channels")

@@ -19,7 +19,7 @@ from collscope.analysis.nccl_model.model import (
     nvls_graph_cap,
 )
 from collscope.errors import ConfigError
-from collscope.units import format_size
+from collscope.units import format_size_span
 
 __all__ = ["FLOOR_FACTORS", "NEAR_TIE", "size_floor_us", "nccl_choice", "nvls_ceiling_us", "nvls_ceiling_note",
            "NVLS_CEILING_PUBLISHED", "nvls_ceiling_predict_note"]
@@ -126,9 +126,10 @@ NVLS_CEILING_PUBLISHED = ("published healthy 8-GPU sm100 systems measure 835-892
 published rows."""
 
 
-def _sizes(sizes: list[int]) -> str:
-    sizes = sorted(set(sizes))
-    return format_size(sizes[0]) + (f"-{format_size(sizes[-1])}" if len(sizes) > 1 else "")
+_GRAPH_CAP = ("nChannels x bwInter (bwInter stops at the top of NCCL's speed array, 90 GB/s on sm100: "
+              "src/graph/search.cc)")
+_OWN_RATE = "NVLS's own rate inside one NVLink domain"
+_INTRA_TERM = "bwIntra x nvlsEfficiency, src/graph/tuning.cc"
 
 
 def _span(values: list[float]) -> str:
@@ -140,10 +141,9 @@ def nvls_ceiling_note(what: str, kept: list[tuple[int, float, float]]) -> str:
     """analyze's note where measurements above NCCL's NVLS table stay ``normal`` under NVLS's own rate; ``kept``
     holds (size, expected busbw, ceiling busbw) per such measurement."""
     sizes, expected, ceiling = [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
-    return (f"{what} at {_sizes(sizes)}: above the {_span(expected)} GB/s expected from NCCL's NVLS table, which "
-            "NCCL's graph holds at nChannels x bwInter (bwInter stops at the top of NCCL's speed array, 90 GB/s on "
-            "sm100: src/graph/search.cc), and within the margin of NVLS's own rate inside one NVLink domain "
-            f"({_span(ceiling)} GB/s: bwIntra x nvlsEfficiency, src/graph/tuning.cc): judged normal; "
+    return (f"{what} at {format_size_span(sizes)}: above the {_span(expected)} GB/s expected from NCCL's NVLS table, "
+            f"which NCCL's graph holds at {_GRAPH_CAP}, and within the margin of {_OWN_RATE} ({_span(ceiling)} GB/s: "
+            f"{_INTRA_TERM}): judged normal; "
             f"{NVLS_CEILING_PUBLISHED}")
 
 
@@ -153,9 +153,6 @@ def nvls_ceiling_predict_note(op: str, choices: Iterable[NcclChoice]) -> list[st
     if not held:
         return []
     span = _span([c.ceiling_busbw_gbps for c in held])
-    return [f"NVLS of {op} at {_sizes([c.size_bytes for c in held])}: the expected measurement is NCCL's NVLS table, "
-            "held by NCCL's graph at nChannels x bwInter (bwInter stops at the top of NCCL's speed array, 90 GB/s on "
-            f"sm100: src/graph/search.cc); at NVLS's own rate inside one NVLink domain (bwIntra x nvlsEfficiency, "
-            f"src/graph/tuning.cc) it is {span} GB/s, and analyze calls a measurement suspicious only beyond that "
-            "one's margin; "
-            f"{NVLS_CEILING_PUBLISHED}"]
+    return [f"NVLS of {op} at {format_size_span(c.size_bytes for c in held)}: the expected measurement is NCCL's "
+            f"NVLS table, held by NCCL's graph at {_GRAPH_CAP}; at {_OWN_RATE} ({_INTRA_TERM}) it is {span} GB/s, and "
+            f"analyze calls a measurement suspicious only beyond that one's margin; {NVLS_CEILING_PUBLISHED}"]
