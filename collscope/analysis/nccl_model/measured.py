@@ -4,7 +4,8 @@ published results of bench/scorecard/published.csv and said so.
 NCCL's model (:mod:`.model`) compares algorithms; it does not predict a measurement. :func:`measured_extra_us` is
 what a measurement adds to NCCL's time for an (algorithm, protocol) at a size: the size ramp of Simple
 (:func:`ramp_us`), the Ring/LL step latency (:func:`hop_us`), the network's per-call cost across NVLink domains
-(:func:`net_us`) and NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`). Every constant
+(:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`) and, on sm100, NVLS's
+shortest step (:func:`nvls_step_us`). Every constant
 says what it was fitted on and how it was checked; :data:`MEASURED_TERMS` is how the outputs name them.
 """
 
@@ -41,6 +42,12 @@ __all__ = [
     "NVLS_RANK_SOURCE",
     "nvls_rank_us",
     "nvls_rank_notes",
+    "NVLS_STEP_MIN_US",
+    "NVLS_STEP_MIN_SM",
+    "NVLS_STEP_SOURCES",
+    "nvls_chunk_bytes",
+    "nvls_step_us",
+    "nvls_step_notes",
     "MEASURED_TERMS",
     "measured_extra_us",
 ]
@@ -176,7 +183,7 @@ def net_us(inputs: NcclGraphInputs) -> float:
     return NET_EXTRA_US if inputs.nnodes > 1 else 0.0
 
 
-MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost"
+MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost / NVLS step floor"
 """How the outputs name what :func:`measured_extra_us` adds to NCCL's model time."""
 
 NVLS_RANK_US = 0.7
@@ -228,10 +235,92 @@ def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
             f"({NVLS_RANK_SOURCE}): a verdict at those sizes leans on that one source"]
 
 
+NVLS_CHUNK_BYTES = 128 * 1024
+"""NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc; inside one NVLink domain no tuning changes it)."""
+NVLS_STEP_MIN_US = 17.0
+"""The shortest time one step of NVLS Simple inside one NVLink domain takes on sm100, us. In each step every
+channel moves one chunk per NVLS head; NCCL shrinks the chunk for smaller messages (:func:`nvls_chunk_bytes`), so
+at small chunks a step's bytes take less than this at NVLS's rate and the step's time, not the bytes, sets the pace
+(a fixed number of chunks in flight per channel against a fixed round trip through the switch: the rate is capped
+at chunk / NVLS_STEP_MIN_US per channel and head). Fitted, not NCCL's (NCCL's model has no chunk term): the
+published 8-GPU sm100 curves (GCP A4 8 x B200 and OCI's GB300 NVL72 on 2 trays, NCCL 2.28.7) rise in steps exactly
+where NCCL's chunk grows: 183-193 GB/s at 8 MiB (16 KiB chunks) to 266-277 at 16 MiB (32 KiB: the chunk doubles at
+12 MiB on 8 GPUs x 24 channels), 419-421 at 64 MiB to 592-597 at 128 MiB (64 KiB from 96 MiB). Chosen by
+``bench/nvls_step_fit.py`` among 10-22 us: 11-22 us all place 706-708 claimed rows of the scorecard within 15%
+(703 without the term), 17 the most (708), with no more rows more than 30% off with no stated reason; leaving one
+source out, the left-out sources place 4 more rows within 15% than without the term. The two curves are the term's
+evidence: a 4-GPU tray, domains of 64-72 GPUs (32 heads) and 16 channels of H100 keep steps longer than this at
+every published size, and the only sm90 curve at 2-4 MiB (HGX H20, nccl-tests#306) fits without such a floor (at 12
+us its 2 and 4 MiB rows would fall to 0.86 x the published figures), so the term is sm100's
+(:data:`NVLS_STEP_MIN_SM`) until a second generation's curve shows it."""
+NVLS_STEP_MIN_SM = 100
+"""The SM version from which :data:`NVLS_STEP_MIN_US` applies."""
+NVLS_STEP_SOURCES = "GCP A4's 8 B200 and OCI's GB300 NVL72 on 2 trays, 4-128 MiB"
+"""The published curves :data:`NVLS_STEP_MIN_US` is fitted on (bench/scorecard/published.csv)."""
+
+
+def nvls_chunk_bytes(inputs: NcclGraphInputs, size_bytes: int) -> tuple[int, int]:
+    """NCCL's NVLS chunk for a message of ``size_bytes`` inside one NVLink domain, and the chunks one step moves
+    (``concurrentOps``: channels x NVLS heads): NCCL_NVLS_CHUNKSIZE (128 KiB), 64 KiB below 64 x ops x 128 KiB,
+    32 KiB below 8 x ops x 64 KiB, 16 KiB below 2 x ops x 32 KiB (src/enqueue.cc calcCollChunking; the heads are the
+    NVLS graph's channels, src/graph/connect.cc connectNvls). 8 sm100 GPUs (24 channels x 8 heads): 16 KiB below 12
+    MiB, 32 KiB below 96 MiB, 64 KiB below 1.5 GiB; 8 H100 (16 x 8): 8 MiB, 64 MiB and 1 GiB."""
+    heads = inputs.nvls.n_channels if inputs.nvls is not None else int(inputs.ppn)
+    ops = nvls_channels(inputs) * heads
+    chunk = NVLS_CHUNK_BYTES
+    for factor, cap in ((64, 65536), (8, 32768), (2, 16384)):
+        if size_bytes < factor * ops * chunk and chunk > cap:
+            chunk = cap
+    return chunk, ops
+
+
+def nvls_step_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
+                 version: str = "2.30") -> float:
+    """What NVLS Simple inside one NVLink domain of sm100 GPUs loses to its shortest step
+    (:data:`NVLS_STEP_MIN_US`): the steps (``size_bytes`` / (ops x chunk), :func:`nvls_chunk_bytes`) times what each
+    falls short of it at NCCL's NVLS bandwidth; 0 for other algorithms, protocols, GPUs, across domains (NCCL's
+    own rules for chunks there, ncclNvlsTreeSm100Tuning) and where a step's bytes take longer than the floor."""
+    if (algo != "NVLS" or proto != "Simple" or inputs.nnodes > 1 or inputs.sm < NVLS_STEP_MIN_SM
+            or inputs.nvls is None or size_bytes <= 0):
+        return 0.0
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
+    if bw <= 0:
+        return 0.0
+    chunk, ops = nvls_chunk_bytes(inputs, size_bytes)
+    step_us = ops * chunk / (1000 * bw)
+    return size_bytes / (ops * chunk) * max(0.0, NVLS_STEP_MIN_US - step_us)
+
+
+def nvls_step_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
+                    version: str = "2.30") -> list[str]:
+    """A note naming the sizes of ``choices`` (algorithm, size in bytes) where :func:`nvls_step_us` is at least a
+    tenth of the expected time, with NCCL's chunk there: a verdict at those sizes leans on the two curves the floor
+    is fitted on. Empty elsewhere."""
+    held: dict[int, int] = {}
+    for algo, size in choices:
+        extra = nvls_step_us(inputs, op, algo, "Simple", size, version=version)
+        if extra <= 0:
+            continue
+        time = nccl_time_us(inputs, op, algo, "Simple", size, version=version)
+        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
+                                                                          version=version)):
+            held[size] = nvls_chunk_bytes(inputs, size)[0]
+    if not held:
+        return []
+    parts = ", ".join(f"{format_size(s)} ({format_size(c)} chunks)" for s, c in sorted(held.items()))
+    return [f"the expected NVLS time of {op} at {parts} is paced by NVLS's shortest step on sm100 "
+            f"({NVLS_STEP_MIN_US:g} us a step, a tenth of the time or more there): NCCL shrinks the NVLS chunk for "
+            "smaller messages (src/enqueue.cc calcCollChunking; NCCL_NVLS_CHUNKSIZE is the largest), and a step of "
+            f"small chunks is not faster than that; the floor is fitted on two published curves "
+            f"({NVLS_STEP_SOURCES}), so a verdict at those sizes leans on them"]
+
+
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
                       version: str = "2.30") -> float:
     """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
     Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), across NVLink domains the network's per-call
-    cost (:func:`net_us`), and NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`)."""
+    cost (:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`) and NVLS's
+    shortest step on sm100 (:func:`nvls_step_us`)."""
     return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
-            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs) + nvls_rank_us(inputs, algo))
+            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs) + nvls_rank_us(inputs, algo)
+            + nvls_step_us(inputs, op, algo, proto, size_bytes, version=version))
