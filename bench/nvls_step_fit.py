@@ -28,19 +28,6 @@ from collscope.analysis.nccl_model import measured  # noqa: E402
 FLOORS_US = (0.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0)
 
 
-def scored_by_floor(rows: Sequence[scorecard.PublishedRow]) -> dict[float, list[scorecard.ScoredRow]]:
-    """floor -> every row scored with NVLS's shortest step at that floor (0: no term)."""
-    out = {}
-    shipped = measured.NVLS_STEP_MIN_US
-    try:
-        for floor in FLOORS_US:
-            measured.NVLS_STEP_MIN_US = floor  # nvls_step_us reads the module's constant at each call
-            out[floor] = scorecard.score(rows)
-    finally:
-        measured.NVLS_STEP_MIN_US = shipped
-    return out
-
-
 def rank(scored: Sequence[scorecard.ScoredRow]) -> tuple[int, int, float]:
     """The choice's key: claimed rows within 15%, fewer rows far off with no reason, smaller rms."""
     claimed = [s for s in scored if s.claimed]
@@ -50,7 +37,7 @@ def rank(scored: Sequence[scorecard.ScoredRow]) -> tuple[int, int, float]:
 
 def main() -> int:
     rows = scorecard.read_published()
-    by_floor = scored_by_floor(rows)
+    by_floor = scorecard.scored_by_constant(rows, measured, "NVLS_STEP_MIN_US", FLOORS_US)
     claimed = sum(s.claimed for s in by_floor[0.0])
     print(f"{len(rows)} published rows, {claimed} claimed by the models")
     for floor, scored in by_floor.items():
@@ -59,18 +46,14 @@ def main() -> int:
             else ""
         print(f"  floor {floor:4g} us: {within}/{claimed} claimed rows within 15%, {-far} more than 30% off with no "
               f"stated reason, rms {-rms:.4f}{label}")
-    sources = sorted({r.source_url for r in rows})
-    held = held_without = 0
-    for source in sources:
-        floor = max(FLOORS_US, key=lambda f, left=source: rank([s for s in by_floor[f] if s.row.source_url != left]))
-        ok = sum(s.within for s in by_floor[floor] if s.row.source_url == source and s.claimed)
-        before = sum(s.within for s in by_floor[0.0] if s.row.source_url == source and s.claimed)
-        held += ok
-        held_without += before
-        if ok != before:
-            print(f"    left out {source}: floor {floor:g} us chosen on the others; {ok} claimed rows within 15% "
-                  f"({before} without the term)")
-    print(f"  leaving one source out: {held}/{claimed} claimed rows within 15% ({held_without} without the term)")
+    folds = scorecard.leave_one_source_out(by_floor, lambda _, scored: rank(scored), 0.0,
+                                           counted=lambda s: s.claimed)
+    for fold in folds:
+        if fold.within != fold.within_baseline:
+            print(f"    left out {fold.source}: floor {fold.chosen:g} us chosen on the others; {fold.within} claimed "
+                  f"rows within 15% ({fold.within_baseline} without the term)")
+    print(f"  leaving one source out: {sum(f.within for f in folds)}/{claimed} claimed rows within 15% "
+          f"({sum(f.within_baseline for f in folds)} without the term)")
     return 0
 
 

@@ -24,7 +24,7 @@ import io
 import math
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -398,6 +398,56 @@ def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
                or "unexplained: no fact found in the source or its thread")
         seen[key] = seen.get(key, 0) + 1
     out += [f"{system} ({n} row{'s' if n > 1 else ''}): {why}" for (system, why), n in seen.items()]
+    return out
+
+
+def scored_by_constant(rows: Sequence[PublishedRow], module: object, name: str,
+                       values: Iterable[float]) -> dict[float, list[ScoredRow]]:
+    """value -> every row scored with ``module.name`` set to it (a fitted term's constant, read by the library at
+    each call); the shipped value is put back whatever happens."""
+    out = {}
+    shipped = getattr(module, name)
+    try:
+        for value in values:
+            setattr(module, name, value)
+            out[value] = score(rows)
+    finally:
+        setattr(module, name, shipped)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOutSource:
+    """One source left out of a fit (:func:`leave_one_source_out`)."""
+
+    source: str
+    chosen: Hashable
+    """The candidate chosen on the other sources' rows."""
+    within: int
+    """The left-out source's counted rows within 15% with that candidate."""
+    within_baseline: int
+    """The same with the baseline candidate (the models without the term)."""
+    rows: int
+    """The left-out source's counted rows."""
+
+
+def leave_one_source_out(by_candidate: Mapping[Hashable, Sequence[ScoredRow]],
+                         key: Callable[[Hashable, list[ScoredRow]], object], baseline: Hashable, *,
+                         counted: Callable[[ScoredRow], bool] = lambda s: True) -> list[HeldOutSource]:
+    """A fit's check leaving one source (URL) out at a time: ``by_candidate`` holds every row scored with each
+    candidate term (the same rows in the same order); per source, the candidate with the highest ``key(candidate,
+    the other sources' rows)`` is chosen and the source's ``counted`` rows are scored with it and with
+    ``baseline``."""
+    rows = next(iter(by_candidate.values()))
+    out = []
+    for source in sorted({s.row.source_url for s in rows}):
+        chosen = max(by_candidate, key=lambda c: key(c, [s for s in by_candidate[c] if s.row.source_url != source]))
+
+        def within(candidate: Hashable, left: str = source) -> int:
+            return sum(s.within for s in by_candidate[candidate] if s.row.source_url == left and counted(s))
+        out.append(HeldOutSource(source=source, chosen=chosen, within=within(chosen),
+                                 within_baseline=within(baseline),
+                                 rows=sum(s.row.source_url == source and counted(s) for s in rows)))
     return out
 
 

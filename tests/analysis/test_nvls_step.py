@@ -118,3 +118,15 @@ def test_predict_names_the_floor_where_it_paces_the_time() -> None:
     h100 = CliRunner().invoke(main, ["predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes",
                                      "1", "--sizes", "4M"])
     assert h100.exit_code == 0 and "shortest step" not in h100.output
+
+
+def test_the_floor_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/nvls_step_fit.py: the shipped floor places more claimed rows within 15% than none, and so do the floors
+    chosen with each source left out."""
+    assert load_bench("nvls_step_fit").main() == 0
+    out = capsys.readouterr().out
+    without = int(out.split("floor    0 us: ")[1].split("/")[0])
+    shipped = int(out.split(" (shipped)")[0].rsplit("us: ", 1)[1].split("/")[0])
+    held, held_without = out.split("leaving one source out: ")[1].split(" within 15% (")
+    assert shipped > without
+    assert int(held.split("/")[0]) > int(held_without.split(" ")[0])
