@@ -93,6 +93,10 @@ class PredictResult:
     setting_notes: tuple[str, ...] = ()
     """What the job's settings (``settings``) did to the prediction and which of them it does not take; also among
     :attr:`notes`."""
+    fitted_notes: tuple[str, ...] = ()
+    """Where a term fitted on one or two published curves is a tenth of the expected time or more (NVLS's cost per
+    rank of a large domain, NVLS's shortest step on sm100): a judgement at those sizes leans on those curves; also
+    among :attr:`notes`."""
     accuracy: tuple[BandAccuracy | None, ...] = ()
     """Per :attr:`nccl_choice` entry, how published systems scatter around the model at that size and scope
     (:mod:`.model_accuracy`); None where the scorecard holds no published figure."""
@@ -154,6 +158,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     setting_notes = _settings_notes(read, params)
     notes: list[str] = [*version_notes, *params.caveats, *setting_notes]
     defects: list[str] = []
+    fitted: list[str] = []
     choices: list[NcclChoice] = []
     graphs: dict[str, Any] | None = None
     if op_facts(op).nccl_func is None:
@@ -208,8 +213,9 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here)") from None
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
-        notes.extend(nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version))
-        notes.extend(nvls_step_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version))
+        fitted = [*nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version),
+                  *nvls_step_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version)]
+        notes.extend(fitted)
         notes.extend(nvls_ceiling_predict_note(op, choices))
         if read.channel_bounds:
             for algo in dict.fromkeys(c.algo for c in choices):
@@ -221,7 +227,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
     return PredictResult(predictions=tuple(preds), nccl_choice=tuple(choices), params=params,
                          ring_bound_busbw_gbps=ring_bound_busbw_gbps(params), nccl_version=version,
                          nccl_graphs=graphs, notes=tuple(notes), defects=tuple(defects),
-                         setting_notes=tuple(setting_notes), accuracy=accuracy)
+                         setting_notes=tuple(setting_notes), fitted_notes=tuple(fitted), accuracy=accuracy)
 
 
 def _narrowed(given: Iterable[str] | None, read: frozenset[str] | None) -> list[str] | None:

@@ -73,7 +73,8 @@ def _model(topology: NodeTopology | Cluster | None, gpu: str | None, nvl_domain:
             cautions.append(f"no model figure for {op} on {nranks} ranks / {nnodes} node(s): {exc}")
             return {}
         ll = p2p_ll_note(op, p2p_ll_sizes(result.nccl_choice), model_settings(settings or {}, op).p2p)
-        cautions.extend(n for n in (*result.params.caveats, *result.setting_notes, *result.defects, ll)
+        cautions.extend(n for n in (*result.params.caveats, *result.setting_notes, *result.defects,
+                                    *result.fitted_notes, ll)
                         if n and n not in cautions)
         if result.nccl_choice:
             return {c.size_bytes: ModelFigure(c.expected_busbw_gbps, None if band is None else band.brief(),

@@ -230,3 +230,23 @@ def test_trace_names_nvls_own_rate_where_nccls_table_holds_it_lower(tmp_path):
     assert res.exit_code == 0, res.output
     [row] = json.loads(res.output)["summary"]
     assert row["model_ceiling_gbps"] is None and "own rate" not in row["verdict"]
+
+
+def test_trace_says_where_its_figure_leans_on_nvls_shortest_step(tmp_path):
+    """An 8 MiB all_reduce on 8 B200 that NCCL ran as NVLS/Simple at 188 GB/s busbw: the model's figure is paced by
+    NVLS's shortest step on sm100 (16 KiB chunks), a term fitted on two published curves, and trace says so as
+    predict and analyze do (tests/analysis/test_nvls_step.py); at 512 MiB it does not."""
+    def run(size: int, busbw: float) -> dict:
+        path = tmp_path / str(size) / "nccl-inspector-rank0.log"
+        path.parent.mkdir()
+        path.write_text(_inspector_line(0, "AllReduce", "NVLS", "SIMPLE", size, round(size * 1.75 / (busbw * 1e3))))
+        res = CliRunner().invoke(main, ["trace", str(path), "--gpu", "B200", "--nnodes", "1", "--json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.output)
+
+    small = run(8 << 20, 188.0)
+    [said] = [w for w in small["warnings"] if "NVLS's shortest step on sm100" in w]
+    assert "all_reduce at 8M (16K chunks)" in said
+    [row] = small["summary"]
+    assert row["model_pair"] == "NVLS/Simple" and 150 < row["model_busbw_gbps"] < 200  # 237 without the floor
+    assert not [w for w in run(512 << 20, 700.0)["warnings"] if "shortest step" in w]
