@@ -172,7 +172,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above")}
     cache: dict[tuple[int, Any, NetSettings], LinkParams | None] = {}
     nccl = NcclInputsCache()
-    modelled: dict[tuple[int, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
+    modelled: dict[tuple[int, int | None, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
     records = sizes.to_dict(orient="records")
     found: list[tuple[int, Expected, LinkParams, NcclGraphInputs | None, ModelSettings]] = []
     defaults: dict[str, ModelSettings] = {}  # config -> its settings, for those the model takes at NCCL's default
@@ -230,7 +230,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             above = unpriced * (1 + above) / exp.busbw_gbps - 1
         exp = matched_tie(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
         if inputs is not None and exp.kind == "nccl":
-            modelled.setdefault((id(inputs), op), (inputs, []))[1].append((exp.model.split("/")[0], size))
+            modelled.setdefault((id(inputs), read.nvls_chunk_bytes, op),
+                                (read.applied_to(inputs), []))[1].append((exp.model.split("/")[0], size))
         cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
@@ -259,6 +260,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     for config, read in defaults.items():
         if read.unmodelled:
             notes.append(f"{config}: {unmodelled_text(read)}: its verdicts are against the defaults")
+        notes.extend(n for n in (f"{config}: {n}" for n in read.nvls_notes) if n not in notes)
     for config, why in sorted(ll128_forced.items()):
         notes.append(f"{config}: {why}")
     for (label, op), kept in under_ceiling.items():
@@ -272,7 +274,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         notes.extend(n for n in (f"{config}: {n}" for n in (*read.p2p_notes, *p2p_tuning_notes(
                          params, op, [at for at, _ in judged], read.p2p)))
                      if n not in notes)
-    for (_, op), (inputs, choices) in modelled.items():
+    for (_, _, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
                      + nvls_step_notes(inputs, op, choices) if n not in notes)
     if source is None:

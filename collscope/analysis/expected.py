@@ -25,7 +25,6 @@ published systems of that size and scope reach against the model, not one flat 1
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,8 +118,7 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
                    logged: tuple[str, str] | None) -> Expected | None:
     read = model_settings(settings, op)
     algos, protos = read.algos, read.protos
-    if read.ll128_forced:
-        inputs = dataclasses.replace(inputs, ll128_forced=True)
+    inputs = read.applied_to(inputs)
     if logged is not None:
         algo, proto = logged
         time = nccl_time_us(inputs, op, algo, proto, size) if proto else None

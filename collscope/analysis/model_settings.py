@@ -8,6 +8,8 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
   the GPU-NIC paths the graphs cross nodes at (:func:`.params.link_params`, ``net``);
 - **channel bounds**: ``NCCL_MIN/MAX_CTAS``, ``NCCL_MIN/MAX_NCHANNELS`` (:mod:`.nccl_model.channel_limits`):
   sizes run on another count than NCCL's own are not judged;
+- **NVLS chunk**: ``NCCL_NVLS_CHUNKSIZE``, the largest chunk of NVLS inside one NVLink domain, read as NCCL reads it
+  (the chunks NCCL shrinks to and NVLS's shortest step: :func:`.nccl_model.measured.nvls_chunk_bytes`);
 - **point-to-point parts** (alltoall, gather, scatter, sendrecv): ``NCCL_P2P_LL_THRESHOLD``, the
   ``NCCL_P2P_{NVL,PCI,NET}_CHUNKSIZE`` and ``NCCL_BUFFSIZE``'s cap on them, read as NCCL reads them
   (:func:`.nccl_model.p2p_rules.p2p_tuning`);
@@ -17,21 +19,31 @@ configuration of a sweep) and ``predict`` (``--setting NAME=VALUE``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams, NetSettings
+from collscope.analysis.nccl_model.model import NcclGraphInputs
 from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS
 from collscope.analysis.nccl_model.p2p_rules import DEFAULT_P2P_TUNING, P2P_TUNING_VARIABLES, P2pTuning, p2p_tuning
 from collscope.errors import ConfigError
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES
 from collscope.vocab.env_roles import env_role
-from collscope.vocab.nccl import ALGORITHMS, OP_FUNC, PROTOCOLS, covers, enabled, parse_selection, pxn_disabled
+from collscope.vocab.nccl import (
+    ALGORITHMS,
+    OP_FUNC,
+    PROTOCOLS,
+    covers,
+    enabled,
+    nccl_param_int,
+    parse_selection,
+    pxn_disabled,
+)
 
 __all__ = ["MODELLED_SETTINGS", "NVLS_ALGOS", "UNMODELLED_WHY", "ModelSettings", "merged_settings", "model_settings",
            "net_settings", "nics_left_text", "unmodelled_text"]
 
 MODELLED_SETTINGS = frozenset({"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA", "NCCL_NET_GDR_LEVEL",
-                               "NCCL_PXN_DISABLE", *CHANNEL_LIMIT_NAMES})
+                               "NCCL_PXN_DISABLE", "NCCL_NVLS_CHUNKSIZE", *CHANNEL_LIMIT_NAMES})
 """The NCCL settings the models take (module doc); any other tuning variable is taken at NCCL's default."""
 NVLS_ALGOS = frozenset({"NVLS", "NVLSTree"})
 """The algorithms NCCL_NVLS_ENABLE=0 takes away (``nvlsSupport`` 0: src/transport/nvls.cc ``ncclNvlsInit``)."""
@@ -60,6 +72,19 @@ class ModelSettings:
     ll128_forced: bool = False
     """NCCL_PROTO names the op's function and leaves LL128 on: NCCL then runs LL128 without its default conditions
     (src/graph/tuning.cc: ``protoEnable`` 1 from ``parseList``, where the default is 2, "only where tested")."""
+    nvls_chunk_bytes: int | None = None
+    """NCCL_NVLS_CHUNKSIZE as NCCL reads it (None: not set, or a value NCCL cannot run with: :attr:`nvls_notes`)."""
+    nvls_notes: tuple[str, ...] = ()
+    """What NCCL does not read of NCCL_NVLS_CHUNKSIZE as written, what the model took of it."""
+
+    def applied_to(self, inputs: NcclGraphInputs) -> NcclGraphInputs:
+        """NCCL's graph inputs under these settings: LL128 forced on, NCCL_NVLS_CHUNKSIZE's chunk."""
+        changes: dict[str, object] = {}
+        if self.ll128_forced:
+            changes["ll128_forced"] = True
+        if self.nvls_chunk_bytes is not None:
+            changes["nvls_chunk_bytes"] = self.nvls_chunk_bytes
+        return replace(inputs, **changes) if changes else inputs  # type: ignore[arg-type]
 
 
 def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
@@ -88,9 +113,33 @@ def model_settings(settings: Mapping[str, str], op: str) -> ModelSettings:
     unmodelled = tuple(f"{k}={v}" for k, v in sorted(settings.items())
                        if env_role(k) == "tuning" and k not in MODELLED_SETTINGS
                        and not (p2p_op and k in P2P_TUNING_VARIABLES))
+    nvls_chunk, nvls_notes = _nvls_chunk(settings)
     return ModelSettings(algos=algos, protos=protos, forced=", ".join(t for t in (algo_text, proto_text) if t),
                          net=net, channel_bounds=bounds or None, unmodelled=unmodelled, p2p=p2p,
-                         p2p_notes=tuple(p2p_notes), ll128_forced=_ll128_forced(settings, func))
+                         p2p_notes=tuple(p2p_notes), ll128_forced=_ll128_forced(settings, func),
+                         nvls_chunk_bytes=nvls_chunk, nvls_notes=tuple(nvls_notes))
+
+
+def _nvls_chunk(settings: Mapping[str, str]) -> tuple[int | None, list[str]]:
+    """NCCL_NVLS_CHUNKSIZE of ``settings`` as NCCL reads it (src/transport/nvls.cc ``ncclParamNvlsChunkSize``,
+    strtoll: ``128K`` is 128), with what the model takes of it; None where unset or not a chunk NCCL can run."""
+    name = "NCCL_NVLS_CHUNKSIZE"
+    text = str(settings.get(name, "")).strip()
+    if not text:
+        return None, []
+    value, ignored = nccl_param_int(text)
+    notes = []
+    if ignored:
+        notes.append(f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores "
+                     f"{ignored!r}, which is not a unit to NCCL; write the bytes ({name}=<integer>)")
+    if value <= 0:
+        notes.append(f"{name}={text}: NCCL reads {value}, not a chunk it can run with; the model keeps NCCL's "
+                     "default (131072)")
+        return None, notes
+    notes.append(f"{name}={value}: taken as NVLS's largest chunk inside one NVLink domain (NCCL shrinks it for "
+                 "smaller messages, src/enqueue.cc calcCollChunking; at most the Simple step, 512 KiB at the default "
+                 "NCCL_BUFFSIZE); on sm100 it paces NVLS through its shortest step")
+    return value, notes
 
 
 def merged_settings(sources: Sequence[tuple[str, Mapping[str, str]]],

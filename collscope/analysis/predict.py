@@ -24,7 +24,6 @@ each with its own expected measurement (which of them runs is closer than collsc
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -189,7 +188,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             if reason:
                 notes.append(ll128_forced_text(read, reason))
                 setting_notes.append(notes[-1])
-            inputs = dataclasses.replace(inputs, ll128_forced=True)
+        inputs = read.applied_to(inputs)
         graphs = {"source": inputs.source, "ring": _graph_dict(inputs.ring), "tree": _graph_dict(inputs.tree),
                   "nvls": _graph_dict(inputs.nvls) if inputs.nvls else None}
         notes.extend(inputs.notes)
@@ -246,6 +245,7 @@ def _settings_notes(read: ModelSettings, params: LinkParams) -> list[str]:
     if read.net.ib_hca and params.ndomains > 1:
         out.append(f"NCCL_IB_HCA={read.net.ib_hca}: {nics_left_text(params)}")
     out.extend(read.p2p_notes)
+    out.extend(read.nvls_notes)
     if read.unmodelled:
         out.append(unmodelled_text(read))
     return out

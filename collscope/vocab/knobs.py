@@ -114,6 +114,8 @@ def _build() -> dict[str, Knob]:
               "integer 1..64 (1..32 before NCCL 2.25)"),
         _nccl("NCCL_NVLS_ENABLE", "NVLink SHARP: 0 off, 1 on (fail without resources), 2 auto",
               values.choice("0", "1", "2"), "0, 1, 2"),
+        _nccl("NCCL_NVLS_CHUNKSIZE", "largest NVLS chunk inside one NVLink domain, bytes (NCCL shrinks it for smaller "
+              "messages)", values.positive_bytes, "a positive size in bytes ('131072' or '128K'; default 131072)"),
         _nccl("NCCL_COLLNET_ENABLE", "1 enables CollNet (SHARP) through a plugin", values.choice("0", "1"), "0, 1"),
         _nccl("NCCL_BUFFSIZE", "Simple protocol buffer in bytes", values.positive_bytes,
               "a positive size in bytes ('4194304' or '4M'; a power of 2 is recommended)"),

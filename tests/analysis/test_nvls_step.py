@@ -8,6 +8,7 @@ The fixture is written in the shape of those curves (GCP A4's 8 B200, OCI's GB30
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from collscope.analysis.compare import analyze
 from collscope.analysis.load import load_results
+from collscope.analysis.model_settings import model_settings
 from collscope.analysis.nccl_model import measured
 from collscope.analysis.nccl_model.choice import nccl_choice
 from collscope.analysis.nccl_model.model import nccl_bandwidth
@@ -130,3 +132,33 @@ def test_the_floor_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixtur
     held, held_without = out.split("leaving one source out: ")[1].split(" within 15% (")
     assert shipped > without
     assert int(held.split("/")[0]) > int(held_without.split(" ")[0])
+
+
+def test_nccl_nvls_chunksize_is_read_as_nccl_reads_it() -> None:
+    assert model_settings({"NCCL_NVLS_CHUNKSIZE": "32768"}, "all_reduce").nvls_chunk_bytes == 32768
+    raw = model_settings({"NCCL_NVLS_CHUNKSIZE": "64K"}, "all_reduce")  # strtoll: 64
+    assert raw.nvls_chunk_bytes == 64 and any("ignores 'K'" in n for n in raw.nvls_notes)
+    zero = model_settings({"NCCL_NVLS_CHUNKSIZE": "0"}, "all_reduce")
+    assert zero.nvls_chunk_bytes is None and any("keeps NCCL's default" in n for n in zero.nvls_notes)
+    assert model_settings({}, "all_reduce").nvls_chunk_bytes is None
+    assert "NCCL_NVLS_CHUNKSIZE" not in " ".join(model_settings({"NCCL_NVLS_CHUNKSIZE": "32768"},
+                                                                "all_reduce").unmodelled)
+
+
+def test_a_smaller_nvls_chunk_moves_the_chunk_edges_and_slows_larger_sizes() -> None:
+    b200 = _inputs("B200", 8, 1)
+    small = model_settings({"NCCL_NVLS_CHUNKSIZE": "32768"}, "all_reduce").applied_to(b200)
+    assert measured.nvls_chunk_bytes(small, GIB)[0] == 32 * KIB  # 64 KiB there at NCCL's default
+    assert measured.nvls_chunk_bytes(small, 12 * MIB - 1)[0] == 16 * KIB
+    assert measured.nvls_step_us(small, "all_reduce", "NVLS", "Simple", 256 * MIB) > 0.0
+    assert measured.nvls_step_us(b200, "all_reduce", "NVLS", "Simple", 256 * MIB) == 0.0
+    big = model_settings({"NCCL_NVLS_CHUNKSIZE": str(4 * MIB)}, "all_reduce").applied_to(b200)
+    assert measured.nvls_chunk_bytes(big, 16 * GIB)[0] == 512 * KIB  # the Simple step at the default NCCL_BUFFSIZE
+
+    def expected(*setting: str) -> float:
+        out = CliRunner().invoke(main, ["predict", "--gpu", "B200", "--op", "all_reduce", "--nranks", "8",
+                                        "--nnodes", "1", "--sizes", "256M", "--json", *setting])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.output)["nccl_choice"][0]["expected_busbw_gbps"]
+
+    assert expected("--setting", "NCCL_NVLS_CHUNKSIZE=32768") < 0.95 * expected()

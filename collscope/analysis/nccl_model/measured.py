@@ -235,8 +235,9 @@ def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
             f"({NVLS_RANK_SOURCE}): a verdict at those sizes leans on that one source"]
 
 
-NVLS_CHUNK_BYTES = 128 * 1024
-"""NCCL_NVLS_CHUNKSIZE's default (src/transport/nvls.cc; inside one NVLink domain no tuning changes it)."""
+NVLS_STEP_BYTES = 4 * 1024 * 1024 // 8
+"""NCCL's Simple step at the default NCCL_BUFFSIZE (4 MiB / NCCL_STEPS 8): the chunk NCCL starts from before it
+takes NCCL_NVLS_CHUNKSIZE's cap (src/enqueue.cc calcCollChunking), so a larger setting stops there."""
 NVLS_STEP_MIN_US = 17.0
 """The shortest time one step of NVLS Simple inside one NVLink domain takes on sm100, us. In each step every
 channel moves one chunk per NVLS head; NCCL shrinks the chunk for smaller messages (:func:`nvls_chunk_bytes`), so
@@ -261,13 +262,14 @@ NVLS_STEP_SOURCES = "GCP A4's 8 B200 and OCI's GB300 NVL72 on 2 trays, 4-128 MiB
 
 def nvls_chunk_bytes(inputs: NcclGraphInputs, size_bytes: int) -> tuple[int, int]:
     """NCCL's NVLS chunk for a message of ``size_bytes`` inside one NVLink domain, and the chunks one step moves
-    (``concurrentOps``: channels x NVLS heads): NCCL_NVLS_CHUNKSIZE (128 KiB), 64 KiB below 64 x ops x 128 KiB,
-    32 KiB below 8 x ops x 64 KiB, 16 KiB below 2 x ops x 32 KiB (src/enqueue.cc calcCollChunking; the heads are the
-    NVLS graph's channels, src/graph/connect.cc connectNvls). 8 sm100 GPUs (24 channels x 8 heads): 16 KiB below 12
-    MiB, 32 KiB below 96 MiB, 64 KiB below 1.5 GiB; 8 H100 (16 x 8): 8 MiB, 64 MiB and 1 GiB."""
+    (``concurrentOps``: channels x NVLS heads): NCCL_NVLS_CHUNKSIZE (``inputs.nvls_chunk_bytes``, 128 KiB by
+    default, at most the Simple step :data:`NVLS_STEP_BYTES`), 64 KiB below 64 x ops x that chunk, 32 KiB below
+    8 x ops x 64 KiB, 16 KiB below 2 x ops x 32 KiB (src/enqueue.cc calcCollChunking; the heads are the NVLS graph's
+    channels, src/graph/connect.cc connectNvls). 8 sm100 GPUs (24 channels x 8 heads): 16 KiB below 12 MiB, 32 KiB
+    below 96 MiB, 64 KiB below 1.5 GiB; 8 H100 (16 x 8): 8 MiB, 64 MiB and 1 GiB."""
     heads = inputs.nvls.n_channels if inputs.nvls is not None else int(inputs.ppn)
     ops = nvls_channels(inputs) * heads
-    chunk = NVLS_CHUNK_BYTES
+    chunk = max(1, min(inputs.nvls_chunk_bytes, NVLS_STEP_BYTES))
     for factor, cap in ((64, 65536), (8, 32768), (2, 16384)):
         if size_bytes < factor * ops * chunk and chunk > cap:
             chunk = cap

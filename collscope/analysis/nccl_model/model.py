@@ -100,6 +100,10 @@ class NcclGraphInputs:
     """NCCL's ``comm->minNetBw``: the smallest GPU-to-NIC path bandwidth of a rank's NICs, GB/s (src/graph/topo.cc
     ncclTopoGetMinNetBw: the NIC's rate or the GPU's PCIe link, whichever is less); 0 inside one NVLink domain."""
     cpu_vendor: Literal["intel", "amd", "other"] = "intel"
+    nvls_chunk_bytes: int = 128 * 1024
+    """NCCL's ``comm->nvlsChunkSize`` inside one NVLink domain: NCCL_NVLS_CHUNKSIZE, 128 KiB by default
+    (src/transport/nvls.cc), the largest chunk of NVLS (:func:`.measured.nvls_chunk_bytes`); a job's setting is read
+    by :func:`collscope.analysis.model_settings.model_settings`."""
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
