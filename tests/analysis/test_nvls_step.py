@@ -162,3 +162,14 @@ def test_a_smaller_nvls_chunk_moves_the_chunk_edges_and_slows_larger_sizes() -> 
         return json.loads(out.output)["nccl_choice"][0]["expected_busbw_gbps"]
 
     assert expected("--setting", "NCCL_NVLS_CHUNKSIZE=32768") < 0.95 * expected()
+
+
+def test_where_the_step_sets_the_pace_nvls_own_rate_gains_nothing() -> None:
+    """The ceiling analyze judges 'suspicious' against (NVLS's own rate, tests/analysis/test_nvls_ceiling.py) keeps
+    the shortest step: at 8 MiB (16 KiB chunks, the floor binds at either rate) it is the expected figure; at 16 GiB
+    it is 15% above it."""
+    b200 = _inputs("B200", 8, 1)
+    small = nccl_choice(b200, "all_reduce", 8 * MIB)
+    assert small.algo == "NVLS" and small.ceiling_busbw_gbps == pytest.approx(small.expected_busbw_gbps, rel=1e-6)
+    big = nccl_choice(b200, "all_reduce", 16 * GIB)
+    assert big.ceiling_busbw_gbps > 1.1 * big.expected_busbw_gbps

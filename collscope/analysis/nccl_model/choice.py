@@ -108,15 +108,19 @@ def _choice(inputs: NcclGraphInputs, op: str, pred: Prediction, version: str, fl
 def nvls_ceiling_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, expected_us: float, *,
                     version: str = "2.30") -> float:
     """The expected time of NVLS at its own rate inside one NVLink domain where NCCL's graph holds its table lower
-    (:func:`.model.nvls_graph_cap`): ``expected_us`` with the bandwidth term at the intra term's rate, the latency
-    and the measured terms as they are; 0.0 for the other algorithms and where the graph does not hold it."""
+    (:func:`.model.nvls_graph_cap`): ``expected_us`` with the bandwidth term at the intra term's rate and NVLS's
+    shortest step (:func:`.measured.nvls_step_us`) at that rate (where the step sets the pace, a faster rate gains
+    nothing), the latency and the other measured terms as they are; 0.0 for the other algorithms and where the graph
+    does not hold it."""
     if algo != "NVLS" or expected_us <= 0 or size_bytes <= 0:
         return 0.0
     factor = nvls_graph_cap(inputs, op, version=version)
     bw = nccl_bandwidth(inputs, op, algo, proto, version=version) if factor > 1.0 else 0.0
     if bw <= 0:
         return 0.0
-    time = expected_us - size_bytes / (1000 * bw) * (1 - 1 / factor)
+    time = (expected_us - size_bytes / (1000 * bw) * (1 - 1 / factor)
+            - measured.nvls_step_us(inputs, op, algo, proto, size_bytes, version=version)
+            + measured.nvls_step_us(inputs, op, algo, proto, size_bytes, version=version, rate_factor=factor))
     return time if time > 0 else 0.0
 
 

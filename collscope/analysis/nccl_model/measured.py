@@ -277,15 +277,16 @@ def nvls_chunk_bytes(inputs: NcclGraphInputs, size_bytes: int) -> tuple[int, int
 
 
 def nvls_step_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
-                 version: str = "2.30") -> float:
+                 version: str = "2.30", rate_factor: float = 1.0) -> float:
     """What NVLS Simple inside one NVLink domain of sm100 GPUs loses to its shortest step
     (:data:`NVLS_STEP_MIN_US`): the steps (``size_bytes`` / (ops x chunk), :func:`nvls_chunk_bytes`) times what each
-    falls short of it at NCCL's NVLS bandwidth; 0 for other algorithms, protocols, GPUs, across domains (NCCL's
-    own rules for chunks there, ncclNvlsTreeSm100Tuning) and where a step's bytes take longer than the floor."""
+    falls short of it at NCCL's NVLS bandwidth (times ``rate_factor``: NVLS's own rate for the ceiling of
+    :func:`.choice.nvls_ceiling_us`); 0 for other algorithms, protocols, GPUs, across domains (NCCL's own rules for
+    chunks there, ncclNvlsTreeSm100Tuning) and where a step's bytes take longer than the floor."""
     if (algo != "NVLS" or proto != "Simple" or inputs.nnodes > 1 or inputs.sm < NVLS_STEP_MIN_SM
             or inputs.nvls is None or size_bytes <= 0):
         return 0.0
-    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version) * rate_factor
     if bw <= 0:
         return 0.0
     chunk, ops = nvls_chunk_bytes(inputs, size_bytes)
