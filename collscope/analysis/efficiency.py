@@ -30,7 +30,7 @@ from collscope.analysis.models import ALPHA_BETA_MODELS
 from collscope.analysis.nccl_model.channel_limits import BoundChannels, bound_channels, channel_bound_note
 from collscope.analysis.nccl_model.choice import nvls_ceiling_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.measured import nvls_rank_notes, nvls_step_notes
+from collscope.analysis.nccl_model.measured import fitted_term_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_ll_note
 from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
@@ -275,8 +275,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                          params, op, [at for at, _ in judged], read.p2p)))
                      if n not in notes)
     for (_, _, op), (inputs, choices) in modelled.items():
-        notes.extend(n for n in defect_notes(inputs, op, choices) + nvls_rank_notes(inputs, op, choices)
-                     + nvls_step_notes(inputs, op, choices) if n not in notes)
+        notes.extend(n for n in defect_notes(inputs, op, choices) + fitted_term_notes(inputs, op, choices)
+                     if n not in notes)
     if source is None:
         notes.append(f"efficiency not computed: no link parameters, and no GPU named by the results ({NO_MODEL_HINT}; "
                      "in Python, analyze(df, params=LinkParams(...)))")

@@ -34,6 +34,7 @@ from collscope.vocab.nccl import (
     PROTOCOLS,
     covers,
     enabled,
+    ignored_unit_note,
     nccl_param_int,
     parse_selection,
     pxn_disabled,
@@ -79,12 +80,8 @@ class ModelSettings:
 
     def applied_to(self, inputs: NcclGraphInputs) -> NcclGraphInputs:
         """NCCL's graph inputs under these settings: LL128 forced on, NCCL_NVLS_CHUNKSIZE's chunk."""
-        changes: dict[str, object] = {}
-        if self.ll128_forced:
-            changes["ll128_forced"] = True
-        if self.nvls_chunk_bytes is not None:
-            changes["nvls_chunk_bytes"] = self.nvls_chunk_bytes
-        return replace(inputs, **changes) if changes else inputs  # type: ignore[arg-type]
+        return replace(inputs, ll128_forced=inputs.ll128_forced or self.ll128_forced,
+                       nvls_chunk_bytes=self.nvls_chunk_bytes or inputs.nvls_chunk_bytes)
 
 
 def _selection(settings: Mapping[str, str], var: str, vocabulary: tuple[str, ...],
@@ -130,8 +127,7 @@ def _nvls_chunk(settings: Mapping[str, str]) -> tuple[int | None, list[str]]:
     value, ignored = nccl_param_int(text)
     notes = []
     if ignored:
-        notes.append(f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores "
-                     f"{ignored!r}, which is not a unit to NCCL; write the bytes ({name}=<integer>)")
+        notes.append(ignored_unit_note(name, text, value, ignored))
     if value <= 0:
         notes.append(f"{name}={text}: NCCL reads {value}, not a chunk it can run with; the model keeps NCCL's "
                      "default (131072)")

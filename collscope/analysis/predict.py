@@ -43,7 +43,7 @@ from collscope.analysis.nccl_model.channel_limits import bound_channels, predict
 from collscope.analysis.nccl_model.choice import nccl_choice, nvls_ceiling_predict_note
 from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_off_note, release_tables
 from collscope.analysis.nccl_model.known_defects import defect_notes
-from collscope.analysis.nccl_model.measured import MEASURED_TERMS, nvls_rank_notes, nvls_step_notes
+from collscope.analysis.nccl_model.measured import MEASURED_TERMS, fitted_term_notes
 from collscope.analysis.nccl_model.model import NcclChoice, ll128_default_off, nccl_predictions
 from collscope.analysis.nccl_model.p2p import (
     P2P_ALGO,
@@ -212,8 +212,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here)") from None
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
-        fitted = [*nvls_rank_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version),
-                  *nvls_step_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version)]
+        fitted = fitted_term_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version)
         notes.extend(fitted)
         notes.extend(nvls_ceiling_predict_note(op, choices))
         if read.channel_bounds:

@@ -21,7 +21,7 @@ __all__ = [
     "ALGORITHMS", "PROTOCOLS", "PATH_TYPES", "PATH_LEVELS", "FUNCTIONS", "ALGOS_FOR_FUNC", "OP_FUNC", "SelectEntry",
     "SelectionError", "parse_selection", "format_selection", "enabled", "listed", "covers", "pair_runs",
     "per_function_syntax", "ll128_network_limit", "pxn_disabled", "NET_GDR_DEFAULT_LEVEL", "net_gdr_level",
-    "release_major_minor", "SYMMETRIC_KERNELS_FROM", "nccl_param_int",
+    "release_major_minor", "SYMMETRIC_KERNELS_FROM", "nccl_param_int", "ignored_unit_note",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -235,3 +235,10 @@ def nccl_param_int(text: str) -> tuple[int, str]:
     sign, digits = m.groups()
     value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
     return (-value if sign == "-" else value), text[m.end():]
+
+
+def ignored_unit_note(name: str, text: str, value: int, ignored: str) -> str:
+    """What to say of a byte count ``name=text`` that :func:`nccl_param_int` read as ``value``, ignoring
+    ``ignored`` (a unit such as ``K``)."""
+    return (f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores {ignored!r}, "
+            f"which is not a unit to NCCL; write the bytes ({name}=<integer>)")

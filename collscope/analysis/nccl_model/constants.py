@@ -28,6 +28,8 @@ __all__ = [
     "speed_list",
     "TREE_CORRECTION",
     "NCCL_PCI_X16_GBPS",
+    "NCCL_STEPS",
+    "DEFAULT_BUFFSIZE_BYTES",
     "model_version_for",
     "release_tables",
     "pipeline_model_note",
@@ -182,6 +184,10 @@ def speed_list(sm: int, *, multi_node: bool) -> tuple[float, ...]:
 
 # nccl-facts 1.3: NCCL's PCIe link model, width * speed / 80: Gen3 x16 12, Gen4 24, Gen5 48, Gen6 96 GB/s.
 NCCL_PCI_X16_GBPS: dict[int, float] = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
+NCCL_STEPS = 8
+"""src/include/device.h NCCL_STEPS: the slots of a connection's buffer; a Simple step is the buffer / it."""
+DEFAULT_BUFFSIZE_BYTES = 4 * 1024 * 1024
+"""NCCL_BUFFSIZE's default (src/init.cc DEFAULT_BUFFSIZE, 4 MiB): the Simple protocol's buffer."""
 
 
 def model_version_for(nccl_version: str | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from collscope.analysis.nccl_model.constants import PROTOS, nccl_constants
+from collscope.analysis.nccl_model.constants import DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, PROTOS, nccl_constants
 from collscope.analysis.nccl_model.model import (
     NcclGraphInputs,
     _func,
@@ -48,6 +48,7 @@ __all__ = [
     "nvls_chunk_bytes",
     "nvls_step_us",
     "nvls_step_notes",
+    "fitted_term_notes",
     "MEASURED_TERMS",
     "measured_extra_us",
 ]
@@ -222,9 +223,7 @@ def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
     per_call = 0.0
     for algo, size in choices:
         extra = nvls_rank_us(inputs, algo)
-        time = nccl_time_us(inputs, op, algo, "Simple", size, version=version) if extra > 0 else None
-        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
-                                                                          version=version)):
+        if _a_tenth_or_more(inputs, op, algo, size, extra, version):
             sizes.add(size)
             per_call = extra
     if not sizes:
@@ -235,7 +234,7 @@ def nvls_rank_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
             f"({NVLS_RANK_SOURCE}): a verdict at those sizes leans on that one source"]
 
 
-NVLS_STEP_BYTES = 4 * 1024 * 1024 // 8
+NVLS_STEP_BYTES = DEFAULT_BUFFSIZE_BYTES // NCCL_STEPS
 """NCCL's Simple step at the default NCCL_BUFFSIZE (4 MiB / NCCL_STEPS 8): the chunk NCCL starts from before it
 takes NCCL_NVLS_CHUNKSIZE's cap (src/enqueue.cc calcCollChunking), so a larger setting stops there."""
 NVLS_STEP_MIN_US = 17.0
@@ -299,15 +298,9 @@ def nvls_step_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
     """A note naming the sizes of ``choices`` (algorithm, size in bytes) where :func:`nvls_step_us` is at least a
     tenth of the expected time, with NCCL's chunk there: a verdict at those sizes leans on the two curves the floor
     is fitted on. Empty elsewhere."""
-    held: dict[int, int] = {}
-    for algo, size in choices:
-        extra = nvls_step_us(inputs, op, algo, "Simple", size, version=version)
-        if extra <= 0:
-            continue
-        time = nccl_time_us(inputs, op, algo, "Simple", size, version=version)
-        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
-                                                                          version=version)):
-            held[size] = nvls_chunk_bytes(inputs, size)[0]
+    held = {size: nvls_chunk_bytes(inputs, size)[0] for algo, size in choices
+            if _a_tenth_or_more(inputs, op, algo, size, nvls_step_us(inputs, op, algo, "Simple", size,
+                                                                     version=version), version)}
     if not held:
         return []
     parts = ", ".join(f"{format_size(s)} ({format_size(c)} chunks)" for s, c in sorted(held.items()))
@@ -316,6 +309,25 @@ def nvls_step_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
             "smaller messages (src/enqueue.cc calcCollChunking; NCCL_NVLS_CHUNKSIZE is the largest), and a step of "
             f"small chunks is not faster than that; the floor is fitted on two published curves "
             f"({NVLS_STEP_SOURCES}), so a verdict at those sizes leans on them"]
+
+
+def _a_tenth_or_more(inputs: NcclGraphInputs, op: str, algo: str, size: int, extra_us: float, version: str) -> bool:
+    """Whether a fitted term's ``extra_us`` is at least a tenth of the expected Simple time of ``algo`` at ``size``:
+    where a note says a verdict leans on the curves the term is fitted on."""
+    if extra_us <= 0:
+        return False
+    time = nccl_time_us(inputs, op, algo, "Simple", size, version=version)
+    return time is not None and extra_us >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
+                                                                             version=version))
+
+
+def fitted_term_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
+                      version: str = "2.30") -> list[str]:
+    """The notes of the terms fitted on one or two published curves (:func:`nvls_rank_notes`,
+    :func:`nvls_step_notes`) for ``choices`` (algorithm, size in bytes): what predict, analyze and trace say."""
+    chosen = list(choices)
+    return [*nvls_rank_notes(inputs, op, chosen, version=version), *nvls_step_notes(inputs, op, chosen,
+                                                                                    version=version)]
 
 
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,

@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import p2p_wire_us
-from collscope.analysis.nccl_model.constants import NCCL_PCI_X16_GBPS
+from collscope.analysis.nccl_model.constants import DEFAULT_BUFFSIZE_BYTES, NCCL_PCI_X16_GBPS, NCCL_STEPS
 from collscope.analysis.nccl_model.measured import runtime_channels
 from collscope.analysis.nccl_model.search import GRACE_GPUS, graph_inputs_from_topology
 from collscope.errors import ConfigError
 from collscope.topo.gpus import GpuGeneration, gpu_generation
 from collscope.units import format_size
-from collscope.vocab.nccl import nccl_param_int
+from collscope.vocab.nccl import ignored_unit_note, nccl_param_int
 from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_THRESHOLD_BYTES", "P2P_NVL_CHUNK_BYTES", "P2pTuning",
@@ -50,10 +50,6 @@ _NET_CHUNK_BYTES = 128 * 1024
 """NCCL_P2P_NET_CHUNKSIZE's default (src/init.cc): the p2p chunk of a communicator across NVLink domains (twice it
 where the CPU is ARM and the GPUs sm >= 100, Grace Blackwell, which collscope's inputs do not say: the bounds
 below take the smaller chunk, so they never claim more than NCCL does)."""
-_SIMPLE_BUFFER_BYTES = 4 * 1024 * 1024
-"""NCCL_BUFFSIZE's default (src/init.cc DEFAULT_BUFFSIZE, 4 MiB): the p2p chunk is at most it / NCCL_STEPS."""
-_NCCL_STEPS = 8
-"""src/include/device.h NCCL_STEPS."""
 _PER_CHANNEL_NET_GBPS = 14
 """NCCL_P2P_PER_CHANNEL_NET_BW's default, GB/s (src/graph/paths.cc): a peer in another NVLink domain gets a channel
 per this much of the rank's NIC bandwidth, and at least one per NIC (:func:`_net_peer_channels`)."""
@@ -71,7 +67,7 @@ class P2pTuning:
     nvl_chunk_bytes: int = P2P_NVL_CHUNK_BYTES
     pci_chunk_bytes: int = _PCI_CHUNK_BYTES
     net_chunk_bytes: int = _NET_CHUNK_BYTES
-    simple_buffer_bytes: int = _SIMPLE_BUFFER_BYTES
+    simple_buffer_bytes: int = DEFAULT_BUFFSIZE_BYTES
     per_channel_net_gbps: int = _PER_CHANNEL_NET_GBPS
     set_text: tuple[str, ...] = ()
     """The variables set, as NCCL reads them (``NCCL_P2P_LL_THRESHOLD=0``); empty at NCCL's defaults."""
@@ -104,8 +100,7 @@ def p2p_tuning(settings: Mapping[str, str]) -> tuple[P2pTuning, list[str]]:
             continue
         value, ignored = nccl_param_int(text)
         if ignored:
-            notes.append(f"{name}={text}: NCCL reads it with strtoll (src/misc/param.cc), as {value}: it ignores "
-                         f"{ignored!r}, which is not a unit to NCCL; write the bytes ({name}=<integer>)")
+            notes.append(ignored_unit_note(name, text, value, ignored))
         if value <= 0 and field != "ll_threshold_bytes":
             notes.append(f"{name}={text}: NCCL reads {value}, not a value it can run with; the model keeps NCCL's "
                          f"default for it")
@@ -125,7 +120,7 @@ def p2p_chunk_bytes(params: LinkParams, tuning: P2pTuning = DEFAULT_P2P_TUNING) 
         chunk = tuning.nvl_chunk_bytes
     else:
         chunk = tuning.pci_chunk_bytes
-    return max(1, min(chunk, tuning.simple_buffer_bytes // _NCCL_STEPS))
+    return max(1, min(chunk, tuning.simple_buffer_bytes // NCCL_STEPS))
 
 
 def _part_bytes(params: LinkParams, tuning: P2pTuning) -> tuple[int, int]:
