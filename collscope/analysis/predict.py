@@ -25,7 +25,7 @@ each with its own expected measurement (which of them runs is closer than collsc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
@@ -45,6 +45,7 @@ from collscope.analysis.nccl_model.constants import PROTOS_WITHOUT_LL128, ll128_
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import MEASURED_TERMS, fitted_term_notes
 from collscope.analysis.nccl_model.model import NcclChoice, ll128_default_off, nccl_predictions
+from collscope.analysis.nccl_model.nothing_left import NCCL_NO_ALGORITHM_ERROR, ring_fallback
 from collscope.analysis.nccl_model.p2p import (
     P2P_ALGO,
     P2P_MODELLED_OPS,
@@ -209,7 +210,19 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
         except ConfigError as exc:
             if not read.forced:
                 raise
-            raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here)") from None
+            fallback = ring_fallback(release, str(op_facts(op).nccl_func))
+            if fallback is None:
+                raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here: NCCL "
+                                  f"{release} stops such a call with '{NCCL_NO_ALGORITHM_ERROR}', src/enqueue.cc "
+                                  "getAlgoInfo)") from None
+            ring_inputs = replace(inputs, ll128_forced=True) if fallback.every_protocol else inputs
+            ring_protos = None if fallback.every_protocol else allowed[1]
+            choices = [held_to_bound(op, nccl_choice(ring_inputs, op, s, version=version, algos=["Ring"],
+                                                     protos=ring_protos), params, ring_inputs, version=version)
+                       for s in size_list]
+            notes.append(f"{read.forced} leaves {op} no algorithm NCCL can run here; {fallback.why}: the choice "
+                         "is Ring's")
+            setting_notes.append(notes[-1])
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
         fitted = fitted_term_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version)
