@@ -156,9 +156,13 @@ def ramp_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes:
 def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: str = "2.30") -> float:
     """What a Ring LL step costs beyond NCCL's per-step latency: one more ``hwLat`` per step inside the node
     (NVLink or PCI; src/graph/tuning.cc ``hwLat[intraHw][NCCL_ALGO_RING][NCCL_PROTO_LL]``, 0.6 us on NVLink).
-    Fitted, not NCCL's: the published single-node Ring/LL figures at 1 MiB of Azure ND A100/H100/H200/GB200 v6 take
-    about twice NCCL's per-step latency (2 (n-1) steps x 1.2 us on NVLink; checked on OCI's GB300 tray curves at
-    1-4 MiB); 0 elsewhere (LL128 and the other algorithms: too few published points to fit)."""
+    Fitted, not NCCL's: published single-node Ring/LL figures at 1 MiB take about twice NCCL's per-step latency
+    (2 (n-1) steps x 1.2 us on NVLink). It was chosen on Azure ND's 1 MiB rows, of which only the GB200 tray's ran
+    Ring for certain (the guide's harness forces NCCL_ALGO=NVLS on its 8-GPU VMs, which their rows now carry: the
+    H100 and H200 rows ran NVLS; the A100 rows Ring, all NCCL can run there); rescored with those rows corrected, one
+    step places the most claimed rows within 15% (708 of 784, against 698 without it and 703-707 at half or one and a
+    half steps), and it checks on OCI's GB300 tray curves at 1-4 MiB; 0 elsewhere (LL128 and the other algorithms:
+    too few published points)."""
     if algo != "Ring" or proto != "LL":
         return 0.0
     c = nccl_constants(version)
