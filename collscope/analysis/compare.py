@@ -162,6 +162,14 @@ def _settings_by_config(df: pd.DataFrame) -> dict[str, dict[str, str]]:
             for cfg, row in firsts.iterrows()}
 
 
+def _release_by_config(df: pd.DataFrame) -> dict[str, str]:
+    """The NCCL release of each configuration whose records name exactly one."""
+    if "nccl_version" not in df or df.empty:
+        return {}
+    found = df[["config", "nccl_version"]].dropna().astype(str).groupby("config", observed=True)["nccl_version"]
+    return {str(cfg): next(iter(versions)) for cfg, versions in found.unique().items() if len(versions) == 1}
+
+
 # ---- per configuration measures ---------------------------------------------------------------------------------
 def _half_peak(sizes: np.ndarray, bw: np.ndarray) -> tuple[float, float, float | None]:
     """(peak busbw, its size, the interpolated size of half the peak or None when below the range)."""
@@ -214,7 +222,7 @@ def analyze(df: pd.DataFrame, *, params: ParamsSource = None, options: AnalyzeOp
     used: dict[str, Any] = {}
     margins = Margins(nccl=opts.nccl_model_error, alpha_beta=opts.alpha_beta_error, link=opts.link_tolerance,
                       published=opts.published_margins)
-    add_expected(sizes, _settings_by_config(df), params, margins, notes, used, logged)
+    add_expected(sizes, _settings_by_config(df), params, margins, notes, used, logged, _release_by_config(df))
     notes.extend(_release_notes(df, sizes))
     first_model = sizes.groupby(list(CONFIG_KEYS), observed=True, dropna=False, sort=True)["model"].first()
     configs["model"] = first_model.to_numpy() if len(first_model) == len(configs) else None

@@ -162,7 +162,8 @@ class Margins:
 
 
 def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]], source: ParamsSource,
-                 margins: Margins, notes: list[str], used: dict[str, Any], logged: Logged | None = None) -> None:
+                 margins: Margins, notes: list[str], used: dict[str, Any], logged: Logged | None = None,
+                 releases: Mapping[str, str] | None = None) -> None:
     """Fill, in place, per sizes row: ``model``, ``model_kind``, ``algo_source``, ``model_busbw_gbps``,
     ``efficiency``, ``bound_algo``, ``bound_busbw_gbps``, ``bound_limited_by``, ``margin`` (below the model),
     ``margin_above`` and ``verdict``."""
@@ -194,7 +195,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             continue
         inputs = nccl.get(params) if backend == "nccl" else None
         exp = expected_busbw(op, backend, size, conf, params, ab_name, inputs,
-                             (logged or {}).get((config, op, size)))
+                             (logged or {}).get((config, op, size)), (releases or {}).get(config))
         if exp is not None:
             found.append((i, exp, params, inputs, read))
             if exp.kind == "nccl":

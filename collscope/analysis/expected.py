@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
@@ -37,6 +37,7 @@ from collscope.analysis.models import ALPHA_BETA_MODELS, alpha_beta_time_us
 from collscope.analysis.nccl_model.choice import nccl_choice, nvls_ceiling_us, size_floor_us
 from collscope.analysis.nccl_model.measured import measured_extra_us
 from collscope.analysis.nccl_model.model import NcclChoice, NcclGraphInputs, nccl_time_us
+from collscope.analysis.nccl_model.nothing_left import ring_fallback
 from collscope.analysis.nccl_model.p2p import p2p_choice
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology
 from collscope.collectives.record import busbw_factor
@@ -115,7 +116,7 @@ class _NothingToRun(Exception):
 
 
 def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: LinkParams, inputs: NcclGraphInputs,
-                   logged: tuple[str, str] | None) -> Expected | None:
+                   logged: tuple[str, str] | None, release: str | None = None) -> Expected | None:
     read = model_settings(settings, op)
     algos, protos = read.algos, read.protos
     inputs = read.applied_to(inputs)
@@ -147,9 +148,16 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         choice = nccl_choice(inputs, op, size, algos=sorted(algos) if algos is not None else None,
                              protos=sorted(protos) if protos is not None else None)
     except ConfigError:
-        if forced:
+        if not forced:
+            return None
+        fallback = ring_fallback(release, OP_FUNC[op]) if release else None
+        if fallback is None:
             raise _NothingToRun(forced) from None
-        return None
+        ring_inputs = replace(inputs, ll128_forced=True) if fallback.every_protocol else inputs
+        choice = nccl_choice(ring_inputs, op, size, algos=["Ring"],
+                             protos=None if fallback.every_protocol or protos is None else sorted(protos))
+        return _from_choice(op, held_to_bound(op, choice, params, ring_inputs), params,
+                            f"forced ({forced}); NCCL {release} puts Ring back (nccl_model/nothing_left.py)")
     source = f"forced ({forced})" if forced else SOURCE_MODELLED
     return _from_choice(op, held_to_bound(op, choice, params, inputs), params, source)
 
@@ -167,14 +175,16 @@ def _alpha_beta_expected(op: str, size: int, name: str, params: LinkParams, sour
 
 def expected_busbw(op: str, backend: str, size: int, settings: Mapping[str, str], params: LinkParams,
                    ab_model: str | None, inputs: NcclGraphInputs | None,
-                   logged: tuple[str, str] | None = None) -> Expected | None:
-    """The model of the algorithm that ran for one configuration x size (module doc); None without a model."""
+                   logged: tuple[str, str] | None = None, release: str | None = None) -> Expected | None:
+    """The model of the algorithm that ran for one configuration x size (module doc); None without a model.
+    ``release``: the NCCL release the configuration's records name, which decides what NCCL runs when its
+    NCCL_ALGO/NCCL_PROTO leave the op nothing (:func:`.nccl_model.nothing_left.ring_fallback`)."""
     if size <= 0:
         return None
     on_nccl = backend == "nccl"
     if on_nccl and op in OP_FUNC and inputs is not None:
         try:
-            found = _nccl_expected(op, size, settings, params, inputs, logged)
+            found = _nccl_expected(op, size, settings, params, inputs, logged, release)
         except _NothingToRun:
             return None
         if found is not None:

@@ -128,7 +128,7 @@ def planted_rows() -> list[list[dict[str, Any]]]:
 
 
 def write_all_reduce_points(root: Path, points: Mapping[str, tuple[Mapping[str, str], float]], *, nranks: int,
-                            nnodes: int, sizes: Iterable[int], sweep_id: str) -> Path:
+                            nnodes: int, sizes: Iterable[int], sweep_id: str, nccl_version: str = "2.24.3") -> Path:
     """A results directory through the store (``ResultsDir.finish_point``): one nccl-tests all_reduce point per
     ``point_id -> (settings, busbw)``, every size at that busbw, on ``nnodes`` hosts ``gpu-a01``... Returns
     ``root``."""
@@ -143,7 +143,7 @@ def write_all_reduce_points(root: Path, points: Mapping[str, tuple[Mapping[str, 
                                            engine="nccl-tests", backend="nccl", count=size // 4, dtype="float",
                                            redop="sum", root=None, in_place=False, wrong=0, ok=True, iters=20,
                                            warmup=5, repeat=0, settings=dict(settings), point_id=point_id,
-                                           sweep_id=sweep_id, hosts=hosts, nccl_version="2.24.3")
+                                           sweep_id=sweep_id, hosts=hosts, nccl_version=nccl_version)
                    for size in sizes]
         results.finish_point(point_id, records)
     results.sweep_json.write_text(json.dumps({"sweep_id": sweep_id, "plan": {"points": []}}))

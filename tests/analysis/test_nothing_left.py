@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from collscope.analysis.compare import analyze
+from collscope.analysis.load import load_results
 from collscope.analysis.nccl_model.nothing_left import NCCL_NO_ALGORITHM_ERROR, ring_fallback
+from collscope.analysis.params import link_params
 from collscope.analysis.predict import predict
 from collscope.errors import ConfigError
+from tests.analysis.recommend_frames import write_all_reduce_points
 
 A100_NODE = {"gpu": "A100-SXM4-80GB", "nranks": 8, "nnodes": 1}
 
@@ -57,3 +63,26 @@ def test_where_nccl_stops_the_call_predict_says_so_in_nccls_words(release: str) 
     with pytest.raises(ConfigError) as exc:
         predict("all_reduce", **A100_NODE, sizes=[1 << 20], version=release, settings={"NCCL_ALGO": "NVLS"})
     assert f"NCCL {release} stops such a call with '{NCCL_NO_ALGORITHM_ERROR}'" in str(exc.value)
+
+
+def test_analyze_judges_a_run_by_what_its_release_runs(tmp_path: Path) -> None:
+    """NCCL_ALGO=NVLS on 8 A100: a run of NCCL 2.20.5 ran Ring (judged against Ring's model), one of 2.24.3 could
+    not have run (no model, no verdict), as predict says for those releases."""
+    sizes = (1 << 20, 16 << 20, 1 << 30)
+    early = write_all_reduce_points(tmp_path / "early", {"nvls-r0": ({"NCCL_ALGO": "NVLS"}, 200.0)}, nranks=8,
+                                    nnodes=1, sizes=sizes, sweep_id="early", nccl_version="2.20.5")
+    late = write_all_reduce_points(tmp_path / "late",
+                                   {"nvls-simple-r0": ({"NCCL_ALGO": "NVLS", "NCCL_PROTO": "Simple"}, 200.0)},
+                                   nranks=8, nnodes=1, sizes=sizes, sweep_id="late", nccl_version="2.24.3")
+    result = analyze(load_results([early, late]),
+                     params=lambda nranks, nnodes: link_params(None, gpu="A100-SXM4-80GB", nranks=nranks,
+                                                               nnodes=nnodes))
+    table = result.sizes.set_index(["config", "size_bytes"])
+    ran = table.xs("NCCL_ALGO=NVLS")
+    assert ran["model"].str.startswith("Ring/").all() and ran["verdict"].notna().all()
+    assert ran["algo_source"].str.contains("NCCL 2.20.5 puts Ring back").all()
+    expected = predict("all_reduce", **A100_NODE, sizes=list(sizes), version="2.20.5",
+                       settings={"NCCL_ALGO": "NVLS"})
+    assert list(ran["model"]) == [f"{c.algo}/{c.proto}" for c in expected.nccl_choice]
+    stopped = table.xs("NCCL_ALGO=NVLS;NCCL_PROTO=Simple")
+    assert stopped["verdict"].isna().all() and stopped["model_busbw_gbps"].isna().all()
