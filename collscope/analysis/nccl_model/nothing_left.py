@@ -24,10 +24,6 @@ __all__ = ["RingFallback", "NCCL_NO_ALGORITHM_ERROR", "ring_fallback"]
 NCCL_NO_ALGORITHM_ERROR = "Error : no algorithm/protocol available"
 """The words NCCL's getAlgoInfo stops the call with (src/enqueue.cc, 2.18.5 to 2.30.7)."""
 
-_RING_KEPT_UP_TO = (2, 18)
-_EVERY_PROTOCOL = ((2, 19), (2, 21))
-_ENABLED_PROTOCOLS = ((2, 22), (2, 23))
-
 
 @dataclass(frozen=True, slots=True)
 class RingFallback:
@@ -38,28 +34,35 @@ class RingFallback:
     why: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    first: tuple[int, int]
+    last: tuple[int, int]
+    all_reduce_too: bool
+    every_protocol: bool
+    does: str
+    read_at: str
+    """The tags of src/graph/tuning.cc it was read at, and NCCL's comment there."""
+
+
+_RULES = (
+    _Rule((0, 0), (2, 18), False, False, "never disables Ring for a collective other than AllReduce",
+          "v2.18.5: 'Never disable ring for non-allreduce operations'"),
+    _Rule((2, 19), (2, 21), True, True, "puts Ring back, with every protocol, when the settings leave nothing",
+          "v2.19.4 to v2.21.5: 'at least set ring algo available'"),
+    _Rule((2, 22), (2, 23), True, False,
+          "puts Ring back, with the protocols it enables, when the settings leave nothing",
+          "v2.22.3 and v2.23.4: 'at least set ring algo available'"),
+)
+"""One row per range of releases with a fallback (module doc); the releases after the last stop the call."""
+
+
 def ring_fallback(release: str, func: str) -> RingFallback | None:
     """What NCCL ``release`` runs when the job's settings leave the NCCL function ``func`` (``"AllReduce"``,
     ``"AllGather"``) nothing (module doc); None where NCCL stops the call instead."""
     parsed = release_major_minor(release)
-    if parsed is None:
-        return None
-    if parsed <= _RING_KEPT_UP_TO:
-        if func == "AllReduce":
-            return None
-        return RingFallback(every_protocol=False,
-                            why=f"NCCL {release} never disables Ring for a collective other than AllReduce "
-                                "(src/graph/tuning.cc, v2.18.5: 'Never disable ring for non-allreduce operations')")
-    low, high = _EVERY_PROTOCOL
-    if low <= parsed <= high:
-        return RingFallback(every_protocol=True,
-                            why=f"NCCL {release} puts Ring back, with every protocol, when the settings leave "
-                                "nothing (src/graph/tuning.cc, v2.19.4 to v2.21.5: 'at least set ring algo "
-                                "available')")
-    low, high = _ENABLED_PROTOCOLS
-    if low <= parsed <= high:
-        return RingFallback(every_protocol=False,
-                            why=f"NCCL {release} puts Ring back, with the protocols it enables, when the settings "
-                                "leave nothing (src/graph/tuning.cc, v2.22.3 and v2.23.4: 'at least set ring algo "
-                                "available')")
+    for rule in _RULES:
+        if parsed is not None and rule.first <= parsed <= rule.last and (rule.all_reduce_too or func != "AllReduce"):
+            return RingFallback(every_protocol=rule.every_protocol,
+                                why=f"NCCL {release} {rule.does} (src/graph/tuning.cc, {rule.read_at})")
     return None
