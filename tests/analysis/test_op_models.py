@@ -203,7 +203,7 @@ def _gb200_params(nranks: int, nnodes: int, nvl_domain: int, **kw):
 
 
 def test_p2p_alltoall_large_size_is_the_bound_at_the_fitted_efficiency():
-    """64 GB200 on one NVL72 fabric, 16 GiB: the ramp is 256 KiB on 256 MiB per peer (0.1%), the launch 20 us of
+    """64 GB200 on one NVL72 fabric, 16 GiB: the ramp is 128 KiB on 256 MiB per peer (0.05%), the launch 18 us of
     about 30 ms, so busbw = p2p bound (900 x 370/450 GB/s) x P2P_EFFICIENCY, within 0.2%."""
     from collscope.analysis.models import p2p_intra_gbps
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
@@ -249,7 +249,7 @@ def _h100_params(nranks: int, nnodes: int, **kw):
 
 def test_p2p_sendrecv_across_nodes_is_one_nic_at_the_fitted_efficiency():
     """16 H100 on 2 nodes, a 400 Gb/s NIC per GPU: the last rank of a node sends the whole size to the next node
-    over its own NIC (50 GB/s, below NVLink's 370); at 16 GiB (ramp 256 KiB on 16 GiB) busbw = 50 x P2P_EFFICIENCY (the
+    over its own NIC (50 GB/s, below NVLink's 370); at 16 GiB (ramp 128 KiB on 16 GiB) busbw = 50 x P2P_EFFICIENCY (the
     published 2- and 4-node B200 sendrecv: 43-44 GB/s, together-nccl-tests)."""
     from collscope.analysis.nccl_model.p2p import P2P_EFFICIENCY, p2p_choice
     choice = p2p_choice(_h100_params(16, 2, nic_gbit=400.0), "sendrecv", 16 << 30)
@@ -269,7 +269,7 @@ def test_p2p_scatter_across_nodes_uses_the_roots_node_nics_gather_its_own():
     """16 A100 on 2 p4d-like nodes, 4 x 100 Gb/s NICs per node (50 GB/s together), 2 GiB. A scatter's root moves
     8/16 of the size across at 50 GB/s (NCCL sends each transfer through the NIC on the peer's rail, PXN) and 7/16
     over NVLink (300 x 370/450 = 247 GB/s: not binding), so algbw = 2 x 50 x P2P_EFFICIENCY and busbw that x 15/16
-    within 0.5% (ramp 256 KiB on 128 MiB per peer, launch 20 us of 27 ms); the published scatter on p4d is 80.6 GB/s
+    within 0.5% (ramp 128 KiB on 128 MiB per peer, launch 18 us of 27 ms); the published scatter on p4d is 80.6 GB/s
     there (awsome-distributed-training slurm-104.out). A gather's root receives all of it on its own 12.5 GB/s NIC
     (no PXN on receive): busbw 2 x 12.5 x P2P_EFFICIENCY x 15/16; an alltoall rank, sharing the NICs with its
     node's 7 others, gets half of that."""
@@ -298,7 +298,9 @@ SENDRECV_2X8 = ALLTOALL_2X4.parent / "sendrecv_perf-2x8-b200-one-nic-per-gpu.txt
 def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_nic():
     """analyze takes the same P2P model as predict for sendrecv: each size's expected busbw is the last rank of a node
     sending the whole size over its own NIC (50 GB/s x P2P_EFFICIENCY at large sizes, less the launch and ramp
-    below), the bound is that NIC (50 GB/s, "shift"), and a run at 99-104% of the model reads normal."""
+    below), the bound is that NIC (50 GB/s, "shift"), and a run at 86-98% of the model reads normal (the fixture's
+    figures were drawn to the model of the 20 us launch and 256 KiB ramp; the 18 us and 128 KiB the channel term
+    brought expect 14% more at 1 MiB, where published 2-node B200 sendrecv reads 0.79 x the model: the scorecard)."""
     out = CliRunner().invoke(main, ["analyze", str(SENDRECV_2X8), "--gpu", "B200", "--nic-gbit", "400", "--json"])
     assert out.exit_code == 0, out.output
     rows = [r for r in json.loads(out.output)["sizes"] if not r["in_place"]]
@@ -307,18 +309,18 @@ def test_analyze_judges_sendrecv_against_the_p2p_model_and_the_crossing_ranks_ni
     assert all(r["bound_busbw_gbps"] == pytest.approx(50.0) for r in rows)
     big = max(rows, key=lambda r: r["size_bytes"])
     assert big["model_busbw_gbps"] == pytest.approx(50.0 * P2P_EFFICIENCY, rel=0.01)
-    assert all(0.95 < r["efficiency"] < 1.06 and r["verdict"] == "normal" for r in rows)
+    assert all(0.85 < r["efficiency"] < 1.06 and r["verdict"] == "normal" for r in rows)
     small = min(rows, key=lambda r: r["size_bytes"])
-    assert small["model_busbw_gbps"] < 0.55 * big["model_busbw_gbps"]  # the 20 us launch and the ramp at 1 MiB
+    assert small["model_busbw_gbps"] < 0.55 * big["model_busbw_gbps"]  # the 18 us launch and the ramp at 1 MiB
 
 
 def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
     """NCCL's rule (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc addP2pToPlan): on 8 H100 of one
     node, 32 p2p channels and 32 per peer, halved to 4 to start for 8 ranks (8 for 4 ranks); a transfer doubles its
     channels while its parts are larger than 32 x 512 KiB. The published one-node sendrecv curve steps with it
-    (80-82 GB/s at 32-64 MiB, 163 at 128 MiB, 299-367 from 256 MiB), and the expected rate is channels / 16 of the
-    p2p rate below 16 channels."""
-    from collscope.analysis.nccl_model.p2p import P2P_SATURATING_CHANNELS, p2p_time_us
+    (80-82 GB/s at 32-64 MiB, 163 at 128 MiB, 299-367 from 256 MiB), and the expected rate is what the channels
+    carry (P2P_CHANNEL_GBPS, 20 GB/s each on H100) where that is below the p2p rate."""
+    from collscope.analysis.nccl_model.p2p import P2P_CHANNEL_GBPS, p2p_time_us
     from collscope.analysis.nccl_model.p2p_rules import p2p_channels
     from collscope.analysis.params import link_params
 
@@ -328,19 +330,19 @@ def test_one_node_sendrecv_runs_on_the_channels_nccls_p2p_rule_gives_its_size():
     sizes = [32 * mib, 64 * mib, 128 * mib, 256 * mib, 512 * mib, 1024 * mib]
     assert [p2p_channels(eight, "sendrecv", s) for s in sizes] == [4, 4, 8, 16, 32, 32]
     assert [p2p_channels(four, "sendrecv", s) for s in sizes] == [8, 8, 8, 16, 32, 32]
-    # ops that send to every peer at once fill the channels together; across nodes parts are one chunk
+    # p2p_channels is one transfer's (ops that send to every peer: p2p_active_channels); across nodes parts are one
+    # chunk
     assert p2p_channels(eight, "alltoall", 32 * mib) is None
     two_nodes = link_params(None, gpu="H100", nranks=16, nnodes=2, nic_gbit=400)
     assert p2p_channels(two_nodes, "sendrecv", 32 * mib) is None
-    full = p2p_time_us(eight, "sendrecv", 256 * mib)
     quarter = p2p_time_us(eight, "sendrecv", 32 * mib)
-    assert full is not None and quarter is not None
-    # 32 MiB on 4 channels: the wire time of 32 MiB at 4/16 of the rate, i.e. half the 256 MiB one's at full rate
-    # (less the launch, and the ramp, negligible for one peer at these sizes)
-    assert (quarter - P2P_LAUNCH_US) == pytest.approx((full - P2P_LAUNCH_US) * (P2P_SATURATING_CHANNELS / 4) / 8,
-                                                      rel=0.01)
+    assert quarter is not None
+    # 32 MiB on 4 channels of 20 GB/s: 80 GB/s, the published 80-82 (less the launch; the ramp, 128 KiB for one peer
+    # of 32 MiB, is 0.4%)
+    per_channel = next(rate for sm, rate in P2P_CHANNEL_GBPS if sm == 90)
+    assert (quarter - P2P_LAUNCH_US) == pytest.approx(32 * mib / (4 * per_channel * 1e3), rel=0.01)
     result = predict("sendrecv", gpu="H100", nranks=8, nnodes=1, sizes=[32 * mib, 1 << 30])
-    noted = [n for n in result.notes if "channels NCCL's p2p rule gives its size" in n]
+    noted = [n for n in result.notes if "keeps the channels NCCL's p2p rule gives its transfers busy" in n]
     assert len(noted) == 1 and "32M on 4" in noted[0] and "1G" not in noted[0]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from collscope.analysis.model_types import LinkParams
 from collscope.analysis.models import p2p_wire_us
@@ -23,7 +24,7 @@ from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_THRESHOLD_BYTES", "P2P_NVL_CHUNK_BYTES", "P2pTuning",
            "DEFAULT_P2P_TUNING", "P2P_TUNING_VARIABLES", "p2p_tuning", "p2p_chunk_bytes", "p2p_protocol",
-           "p2p_channels", "p2p_tuning_notes"]
+           "p2p_channels", "p2p_active_channels", "p2p_tuning_notes"]
 
 P2P_NVL_CHUNK_BYTES = 512 * 1024
 """NCCL's p2p chunk between GPUs joined by NVLink (``NCCL_P2P_NVL_CHUNKSIZE``, 512 KiB, src/init.cc)."""
@@ -257,6 +258,7 @@ def _pow2_up(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
+@lru_cache(maxsize=512)
 def _node_p2p_channels(params: LinkParams) -> tuple[GpuGeneration, int] | None:
     """(the GPU generation, NCCL's p2p channels: ``pow2Up(min(nChannels, MAXCHANNELS))`` of the collective channels
     it runs, src/graph/paths.cc ncclTopoComputeP2pChannels); None without a generation or the node's graphs."""
@@ -312,16 +314,44 @@ def p2p_channels(params: LinkParams, op: str, size_bytes: int,
     larger than 32 chunks and the channels are at most half the per-peer ones (the chunk: NCCL_P2P_NVL_CHUNKSIZE,
     512 KiB, at most NCCL_BUFFSIZE / 8: :func:`p2p_chunk_bytes`). 8 H100 of one node: 32 p2p channels, 32 per peer,
     4 to start: 4 channels up to 64 MiB, 8 at 128 MiB, 16 at 256 MiB, 32 from 512 MiB."""
-    if not op_facts(op).one_peer or params.ndomains > 1 or params.intra_link != "nvlink":
+    if not op_facts(op).one_peer:
+        return None
+    return _transfer_channels(params, int(size_bytes), tuning)
+
+
+def _transfer_channels(params: LinkParams, transfer_bytes: int, tuning: P2pTuning) -> int | None:
+    """The channels NCCL gives one transfer of ``transfer_bytes`` inside one NVLink domain over NVLink (the rule of
+    :func:`p2p_channels`); None across domains or without the GPU generation."""
+    if params.ndomains > 1 or params.intra_link != "nvlink":
         return None
     found = _nvlink_channels(params)
     if found is None:
         return None
     start, per_peer = found
     min_part, max_part = _part_bytes(params, tuning)
-    channels = min(start, -(-int(size_bytes) // min_part))
-    part = max(min_part, -(-int(size_bytes) // channels))
+    channels = min(start, -(-transfer_bytes // min_part))
+    part = max(min_part, -(-transfer_bytes // channels))
     while part > max_part and channels <= per_peer // 2:
         channels *= 2
-        part = -(-int(size_bytes) // channels)
+        part = -(-transfer_bytes // channels)
     return channels
+
+
+def p2p_active_channels(params: LinkParams, op: str, size_bytes: int,
+                        tuning: P2pTuning = DEFAULT_P2P_TUNING) -> int | None:
+    """The channels the rank that sets ``op``'s time keeps busy inside one NVLink domain over NVLink: its transfers
+    (one for sendrecv, one with each other rank for alltoall and for the root of gather and scatter) times the
+    channels NCCL gives each (:func:`p2p_channels`' rule, on the bytes per peer), at most the p2p channels (NCCL
+    puts each transfer on channels of its own, ``ncclP2pChannelBaseForRound``, src/include/channel.h, and runs the
+    transfers that share a channel one after the other); None where :func:`p2p_channels` has no rule. 4 GB300 of a
+    tray: 32 p2p channels, 8 per transfer, 3 transfers: 24 up to 512 MiB, all 32 from 1 GiB; 8 H100: 4 per
+    transfer, 7 transfers, 28 up to 512 MiB; 64 GPUs of an NVL72 rack: 1 per transfer, all 32."""
+    found = _node_p2p_channels(params)
+    if found is None:
+        return None
+    per_peer = int(p2p_wire_us(params, op, size_bytes)[1])
+    channels = _transfer_channels(params, per_peer, tuning)
+    if channels is None:
+        return None
+    transfers = 1 if op_facts(op).one_peer else params.nranks - 1
+    return min(found[1], transfers * channels)
