@@ -170,7 +170,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             preds = sorted(preds + [make_prediction("nccl", c.algo, c.proto, op, c.size_bytes, c.time_us, nranks)
                                     for c in choices], key=lambda pred: pred.size_bytes)
             notes.append(f"expected measurement of {op}: the p2p bound of its traffic with a launch cost, an "
-                         "efficiency and a size ramp fitted on published alltoall results (nccl_model.p2p)")
+                         "efficiency, a size ramp and, inside one NVLink domain, what the channels NCCL keeps busy "
+                         "carry, fitted on published alltoall results (nccl_model.p2p)")
             notes.extend(p2p_channel_notes(params, op, size_list, read.p2p))
             tuned = p2p_tuning_notes(params, op, size_list, read.p2p)
             notes.extend(tuned)
@@ -299,7 +300,8 @@ def render_predict_text(prediction: PredictResult) -> str:
         if size in choice and choice[size]["algo"] == P2P_ALGO:
             c = choice[size]
             lines.append(f"  expected measurement: {c['expected_time_us']:.2f} us, {c['expected_busbw_gbps']:.2f} "
-                         "GB/s (grouped point-to-point: the p2p bound with the fitted launch, efficiency and ramp)")
+                         "GB/s (grouped point-to-point: the p2p bound with the fitted launch, efficiency, ramp and "
+                         "channel rate)")
         elif size in choice:
             c = choice[size]
             lines.append(f"  NCCL choice: {c['algo']}/{c['proto']} {c['time_us']:.2f} us, {c['busbw_gbps']:.2f} GB/s "
