@@ -32,7 +32,7 @@ from collscope.analysis.nccl_model.choice import nvls_ceiling_note
 from collscope.analysis.nccl_model.known_defects import defect_notes
 from collscope.analysis.nccl_model.measured import fitted_term_notes
 from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_off
-from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_ll_note
+from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_channel_notes, p2p_ll_note
 from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
@@ -272,8 +272,9 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         if ll := [at for at, model in judged if model == P2P_LL_MODEL]:
             notes.append(f"{config}: {p2p_ll_note(op, ll, read.p2p)}")
     for (config, op), (params, read, judged) in p2p_rows.items():
+        at_sizes = sorted({at for at, _ in judged})
         notes.extend(n for n in (f"{config}: {n}" for n in (*read.p2p_notes, *p2p_tuning_notes(
-                         params, op, [at for at, _ in judged], read.p2p)))
+                         params, op, at_sizes, read.p2p), *p2p_channel_notes(params, op, at_sizes, read.p2p)))
                      if n not in notes)
     for (_, _, op), (inputs, choices) in modelled.items():
         notes.extend(n for n in defect_notes(inputs, op, choices) + fitted_term_notes(inputs, op, choices)

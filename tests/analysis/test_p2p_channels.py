@@ -4,6 +4,9 @@ rule) and what they carry (nccl_model.p2p.P2P_CHANNEL_GBPS), held against OCI's 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from collscope.analysis.nccl_model.p2p import P2P_CHANNEL_GBPS, p2p_channel_gbps, p2p_channel_notes, p2p_time_us
@@ -64,3 +67,29 @@ def test_64_gpus_of_a_rack_at_1_and_2_mib() -> None:
     for size, busbw in ((1 * MIB, 33.33), (2 * MIB, 63.06)):
         result = predict("alltoall", gpu="GB300", nranks=64, nnodes=16, nvl_domain=72, sizes=[size])
         assert abs(result.nccl_choice[0].expected_busbw_gbps / busbw - 1) <= 0.15
+
+
+FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "nccl-tests"
+           / "alltoall_perf-gb300-tray-4gpu-channel-bound.txt")
+"""Our own alltoall_perf output in the shape OCI publishes for one GB300 tray (4 rank lines on one host, NCCL
+2.28.7, 1 MiB-4 GiB; its busbw levels off near 500 GB/s up to 512 MiB and reaches 620 from 2 GiB)."""
+
+
+def test_analyze_judges_a_tray_against_its_busy_channels_and_says_so() -> None:
+    """The plateau at 256-512 MiB (494-516 GB/s) is the 24 busy channels' rate: normal, within 10% of the model,
+    where the model without the channel term expected 590-609 (the run 0.84-0.85 x that); the note
+    names the sizes and the channels, grouped."""
+    from click.testing import CliRunner
+
+    from collscope.cli import main
+
+    out = CliRunner().invoke(main, ["analyze", str(FIXTURE), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    rows = {r["size_bytes"]: r for r in doc["sizes"] if not r["in_place"]}
+    for size in (256 * MIB, 512 * MIB):
+        assert rows[size]["model"] == "P2P/Simple" and rows[size]["verdict"] == "normal"
+        assert 0.95 < rows[size]["efficiency"] < 1.12
+    assert rows[4096 * MIB]["verdict"] == "normal" and 0.95 < rows[4096 * MIB]["efficiency"] < 1.05
+    noted = [n for n in doc["notes"] if "keeps the channels NCCL's p2p rule gives its transfers busy" in n]
+    assert len(noted) == 1 and "2M-512M on 24" in noted[0] and "4G" not in noted[0]

@@ -166,11 +166,18 @@ def p2p_channel_notes(params: LinkParams, op: str, sizes: Iterable[int],
     rate = p2p_channel_gbps(params.gpu)
     if rate is None:
         return []
-    few = [(s, c) for s in sizes if s > 0 and (c := p2p_active_channels(params, op, s, tuning)) is not None
-           and _channel_bound_us(params, op, s, tuning) > p2p_wire_us(params, op, s)[0] / P2P_EFFICIENCY]
+    few = [(s, c) for s in sorted(set(sizes)) if s > 0 and (c := p2p_active_channels(params, op, s, tuning))
+           is not None and _channel_bound_us(params, op, s, tuning) > p2p_wire_us(params, op, s)[0] / P2P_EFFICIENCY]
     if not few:
         return []
-    parts = ", ".join(f"{format_size(s)} on {c}" for s, c in few)
+    runs: list[list[tuple[int, int]]] = []  # consecutive sizes on the same channels: "2M-512M on 24"
+    for size, channels in few:
+        if runs and runs[-1][-1][1] == channels:
+            runs[-1].append((size, channels))
+        else:
+            runs.append([(size, channels)])
+    parts = ", ".join(f"{format_size(run[0][0])}{'-' + format_size(run[-1][0]) if len(run) > 1 else ''} on "
+                      f"{run[0][1]}" for run in runs)
     return [f"{op} inside one NVLink domain keeps the channels NCCL's p2p rule gives its transfers busy ({parts}): "
             f"at about {rate:g} GB/s a channel (P2P_CHANNEL_GBPS, fitted on {P2P_CHANNEL_SOURCES}) they carry less "
             f"than the p2p rate, so that is the expected rate there; NCCL_MIN_P2P_NCHANNELS (more p2p channels) and "
