@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from collscope.analysis.bounds import Bound, algorithm_bound, held_time_us, held_to_bound
@@ -153,9 +153,8 @@ def _nccl_expected(op: str, size: int, settings: Mapping[str, str], params: Link
         fallback = ring_fallback(release, OP_FUNC[op]) if release else None
         if fallback is None:
             raise _NothingToRun(forced) from None
-        ring_inputs = replace(inputs, ll128_forced=True) if fallback.every_protocol else inputs
-        choice = nccl_choice(ring_inputs, op, size, algos=["Ring"],
-                             protos=None if fallback.every_protocol or protos is None else sorted(protos))
+        ring_inputs, ring_protos = fallback.applied_to(inputs, protos)
+        choice = nccl_choice(ring_inputs, op, size, algos=["Ring"], protos=ring_protos)
         return _from_choice(op, held_to_bound(op, choice, params, ring_inputs), params,
                             f"forced ({forced}); NCCL {release} puts Ring back (nccl_model/nothing_left.py)")
     source = f"forced ({forced})" if forced else SOURCE_MODELLED

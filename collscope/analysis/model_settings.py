@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from collscope.analysis.model_types import LinkParams, NetSettings
-from collscope.analysis.nccl_model.model import NcclGraphInputs
+from collscope.analysis.nccl_model.model import NVLS_CHUNK_DEFAULT_BYTES, NcclGraphInputs
 from collscope.analysis.nccl_model.p2p import P2P_MODELLED_OPS
 from collscope.analysis.nccl_model.p2p_rules import DEFAULT_P2P_TUNING, P2P_TUNING_VARIABLES, P2pTuning, p2p_tuning
 from collscope.errors import ConfigError
@@ -130,7 +130,7 @@ def _nvls_chunk(settings: Mapping[str, str]) -> tuple[int | None, list[str]]:
         notes.append(ignored_unit_note(name, text, value, ignored))
     if value <= 0:
         notes.append(f"{name}={text}: NCCL reads {value}, not a chunk it can run with; the model keeps NCCL's "
-                     "default (131072)")
+                     f"default ({NVLS_CHUNK_DEFAULT_BYTES})")
         return None, notes
     notes.append(f"{name}={value}: taken as NVLS's largest chunk inside one NVLink domain (NCCL shrinks it for "
                  "smaller messages, src/enqueue.cc calcCollChunking; at most the Simple step, 512 KiB at the default "

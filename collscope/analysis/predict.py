@@ -25,7 +25,7 @@ each with its own expected measurement (which of them runs is closer than collsc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from collscope.analysis.bounds import held_to_bound
@@ -216,8 +216,7 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
                 raise ConfigError(f"{read.forced}: {exc} (the settings leave NCCL nothing it can run here: NCCL "
                                   f"{release} stops such a call with '{NCCL_NO_ALGORITHM_ERROR}', src/enqueue.cc "
                                   "getAlgoInfo)") from None
-            ring_inputs = replace(inputs, ll128_forced=True) if fallback.every_protocol else inputs
-            ring_protos = None if fallback.every_protocol else allowed[1]
+            ring_inputs, ring_protos = fallback.applied_to(inputs, allowed[1])
             choices = [held_to_bound(op, nccl_choice(ring_inputs, op, s, version=version, algos=["Ring"],
                                                      protos=ring_protos), params, ring_inputs, version=version)
                        for s in size_list]

@@ -35,6 +35,7 @@ from collscope.errors import ConfigError
 from collscope.vocab.nccl import OP_FUNC, ll128_network_limit
 
 __all__ = [
+    "NVLS_CHUNK_DEFAULT_BYTES",
     "NcclGraph",
     "NcclGraphInputs",
     "NcclChoice",
@@ -75,6 +76,10 @@ class NcclGraph:
                                   f"{', '.join(PATH_TYPES)}")
 
 
+NVLS_CHUNK_DEFAULT_BYTES = 128 * 1024
+"""NCCL_NVLS_CHUNKSIZE's default, 128 KiB (src/transport/nvls.cc)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NcclGraphInputs:
     """Everything NCCL's tuning model reads from the communicator."""
@@ -100,9 +105,9 @@ class NcclGraphInputs:
     """NCCL's ``comm->minNetBw``: the smallest GPU-to-NIC path bandwidth of a rank's NICs, GB/s (src/graph/topo.cc
     ncclTopoGetMinNetBw: the NIC's rate or the GPU's PCIe link, whichever is less); 0 inside one NVLink domain."""
     cpu_vendor: Literal["intel", "amd", "other"] = "intel"
-    nvls_chunk_bytes: int = 128 * 1024
-    """NCCL's ``comm->nvlsChunkSize`` inside one NVLink domain: NCCL_NVLS_CHUNKSIZE, 128 KiB by default
-    (src/transport/nvls.cc), the largest chunk of NVLS (:func:`.measured.nvls_chunk_bytes`); a job's setting is read
+    nvls_chunk_bytes: int = NVLS_CHUNK_DEFAULT_BYTES
+    """NCCL's ``comm->nvlsChunkSize`` inside one NVLink domain: NCCL_NVLS_CHUNKSIZE, :data:`NVLS_CHUNK_DEFAULT_BYTES`
+    by default, the largest chunk of NVLS (:func:`.measured.nvls_chunk_bytes`); a job's setting is read
     by :func:`collscope.analysis.model_settings.model_settings`."""
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)

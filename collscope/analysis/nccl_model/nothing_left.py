@@ -15,8 +15,10 @@ A release collscope cannot read (a table name such as ``2.30`` counts as that re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
+from collscope.analysis.nccl_model.model import NcclGraphInputs
 from collscope.vocab.nccl import release_major_minor
 
 __all__ = ["RingFallback", "NCCL_NO_ALGORITHM_ERROR", "ring_fallback"]
@@ -32,6 +34,14 @@ class RingFallback:
 
     every_protocol: bool
     why: str
+
+    def applied_to(self, inputs: NcclGraphInputs, protos: Iterable[str] | None
+                   ) -> tuple[NcclGraphInputs, list[str] | None]:
+        """(NCCL's graph inputs, the protocols Ring may use) as NCCL runs the fallback: every protocol, LL128 on
+        whatever its default rule says (2.19-2.21), else the ``protos`` the job's settings allow."""
+        if self.every_protocol:
+            return replace(inputs, ll128_forced=True), None
+        return inputs, None if protos is None else sorted(protos)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,10 +50,10 @@ from collscope.analysis.nccl_model.p2p_rules import (
     P2pTuning,
     p2p_active_channels,
     p2p_protocol,
+    p2p_transfers,
 )
 from collscope.topo.gpus import gpu_generation
 from collscope.units import format_size
-from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_LAUNCH_US", "P2P_EFFICIENCY", "P2P_RAMP_BYTES_PER_PEER", "P2P_FITTED_OPS", "P2P_MODELLED_OPS",
            "P2P_ALGO", "P2P_LL_MODEL", "P2P_CHANNEL_GBPS", "P2P_CHANNEL_SOURCES", "p2p_channel_gbps",
@@ -122,8 +122,7 @@ def _channel_bound_us(params: LinkParams, op: str, size_bytes: int, tuning: P2pT
     if not rate or not active:
         return 0.0
     per_peer = p2p_wire_us(params, op, size_bytes)[1]
-    transfers = 1 if op_facts(op).one_peer else params.nranks - 1
-    return per_peer * transfers / (active * rate * 1000)
+    return per_peer * p2p_transfers(params, op) / (active * rate * 1000)
 
 
 def p2p_ll_sizes(choices: Iterable[NcclChoice]) -> list[int]:

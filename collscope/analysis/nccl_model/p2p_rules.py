@@ -24,7 +24,7 @@ from collscope.vocab.ops import op_facts
 
 __all__ = ["P2P_PROTO", "P2P_LL_PROTO", "P2P_LL_THRESHOLD_BYTES", "P2P_NVL_CHUNK_BYTES", "P2pTuning",
            "DEFAULT_P2P_TUNING", "P2P_TUNING_VARIABLES", "p2p_tuning", "p2p_chunk_bytes", "p2p_protocol",
-           "p2p_channels", "p2p_active_channels", "p2p_tuning_notes"]
+           "p2p_channels", "p2p_active_channels", "p2p_transfers", "p2p_tuning_notes"]
 
 P2P_NVL_CHUNK_BYTES = 512 * 1024
 """NCCL's p2p chunk between GPUs joined by NVLink (``NCCL_P2P_NVL_CHUNKSIZE``, 512 KiB, src/init.cc)."""
@@ -353,5 +353,10 @@ def p2p_active_channels(params: LinkParams, op: str, size_bytes: int,
     channels = _transfer_channels(params, per_peer, tuning)
     if channels is None:
         return None
-    transfers = 1 if op_facts(op).one_peer else params.nranks - 1
-    return min(found[1], transfers * channels)
+    return min(found[1], p2p_transfers(params, op) * channels)
+
+
+def p2p_transfers(params: LinkParams, op: str) -> int:
+    """The transfers of the rank that sets ``op``'s time: one for an op whose ranks each send to one peer
+    (sendrecv), one with each other rank otherwise (alltoall, the root of gather and scatter)."""
+    return 1 if op_facts(op).one_peer else params.nranks - 1
