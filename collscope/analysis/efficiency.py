@@ -153,7 +153,11 @@ class Margins:
 
     def for_nccl(self, op: str, size_bytes: int, params: LinkParams) -> tuple[float, float]:
         """(below, above) the model of NCCL's choice at ``size_bytes`` on ``params``."""
-        band = published_accuracy(op, across_domains=params.ndomains > 1, size_bytes=size_bytes) \
+        return self.for_scope(op, size_bytes, across_domains=params.ndomains > 1)
+
+    def for_scope(self, op: str, size_bytes: int, *, across_domains: bool) -> tuple[float, float]:
+        """(below, above) the model of NCCL's choice at ``size_bytes``, inside one NVLink domain or across."""
+        band = published_accuracy(op, across_domains=across_domains, size_bytes=size_bytes) \
             if self.published else None
         widened = band.margins if band is not None else None
         if widened is None:

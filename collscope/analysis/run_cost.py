@@ -11,7 +11,7 @@ model's without it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from collscope.analysis.fit import CONFIG_KEYS
 from collscope.collectives.record import busbw_factor
 
 __all__ = ["RUN_FLOOR_MIN_BYTES", "RUN_FLOOR_MAX_BYTES", "RUN_FLOOR_MIN_SIZES", "RunCost", "curve_key",
-           "run_costs_us", "with_run_cost"]
+           "curve_run_cost", "run_costs_us", "model_time_us", "slower_busbw", "with_run_cost"]
 
 
 RUN_FLOOR_MIN_BYTES = 64
@@ -49,40 +49,69 @@ class RunCost:
     """``floor_us`` less the model's expected time at ``floor_size`` (> 0)."""
 
 
+def curve_run_cost(points: Iterable[tuple[int, float]],
+                   model_time_us: Callable[[int], float | None]) -> RunCost | None:
+    """The rule of :func:`run_costs_us` for one curve, from its (size, measured time) points: with
+    :data:`RUN_FLOOR_MIN_SIZES` or more sizes from :data:`RUN_FLOOR_MIN_BYTES` to :data:`RUN_FLOOR_MAX_BYTES`, its
+    fastest call there (the first of equal ones) against ``model_time_us`` at that size (the model's expected time;
+    None: no model there); None when the curve has too few such sizes, no model there, or a call no slower than it.
+    ``bench/run_cost_check.py`` holds the same rule against published curves."""
+    usable = [(size, time) for size, time in points
+              if RUN_FLOOR_MIN_BYTES <= size <= RUN_FLOOR_MAX_BYTES and math.isfinite(time) and time > 0]
+    if len(usable) < RUN_FLOOR_MIN_SIZES:
+        return None
+    size, time = min(usable, key=lambda p: p[1])
+    model_us = model_time_us(size)
+    if model_us is None or not time > model_us:
+        return None
+    return RunCost(floor_us=time, floor_size=size, extra_us=time - model_us)
+
+
 def run_costs_us(records: list[dict[Any, Any]], expected: Mapping[int, Expected]) -> dict[tuple[str, ...], RunCost]:
     """Per curve (:data:`~.fit.CONFIG_KEYS`: configuration, op, ranks, nodes, in-place, input) that measured
     :data:`RUN_FLOOR_MIN_SIZES` sizes or more from :data:`RUN_FLOOR_MIN_BYTES` to :data:`RUN_FLOOR_MAX_BYTES`: its
     fastest call there, and how much longer it took than NCCL's model expects at that size (``expected``: the
-    expected measurement per record index), when it did. Every call of the run pays that cost (a launch, a plugin's
-    own work), so a larger size's expected time is the model's plus it (:func:`with_run_cost`)."""
-    best: dict[tuple[str, ...], tuple[float, int, int]] = {}
-    count: dict[tuple[str, ...], int] = {}
+    expected measurement per record index), when it did (:func:`curve_run_cost`). Every call of the run pays that
+    cost (a launch, a plugin's own work), so a larger size's expected time is the model's plus it
+    (:func:`with_run_cost`)."""
+    curves: dict[tuple[str, ...], list[int]] = {}
     for i, row in enumerate(records):
-        size, time = int(row["size_bytes"]), float(row.get("time_us", math.nan))
-        if not RUN_FLOOR_MIN_BYTES <= size <= RUN_FLOOR_MAX_BYTES or not math.isfinite(time) or time <= 0:
-            continue
-        key = curve_key(row)
-        count[key] = count.get(key, 0) + 1
-        if key not in best or time < best[key][0]:
-            best[key] = (time, size, i)
+        curves.setdefault(curve_key(row), []).append(i)
     out: dict[tuple[str, ...], RunCost] = {}
-    for key, (time, size, i) in best.items():
-        exp = expected.get(i)
-        if count[key] < RUN_FLOOR_MIN_SIZES or exp is None or exp.kind != "nccl" or not exp.busbw_gbps > 0:
-            continue
-        row = records[i]
-        model_us = busbw_factor(str(row["op"]), int(row["nranks"])) * size / (exp.busbw_gbps * 1e3)
-        if time > model_us:
-            out[key] = RunCost(floor_us=time, floor_size=size, extra_us=time - model_us)
+    for key, members in curves.items():
+        at = {int(records[i]["size_bytes"]): i for i in reversed(members)}  # a size's first record
+
+        def model_us(size: int, at: dict[int, int] = at) -> float | None:
+            i = at[size]
+            exp = expected.get(i)
+            if exp is None or exp.kind != "nccl" or not exp.busbw_gbps > 0:
+                return None
+            return model_time_us(str(records[i]["op"]), int(records[i]["nranks"]), size, exp.busbw_gbps)
+
+        points = [(int(records[i]["size_bytes"]), float(records[i].get("time_us", math.nan))) for i in members]
+        cost = curve_run_cost(points, model_us)
+        if cost is not None:
+            out[key] = cost
     return out
+
+
+def model_time_us(op: str, nranks: int, size_bytes: int, busbw_gbps: float) -> float:
+    """The time of one call of ``op`` at ``size_bytes`` that runs at ``busbw_gbps`` (nccl-tests' busbw factor)."""
+    return busbw_factor(op, nranks) * size_bytes / (busbw_gbps * 1e3)
+
+
+def slower_busbw(busbw_gbps: float, op: str, nranks: int, size_bytes: int, extra_us: float) -> float:
+    """``busbw_gbps`` of a call that takes ``extra_us`` longer."""
+    if not busbw_gbps > 0:
+        return busbw_gbps
+    return busbw_factor(op, nranks) * size_bytes / ((model_time_us(op, nranks, size_bytes, busbw_gbps)
+                                                     + extra_us) * 1e3)
 
 
 def with_run_cost(expected: Expected, op: str, nranks: int, size_bytes: int, extra_us: float) -> Expected:
     """``expected`` (and its near ties) ``extra_us`` slower per call."""
-    f = busbw_factor(op, nranks)
-
     def slower(busbw: float) -> float:
-        return f * size_bytes / (f * size_bytes / busbw + extra_us * 1e3) if busbw > 0 else busbw
+        return slower_busbw(busbw, op, nranks, size_bytes, extra_us)
 
     ties = tuple(replace(t, busbw_gbps=slower(t.busbw_gbps)) for t in expected.near_ties)
     return replace(expected, busbw_gbps=slower(expected.busbw_gbps), near_ties=ties,
