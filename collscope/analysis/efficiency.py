@@ -37,9 +37,11 @@ from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
 from collscope.analysis.ompi_models import model_for_setting
 from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
 from collscope.errors import ConfigError
-from collscope.units import format_size, format_size_span
+from collscope.units import algbw_gbps, format_size, format_size_span
+from collscope.vocab.ops import busbw_factor
 
-__all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT"]
+__all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT",
+           "measured_busbw"]
 
 
 # ---- per configuration x size rows ---------------------------------------------------------------------------
@@ -51,6 +53,27 @@ ParamsSource = LinkParams | Callable[..., LinkParams | None] | None
 configuration's :class:`~.model_types.NetSettings`, :func:`.params_source.job_params_source` does)."""
 Logged = Mapping[tuple[str, str, int], tuple[str, str]]
 """(config, op, size_bytes) -> (algorithm, protocol) NCCL logged for that size."""
+
+
+PRINTED_BUSBW_ROUNDING = 0.005
+"""Half the last digit of the busbw nccl-tests prints (two decimals, src/common.cu's ``%6.2f``)."""
+TIME_RELATIVE_ROUNDING = 0.001
+"""What the printed time's rounding (four significant digits or more) moves the busbw it gives, at most."""
+
+
+def measured_busbw(op: str, nranks: int, size_bytes: int, time_us: float, busbw_gbps: float) -> float:
+    """The busbw a measurement's time gives, where it is the printed busbw to the print's rounding; else the
+    printed busbw. nccl-tests prints busbw with two decimals, so a 64-byte all_reduce that takes 17 us prints 0.00
+    (an efficiency of 0%) and most sizes to 64 KiB print one or two significant digits, while the time keeps four:
+    the time is the finer measure of the same call. A time that does not give the printed busbw (a busbw made by
+    another formula, a time that is not the call's) leaves the printed one."""
+    if not (math.isfinite(time_us) and time_us > 0 and size_bytes > 0 and nranks >= 1):
+        return busbw_gbps
+    derived = algbw_gbps(size_bytes, time_us) * busbw_factor(op, nranks)
+    if not math.isfinite(busbw_gbps):
+        return busbw_gbps
+    close = abs(derived - busbw_gbps) <= PRINTED_BUSBW_ROUNDING + TIME_RELATIVE_ROUNDING * busbw_gbps
+    return derived if close else busbw_gbps
 
 
 def model_name(op: str, backend: str, settings: Mapping[str, str]) -> str | None:
@@ -174,7 +197,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
     n = len(sizes)
     cols: dict[str, list[Any]] = {k: [None] * n for k in ("model", "model_kind", "algo_source", "bound_algo",
                                                           "bound_limited_by", "verdict")}
-    nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above")}
+    nums = {k: np.full(n, np.nan) for k in ("model_busbw_gbps", "bound_busbw_gbps", "margin", "margin_above",
+                                            "measured_busbw_gbps")}
     cache: dict[tuple[int, Any, NetSettings], LinkParams | None] = {}
     nccl = NcclInputsCache()
     modelled: dict[tuple[int, int | None, str], tuple[NcclGraphInputs, list[tuple[str, int]]]] = {}
@@ -225,7 +249,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         if cost is not None and exp.kind == "nccl" and size > RUN_FLOOR_MAX_BYTES:
             exp = with_run_cost(exp, op, nranks, size, cost.extra_us)
             raised.setdefault((label, op, cost.extra_us, cost.floor_us, cost.floor_size), []).append(size)
-        busbw = float(row["busbw_gbps"])
+        busbw = measured_busbw(op, nranks, size, float(row.get("time_us", math.nan)), float(row["busbw_gbps"]))
+        nums["measured_busbw_gbps"][i] = busbw
         margin, above = margins.for_nccl(op, size, params) if exp.kind == "nccl" else (margins.alpha_beta,) * 2
         if exp.ceiling_gbps > unpriced:  # NVLS's own rate: only above it is a measurement suspicious
             if unpriced * (1 + above) < busbw <= exp.ceiling_gbps * (1 + above):
@@ -251,9 +276,10 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
             cols["verdict"][i] = verdict(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
     for k, v in cols.items():
         sizes[k] = v
+    measured = nums.pop("measured_busbw_gbps")
     for k, a in nums.items():
         sizes[k] = a
-    sizes["efficiency"] = sizes["busbw_gbps"] / sizes["model_busbw_gbps"]
+    sizes["efficiency"] = np.where(np.isfinite(measured), measured, sizes["busbw_gbps"]) / sizes["model_busbw_gbps"]
     notes.extend(nccl.notes)
     for (label, op, extra_us, floor_us, at), held in raised.items():
         shown = format_size_span(held)
