@@ -16,8 +16,6 @@ cost.
 from __future__ import annotations
 
 import argparse
-import csv
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -40,8 +38,6 @@ from collscope.analysis.run_cost import (  # noqa: E402
 )
 from collscope.units import format_size  # noqa: E402
 
-SMALL = ROOT / "bench" / "scorecard" / "small_sizes.csv"
-SMALL_COLUMNS = ("system", "op", "size_bytes", "time_us", "busbw_gbps", "source_url", "note")
 _OPTIONS = AnalyzeOptions()
 MARGINS = Margins(nccl=_OPTIONS.nccl_model_error, alpha_beta=_OPTIONS.alpha_beta_error, link=_OPTIONS.link_tolerance,
                   published=_OPTIONS.published_margins)
@@ -49,55 +45,6 @@ MARGINS = Margins(nccl=_OPTIONS.nccl_model_error, alpha_beta=_OPTIONS.alpha_beta
 expected one than the margin below reads ``low``."""
 PER_CALL_REASON = "per call"
 """Words of the stated reasons that name a per-call cost the model does not price (published.csv off_reason)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SmallPoint:
-    """One size of 64 B-64 KiB of a published curve: the source's time, or its busbw where it prints no time."""
-
-    system: str
-    op: str
-    size_bytes: int
-    time_us: float | None
-    busbw_gbps: float | None
-    source_url: str
-
-    def time(self, nranks: int) -> float:
-        if self.time_us is not None:
-            return self.time_us
-        assert self.busbw_gbps is not None
-        return model_time_us(self.op, nranks, self.size_bytes, self.busbw_gbps) if self.busbw_gbps > 0 else math.nan
-
-
-def _number(text: str, what: str, where: str) -> float | None:
-    if not text.strip():
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{where}: {what} {text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where}: {what} {text!r} is not a finite number >= 0")
-    return value
-
-
-def read_small(path: Path = SMALL) -> list[SmallPoint]:
-    """The small-size points; ValueError naming the file and line for a row that does not read."""
-    out = []
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != SMALL_COLUMNS:
-            raise ValueError(f"{path}: header {reader.fieldnames} is not {list(SMALL_COLUMNS)}")
-        for line, row in enumerate(reader, start=2):
-            where = f"{path}:{line}"
-            size = _number(row["size_bytes"], "size_bytes", where)
-            time, busbw = _number(row["time_us"], "time_us", where), _number(row["busbw_gbps"], "busbw_gbps", where)
-            if size is None or size != int(size) or not 0 < size <= RUN_FLOOR_MAX_BYTES:
-                raise ValueError(f"{where}: size_bytes {row['size_bytes']!r} is not a size of 1 B-64 KiB")
-            if (time is None) == (busbw is None):
-                raise ValueError(f"{where}: give the source's time_us or, where it prints none, its busbw_gbps")
-            out.append(SmallPoint(row["system"], row["op"], int(size), time, busbw, row["source_url"]))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,18 +75,10 @@ class CurveCheck:
     rows: tuple[Judged, ...]
 
 
-def check(published: Sequence[scorecard.PublishedRow], small: Sequence[SmallPoint]) -> list[CurveCheck]:
+def check(published: Sequence[scorecard.PublishedRow], small: Sequence[scorecard.SmallPoint]) -> list[CurveCheck]:
     """Each curve of ``small`` against its published rows (ValueError for a curve the published rows lack)."""
-    curves: dict[tuple[str, str], list[SmallPoint]] = {}
-    for p in small:
-        curves.setdefault((p.system, p.op), []).append(p)
     out = []
-    for (system, op), points in curves.items():
-        rows = [r for r in published if r.system == system and r.op == op]
-        if not rows:
-            raise ValueError(f"{SMALL}: no published row has system {system!r} and op {op!r}")
-        if {p.source_url for p in points} != {rows[0].source_url}:
-            raise ValueError(f"{SMALL}: the small sizes of {system!r} {op} name another source than its rows")
+    for (system, op), (points, rows) in scorecard.small_curves(published, small).items():
         template = rows[0]
         at_small = scorecard.score([replace(template, size_bytes=p.size_bytes, off_reason="") for p in points])
         model_us = {s.row.size_bytes: model_time_us(op, template.nranks, s.row.size_bytes, s.predicted_gbps)
@@ -210,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="each published row, without and with the cost")
     args = parser.parse_args(argv)
     try:
-        checks = check(scorecard.read_published(), read_small())
+        checks = check(scorecard.read_published(), scorecard.read_small())
     except (OSError, ValueError) as exc:
         print(f"run_cost_check: {exc}", file=sys.stderr)
         return 2

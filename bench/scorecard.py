@@ -44,6 +44,7 @@ from collscope.analysis.nccl_model.constants import JUDGING_TABLES, VERSIONS  # 
 from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
+from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, model_time_us  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES  # noqa: E402
@@ -51,6 +52,10 @@ from collscope.vocab.nccl import PROTOCOLS  # noqa: E402
 from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
+SMALL = ROOT / "bench" / "scorecard" / "small_sizes.csv"
+"""The sources' own times (or busbw where a page prints no time) at 64 B-64 KiB of the scorecard's curves that
+show those sizes: the small-size bands of the accuracy table, and bench/run_cost_check.py's per-call cost."""
+SMALL_COLUMNS = ("system", "op", "size_bytes", "time_us", "busbw_gbps", "source_url", "note")
 SHIPPED_ACCURACY = ROOT / "collscope" / "data" / "model_accuracy.csv"
 """The accuracy table the package ships (collscope.analysis.model_accuracy reads it)."""
 COLUMNS = ("system", "gpu", "nranks", "nnodes", "nvl_domain", "op", "size_bytes", "busbw_gbps", "nccl_version",
@@ -540,12 +545,102 @@ def render_csv(scored: Sequence[ScoredRow]) -> str:
     return out.getvalue()
 
 
-def accuracy_samples(scored: Iterable[ScoredRow]) -> list[AccuracySample]:
+@dataclass(frozen=True, slots=True)
+class SmallPoint:
+    """One size of 64 B-64 KiB of a published curve: the source's time, or its busbw where it prints no time."""
+
+    system: str
+    op: str
+    size_bytes: int
+    time_us: float | None
+    busbw_gbps: float | None
+    source_url: str
+
+    def time(self, nranks: int) -> float:
+        if self.time_us is not None:
+            return self.time_us
+        assert self.busbw_gbps is not None
+        return model_time_us(self.op, nranks, self.size_bytes, self.busbw_gbps) if self.busbw_gbps > 0 else math.nan
+
+
+def _number(text: str, what: str, where: str) -> float | None:
+    if not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: {what} {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where}: {what} {text!r} is not a finite number >= 0")
+    return value
+
+
+def read_small(path: Path = SMALL) -> list[SmallPoint]:
+    """The small-size points; ValueError naming the file and line for a row that does not read."""
+    out = []
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != SMALL_COLUMNS:
+            raise ValueError(f"{path}: header {reader.fieldnames} is not {list(SMALL_COLUMNS)}")
+        for line, row in enumerate(reader, start=2):
+            where = f"{path}:{line}"
+            size = _number(row["size_bytes"], "size_bytes", where)
+            time, busbw = _number(row["time_us"], "time_us", where), _number(row["busbw_gbps"], "busbw_gbps", where)
+            if size is None or size != int(size) or not 0 < size <= RUN_FLOOR_MAX_BYTES:
+                raise ValueError(f"{where}: size_bytes {row['size_bytes']!r} is not a size of 1 B-64 KiB")
+            if (time is None) == (busbw is None):
+                raise ValueError(f"{where}: give the source's time_us or, where it prints none, its busbw_gbps")
+            out.append(SmallPoint(row["system"], row["op"], int(size), time, busbw, row["source_url"]))
+    return out
+
+
+def small_curves(published: Sequence[PublishedRow], small: Sequence[SmallPoint]
+                 ) -> dict[tuple[str, str], tuple[list[SmallPoint], list[PublishedRow]]]:
+    """(system, op) -> (its small-size points, its published rows); ValueError for points whose curve the
+    published rows lack or that name another source."""
+    curves: dict[tuple[str, str], list[SmallPoint]] = {}
+    for p in small:
+        curves.setdefault((p.system, p.op), []).append(p)
+    out = {}
+    for (system, op), points in curves.items():
+        rows = [r for r in published if r.system == system and r.op == op]
+        if not rows:
+            raise ValueError(f"{SMALL}: no published row has system {system!r} and op {op!r}")
+        if {p.source_url for p in points} != {rows[0].source_url}:
+            raise ValueError(f"{SMALL}: the small sizes of {system!r} {op} name another source than its rows")
+        out[(system, op)] = (points, rows)
+    return out
+
+
+def small_size_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint],
+                       *, version: str = JUDGING_TABLES) -> list[AccuracySample]:
+    """The small-size points of the curves the models claim (at least one of the curve's rows claimed) whose
+    prediction is the models' expected measurement, as the busbw the source's time gives over the predicted one."""
+    claimed = {(s.row.system, s.row.op) for s in scored if s.claimed}
+    out = []
+    for (system, op), (points, rows) in small_curves([s.row for s in scored], small).items():
+        if (system, op) not in claimed:
+            continue
+        template = rows[0]
+        at = score([replace(template, size_bytes=p.size_bytes, off_reason="") for p in points], version=version)
+        for p, s in zip(points, at, strict=True):
+            if not s.predicted_gbps or not s.model.startswith("NCCL "):
+                continue
+            model_us = model_time_us(op, template.nranks, p.size_bytes, s.predicted_gbps)
+            out.append(AccuracySample(family=model_family(op), across_domains=s.across_domains,
+                                      size_bytes=p.size_bytes, measured_over_model=model_us / p.time(template.nranks)))
+    return out
+
+
+def accuracy_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint] = (),
+                     *, version: str = JUDGING_TABLES) -> list[AccuracySample]:
     """The rows the models claim whose prediction is the models' expected measurement (NCCL's model with the
-    measured terms, or the grouped point-to-point model; not an alpha-beta fallback), as published / predicted."""
-    return [AccuracySample(family=model_family(s.row.op), across_domains=s.across_domains, size_bytes=s.row.size_bytes,
+    measured terms, or the grouped point-to-point model; not an alpha-beta fallback), as published / predicted;
+    then the small-size points of ``small`` (:func:`small_size_samples`)."""
+    rows = [AccuracySample(family=model_family(s.row.op), across_domains=s.across_domains, size_bytes=s.row.size_bytes,
                            measured_over_model=s.row.busbw_gbps / s.predicted_gbps)
             for s in scored if s.claimed and s.predicted_gbps and s.model.startswith("NCCL ")]
+    return rows + small_size_samples(scored, small, version=version) if small else rows
 
 
 ACCURACY_HEADER = ["model", "scope", "size", "published figures", "within 15%",
@@ -575,6 +670,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--accuracy-markdown", action="store_true",
                       help="the same as the markdown table of docs/reading-results.md")
     parser.add_argument("--data", type=Path, default=DATA, help="the published measurements (CSV)")
+    parser.add_argument("--small", type=Path, default=SMALL,
+                        help="the published curves' own times at 64 B-64 KiB (CSV), for the accuracy bands")
     parser.add_argument("--version", default=JUDGING_TABLES, choices=VERSIONS, help="NCCL cost-model version")
     args = parser.parse_args(argv)
     try:
@@ -584,7 +681,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     scored = score(rows, version=args.version)
     if args.accuracy or args.accuracy_markdown or args.write_accuracy:
-        table = accuracy_table(accuracy_samples(scored))
+        try:
+            small = read_small(args.small)
+        except (OSError, ValueError) as exc:
+            print(f"scorecard: {exc}", file=sys.stderr)
+            return 2
+        table = accuracy_table(accuracy_samples(scored, small, version=args.version))
         if args.write_accuracy:
             SHIPPED_ACCURACY.write_text(render_accuracy_csv(table), encoding="utf-8")
             print(f"wrote {SHIPPED_ACCURACY.relative_to(ROOT)} ({len(table)} bands)")

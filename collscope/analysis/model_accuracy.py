@@ -37,9 +37,10 @@ __all__ = ["BandAccuracy", "AccuracySample", "published_accuracy", "accuracy_tab
 
 Family = Literal["nccl", "p2p"]
 
-BAND_EDGES_BYTES: tuple[int, ...] = (1 << 20, 8 << 20, 64 << 20, 512 << 20)
-"""Size bands [1 MiB, 8 MiB), [8 MiB, 64 MiB), [64 MiB, 512 MiB), [512 MiB, ...); below 1 MiB the scorecard has
-no published row."""
+BAND_EDGES_BYTES: tuple[int, ...] = (64, 128 << 10, 1 << 20, 8 << 20, 64 << 20, 512 << 20)
+"""Size bands [64 B, 128 KiB), [128 KiB, 1 MiB), [1 MiB, 8 MiB), [8 MiB, 64 MiB), [64 MiB, 512 MiB), [512 MiB, ...).
+The scorecard's rows start at 1 MiB; below, the published curves' own times at 64 B-64 KiB
+(``bench/scorecard/small_sizes.csv``) fill the first band, and nothing the second."""
 MIN_ROWS_FOR_MARGIN = 20
 """A band widens analyze's margins only when it holds at least this many published figures: with fewer, its 10th
 and 90th percentiles are one or two sources' figures."""
@@ -140,7 +141,7 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def accuracy_table(samples: Iterable[AccuracySample]) -> list[BandAccuracy]:
-    """The bands of ``samples`` (figures below 1 MiB dropped), in (family, scope, size) order, figures rounded to
+    """The bands of ``samples`` (figures below 64 B dropped), in (family, scope, size) order, figures rounded to
     two decimals as the shipped table holds them."""
     groups: dict[tuple[Family, bool, int, int | None], list[float]] = {}
     for s in samples:
@@ -200,7 +201,7 @@ def _shipped() -> tuple[BandAccuracy, ...]:
 
 def published_accuracy(op: str, *, across_domains: bool, size_bytes: int) -> BandAccuracy | None:
     """The published band of ``op``'s model family at ``size_bytes`` and that scope; None when the scorecard holds
-    no published figure there (below 1 MiB, or a scope without rows)."""
+    no published figure there (below 64 B, 128 KiB-1 MiB, or a scope without rows)."""
     band = _band_of(size_bytes)
     if band is None:
         return None

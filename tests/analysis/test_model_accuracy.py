@@ -30,13 +30,14 @@ def _samples(family: str, across: bool, size: int, ratios: list[float]) -> list[
                            measured_over_model=r) for r in ratios]
 
 
-def test_bands_split_at_their_edges_and_drop_figures_below_one_mib() -> None:
+def test_bands_split_at_their_edges_and_drop_figures_below_64_bytes() -> None:
     samples = (_samples("nccl", True, 8 * MIB - 1, [1.0]) + _samples("nccl", True, 8 * MIB, [0.5, 2.0])
-               + _samples("nccl", True, 512 * KIB, [9.0]) + _samples("nccl", True, 16 * GIB, [1.1]))
+               + _samples("nccl", True, 512 * KIB, [9.0]) + _samples("nccl", True, 16 * GIB, [1.1])
+               + _samples("nccl", True, 64 * KIB, [0.7, 1.4]) + _samples("nccl", True, 32, [5.0]))
     table = accuracy_table(samples)
-    assert [(b.lo_bytes, b.hi_bytes, b.rows) for b in table] == [(MIB, 8 * MIB, 1), (8 * MIB, 64 * MIB, 2),
-                                                                 (512 * MIB, None, 1)]
-    assert table[1].band == "8M-64M" and table[2].band == ">= 512M"
+    assert [(b.lo_bytes, b.hi_bytes, b.rows) for b in table] == [
+        (64, 128 * KIB, 2), (128 * KIB, MIB, 1), (MIB, 8 * MIB, 1), (8 * MIB, 64 * MIB, 2), (512 * MIB, None, 1)]
+    assert table[0].band == "64-128K" and table[3].band == "8M-64M" and table[4].band == ">= 512M"
 
 
 def test_percentiles_and_the_within_count_are_of_measured_over_model() -> None:
@@ -77,13 +78,17 @@ def test_the_shipped_table_answers_by_op_family_size_and_scope() -> None:
 
 
 def test_predict_states_the_band_of_each_size_and_its_scope() -> None:
-    across = predict("all_reduce", gpu="H100", nranks=16, nnodes=2, nic_gbit=400, sizes=[64 * KIB, 4 * MIB])
+    across = predict("all_reduce", gpu="H100", nranks=16, nnodes=2, nic_gbit=400,
+                     sizes=[64 * KIB, 256 * KIB, 4 * MIB])
     assert across.params.ndomains == 2
-    assert across.accuracy[0] is None
-    band = across.accuracy[1]
+    small = across.accuracy[0]  # the published curves' own small sizes
+    assert small is not None and small.across_domains and (small.lo_bytes, small.hi_bytes) == (64, 128 * KIB)
+    assert across.accuracy[1] is None  # nothing published at 128 KiB-1 MiB
+    band = across.accuracy[2]
     assert band is not None and band.across_domains and band.lo_bytes == MIB
     text = render_predict_text(across)
     assert "published: no figure in collscope's scorecard at this size and scope" in text
+    assert f"published figures at 64-128K, across NVLink domains (the network): {small.within_15pct} of " in text
     assert f"published figures at 1M-8M, across NVLink domains (the network): {band.within_15pct} of {band.rows}" \
         in text
     one_rack = predict("all_reduce", gpu="GB200", nranks=72, nnodes=18, nvl_domain=72, sizes=[4 * MIB])

@@ -36,8 +36,9 @@ def test_json_keys_exactly():
     assert all(set(c) == CHOICE_KEYS for c in doc["nccl_choice"])
     assert doc["nccl_choice"][0]["algo"] == "Ring" and doc["nccl_choice"][-1]["algo"] == "NVLS"
     assert doc["params"]["gpu"] == "H100" and doc["params"]["source"]
-    # no published figure below 1 MiB; one node is inside one NVLink domain
-    assert doc["nccl_choice"][0]["published_accuracy"] is None
+    # 1 KiB: the published curves' own small sizes (64 B-128 KiB); one node is inside one NVLink domain
+    small = doc["nccl_choice"][0]["published_accuracy"]
+    assert (small["lo_bytes"], small["hi_bytes"], small["across_domains"]) == (64, 128 << 10, False)
     band = doc["nccl_choice"][-1]["published_accuracy"]
     assert (band["family"], band["across_domains"], band["lo_bytes"], band["hi_bytes"]) == ("nccl", False, 512 << 20,
                                                                                             None)

@@ -19,7 +19,7 @@ def bench() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def checks(bench: ModuleType) -> list:
-    return bench.check(bench.scorecard.read_published(), bench.read_small())
+    return bench.check(bench.scorecard.read_published(), bench.scorecard.read_small())
 
 
 def test_one_curves_rule_takes_its_fastest_small_call_against_the_model_there():
@@ -73,13 +73,13 @@ def test_the_script_prints_both_lines(bench: ModuleType, capsys: pytest.CaptureF
 
 def test_a_bad_small_size_row_names_its_file_and_line(bench: ModuleType, tmp_path: Path):
     path = tmp_path / "small.csv"
-    header = ",".join(bench.SMALL_COLUMNS)
+    header = ",".join(bench.scorecard.SMALL_COLUMNS)
     path.write_text(f"{header}\nS,all_reduce,1024,,,u,n\n")
     with pytest.raises(ValueError, match=r"small.csv:2: give the source's time_us or, where it prints none"):
-        bench.read_small(path)
+        bench.scorecard.read_small(path)
     path.write_text(f"{header}\nS,all_reduce,1048576,20,,u,n\n")
     with pytest.raises(ValueError, match=r"small.csv:2: size_bytes '1048576' is not a size of 1 B-64 KiB"):
-        bench.read_small(path)
+        bench.scorecard.read_small(path)
     path.write_text(f"{header}\nS,all_reduce,1024,fast,,u,n\n")
     with pytest.raises(ValueError, match=r"small.csv:2: time_us 'fast' is not a number"):
-        bench.read_small(path)
+        bench.scorecard.read_small(path)

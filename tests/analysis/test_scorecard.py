@@ -214,7 +214,7 @@ def test_the_shipped_accuracy_table_is_what_the_scorecard_gives_now(scorecard: M
     """collscope/data/model_accuracy.csv (what predict states and analyze's margins use) is regenerated with
     `bench/scorecard.py --accuracy` whenever the models or the published rows change."""
     shipped = (ROOT / "collscope" / "data" / "model_accuracy.csv").read_text()
-    now = render_accuracy_csv(accuracy_table(scorecard.accuracy_samples(scored)))
+    now = render_accuracy_csv(accuracy_table(scorecard.accuracy_samples(scored, scorecard.read_small())))
     assert shipped == now, "regenerate: .venv/bin/python bench/scorecard.py --write-accuracy"
 
 
