@@ -6,6 +6,10 @@ script scores every row with the library, then leaves one source (URL) out at a 
 sources (most rows within 15%, the smaller cost on a tie) and the left-out source is scored with it. It prints the
 shipped cost's count, the count without the term (the yardstick), and the held-out count with and without it.
 
+Then the same for an LL call's cost (``NET_EXTRA_LL_US``) on the published curves' own small sizes
+(``bench/scorecard/small_sizes.csv``: 64 B-64 KiB, where NCCL runs LL), across NVLink domains, of the curves the
+models claim; its yardstick is the 1-64 MiB rows' cost (``NET_EXTRA_US``) on LL too.
+
     .venv/bin/python bench/net_term_fit.py
 """
 
@@ -42,7 +46,37 @@ def main() -> int:
               f"within 15% ({fold.within_baseline} without the term)")
     print(f"  leaving one source out: {sum(f.within for f in folds)}/{len(rows)} within 15% "
           f"({sum(f.within_baseline for f in folds)} without the term)")
+    ll_main()
     return 0
+
+
+def ll_main() -> None:
+    """The LL call's cost on the published small sizes across NVLink domains (module doc)."""
+    published = scorecard.read_published()
+    small = scorecard.small_size_rows(scorecard.score(published), scorecard.read_small())
+    candidates = sorted({*COSTS_US, measured.NET_EXTRA_US})
+    by_cost = scorecard.scored_by_constant(small, measured, "NET_EXTRA_LL_US", candidates)
+
+    def counted(s: scorecard.ScoredRow) -> bool:
+        return s.across_domains and scorecard.on_nccl_model(s.row) and bool(s.model.startswith("NCCL "))
+
+    n = sum(counted(s) for s in by_cost[0.0])
+    shipped = measured.NET_EXTRA_LL_US
+    print(f"{n} published small-size figures (64 B-64 KiB) across NVLink domains, of "
+          f"{len({s.row.source_url for s in by_cost[0.0] if counted(s)})} sources")
+    for cost in candidates:
+        print(f"  LL cost {cost:g} us: {sum(s.within for s in by_cost[cost] if counted(s))}/{n} within 15%"
+              + (" (shipped)" if cost == shipped else "")
+              + (" (the 1-64 MiB rows' cost, the yardstick)" if cost == measured.NET_EXTRA_US else ""))
+    folds = scorecard.leave_one_source_out(
+        by_cost, lambda cost, scored: (sum(s.within for s in scored if counted(s)), -cost), measured.NET_EXTRA_US,
+        counted=counted)
+    folds = [f for f in folds if f.rows]
+    for fold in folds:
+        print(f"    left out {fold.source}: LL cost {fold.chosen:g} us chosen on the others; {fold.within}/{fold.rows}"
+              f" within 15% ({fold.within_baseline} with {measured.NET_EXTRA_US:g} us)")
+    print(f"  leaving one source out: {sum(f.within for f in folds)}/{n} within 15% "
+          f"({sum(f.within_baseline for f in folds)} with {measured.NET_EXTRA_US:g} us)")
 
 
 if __name__ == "__main__":

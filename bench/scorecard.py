@@ -49,7 +49,7 @@ from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES  # noqa: E402
 from collscope.vocab.nccl import PROTOCOLS  # noqa: E402
-from collscope.vocab.ops import OPS, op_facts  # noqa: E402
+from collscope.vocab.ops import OPS, busbw_factor, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
 SMALL = ROOT / "bench" / "scorecard" / "small_sizes.csv"
@@ -612,24 +612,27 @@ def small_curves(published: Sequence[PublishedRow], small: Sequence[SmallPoint]
     return out
 
 
-def small_size_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint],
-                       *, version: str = JUDGING_TABLES) -> list[AccuracySample]:
-    """The small-size points of the curves the models claim (at least one of the curve's rows claimed) whose
-    prediction is the models' expected measurement, as the busbw the source's time gives over the predicted one."""
+def small_size_rows(scored: Sequence[ScoredRow], small: Sequence[SmallPoint]) -> list[PublishedRow]:
+    """The small-size points of the curves the models claim (at least one of the curve's rows claimed) as rows of
+    their curve, each with the busbw its time gives (the printed busbw of 64 B-64 KiB has one or two digits)."""
     claimed = {(s.row.system, s.row.op) for s in scored if s.claimed}
     out = []
     for (system, op), (points, rows) in small_curves([s.row for s in scored], small).items():
-        if (system, op) not in claimed:
-            continue
-        template = rows[0]
-        at = score([replace(template, size_bytes=p.size_bytes, off_reason="") for p in points], version=version)
-        for p, s in zip(points, at, strict=True):
-            if not s.predicted_gbps or not s.model.startswith("NCCL "):
-                continue
-            model_us = model_time_us(op, template.nranks, p.size_bytes, s.predicted_gbps)
-            out.append(AccuracySample(family=model_family(op), across_domains=s.across_domains,
-                                      size_bytes=p.size_bytes, measured_over_model=model_us / p.time(template.nranks)))
+        if (system, op) in claimed:
+            template = rows[0]
+            out += [replace(template, size_bytes=p.size_bytes, off_reason="",
+                            busbw_gbps=busbw_factor(op, template.nranks) * p.size_bytes
+                            / (p.time(template.nranks) * 1e3)) for p in points]
     return out
+
+
+def small_size_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint],
+                       *, version: str = JUDGING_TABLES) -> list[AccuracySample]:
+    """:func:`small_size_rows` whose prediction is the models' expected measurement, as published / predicted."""
+    return [AccuracySample(family=model_family(s.row.op), across_domains=s.across_domains,
+                           size_bytes=s.row.size_bytes, measured_over_model=s.row.busbw_gbps / s.predicted_gbps)
+            for s in score(small_size_rows(scored, small), version=version)
+            if s.predicted_gbps and s.model.startswith("NCCL ")]
 
 
 def accuracy_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint] = (),

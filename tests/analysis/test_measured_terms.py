@@ -250,6 +250,12 @@ def test_the_network_cost_is_paid_once_per_call_across_nvlink_domains_only() -> 
     assert choice.expected_time_us == pytest.approx(choice.time_us + ramp + hop + 30.0)
     assert measured.net_us(_inputs("B200", 8, 1)) == 0.0
     assert measured.net_us(_inputs("GB200", 8, 2, nvl_domain=72)) == 0.0
+    # an LL call (NCCL's small sizes) pays NET_EXTRA_LL_US, none: fitted on the published curves' small sizes
+    assert measured.net_us(two, "LL") == measured.NET_EXTRA_LL_US == 0.0 and measured.net_us(two, "LL128") == 30.0
+    small = nccl_choice_module.nccl_choice(two, "all_reduce", 4096)
+    assert small.proto == "LL"
+    assert small.expected_time_us == pytest.approx(small.time_us + measured.hop_us(two, "all_reduce", small.algo, "LL")
+                                                   + measured.ramp_us(two, "all_reduce", small.algo, "LL", 4096))
 
 
 def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.CaptureFixture[str]) -> None:
@@ -258,10 +264,18 @@ def test_the_network_cost_fit_holds_leaving_one_source_out(capsys: pytest.Captur
     out = capsys.readouterr().out
     yardstick = int(out.split("(the yardstick): ")[1].split("/")[0])
     shipped = int(out.split("us: ")[1].split("/")[0])
-    held, held_without = out.split("leaving one source out: ")[1].split(" within 15% (")
+    held, held_without = out.split("leaving one source out: ")[1].splitlines()[0].split(" within 15% (")
     assert shipped > yardstick
     assert int(held.split("/")[0]) > int(held_without.split(" ")[0])
     assert measured.NET_EXTRA_US == 30.0  # the script puts the shipped constant back
+    # the LL call's cost on the published small sizes: none beats the 1-64 MiB rows' 30 us, held out too
+    ll = out.split("published small-size figures")[1]
+    shipped_ll = int(ll.split("LL cost 0 us: ")[1].split("/")[0])
+    thirty = int(ll.split("LL cost 30 us: ")[1].split("/")[0])
+    held_ll, held_30 = ll.split("leaving one source out: ")[1].splitlines()[0].split(" within 15% (")
+    assert "(shipped)" in ll.split("LL cost 0 us: ")[1].splitlines()[0] and shipped_ll > 2 * thirty
+    assert int(held_ll.split("/")[0]) > int(held_30.split(" ")[0])
+    assert measured.NET_EXTRA_LL_US == 0.0
 
 
 def test_nvls_pays_per_rank_of_a_domain_larger_than_a_board_and_nothing_else_does() -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "ramp_us",
     "hop_us",
     "NET_EXTRA_US",
+    "NET_EXTRA_LL_US",
     "net_us",
     "NVLS_RANK_US",
     "NVLS_BOARD_RANKS",
@@ -171,7 +172,8 @@ def hop_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, *, version: 
 
 
 NET_EXTRA_US = 30.0
-"""What a collective across NVLink domains (NCCL's nodes: ``nNodes`` > 1) pays beyond NCCL's model, per call, us.
+"""What an LL128 or Simple call across NVLink domains (NCCL's nodes: ``nNodes`` > 1) pays beyond NCCL's model, per
+call, us (an LL call: :data:`NET_EXTRA_LL_US`).
 Fitted, not NCCL's: the published 2-node all_reduce curves flatten at 85-160 us from 1 to 8 MiB (Nebius H100,
 Lambda and GCP B200, dstack's pages and yangwhale/gpu-tpu-pedia) where NCCL's latencies (``baseLat`` + ``hwLat[NET]``
 per network step, src/graph/tuning.cc) give 60-115 us. Chosen from 0-50 us by the rows within 15% and checked
@@ -183,9 +185,23 @@ show no such cost); 30 stays because 25 puts one more row more than 30% off with
 fit can tell. 0 inside one domain, an NVL72 rack's trays included."""
 
 
-def net_us(inputs: NcclGraphInputs) -> float:
-    """:data:`NET_EXTRA_US` when the communicator spans NVLink domains, else 0."""
-    return NET_EXTRA_US if inputs.nnodes > 1 else 0.0
+NET_EXTRA_LL_US = 0.0
+"""What an LL call across NVLink domains pays beyond NCCL's model, per call, us: none. :data:`NET_EXTRA_US` was
+fitted on 1-64 MiB rows, where NCCL runs LL128 and Simple; below, NCCL runs LL, and the published curves' own
+small sizes (``bench/scorecard/small_sizes.csv``, 140 figures at 64 B-64 KiB of 12 sources across domains) are
+faster than NCCL's model plus 30 us (median 1.47 x its busbw; 15 within 15%): with no cost on LL 45 are within 15%
+(median 0.83), with 10 us 39, with 20 us 22. Leaving one source out at a time (``bench/net_term_fit.py``) chooses 0
+(10 for two of SURF Snellius' curves) and places 28 of the 140 within 15% against 15 with 30 us. Fitted, not NCCL's:
+NCCL's own network latencies are per protocol too (``hwLat[NET]``, src/graph/tuning.cc), LL's the lowest. No
+claimed row at 1 MiB or above runs LL across domains, so those rows do not move."""
+
+
+def net_us(inputs: NcclGraphInputs, proto: str = "Simple") -> float:
+    """:data:`NET_EXTRA_US` (:data:`NET_EXTRA_LL_US` for an LL call) when the communicator spans NVLink domains,
+    else 0."""
+    if inputs.nnodes <= 1:
+        return 0.0
+    return NET_EXTRA_LL_US if proto == "LL" else NET_EXTRA_US
 
 
 MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost / NVLS step floor"
@@ -342,5 +358,5 @@ def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, s
     cost (:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`) and NVLS's
     shortest step on sm100 (:func:`nvls_step_us`)."""
     return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
-            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs) + nvls_rank_us(inputs, algo)
+            + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs, proto) + nvls_rank_us(inputs, algo)
             + nvls_step_us(inputs, op, algo, proto, size_bytes, version=version))
