@@ -192,8 +192,9 @@ small sizes (``bench/scorecard/small_sizes.csv``, 140 figures at 64 B-64 KiB of 
 faster than NCCL's model plus 30 us (median 1.47 x its busbw; 15 within 15%): with no cost on LL 45 are within 15%
 (median 0.83), with 10 us 39, with 20 us 22. Leaving one source out at a time (``bench/net_term_fit.py``) chooses 0
 (10 for two of SURF Snellius' curves) and places 28 of the 140 within 15% against 15 with 30 us. Fitted, not NCCL's:
-NCCL's own network latencies are per protocol too (``hwLat[NET]``, src/graph/tuning.cc), LL's the lowest. No
-claimed row at 1 MiB or above runs LL across domains, so those rows do not move."""
+NCCL's own network latencies are per protocol too (``hwLat[NET]``, src/graph/tuning.cc), LL's the lowest. The
+claimed rows at 1 MiB and above do not move; SURF Snellius' 2-node all_gather and reduce_scatter at 1 MiB (Ring/LL),
+whose stated reason was this cost, read 1.02-1.04 x with none and are claimed."""
 
 
 def net_us(inputs: NcclGraphInputs, proto: str = "Simple") -> float:
