@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def check(published: Sequence[scorecard.PublishedRow], small: Sequence[scorecard
     out = []
     for (system, op), (points, rows) in scorecard.small_curves(published, small).items():
         template = rows[0]
-        at_small = scorecard.score([replace(template, size_bytes=p.size_bytes, off_reason="") for p in points])
+        at_small = scorecard.score(scorecard.curve_small_rows(points, rows))
         model_us = {s.row.size_bytes: model_time_us(op, template.nranks, s.row.size_bytes, s.predicted_gbps)
                     for s in at_small if s.predicted_gbps and s.model.startswith("NCCL ")}
         cost = curve_run_cost([(p.size_bytes, p.time(template.nranks)) for p in points], model_us.get)
@@ -129,12 +129,12 @@ def render(checks: Sequence[CurveCheck], show_rows: bool) -> str:
                          f"cost {c.cost.extra_us:.1f} us a call")
         if show_rows:
             for j in c.rows:
-                tag = "claimed" if not j.row.off_reason else "reason"
+                tag = "claimed" if j.scored.claimed else "reason"
                 lines.append(f"    {format_size(j.row.size_bytes):>6} published {j.row.busbw_gbps:8.2f}  "
                              f"model {j.model_gbps / j.row.busbw_gbps:5.2f}x  with the cost "
                              f"{j.with_cost_gbps / j.row.busbw_gbps:5.2f}x  ({tag})")
     rows = [j for c in checks for j in c.rows]
-    claimed = [j for j in rows if not j.row.off_reason]
+    claimed = [j for j in rows if j.scored.claimed]
     per_call = [j for j in rows if PER_CALL_REASON in j.row.off_reason]
     costed = sum(c.cost is not None for c in checks)
     lines += ["",

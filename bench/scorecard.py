@@ -44,12 +44,12 @@ from collscope.analysis.nccl_model.constants import JUDGING_TABLES, VERSIONS  # 
 from collscope.analysis.nccl_model.p2p import P2P_FITTED_OPS  # noqa: E402
 from collscope.analysis.nccl_model.search import graph_inputs_from_topology  # noqa: E402
 from collscope.analysis.predict import predict  # noqa: E402
-from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, model_time_us  # noqa: E402
+from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, model_time_us, time_busbw_gbps  # noqa: E402
 from collscope.errors import CollscopeError  # noqa: E402
 from collscope.units import format_size, parse_size  # noqa: E402
 from collscope.vocab.channel_limits import CHANNEL_LIMIT_NAMES  # noqa: E402
 from collscope.vocab.nccl import PROTOCOLS  # noqa: E402
-from collscope.vocab.ops import OPS, busbw_factor, op_facts  # noqa: E402
+from collscope.vocab.ops import OPS, op_facts  # noqa: E402
 
 DATA = ROOT / "bench" / "scorecard" / "published.csv"
 SMALL = ROOT / "bench" / "scorecard" / "small_sizes.csv"
@@ -612,18 +612,20 @@ def small_curves(published: Sequence[PublishedRow], small: Sequence[SmallPoint]
     return out
 
 
+def curve_small_rows(points: Sequence[SmallPoint], rows: Sequence[PublishedRow]) -> list[PublishedRow]:
+    """A curve's small-size points as rows of that curve (no stated reason), each with the busbw its time gives (the
+    printed busbw of 64 B-64 KiB has one or two digits)."""
+    template = rows[0]
+    return [replace(template, size_bytes=p.size_bytes, off_reason="",
+                    busbw_gbps=time_busbw_gbps(p.op, template.nranks, p.size_bytes, p.time(template.nranks)))
+            for p in points]
+
+
 def small_size_rows(scored: Sequence[ScoredRow], small: Sequence[SmallPoint]) -> list[PublishedRow]:
-    """The small-size points of the curves the models claim (at least one of the curve's rows claimed) as rows of
-    their curve, each with the busbw its time gives (the printed busbw of 64 B-64 KiB has one or two digits)."""
+    """:func:`curve_small_rows` of the curves the models claim (at least one of the curve's rows claimed)."""
     claimed = {(s.row.system, s.row.op) for s in scored if s.claimed}
-    out = []
-    for (system, op), (points, rows) in small_curves([s.row for s in scored], small).items():
-        if (system, op) in claimed:
-            template = rows[0]
-            out += [replace(template, size_bytes=p.size_bytes, off_reason="",
-                            busbw_gbps=busbw_factor(op, template.nranks) * p.size_bytes
-                            / (p.time(template.nranks) * 1e3)) for p in points]
-    return out
+    return [row for curve, (points, rows) in small_curves([s.row for s in scored], small).items()
+            if curve in claimed for row in curve_small_rows(points, rows)]
 
 
 def small_size_samples(scored: Sequence[ScoredRow], small: Sequence[SmallPoint],

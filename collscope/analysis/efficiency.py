@@ -35,10 +35,16 @@ from collscope.analysis.nccl_model.model import NcclGraphInputs, ll128_default_o
 from collscope.analysis.nccl_model.p2p import P2P_ALGO, P2P_LL_MODEL, p2p_channel_notes, p2p_ll_note
 from collscope.analysis.nccl_model.p2p_rules import p2p_tuning_notes
 from collscope.analysis.ompi_models import model_for_setting
-from collscope.analysis.run_cost import RUN_FLOOR_MAX_BYTES, RUN_FLOOR_MIN_BYTES, curve_key, run_costs_us, with_run_cost
+from collscope.analysis.run_cost import (
+    RUN_FLOOR_MAX_BYTES,
+    RUN_FLOOR_MIN_BYTES,
+    curve_key,
+    run_costs_us,
+    time_busbw_gbps,
+    with_run_cost,
+)
 from collscope.errors import ConfigError
-from collscope.units import algbw_gbps, format_size, format_size_span
-from collscope.vocab.ops import busbw_factor
+from collscope.units import format_size, format_size_span
 
 __all__ = ["Margins", "add_expected", "model_name", "params_for", "ParamsSource", "Logged", "NO_MODEL_HINT",
            "measured_busbw"]
@@ -67,11 +73,9 @@ def measured_busbw(op: str, nranks: int, size_bytes: int, time_us: float, busbw_
     (an efficiency of 0%) and most sizes to 64 KiB print one or two significant digits, while the time keeps four:
     the time is the finer measure of the same call. A time that does not give the printed busbw (a busbw made by
     another formula, a time that is not the call's) leaves the printed one."""
-    if not (math.isfinite(time_us) and time_us > 0 and size_bytes > 0 and nranks >= 1):
+    if not (math.isfinite(time_us) and time_us > 0 and size_bytes > 0 and nranks >= 1 and math.isfinite(busbw_gbps)):
         return busbw_gbps
-    derived = algbw_gbps(size_bytes, time_us) * busbw_factor(op, nranks)
-    if not math.isfinite(busbw_gbps):
-        return busbw_gbps
+    derived = time_busbw_gbps(op, nranks, size_bytes, time_us)
     close = abs(derived - busbw_gbps) <= PRINTED_BUSBW_ROUNDING + TIME_RELATIVE_ROUNDING * busbw_gbps
     return derived if close else busbw_gbps
 

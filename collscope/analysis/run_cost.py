@@ -20,7 +20,7 @@ from collscope.analysis.fit import CONFIG_KEYS
 from collscope.collectives.record import busbw_factor
 
 __all__ = ["RUN_FLOOR_MIN_BYTES", "RUN_FLOOR_MAX_BYTES", "RUN_FLOOR_MIN_SIZES", "RunCost", "curve_key",
-           "curve_run_cost", "run_costs_us", "model_time_us", "slower_busbw", "with_run_cost"]
+           "curve_run_cost", "run_costs_us", "model_time_us", "time_busbw_gbps", "slower_busbw", "with_run_cost"]
 
 
 RUN_FLOOR_MIN_BYTES = 64
@@ -50,10 +50,10 @@ class RunCost:
 
 
 def curve_run_cost(points: Iterable[tuple[int, float]],
-                   model_time_us: Callable[[int], float | None]) -> RunCost | None:
+                   model_us_at: Callable[[int], float | None]) -> RunCost | None:
     """The rule of :func:`run_costs_us` for one curve, from its (size, measured time) points: with
     :data:`RUN_FLOOR_MIN_SIZES` or more sizes from :data:`RUN_FLOOR_MIN_BYTES` to :data:`RUN_FLOOR_MAX_BYTES`, its
-    fastest call there (the first of equal ones) against ``model_time_us`` at that size (the model's expected time;
+    fastest call there (the first of equal ones) against ``model_us_at`` that size (the model's expected time;
     None: no model there); None when the curve has too few such sizes, no model there, or a call no slower than it.
     ``bench/run_cost_check.py`` holds the same rule against published curves."""
     usable = [(size, time) for size, time in points
@@ -61,7 +61,7 @@ def curve_run_cost(points: Iterable[tuple[int, float]],
     if len(usable) < RUN_FLOOR_MIN_SIZES:
         return None
     size, time = min(usable, key=lambda p: p[1])
-    model_us = model_time_us(size)
+    model_us = model_us_at(size)
     if model_us is None or not time > model_us:
         return None
     return RunCost(floor_us=time, floor_size=size, extra_us=time - model_us)
@@ -100,12 +100,17 @@ def model_time_us(op: str, nranks: int, size_bytes: int, busbw_gbps: float) -> f
     return busbw_factor(op, nranks) * size_bytes / (busbw_gbps * 1e3)
 
 
+def time_busbw_gbps(op: str, nranks: int, size_bytes: int, time_us: float) -> float:
+    """The busbw of one call of ``op`` at ``size_bytes`` that takes ``time_us`` (the inverse of
+    :func:`model_time_us`)."""
+    return busbw_factor(op, nranks) * size_bytes / (time_us * 1e3)
+
+
 def slower_busbw(busbw_gbps: float, op: str, nranks: int, size_bytes: int, extra_us: float) -> float:
     """``busbw_gbps`` of a call that takes ``extra_us`` longer."""
     if not busbw_gbps > 0:
         return busbw_gbps
-    return busbw_factor(op, nranks) * size_bytes / ((model_time_us(op, nranks, size_bytes, busbw_gbps)
-                                                     + extra_us) * 1e3)
+    return time_busbw_gbps(op, nranks, size_bytes, model_time_us(op, nranks, size_bytes, busbw_gbps) + extra_us)
 
 
 def with_run_cost(expected: Expected, op: str, nranks: int, size_bytes: int, extra_us: float) -> Expected:
