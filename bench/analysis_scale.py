@@ -20,7 +20,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -98,7 +100,10 @@ def generate(root: Path, records: int) -> int:
     return total
 
 
-def _timed(label: str, func, n: int, times: dict[str, float]):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def _timed(label: str, func: Callable[[], T], n: int, times: dict[str, float]) -> T:
     start = time.perf_counter()
     result = func()
     elapsed = time.perf_counter() - start

@@ -53,7 +53,7 @@ def _part_share() -> float:
 
 
 def run(blocks: int, noises: list[float], n: int, seed: int) -> list[list[str]]:
-    rows = []
+    rows: list[list[str]] = []
     for noise in noises:
         for name, effect, _, cmp, target in _scenarios():
             rng = np.random.default_rng([seed, int(noise * 1e4), len(rows)])

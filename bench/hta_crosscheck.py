@@ -115,8 +115,8 @@ def collscope_figures(doc: Mapping[str, Any], outside: Mapping[int, int] | None 
     for c in doc.get("collectives", []):
         calls[c["rank"]] = calls.get(c["rank"], 0) + 1
         if c.get("step") is not None:
-            mine = per_step_calls.setdefault(c["rank"], {})
-            mine[c["step"]] = mine.get(c["step"], 0) + 1
+            counts = per_step_calls.setdefault(c["rank"], {})
+            counts[c["step"]] = counts.get(c["step"], 0) + 1
     steps: dict[int, list[Mapping[str, Any]]] = {}
     for s in doc.get("steps", []):
         steps.setdefault(s["rank"], []).append(s)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ LOG = ROOT / "tests" / "fixtures" / "nccl-debug" / "nccl2.24.3-2node-16rank-pxn-
 TOPO = ROOT / "tests" / "fixtures" / "nvidia-smi" / "topo-spaces-4gpu-nv18-4nic-legend-gpu-numa-id.txt"
 
 
-def _timed(fn) -> float:  # type: ignore[no-untyped-def]
+def _timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start

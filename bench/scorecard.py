@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -436,8 +437,11 @@ class HeldOutSource:
     """The left-out source's counted rows."""
 
 
-def leave_one_source_out(by_candidate: Mapping[Hashable, Sequence[ScoredRow]],
-                         key: Callable[[Hashable, list[ScoredRow]], object], baseline: Hashable, *,
+Candidate = TypeVar("Candidate", bound=Hashable)
+
+
+def leave_one_source_out(by_candidate: Mapping[Candidate, Sequence[ScoredRow]],
+                         key: Callable[[Candidate, list[ScoredRow]], Any], baseline: Candidate, *,
                          counted: Callable[[ScoredRow], bool] = lambda s: True) -> list[HeldOutSource]:
     """A fit's check leaving one source (URL) out at a time: ``by_candidate`` holds every row scored with each
     candidate term (the same rows in the same order); per source, the candidate with the highest ``key(candidate,
@@ -448,7 +452,7 @@ def leave_one_source_out(by_candidate: Mapping[Hashable, Sequence[ScoredRow]],
     for source in sorted({s.row.source_url for s in rows}):
         chosen = max(by_candidate, key=lambda c: key(c, [s for s in by_candidate[c] if s.row.source_url != source]))
 
-        def within(candidate: Hashable, left: str = source) -> int:
+        def within(candidate: Candidate, left: str = source) -> int:
             return sum(s.within for s in by_candidate[candidate] if s.row.source_url == left and counted(s))
         out.append(HeldOutSource(source=source, chosen=chosen, within=within(chosen),
                                  within_baseline=within(baseline),

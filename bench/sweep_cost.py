@@ -58,6 +58,9 @@ def _one(plan, out: Path, workers: str, tries: int = 3) -> dict[str, float]:
     inside_us = 0.0
     for point in plan.points:
         for r in results.read_point(point.point_id):
+            if r.iters is None or r.warmup is None:
+                raise SystemExit(f"{point.point_id}: a record without its iteration counts: the time inside "
+                                 "collectives cannot be counted")
             inside_us += r.time_us * (r.iters + r.warmup + (0 if r.wrong is None else 1))
     return {"wall_s": wall, "inside_s": inside_us / 1e6, "share": inside_us / 1e6 / wall}
 
@@ -85,11 +88,11 @@ def main() -> int:
     print()
     print("| mode | wall clock (s), median (min..max) | inside collectives (s) | share of wall clock |")
     print("|---|---|---|---|")
-    for workers, got in runs.items():
-        walls = [g["wall_s"] for g in got]
-        shares = [g["share"] for g in got]
+    for workers, figures in runs.items():
+        walls = [g["wall_s"] for g in figures]
+        shares = [g["share"] for g in figures]
         print(f"| {workers} | {statistics.median(walls):.2f} ({min(walls):.2f}..{max(walls):.2f}) | "
-              f"{statistics.median([g['inside_s'] for g in got]):.3f} | {100 * statistics.median(shares):.1f} % "
+              f"{statistics.median([g['inside_s'] for g in figures]):.3f} | {100 * statistics.median(shares):.1f} % "
               f"({100 * min(shares):.1f}..{100 * max(shares):.1f}) |")
     speedup = statistics.median(ratios)
     share = statistics.median([g["share"] for g in runs["persistent"]])
