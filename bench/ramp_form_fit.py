@@ -134,10 +134,12 @@ def ring_rank_cap_check(rows: Sequence[scorecard.PublishedRow]) -> None:
     claimed = sum(s.claimed for s in scorecard.score(rows))
     print(f"  Ring's fill capped at a few ranks, on all {len(rows)} rows ({claimed} claimed with the shipped ramp): "
           f"before the cap {sum(within[BEFORE])} claimed rows within 15% ({sum(far[BEFORE])} more than 30% off, "
-          f"unexplained); chosen: {name(best)}, {sum(within[best])} ({sum(far[best])}); shipped: {name(shipped_pair)}")
+          f"unexplained); chosen: {name(best)}, {sum(within[best])} ({sum(far[best])}); shipped: {name(shipped_pair)}"
+          + (f", {sum(within[shipped_pair])} ({sum(far[shipped_pair])})" if shipped_pair in within else ""))
     print(f"  on the claimed rows NCCL's model predicts as Ring, the rms of log(predicted / published): "
-          f"{ring_rms[BEFORE]:.3f} before the cap, {ring_rms[best]:.3f} chosen (a count at the 15% line can move "
-          "with rows at its edge; this does not)")
+          f"{ring_rms[BEFORE]:.3f} before the cap, {ring_rms[best]:.3f} chosen"
+          + (f", {ring_rms[shipped_pair]:.3f} shipped" if shipped_pair in ring_rms else "")
+          + " (a count at the 15% line can move with rows at its edge; this does not)")
     for what, group in (("source", lambda r: r.source_url), ("publisher", lambda r: publisher(r.source_url))):
         held, held_before, chosen = left_out(group)
         print(f"  leaving one {what} out: {held} claimed rows within 15% with the pair the others choose, against "

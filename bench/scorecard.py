@@ -71,7 +71,10 @@ NVLS_RANK_FIT_SYSTEMS = ("OCI GB300 NVL72, 16 trays (64 GPUs)",)
 NVLS_STEP_FIT_SYSTEMS = ("GCP A4 (8x B200, GKE, gIB), 1 node", "OCI GB300 NVL72, 2 trays (8 GPUs)")
 """Systems whose rows fitted NVLS's shortest step on sm100 (measured.NVLS_STEP_MIN_US; bench/nvls_step_fit.py
 chooses it on every row and shows that only these systems' rows move)."""
-FIT_SYSTEMS = NVLS_RANK_FIT_SYSTEMS + NVLS_STEP_FIT_SYSTEMS
+LL128_RATE_FIT_SYSTEMS = ("Azure ND A100 v4 (VM, 8x A100 SXM)",)
+"""Systems whose rows fitted LL128's rate on sm80 (measured.LL128_SM80_RATE, bench/ll128_rate_fit.py); their source
+fitted the LL step too (:data:`FIT_SOURCES`)."""
+FIT_SYSTEMS = NVLS_RANK_FIT_SYSTEMS + NVLS_STEP_FIT_SYSTEMS + LL128_RATE_FIT_SYSTEMS
 """Systems whose rows fitted a term of one system's making: held out of the held-out line."""
 FIT_OPS = P2P_FITTED_OPS
 """Ops whose every published row fitted a model's terms (alltoall: collscope.analysis.nccl_model.p2p, checked by
@@ -377,10 +380,10 @@ def shares(scored: Iterable[ScoredRow]) -> list[Share]:
     claimed = [s for s in everything if s.claimed]
     unseen = [s for s in everything if s.row.source_url not in FIT_TIME_SOURCES]
     return out + [_share("all rows", everything),
-                  _share("held-out rows (all but the rows the LL step, the NVLS rank cost, the NVLS step floor and the "
-                         "alltoall terms were fitted on; the size ramp, chosen on every row of FIT_TIME_SOURCES, is "
-                         "checked by the last two lines, the network term, fitted on every multi-node row, source "
-                         "by source in bench/net_term_fit.py)", held_out),
+                  _share("held-out rows (all but the rows the LL step, the NVLS rank cost, the NVLS step floor, the "
+                         "sm80 LL128 rate and the alltoall terms were fitted on; the size ramp, chosen on every row of "
+                         "FIT_TIME_SOURCES, is checked by the last two lines, the network term, fitted on every "
+                         "multi-node row, source by source in bench/net_term_fit.py)", held_out),
                   _share("rows the models claim (predicted, and no stated reason to be off)", claimed),
                   replace(_share("rows the models claim, within 15% of NCCL's choice or of a near tie (a pair "
                                  "within 5% of it in NCCL's model, which analyze judges a measurement against when "

@@ -265,7 +265,7 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
         exp = matched_tie(busbw, exp, margin=margin, link_tolerance=margins.link, margin_above=above)
         if inputs is not None and exp.kind == "nccl":
             modelled.setdefault((id(inputs), read.nvls_chunk_bytes, op),
-                                (read.applied_to(inputs), []))[1].append((exp.model.split("/")[0], size))
+                                (read.applied_to(inputs), []))[1].append((exp.model, size))
         cols["model"][i], cols["model_kind"][i], cols["algo_source"][i] = exp.model, exp.kind, exp.algo_source
         cols["bound_algo"][i], cols["bound_limited_by"][i] = exp.bound.algo, exp.bound.limited_by
         nums["model_busbw_gbps"][i], nums["bound_busbw_gbps"][i] = exp.busbw_gbps, exp.bound.busbw_gbps
@@ -311,7 +311,8 @@ def add_expected(sizes: pd.DataFrame, settings: Mapping[str, Mapping[str, str]],
                          params, op, at_sizes, read.p2p), *p2p_channel_notes(params, op, at_sizes, read.p2p)))
                      if n not in notes)
     for (_, _, op), (inputs, choices) in modelled.items():
-        notes.extend(n for n in defect_notes(inputs, op, choices) + fitted_term_notes(inputs, op, choices)
+        by_algo = [(model.split("/")[0], size) for model, size in choices]
+        notes.extend(n for n in defect_notes(inputs, op, by_algo) + fitted_term_notes(inputs, op, choices)
                      if n not in notes)
     if source is None:
         notes.append(f"efficiency not computed: no link parameters, and no GPU named by the results ({NO_MODEL_HINT}; "

@@ -225,7 +225,8 @@ def predict(op: str, *, topology: NodeTopology | Cluster | None = None, gpu: str
             setting_notes.append(notes[-1])
         defects = defect_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices))
         notes.extend(defects)
-        fitted = fitted_term_notes(inputs, op, ((c.algo, c.size_bytes) for c in choices), version=version)
+        fitted = fitted_term_notes(inputs, op, ((f"{c.algo}/{c.proto}", c.size_bytes) for c in choices),
+                                   version=version)
         notes.extend(fitted)
         notes.extend(nvls_ceiling_predict_note(op, choices))
         if read.channel_bounds:

@@ -321,20 +321,25 @@ def test_no_other_ramp_form_predicts_better_out_of_sample(capsys: pytest.Capture
 
 
 def test_a_size_is_expected_to_take_at_least_1_over_k_of_k_times_the_size() -> None:
-    """8 A100: Ring/LL128 at 16 MiB (no ramp) would expect 169 GB/s, above Ring/Simple's 121 at 32 MiB; a 32 MiB
-    message is two of 16 MiB, so 16 MiB is held to half its time (Azure's curve: 109 GB/s at 16 MiB, 133 at 32)."""
-    inputs = _inputs("A100", 8, 1)
-    at16 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 16 * MIB)
-    at32 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 32 * MIB)
-    assert (at16.algo, at16.proto, at32.proto) == ("Ring", "LL128", "Simple")
-    assert at16.expected_time_us == pytest.approx(at32.expected_time_us / 2)
-    assert at16.floor_from_bytes == 32 * MIB and at32.floor_from_bytes == 0
-    assert at16.expected_busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
-    unfloored = at16.time_us + measured.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 16 * MIB)
-    assert unfloored < at16.expected_time_us  # the floor raised it
-    out = CliRunner().invoke(main, ["predict", "--gpu", "A100", "--op", "all_reduce", "--nranks", "8", "--nnodes",
-                                    "1", "--sizes", "16M"])
-    assert out.exit_code == 0 and "at least 1/2 of the time expected at 32M" in out.output
+    """8 H100 with NCCL_ALGO=Ring: Ring/LL128 at 32 MiB (no ramp) would expect 269 GB/s, above Ring/Simple's 263 at
+    64 MiB; a 64 MiB message is two of 32 MiB, so 32 MiB is held to half its time (Together AI's Ring curve of that
+    node: 274 GB/s at 32 MiB, 319 at 64). On 8 A100 the floor held 16 MiB to 32 MiB's until LL128's rate on sm80
+    (measured.LL128_SM80_RATE) made 16 MiB the slower per byte."""
+    inputs = _inputs("H100", 8, 1)
+    at32 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 32 * MIB, algos=["Ring"])
+    at64 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 64 * MIB, algos=["Ring"])
+    assert (at32.algo, at32.proto, at64.proto) == ("Ring", "LL128", "Simple")
+    assert at32.expected_time_us == pytest.approx(at64.expected_time_us / 2)
+    assert at32.floor_from_bytes == 64 * MIB and at64.floor_from_bytes == 0
+    assert at32.expected_busbw_gbps == pytest.approx(at64.expected_busbw_gbps)
+    unfloored = at32.time_us + measured.measured_extra_us(inputs, "all_reduce", "Ring", "LL128", 32 * MIB)
+    assert unfloored < at32.expected_time_us  # the floor raised it
+    out = CliRunner().invoke(main, ["predict", "--gpu", "H100", "--op", "all_reduce", "--nranks", "8", "--nnodes",
+                                    "1", "--sizes", "32M", "--setting", "NCCL_ALGO=Ring"])
+    assert out.exit_code == 0 and "at least 1/2 of the time expected at 64M" in out.output
+    a100 = _inputs("A100", 8, 1)
+    at16 = nccl_choice_module.nccl_choice(a100, "all_reduce", 16 * MIB)
+    assert (at16.proto, at16.floor_from_bytes) == ("LL128", 0)
 
 
 @pytest.mark.parametrize("gpu", ["A100", "H100", "B200", "GB300", "H100 PCIe"])
@@ -351,18 +356,19 @@ def test_the_expected_busbw_never_falls_as_the_size_grows(gpu: str) -> None:
 
 
 def test_a_logged_choice_takes_the_same_size_floor_as_the_modelled_one() -> None:
-    """NCCL's log says Ring/LL128 at 16 MiB on 8 A100: the expected busbw is floored by the 32 MiB choice, as when
-    the model picks the algorithm itself."""
+    """NCCL's log says Ring/LL128 at 32 MiB on 8 H100 run with NCCL_ALGO=Ring: the expected busbw is floored by the
+    64 MiB choice, as when the model picks the algorithm itself."""
     from collscope.analysis.expected import expected_busbw
 
-    params = link_params(None, gpu="A100", nranks=8, nnodes=1)
+    params = link_params(None, gpu="H100", nranks=8, nnodes=1)
     inputs = graph_inputs_from_topology(params)
-    modelled = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs)
-    logged = expected_busbw("all_reduce", "nccl", 16 * MIB, {}, params, None, inputs, logged=("Ring", "LL128"))
+    ring = {"NCCL_ALGO": "Ring"}
+    modelled = expected_busbw("all_reduce", "nccl", 32 * MIB, ring, params, None, inputs)
+    logged = expected_busbw("all_reduce", "nccl", 32 * MIB, ring, params, None, inputs, logged=("Ring", "LL128"))
     assert modelled is not None and logged is not None
-    at32 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 32 * MIB)
-    assert modelled.busbw_gbps == pytest.approx(at32.expected_busbw_gbps)
-    assert logged.busbw_gbps == pytest.approx(at32.expected_busbw_gbps) and logged.algo_source != modelled.algo_source
+    at64 = nccl_choice_module.nccl_choice(inputs, "all_reduce", 64 * MIB, algos=["Ring"])
+    assert modelled.busbw_gbps == pytest.approx(at64.expected_busbw_gbps)
+    assert logged.busbw_gbps == pytest.approx(at64.expected_busbw_gbps) and logged.algo_source != modelled.algo_source
 
 
 def test_predict_says_where_a_verdict_leans_on_the_one_curve_the_nvls_rank_cost_is_fitted_on() -> None:

@@ -27,7 +27,7 @@ __all__ = ["FLOOR_FACTORS", "NEAR_TIE", "size_floor_us", "nccl_choice", "nvls_ce
 NEAR_TIE = 0.05
 """A lead in NCCL's model smaller than this (5% of the choice's time) is not one collscope calls: NCCL's versions move
 the protocol and algorithm thresholds by that much. Between NCCL 2.19's and 2.30's tables collscope's model changes
-its choice at 82 of the 735 distinct scorecard sizes (bench/scorecard/published.csv), and at 28 of those the other
+its choice at 86 of the 767 distinct scorecard sizes (bench/scorecard/published.csv), and at 30 of those the other
 version's pick is within 5% of the choice in 2.30's model (bench/near_tie_versions.py prints them); the sources ran
 2.18 to 2.29. Derived from the tables, not fitted on published figures."""
 

@@ -4,8 +4,8 @@ published results of bench/scorecard/published.csv and said so.
 NCCL's model (:mod:`.model`) compares algorithms; it does not predict a measurement. :func:`measured_extra_us` is
 what a measurement adds to NCCL's time for an (algorithm, protocol) at a size: the size ramp of Simple
 (:func:`ramp_us`), the Ring/LL step latency (:func:`hop_us`), the network's per-call cost across NVLink domains
-(:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`) and, on sm100, NVLS's
-shortest step (:func:`nvls_step_us`). Every constant
+(:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`), on sm100 NVLS's
+shortest step (:func:`nvls_step_us`) and on sm80 LL128's rate inside a domain (:func:`ll128_rate_us`). Every constant
 says what it was fitted on and how it was checked; :data:`MEASURED_TERMS` is how the outputs name them.
 """
 
@@ -49,6 +49,11 @@ __all__ = [
     "nvls_chunk_bytes",
     "nvls_step_us",
     "nvls_step_notes",
+    "LL128_SM80_RATE",
+    "LL128_RATE_SM",
+    "LL128_RATE_SOURCE",
+    "ll128_rate_us",
+    "ll128_rate_notes",
     "fitted_term_notes",
     "MEASURED_TERMS",
     "measured_extra_us",
@@ -205,7 +210,8 @@ def net_us(inputs: NcclGraphInputs, proto: str = "Simple") -> float:
     return NET_EXTRA_LL_US if proto == "LL" else NET_EXTRA_US
 
 
-MEASURED_TERMS = "the fitted size ramp / LL step latency / network cost / NVLS rank cost / NVLS step floor"
+MEASURED_TERMS = ("the fitted size ramp / LL step latency / network cost / NVLS rank cost / NVLS step floor / "
+                  "sm80 LL128 rate")
 """How the outputs name what :func:`measured_extra_us` adds to NCCL's model time."""
 
 NVLS_RANK_US = 0.7
@@ -333,6 +339,70 @@ def nvls_step_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[st
             f"({NVLS_STEP_SOURCES}), so a verdict at those sizes leans on them"]
 
 
+LL128_SM80_RATE = 0.75
+"""The share of NCCL's Ring/LL128 bandwidth a Ring/LL128 call inside one NVLink domain of sm80 GPUs (A100, A800)
+reaches. NCCL's model gives Ring/LL128 0.92 x the ring's bandwidth, at most ``perChMaxRingLL128Bws`` a channel
+(src/graph/tuning.cc; 20 GB/s on Ampere: on 8 A100, 12 channels of 20 GB/s, 221 GB/s of busbw), and picks it from
+about 4 to 16 MiB on 8 A100 of one node. Every published 8-GPU A100 curve found falls short of that there, by more
+than its own per-call cost: Azure ND A100 v4 (Azure/AI-benchmarking-guide, one process -g 8) at 4, 8 and 16 MiB
+reads 0.72, 0.66 and 0.71 of the expected busbw, its Simple sizes from 32 MiB 0.85-0.97, and its own calls at 1-64
+KiB take 17.8 us more than the model's there (``bench/scorecard/small_sizes.csv``), which leaves the gap growing with
+the size (29 us at 4 MiB, 78 at 16): a rate, not a cost per call. Fitted, not NCCL's, by ``bench/ll128_rate_fit.py``
+on that curve with its own per-call cost added as analyze adds it (:mod:`..run_cost`): the least correction that
+places each of its Ring/LL128 rows within 15% (0.8 leaves its 16 MiB row at 1.20 x the published busbw; 0.75
+places the three at 1.00-1.14, 0.55-0.7 as well, 1.12-1.31 without the term). Without the per-call cost, as the
+scorecard predicts from the geometry alone, the three rows read 1.21-1.26 x the published busbw at 0.75 (1.39-1.52
+without the term). Corroboration that is not a scorecard row (``bench/scorecard/README.md``: a unit test's input
+data, where and when it ran not said): microsoft/superbenchmark's nccl-bw test data (8 A100-SXM4-40GB, one process
+-g 8, its calls from 64 B to 64 KiB 34.5-37.8 us) reads 1.17, 1.15 and 0.99 x its busbw at 4, 8 and 16 MiB with the
+rate and its own per-call cost, 1.32, 1.37 and 1.12 x without the rate. One scorecard source,
+run by one process on all 8 GPUs: the figure is that curve's, and an 8-GPU A100 curve of 8 processes at 2-32 MiB
+would be the check it lacks. H100 (sm90) curves of Ring/LL128 at 4-32 MiB (Together AI's 8-GPU node, one process
+-g 8: 0.85-1.02 x their published busbw) need no such term, so it is sm80's (:data:`LL128_RATE_SM`)."""
+LL128_RATE_SM = 80
+"""The SM version :data:`LL128_SM80_RATE` applies to."""
+LL128_RATE_SOURCE = "Azure ND A100 v4's all_reduce on one 8-GPU VM, 4-16 MiB, one process -g 8"
+"""The one published curve :data:`LL128_SM80_RATE` is fitted on (bench/scorecard/published.csv)."""
+
+
+def ll128_rate_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
+                  version: str = "2.30") -> float:
+    """What a Ring/LL128 call inside one NVLink domain of sm80 GPUs takes beyond NCCL's time: its bytes at
+    :data:`LL128_SM80_RATE` of NCCL's Ring/LL128 bandwidth instead of at it; 0 for other algorithms, protocols, GPUs
+    and across domains (no published figure there)."""
+    rate = LL128_SM80_RATE
+    if (algo != "Ring" or proto != "LL128" or inputs.sm != LL128_RATE_SM or inputs.nnodes > 1 or size_bytes <= 0
+            or not 0 < rate < 1):
+        return 0.0
+    bw = nccl_bandwidth(inputs, op, algo, proto, version=version)
+    if bw <= 0:
+        return 0.0
+    return size_bytes / (1000 * bw) * (1 / rate - 1)
+
+
+def ll128_rate_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
+                     version: str = "2.30") -> list[str]:
+    """A note naming the sizes of ``choices`` (``"algo/proto"``, size in bytes) where :func:`ll128_rate_us` is at
+    least a tenth of the expected time: there a verdict leans on the one curve the rate is fitted on. Empty
+    elsewhere."""
+    sizes = []
+    for model, size in choices:
+        algo, _, proto = model.partition("/")
+        extra = ll128_rate_us(inputs, op, algo, proto, size, version=version)
+        if extra <= 0:
+            continue
+        time = nccl_time_us(inputs, op, algo, proto, size, version=version)
+        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, proto, size,
+                                                                          version=version)):
+            sizes.append(size)
+    if not sizes:
+        return []
+    return [f"the expected Ring/LL128 time of {op} at {', '.join(format_size(s) for s in sorted(set(sizes)))} "
+            f"carries LL128's rate on sm{LL128_RATE_SM} ({LL128_SM80_RATE:g} of NCCL's Ring/LL128 bandwidth, a tenth "
+            f"of the time or more there), a term fitted on one published curve ({LL128_RATE_SOURCE}): a verdict at "
+            "those sizes leans on that one source"]
+
+
 def _a_tenth_or_more(inputs: NcclGraphInputs, op: str, algo: str, size: int, extra_us: float, version: str) -> bool:
     """Whether a fitted term's ``extra_us`` is at least a tenth of the expected Simple time of ``algo`` at ``size``:
     where a note says a verdict leans on the curves the term is fitted on."""
@@ -346,18 +416,22 @@ def _a_tenth_or_more(inputs: NcclGraphInputs, op: str, algo: str, size: int, ext
 def fitted_term_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[str, int]], *,
                       version: str = "2.30") -> list[str]:
     """The notes of the terms fitted on one or two published curves (:func:`nvls_rank_notes`,
-    :func:`nvls_step_notes`) for ``choices`` (algorithm, size in bytes): what predict, analyze and trace say."""
+    :func:`nvls_step_notes`, :func:`ll128_rate_notes`) for ``choices`` (``"algo/proto"`` as NCCL's choice names it,
+    size in bytes): what predict, analyze and trace say."""
     chosen = list(choices)
-    return [*nvls_rank_notes(inputs, op, chosen, version=version), *nvls_step_notes(inputs, op, chosen,
-                                                                                    version=version)]
+    by_algo = [(model.partition("/")[0], size) for model, size in chosen]
+    return [*nvls_rank_notes(inputs, op, by_algo, version=version),
+            *nvls_step_notes(inputs, op, by_algo, version=version),
+            *ll128_rate_notes(inputs, op, chosen, version=version)]
 
 
 def measured_extra_us(inputs: NcclGraphInputs, op: str, algo: str, proto: str, size_bytes: int, *,
                       version: str = "2.30") -> float:
     """What nccl-tests measures beyond NCCL's model time for (algo, proto) at ``size_bytes``: the size ramp of
     Simple (:func:`ramp_us`), the LL step latency (:func:`hop_us`), across NVLink domains the network's per-call
-    cost (:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`) and NVLS's
-    shortest step on sm100 (:func:`nvls_step_us`)."""
+    cost (:func:`net_us`), NVLS's cost per rank of a domain larger than a board (:func:`nvls_rank_us`), NVLS's
+    shortest step on sm100 (:func:`nvls_step_us`) and LL128's rate on sm80 (:func:`ll128_rate_us`)."""
     return (ramp_us(inputs, op, algo, proto, size_bytes, version=version)
             + hop_us(inputs, op, algo, proto, version=version) + net_us(inputs, proto) + nvls_rank_us(inputs, algo)
-            + nvls_step_us(inputs, op, algo, proto, size_bytes, version=version))
+            + nvls_step_us(inputs, op, algo, proto, size_bytes, version=version)
+            + ll128_rate_us(inputs, op, algo, proto, size_bytes, version=version))
