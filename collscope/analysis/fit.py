@@ -117,6 +117,11 @@ def aggregate(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values([*CONFIG_KEYS, "size_bytes"], kind="stable").reset_index(drop=True)
 
 
+_PRED_FLOOR_US = 1e-12
+"""The smallest time the line fit weighs a size by (its weights are 1 / time^2): a damaged file's 1e-300 us would
+square to zero and the weight to infinity."""
+
+
 # ---- the line fit ----------------------------------------------------------------------------------------------
 class LineFit(dict[str, Any]):
     """The result of :func:`fit_line` (a dict: alpha_us, beta_us_per_byte, their 95% bounds, r2, mad_rel,
@@ -151,6 +156,13 @@ def _embed(inv: np.ndarray, index: int, xs: float) -> np.ndarray:
     return full
 
 
+def _no_fit(n: int) -> LineFit:
+    """The fit of sizes that give none: every figure NaN."""
+    nan = math.nan
+    return LineFit(alpha_us=nan, beta_us_per_byte=nan, alpha_lo_us=nan, alpha_hi_us=nan, beta_lo=nan, beta_hi=nan,
+                   r2=nan, mad_rel=nan, residuals=np.full(n, nan), weights=np.ones(n), n_sizes=n)
+
+
 def fit_line(size_bytes: np.ndarray | list[float], time_us: np.ndarray | list[float], *,
              max_iter: int = 50) -> LineFit:
     """Huber IRLS fit of ``time_us = alpha + beta * size_bytes`` on relative residuals (module docstring)."""
@@ -161,23 +173,25 @@ def fit_line(size_bytes: np.ndarray | list[float], time_us: np.ndarray | list[fl
     n = len(x)
     nan = math.nan
     if n < 2 or len(np.unique(x)) < 2:
-        return LineFit(alpha_us=nan, beta_us_per_byte=nan, alpha_lo_us=nan, alpha_hi_us=nan, beta_lo=nan,
-                       beta_hi=nan, r2=nan, mad_rel=nan, residuals=np.full(n, nan), weights=np.ones(n), n_sizes=n)
+        return _no_fit(n)
     huber = np.ones(n)
-    pred = y.copy()
+    pred = np.maximum(y, _PRED_FLOOR_US)
     fixed: str | None = None
     alpha = beta = nan
     inv = np.zeros((2, 2))
     for _ in range(max_iter):
         w = huber / pred**2
-        alpha, beta, inv = _solve(x, y, w, fixed)
-        if fixed is None and alpha < 0:
-            fixed = "alpha"
+        try:
             alpha, beta, inv = _solve(x, y, w, fixed)
-        if beta <= 0:
-            fixed = "beta"
-            alpha, beta, inv = _solve(x, y, w, fixed)
-        new_pred = np.maximum(alpha + beta * x, 1e-12)
+            if fixed is None and alpha < 0:
+                fixed = "alpha"
+                alpha, beta, inv = _solve(x, y, w, fixed)
+            if beta <= 0:
+                fixed = "beta"
+                alpha, beta, inv = _solve(x, y, w, fixed)
+        except np.linalg.LinAlgError:  # weights no solver can take (times of 1e-300 us in a damaged file): no fit
+            return _no_fit(n)
+        new_pred = np.maximum(alpha + beta * x, _PRED_FLOOR_US)
         r = (y - new_pred) / new_pred
         scale = max(_MAD_SCALE * float(np.median(np.abs(r - np.median(r)))), _SCALE_FLOOR)
         u = np.abs(r) / scale

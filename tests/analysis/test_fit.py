@@ -59,6 +59,16 @@ def test_fit_of_too_few_sizes_is_nan() -> None:
     assert math.isclose(two["alpha_us"], 2.0) and math.isnan(two["alpha_hi_us"])  # exact, no interval
 
 
+def test_a_time_that_squares_to_zero_gives_a_fit_or_none_never_an_exception() -> None:
+    """A damaged file's 1e-300 us (its square underflows, the weight 1 / time^2 was infinite and the solver raised
+    LinAlgError): the fit returns, its figures finite or NaN."""
+    sizes = [1024.0, 1 << 20, 1 << 24, 1 << 26]
+    fit = fit_line(sizes, [1e-300, 60.0, 250.0, 900.0])
+    assert all(math.isfinite(fit[k]) or math.isnan(fit[k]) for k in ("alpha_us", "beta_us_per_byte", "r2"))
+    clean = fit_line(sizes[1:], [60.0, 250.0, 900.0])
+    assert math.isfinite(clean["alpha_us"]) and clean["beta_us_per_byte"] > 0
+
+
 def test_aggregate_planted(planted: Planted) -> None:
     df = load_results(planted.root)
     agg = aggregate(df)
