@@ -50,30 +50,19 @@ def with_cost(published: Sequence[scorecard.PublishedRow], small: Sequence[score
             for c in run_cost_check.check(published, small) for j in c.rows}
 
 
-def rank(scored: Sequence[scorecard.ScoredRow]) -> tuple[int, int, float]:
-    claimed = [s for s in scored if s.claimed]
-    return (sum(s.within for s in claimed), sum(s.unexplained for s in scored), scorecard.rms_log_ratio(claimed))
-
-
 def main() -> int:
     rows = scorecard.read_published()
     small = scorecard.read_small()
     by_rate = scorecard.scored_by_constant(rows, measured, "LL128_SM80_RATE", RATES)
-    analyze_view: dict[float, dict[tuple[str, str, int], float]] = {}
+    analyze_view = scorecard.by_constant(measured, "LL128_SM80_RATE", RATES, lambda: with_cost(rows, small))
     shipped = measured.LL128_SM80_RATE
-    try:
-        for rate in RATES:
-            measured.LL128_SM80_RATE = rate
-            analyze_view[rate] = with_cost(rows, small)
-    finally:
-        measured.LL128_SM80_RATE = shipped
     moved = touched(by_rate[1.0])
     claimed = sum(s.claimed for s in by_rate[1.0])
     print(f"{len(rows)} published rows, {claimed} claimed; {len(moved)} rows on sm80 inside one NVLink domain that "
           f"NCCL's model predicts as Ring/LL128, of {len({s.row.source_url for s in moved})} source(s)")
     chosen = None
     for rate in RATES:
-        within, far, rms = rank(by_rate[rate])
+        within, far, rms = scorecard.criteria(by_rate[rate])
         now = {(s.row.system, s.row.op, s.row.size_bytes): s for s in touched(by_rate[rate])}
         geometry = ", ".join(f"{format_size(k[2])} {s.ratio:.2f}" for k, s in now.items() if s.ratio is not None)
         costed = [analyze_view[rate].get(k) for k in now]

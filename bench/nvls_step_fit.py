@@ -30,9 +30,8 @@ FLOORS_US = (0.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20
 
 def rank(scored: Sequence[scorecard.ScoredRow]) -> tuple[int, int, float]:
     """The choice's key: claimed rows within 15%, fewer rows far off with no reason, smaller rms."""
-    claimed = [s for s in scored if s.claimed]
-    return (sum(s.within for s in claimed), -sum(s.unexplained for s in scored),
-            -scorecard.rms_log_ratio(claimed))
+    within, far, rms = scorecard.criteria(scored)
+    return within, -far, -rms
 
 
 def main() -> int:

@@ -410,19 +410,35 @@ def far_lines(scored: Sequence[ScoredRow]) -> list[str]:
     return out
 
 
-def scored_by_constant(rows: Sequence[PublishedRow], module: object, name: str,
-                       values: Iterable[float]) -> dict[float, list[ScoredRow]]:
-    """value -> every row scored with ``module.name`` set to it (a fitted term's constant, read by the library at
-    each call); the shipped value is put back whatever happens."""
+Computed = TypeVar("Computed")
+
+
+def by_constant(module: object, name: str, values: Iterable[float],
+                compute: Callable[[], Computed]) -> dict[float, Computed]:
+    """value -> ``compute()`` with ``module.name`` set to it (a fitted term's constant, read by the library at each
+    call); the shipped value is put back whatever happens."""
     out = {}
     shipped = getattr(module, name)
     try:
         for value in values:
             setattr(module, name, value)
-            out[value] = score(rows)
+            out[value] = compute()
     finally:
         setattr(module, name, shipped)
     return out
+
+
+def scored_by_constant(rows: Sequence[PublishedRow], module: object, name: str,
+                       values: Iterable[float]) -> dict[float, list[ScoredRow]]:
+    """value -> every row scored with ``module.name`` set to it (:func:`by_constant`)."""
+    return by_constant(module, name, values, lambda: score(rows))
+
+
+def criteria(scored: Sequence[ScoredRow]) -> tuple[int, int, float]:
+    """The scorecard's two criteria and its spread: claimed rows within 15%, rows more than 30% off with no stated
+    reason, the rms of log(predicted / published) of the claimed rows."""
+    claimed = [s for s in scored if s.claimed]
+    return sum(s.within for s in claimed), sum(s.unexplained for s in scored), rms_log_ratio(claimed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -388,12 +388,8 @@ def ll128_rate_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[s
     sizes = []
     for model, size in choices:
         algo, _, proto = model.partition("/")
-        extra = ll128_rate_us(inputs, op, algo, proto, size, version=version)
-        if extra <= 0:
-            continue
-        time = nccl_time_us(inputs, op, algo, proto, size, version=version)
-        if time is not None and extra >= 0.1 * (time + measured_extra_us(inputs, op, algo, proto, size,
-                                                                          version=version)):
+        if _a_tenth_or_more(inputs, op, algo, size, ll128_rate_us(inputs, op, algo, proto, size, version=version),
+                            version, proto=proto):
             sizes.append(size)
     if not sizes:
         return []
@@ -403,13 +399,14 @@ def ll128_rate_notes(inputs: NcclGraphInputs, op: str, choices: Iterable[tuple[s
             "those sizes leans on that one source"]
 
 
-def _a_tenth_or_more(inputs: NcclGraphInputs, op: str, algo: str, size: int, extra_us: float, version: str) -> bool:
-    """Whether a fitted term's ``extra_us`` is at least a tenth of the expected Simple time of ``algo`` at ``size``:
-    where a note says a verdict leans on the curves the term is fitted on."""
+def _a_tenth_or_more(inputs: NcclGraphInputs, op: str, algo: str, size: int, extra_us: float, version: str, *,
+                     proto: str = "Simple") -> bool:
+    """Whether a fitted term's ``extra_us`` is at least a tenth of the expected time of (``algo``, ``proto``) at
+    ``size``: where a note says a verdict leans on the curves the term is fitted on."""
     if extra_us <= 0:
         return False
-    time = nccl_time_us(inputs, op, algo, "Simple", size, version=version)
-    return time is not None and extra_us >= 0.1 * (time + measured_extra_us(inputs, op, algo, "Simple", size,
+    time = nccl_time_us(inputs, op, algo, proto, size, version=version)
+    return time is not None and extra_us >= 0.1 * (time + measured_extra_us(inputs, op, algo, proto, size,
                                                                              version=version))
 
 
